@@ -1,0 +1,147 @@
+"""The data model (SPEC section 3): the column schemas of every table passed between rules.
+
+Tables are polars DataFrames in memory and Parquet on disk. Every table carries enough ids to join
+without positional assumptions. All offsets are half-open ``[start, end)`` character intervals into a
+document's flat text ("content offsets"): its body paragraphs in reading order joined by
+``PARAGRAPH_SEPARATOR``; headings are never part of the flat text.
+
+Identifiers:
+- ``doc_id`` is a string, unique within a corpus.
+- ``section_id`` is the 0-based ordinal of a section within its document (reading order);
+  ``top_section_id`` is the ``section_id`` of the top-level section that contains it.
+- ``chunk_id`` is the 0-based ordinal of a chunk in its chunk set, which is sorted by
+  ``(doc_id, start)``; rankings break score ties by ``chunk_id`` ascending (SPEC section 17).
+- ``qid`` is a string, unique within a corpus.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+PARAGRAPH_SEPARATOR = "\n\n"
+MAX_LEVEL = 4  # stored levels are clamped to 1..MAX_LEVEL; paths keep the true depth
+
+DOCUMENTS = {
+    "corpus": pl.String,
+    "doc_id": pl.String,
+    "title": pl.String,
+    "text": pl.String,
+    "n_chars": pl.Int64,
+    "meta": pl.String,  # JSON object
+}
+PARAGRAPHS = {
+    "doc_id": pl.String,
+    "para_idx": pl.Int32,
+    "start": pl.Int64,
+    "end": pl.Int64,
+}
+SECTIONS = {
+    "doc_id": pl.String,
+    "section_id": pl.Int32,
+    "title": pl.String,
+    "level": pl.Int8,
+    "path": pl.List(pl.String),  # [document title, top-level title, ..., own title]
+    "para_start": pl.Int32,
+    "para_end": pl.Int32,  # exclusive
+    "start": pl.Int64,
+    "end": pl.Int64,
+    "top_section_id": pl.Int32,
+}
+QUERIES = {
+    "qid": pl.String,
+    "corpus": pl.String,
+    "doc_id": pl.String,
+    "text": pl.String,
+    "qtype": pl.String,
+    "spans": pl.List(pl.List(pl.Int64)),  # [[start, end), ...] gold evidence, content offsets
+    "meta": pl.String,  # JSON object
+}
+CHUNKS = {
+    "chunk_id": pl.Int64,
+    "doc_id": pl.String,
+    "start": pl.Int64,
+    "end": pl.Int64,
+    "n_tokens": pl.Int32,  # content tokens only
+    "section_id": pl.Int32,  # the section the chunk starts in (structural: the one it lies in)
+    "path": pl.List(pl.String),
+}
+TEXTS = {
+    "chunk_id": pl.Int64,
+    "prefix": pl.String,  # "" when the condition prepends nothing
+    "text_for_embedding": pl.String,
+    "prefix_tokens": pl.Int32,
+}
+RUNS = {
+    "qid": pl.String,
+    "rank": pl.Int32,  # 1-based
+    "chunk_id": pl.Int64,
+    "score": pl.Float32,
+    "stage": pl.String,  # which retrieval stage placed it (e.g. "flat", "stage2", "backfill", "rerank")
+}
+
+SCHEMAS = {
+    "documents": DOCUMENTS,
+    "paragraphs": PARAGRAPHS,
+    "sections": SECTIONS,
+    "queries": QUERIES,
+    "chunks": CHUNKS,
+    "texts": TEXTS,
+    "runs": RUNS,
+}
+
+
+@dataclass(frozen=True)
+class SectionSpec:
+    """One section of a parsed document, before offsets exist.
+
+    ``level`` is the true heading depth below the document title (1 = top-level); the lead text
+    before the first heading is a level-1 section whose ``title`` is "" and whose path is the
+    document title alone (SPEC section 17). ``para_start``/``para_end`` index the document's
+    paragraph list (end exclusive); sections must tile the paragraphs.
+    """
+
+    title: str
+    level: int
+    para_start: int
+    para_end: int
+
+
+@dataclass
+class ParsedDocument:
+    """A document as a loader produces it: body paragraphs plus its gold section tree."""
+
+    doc_id: str
+    title: str
+    paragraphs: list[str]
+    sections: list[SectionSpec]
+    meta: dict = field(default_factory=dict)
+
+
+def empty(name: str) -> pl.DataFrame:
+    return pl.DataFrame(schema=SCHEMAS[name])
+
+
+def conform(frame: pl.DataFrame, name: str) -> pl.DataFrame:
+    """Select and cast ``frame`` to the named schema, failing on a missing column."""
+    schema = SCHEMAS[name]
+    missing = [column for column in schema if column not in frame.columns]
+    if missing:
+        raise ValueError(f"{name} table is missing columns {missing}")
+    return frame.select([pl.col(column).cast(dtype) for column, dtype in schema.items()])
+
+
+def write_table(frame: pl.DataFrame, path: str | Path) -> None:
+    """Write Parquet atomically (temp file + rename) with fixed settings, so equal frames give equal bytes."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    frame.write_parquet(tmp, compression="zstd", statistics=False)
+    tmp.replace(path)
+
+
+def read_table(path: str | Path, name: str | None = None) -> pl.DataFrame:
+    frame = pl.read_parquet(path)
+    return conform(frame, name) if name else frame
