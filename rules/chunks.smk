@@ -1,0 +1,54 @@
+rule structural_chunks:
+    input:
+        documents=f"{R}/{{corpus}}/corpus/documents.parquet",
+        paragraphs=f"{R}/{{corpus}}/corpus/paragraphs.parquet",
+        sections=structure_sections,
+    output:
+        f"{R}/{{corpus}}/chunks/structural/{{structure}}.parquet",
+    log:
+        f"{LOGS}/chunks/{{corpus}}/structural-{{structure}}.log",
+    params:
+        tokenizer=config["tokenizer"],
+        t_max=config["chunking"]["t_max"],
+        t_min=config["chunking"]["t_min"],
+        code=code_version("boundaries", "tokens", "sentences"),
+    script:
+        "../workflow/scripts/structural_chunks.py"
+
+
+rule fixed_chunks:
+    input:
+        documents=f"{R}/{{corpus}}/corpus/documents.parquet",
+        sections=structure_sections,
+        reference=f"{R}/{{corpus}}/chunks/structural/{{structure}}.parquet",
+    output:
+        chunks=f"{R}/{{corpus}}/chunks/fixed/{{structure}}.parquet",
+        size_match=f"{R}/{{corpus}}/chunks/fixed/{{structure}}.size_match.json",
+    log:
+        f"{LOGS}/chunks/{{corpus}}/fixed-{{structure}}.log",
+    params:
+        tokenizer=config["tokenizer"],
+        snap_tokens=config["chunking"]["fixed_snap_tokens"],
+        t_min=config["chunking"]["t_min"],
+        code=code_version("boundaries", "tokens", "sentences"),
+    script:
+        "../workflow/scripts/fixed_chunks.py"
+
+
+rule texts:
+    input:
+        documents=f"{R}/{{corpus}}/corpus/documents.parquet",
+        chunks=f"{R}/{{corpus}}/chunks/{{boundaries}}/{{structure}}.parquet",
+    output:
+        texts=f"{R}/{{corpus}}/texts/{{boundaries}}/{{structure}}/{{prefix}}.parquet",
+        report=f"{R}/{{corpus}}/texts/{{boundaries}}/{{structure}}/{{prefix}}.report.json",
+    log:
+        f"{LOGS}/texts/{{corpus}}/{{boundaries}}-{{structure}}-{{prefix}}.log",
+    params:
+        prefix=prefix_value,
+        tokenizer=config["tokenizer"],
+        separator=config["prefix"]["separator"],
+        seed=config["seed"],
+        code=code_version("prefixes", "tokens"),
+    script:
+        "../workflow/scripts/render_texts.py"

@@ -1,0 +1,159 @@
+# Helpers, config validation and named input functions. No logic lives in the rules themselves.
+import re
+import json
+from pathlib import Path
+
+from snakemake.utils import validate
+
+from structbench.conditions import parse_conditions, parse_contrasts
+from structbench.provenance import code_version
+
+
+validate(config, "../workflow/schemas/config.schema.yaml")
+
+CONDITIONS = parse_conditions(config["conditions"])
+CONTRASTS = parse_contrasts(config["contrasts"], CONDITIONS)
+R = config.get("results", "results")
+CACHE = config.get("cache", "cache")
+LOGS = config.get("logs", "logs")
+SELECT = config.get("select") or {}
+
+
+def selected(kind):
+    """Declared names of one kind (corpora, embedders, rerankers), narrowed by ``select`` if given."""
+    declared = list(config[kind])
+    chosen = SELECT.get(kind) or declared
+    unknown = [name for name in chosen if name not in declared]
+    if unknown:
+        raise ValueError(f"select.{kind} names {unknown}, which config.{kind} does not declare ({declared})")
+    return chosen
+
+
+CORPORA = selected("corpora")
+EMBEDDERS = selected("embedders")
+RERANKERS = selected("rerankers")
+REPORT = f"{R}/report/report.md"
+
+
+def alternation(names):
+    return "|".join(re.escape(name) for name in names)
+
+
+wildcard_constraints:
+    corpus=alternation(CORPORA),
+    embedder=alternation(EMBEDDERS),
+    reranker=alternation(RERANKERS),
+    condition=alternation(CONDITIONS),
+    boundaries="structural|fixed|semantic",
+    structure=r"gold|induced-[A-Za-z0-9_]+",
+    prefix=r"none|context|path-[1-9]|placebo-[1-9]",
+
+
+# ---- corpus -------------------------------------------------------------------------------------
+
+
+def corpus_spec(wildcards):
+    return config["corpora"][wildcards.corpus]
+
+
+def corpus_sources(wildcards):
+    """The files a corpus is built from, so an edited document or questions file rebuilds it."""
+    spec = corpus_spec(wildcards)
+    if spec["kind"] == "markdown":
+        sources = sorted(str(p) for p in Path(spec["path"]).rglob("*.md"))
+        if not sources:
+            raise ValueError(f"corpora.{wildcards.corpus}.path = {spec['path']!r} holds no .md files")
+        return sources + ([spec["questions"]] if spec.get("questions") else [])
+    if spec["kind"] == "qasper":
+        return list(spec["paths"])
+    if spec["kind"] == "wikitext":
+        return [spec["path"]]
+    return []
+
+
+# ---- chunks, texts, vectors ------------------------------------------------------------------
+
+
+def prefix_value(wildcards):
+    return wildcards.prefix.replace("-", ":", 1)
+
+
+def structure_sections(wildcards):
+    return f"{R}/{wildcards.corpus}/structure/{wildcards.structure}/sections.parquet"
+
+
+def condition_of(wildcards):
+    return CONDITIONS[wildcards.condition]
+
+
+def condition_chunks(wildcards):
+    return f"{R}/{wildcards.corpus}/chunks/{condition_of(wildcards).chunkset}.parquet"
+
+
+def condition_texts(wildcards):
+    return f"{R}/{wildcards.corpus}/texts/{condition_of(wildcards).textset}.parquet"
+
+
+def condition_vectors(wildcards):
+    return f"{R}/{wildcards.corpus}/vectors/{wildcards.embedder}/{condition_of(wildcards).textset}.npy"
+
+
+def embedder_spec(wildcards):
+    return config["embedders"][wildcards.embedder]
+
+
+# ---- runs, scores, contrasts -----------------------------------------------------------------
+
+
+def condition_runs(wildcards):
+    if wildcards.reranker == "none":
+        return f"{R}/{wildcards.corpus}/runs/{wildcards.embedder}/{wildcards.condition}.parquet"
+    return f"{R}/{wildcards.corpus}/runs/{wildcards.embedder}/reranked/{wildcards.reranker}/{wildcards.condition}.parquet"
+
+
+def reranker_spec(wildcards):
+    return config["rerankers"][wildcards.reranker]
+
+
+def cell_scores(corpus, embedder, reranker, conditions=None):
+    return [
+        f"{R}/{corpus}/scores/{embedder}/{reranker}/{name}.parquet" for name in (conditions or CONDITIONS)
+    ]
+
+
+def contrast_inputs(wildcards):
+    return cell_scores(wildcards.corpus, wildcards.embedder, wildcards.reranker)
+
+
+def contrast_params(wildcards):
+    return [
+        {"name": c.name, "treatment": c.treatment, "control": c.control, "family": c.family}
+        for c in CONTRASTS.values()
+    ]
+
+
+def all_cells():
+    return [
+        path
+        for corpus in CORPORA
+        for embedder in EMBEDDERS
+        for reranker in RERANKERS
+        for path in cell_scores(corpus, embedder, reranker)
+    ]
+
+
+def all_contrasts():
+    return [
+        f"{R}/contrasts/{corpus}/{embedder}/{reranker}/contrasts.parquet"
+        for corpus in CORPORA
+        for embedder in EMBEDDERS
+        for reranker in RERANKERS
+    ]
+
+
+def all_corpus_stats():
+    return [f"{R}/{corpus}/corpus/stats.json" for corpus in CORPORA]
+
+
+def condition_retrieval(wildcards):
+    return condition_of(wildcards).retrieval

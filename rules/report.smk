@@ -1,0 +1,16 @@
+rule report:
+    input:
+        scores=all_cells(),
+        contrasts=all_contrasts(),
+        corpus_stats=all_corpus_stats(),
+    output:
+        report=REPORT,
+        means=f"{R}/report/condition_means.parquet",
+    log:
+        f"{LOGS}/report.log",
+    params:
+        primary_metric=config["stats"]["primary_metric"],
+        conditions=config["conditions"],
+        code=code_version("report"),
+    script:
+        "../workflow/scripts/report.py"

@@ -1,0 +1,33 @@
+rule retrieve:
+    input:
+        chunk_vectors=condition_vectors,
+        query_vectors=f"{R}/{{corpus}}/vectors/{{embedder}}/queries.npy",
+        queries=f"{R}/{{corpus}}/corpus/queries.parquet",
+    output:
+        f"{R}/{{corpus}}/runs/{{embedder}}/{{condition}}.parquet",
+    log:
+        f"{LOGS}/retrieve/{{corpus}}/{{embedder}}-{{condition}}.log",
+    params:
+        retrieval=condition_retrieval,
+        top_k=config["retrieval"]["top_k"],
+        use_gpu=config["retrieval"].get("use_gpu", False),
+        code=code_version("retrieval"),
+    script:
+        "../workflow/scripts/retrieve.py"
+
+
+rule rerank:
+    input:
+        runs=f"{R}/{{corpus}}/runs/{{embedder}}/{{condition}}.parquet",
+        queries=f"{R}/{{corpus}}/corpus/queries.parquet",
+        texts=condition_texts,
+    output:
+        f"{R}/{{corpus}}/runs/{{embedder}}/reranked/{{reranker}}/{{condition}}.parquet",
+    log:
+        f"{LOGS}/rerank/{{corpus}}/{{embedder}}-{{reranker}}-{{condition}}.log",
+    params:
+        reranker=reranker_spec,
+        code=code_version("rerank", "embed"),
+    threads: 2
+    script:
+        "../workflow/scripts/rerank.py"

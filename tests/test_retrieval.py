@@ -1,0 +1,44 @@
+import numpy as np
+import polars as pl
+
+from structbench.retrieval import flat_search, order_candidates
+
+
+def normalized(rows):
+    rows = np.asarray(rows, dtype=np.float32)
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def test_flat_search_matches_exact_inner_product_ranking():
+    rng = np.random.default_rng(0)
+    chunks = normalized(rng.normal(size=(200, 16)))
+    queries = normalized(rng.normal(size=(7, 16)))
+    runs = flat_search(chunks, queries, [f"q{i}" for i in range(7)], top_k=20)
+    expected = np.argsort(-(queries @ chunks.T), axis=1, kind="stable")[:, :20]
+    for i in range(7):
+        got = runs.filter(pl.col("qid") == f"q{i}").sort("rank")
+        assert got["rank"].to_list() == list(range(1, 21))
+        assert got["chunk_id"].to_list() == expected[i].tolist()
+        assert np.all(np.diff(got["score"].to_numpy()) <= 1e-6)
+
+
+def test_ties_are_broken_by_chunk_id_ascending():
+    # Five identical chunk vectors: every score ties, so the order must be chunk_id 0..4.
+    chunks = normalized([[1.0, 0.0]] * 5 + [[0.0, 1.0]])
+    queries = normalized([[1.0, 0.0]])
+    runs = flat_search(chunks, queries, ["q"], top_k=3)
+    assert runs["chunk_id"].to_list() == [0, 1, 2]
+
+
+def test_order_candidates_drops_faiss_padding():
+    scores = np.array([[0.5, 0.9, -np.inf]], dtype=np.float32)
+    ids = np.array([[3, 1, -1]])
+    kept_scores, kept_ids = order_candidates(scores, ids, 3)
+    assert kept_ids.tolist() == [[1, 3, -1]]
+
+
+def test_top_k_larger_than_corpus_returns_every_chunk_once():
+    chunks = normalized(np.eye(4))
+    runs = flat_search(chunks, normalized([[1, 1, 0, 0]]), ["q"], top_k=100)
+    assert sorted(runs["chunk_id"].to_list()) == [0, 1, 2, 3]
+    assert runs.schema["chunk_id"] == pl.Int64

@@ -1,0 +1,22 @@
+"""Paired contrasts of one cell: clustered bootstrap, Holm, dz, MixedLM (SPEC section 11)."""
+import polars as pl
+
+from structbench.logs import step_log
+from structbench.stats import contrast_table
+from structbench.tables import write_table
+
+with step_log(snakemake.log[0], "contrasts") as log:
+    scores = pl.concat([pl.read_parquet(path) for path in snakemake.input], how="diagonal_relaxed")
+    table = contrast_table(
+        scores,
+        list(snakemake.params.contrasts),
+        [snakemake.params.primary_metric],
+        B=snakemake.params.bootstrap_iters,
+        seed=snakemake.params.seed,
+        mixedlm=snakemake.params.mixedlm,
+    )
+    table = table.with_columns(
+        [pl.lit(snakemake.wildcards[key]).alias(key) for key in ("corpus", "embedder", "reranker")]
+    )
+    log.info("\n%s", table)
+    write_table(table, snakemake.output[0])

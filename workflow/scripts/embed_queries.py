@@ -1,0 +1,10 @@
+"""Embed the queries (row i = query i of the queries table), with the embedder's query prefix."""
+from structbench.embed import embed_with_cache
+from structbench.logs import step_log
+from structbench.tables import read_table
+
+with step_log(snakemake.log[0], "embed_queries") as log:
+    spec = dict(snakemake.params.embedder)
+    queries = read_table(snakemake.input[0], "queries")
+    texts = [spec.get("query_prefix", "") + text for text in queries["text"].to_list()]
+    embed_with_cache(texts, spec, snakemake.params.cache, snakemake.output[0], log, threads=snakemake.threads)

@@ -1,0 +1,25 @@
+"""Fixed windows size-matched per document to a structural chunk set, sentence-snapped."""
+import json
+
+from structbench.boundaries import assert_tiling, fixed_chunks, size_match_report
+from structbench.logs import step_log
+from structbench.tables import read_table, write_table
+from structbench.tokens import load_tokenizer
+
+with step_log(snakemake.log[0], "fixed_chunks") as log:
+    documents = read_table(snakemake.input.documents, "documents")
+    reference = read_table(snakemake.input.reference, "chunks")
+    chunks = fixed_chunks(
+        documents,
+        reference,
+        read_table(snakemake.input.sections, "sections"),
+        load_tokenizer(snakemake.params.tokenizer),
+        snap_tokens=snakemake.params.snap_tokens,
+        t_min=snakemake.params.t_min,
+    )
+    assert_tiling(documents, chunks)
+    report = size_match_report(chunks, reference)
+    log.info("size match: %s", report)
+    write_table(chunks, snakemake.output.chunks)
+    with open(snakemake.output.size_match, "w") as out:
+        json.dump(report, out, indent=1, sort_keys=True)

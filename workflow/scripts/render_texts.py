@@ -1,0 +1,21 @@
+"""Render the text to embed for each chunk under one prefix (none, heading path, placebo)."""
+import json
+
+from structbench.logs import step_log
+from structbench.prefixes import render_texts
+from structbench.tables import read_table, write_table
+from structbench.tokens import load_tokenizer
+
+with step_log(snakemake.log[0], "texts") as log:
+    texts, report = render_texts(
+        read_table(snakemake.input.documents, "documents"),
+        read_table(snakemake.input.chunks, "chunks"),
+        snakemake.params.prefix,
+        load_tokenizer(snakemake.params.tokenizer),
+        separator=snakemake.params.separator,
+        seed=snakemake.params.seed,
+    )
+    log.info("prefix %s: %s", snakemake.params.prefix, report)
+    write_table(texts, snakemake.output.texts)
+    with open(snakemake.output.report, "w") as out:
+        json.dump(report, out, indent=1, sort_keys=True)

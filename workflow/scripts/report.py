@@ -1,0 +1,15 @@
+"""Write the Markdown report from every cell's scores and contrasts."""
+from structbench.logs import step_log
+from structbench.report import write_report
+
+with step_log(snakemake.log[0], "report") as log:
+    write_report(
+        score_paths=list(snakemake.input.scores),
+        contrast_paths=list(snakemake.input.contrasts),
+        corpus_stats_paths=list(snakemake.input.corpus_stats),
+        conditions=dict(snakemake.params.conditions),
+        primary_metric=snakemake.params.primary_metric,
+        report_path=snakemake.output.report,
+        means_path=snakemake.output.means,
+    )
+    log.info("report written to %s", snakemake.output.report)

@@ -1,0 +1,18 @@
+"""Rank every chunk of the corpus for every query (flat search, corpus-wide top k)."""
+import numpy as np
+
+from structbench.logs import step_log
+from structbench.retrieval import flat_search
+from structbench.tables import read_table, write_table
+
+with step_log(snakemake.log[0], "retrieve") as log:
+    queries = read_table(snakemake.input.queries, "queries")
+    runs = flat_search(
+        np.load(snakemake.input.chunk_vectors),
+        np.load(snakemake.input.query_vectors),
+        queries["qid"].to_list(),
+        top_k=snakemake.params.top_k,
+        use_gpu=snakemake.params.use_gpu,
+    )
+    log.info("%d queries, %d ranked rows", queries.height, runs.height)
+    write_table(runs, snakemake.output[0])

@@ -1,0 +1,21 @@
+"""Score one cell: every metric for every query of one (corpus, condition, embedder, reranker)."""
+import polars as pl
+
+from structbench.logs import step_log
+from structbench.metrics import score_run
+from structbench.tables import read_table, write_table
+
+with step_log(snakemake.log[0], "score") as log:
+    scores = score_run(
+        read_table(snakemake.input.runs, "runs"),
+        read_table(snakemake.input.queries, "queries"),
+        read_table(snakemake.input.chunks, "chunks"),
+        read_table(snakemake.input.texts, "texts"),
+        k=snakemake.params.ndcg_k,
+        recall_k=snakemake.params.recall_k,
+        budgets=tuple(snakemake.params.budgets),
+    )
+    cell = {key: snakemake.wildcards[key] for key in ("corpus", "condition", "embedder", "reranker")}
+    scores = scores.with_columns([pl.lit(value).alias(key) for key, value in cell.items()])
+    log.info("%s: %d queries scored", cell, scores.height)
+    write_table(scores, snakemake.output[0])

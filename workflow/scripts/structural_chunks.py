@@ -1,0 +1,19 @@
+"""Structural chunks from one structure source (split/merge bounds of SPEC section 6)."""
+from structbench.boundaries import assert_tiling, structural_chunks
+from structbench.logs import step_log
+from structbench.tables import read_table, write_table
+from structbench.tokens import load_tokenizer
+
+with step_log(snakemake.log[0], "structural_chunks") as log:
+    documents = read_table(snakemake.input.documents, "documents")
+    chunks = structural_chunks(
+        documents,
+        read_table(snakemake.input.paragraphs, "paragraphs"),
+        read_table(snakemake.input.sections, "sections"),
+        load_tokenizer(snakemake.params.tokenizer),
+        t_max=snakemake.params.t_max,
+        t_min=snakemake.params.t_min,
+    )
+    assert_tiling(documents, chunks)
+    log.info("%d chunks, mean %.1f tokens", chunks.height, chunks["n_tokens"].mean())
+    write_table(chunks, snakemake.output[0])
