@@ -5,7 +5,7 @@ from structbench.logs import step_log
 from structbench.tables import write_table
 
 with step_log(snakemake.log[0], "corpus") as log:
-    tables = load_corpus(dict(snakemake.params.spec))
+    tables = load_corpus({**snakemake.params.spec, "name": snakemake.wildcards.corpus})
     assert_verified(tables.paragraphs, tables.sections)
     log.info("%s: %d documents, %d sections, %d queries", snakemake.wildcards.corpus,
              tables.documents.height, tables.sections.height, tables.queries.height)

@@ -1,0 +1,129 @@
+"""Corpora: loaders that turn source files into the flat-document tables of SPEC section 3.
+
+``load_corpus(spec)`` dispatches on ``spec["kind"]`` and returns a ``CorpusTables`` (documents,
+paragraphs, gold sections, queries, funnel, skipped), verified mechanically before it is returned.
+Paths are used as given (relative ones against the working directory). Keys per kind (an unknown
+key or a missing required one is a ``ValueError`` naming it):
+
+all kinds
+    ``kind`` (required): ``markdown`` | ``qasper`` | ``wikitext`` | ``wikipedia``;
+    ``name`` (optional): the ``corpus`` column value, default the kind.
+``markdown`` (``markdown.py``)
+    ``path`` (required): folder of ``*.md`` files, searched recursively (``doc_id`` = file stem);
+    ``questions`` (optional, null): JSONL questions file with verbatim evidence quotes.
+``qasper`` (``qasper.py``)
+    ``paths`` (required): list of files (a single string is accepted): official dict JSON,
+    official ``.tgz`` release tarballs, or Hugging Face columnar JSON; splits are merged;
+    ``splits`` (optional, null = all): which of ``train``/``dev``/``test`` to read from tarballs;
+    ``fuzzy_threshold`` (optional, default 90): rapidfuzz ratio (0..100) for the fuzzy and
+    section-title steps of evidence mapping; ``max_docs`` (optional, null): keep only the first
+    N usable papers (tiny runs).
+``wikitext`` (``wikitext.py``)
+    ``path`` (required): the WikiText raw file (e.g. ``wiki.test.raw``);
+    filters (optional; defaults = seed 000 table 6; null disables one): ``min_words`` (3000),
+    ``min_depth`` (3, title = 1), ``min_sections`` (12), ``n_docs`` (200), ``max_per_bucket`` (60),
+    ``seed`` (20260710).
+``wikipedia`` (``wikipedia.py``)
+    the same filters, plus ``cache_dir`` (required): on-disk API response cache;
+    ``user_agent`` (required): contact User-Agent for the Wikimedia API; ``rate_limit_s``
+    (optional, default 1.0): minimum seconds between requests; ``api_url`` (optional, default
+    English Wikipedia); ``max_retries`` (optional, default 5).
+"""
+
+from __future__ import annotations
+
+from structbench.corpus.build import CorpusTables, build_tables
+from structbench.corpus.verify import (
+    assert_verified,
+    verify_corpus,
+    verify_paragraphs,
+    verify_queries,
+    verify_sections,
+)
+
+_FILTER_KEYS = ("min_words", "min_depth", "min_sections", "n_docs", "max_per_bucket", "seed")
+_KEYS = {
+    "markdown": ({"path"}, {"questions"}),
+    "qasper": ({"paths"}, {"splits", "fuzzy_threshold", "max_docs"}),
+    "wikitext": ({"path"}, set(_FILTER_KEYS)),
+    "wikipedia": ({"cache_dir", "user_agent"}, set(_FILTER_KEYS) | {"rate_limit_s", "api_url", "max_retries"}),
+}
+
+
+def _check_keys(spec: dict) -> str:
+    if not isinstance(spec, dict):
+        raise ValueError(f"corpus spec must be a mapping, got {type(spec).__name__}")
+    kind = spec.get("kind")
+    if kind not in _KEYS:
+        raise ValueError(f"corpus spec key 'kind' must be one of {sorted(_KEYS)}, got {kind!r}")
+    required, optional = _KEYS[kind]
+    for key in sorted(required):
+        if spec.get(key) in (None, "", []):
+            raise ValueError(f"corpus spec ({kind}) is missing required key {key!r}")
+    unknown = sorted(set(spec) - required - optional - {"kind", "name"})
+    if unknown:
+        raise ValueError(f"corpus spec ({kind}) has unknown key(s) {unknown}")
+    return kind
+
+
+def load_corpus(spec: dict) -> CorpusTables:
+    """Load the corpus ``spec`` describes (keys in the module docstring), verified.
+
+    Raises ``ValueError`` on a bad spec, bad input (see each loader) or a violated invariant.
+    """
+    tables = _load(spec)
+    violations = verify_queries(tables.documents, tables.queries)
+    if violations:
+        raise ValueError(f"{len(violations)} query violation(s):\n" + "\n".join(violations[:50]))
+    return tables
+
+
+def _load(spec: dict) -> CorpusTables:
+    kind = _check_keys(spec)
+    name = str(spec.get("name") or kind)
+    if kind == "markdown":
+        from structbench.corpus.markdown import load_markdown_folder
+
+        return load_markdown_folder(spec["path"], corpus=name, questions_path=spec.get("questions"))
+    if kind == "qasper":
+        from structbench.corpus.qasper import load_qasper
+
+        threshold = spec.get("fuzzy_threshold", 90)
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 100:
+            raise ValueError(f"corpus spec key 'fuzzy_threshold' must be a number in 0..100, got {threshold!r}")
+        paths = spec["paths"]
+        return load_qasper(
+            [paths] if isinstance(paths, str) else list(paths),
+            corpus=name,
+            splits=spec.get("splits"),
+            fuzzy_threshold=float(threshold),
+            max_docs=spec.get("max_docs"),
+        )
+    from structbench.corpus.selection import Filters
+
+    filters = Filters.from_spec(spec)
+    if kind == "wikitext":
+        from structbench.corpus.wikitext import load_wikitext
+
+        return load_wikitext(spec["path"], corpus=name, filters=filters)
+    from structbench.corpus.wikipedia import CachedFetcher, HttpFetcher, build_wikipedia_corpus
+
+    http = HttpFetcher(
+        user_agent=spec["user_agent"],
+        api_url=spec.get("api_url") or "https://en.wikipedia.org/w/api.php",
+        rate_limit_s=float(spec.get("rate_limit_s", 1.0)),
+        max_retries=int(spec.get("max_retries", 5)),
+    )
+    return build_wikipedia_corpus(CachedFetcher(http, spec["cache_dir"]), corpus=name, filters=filters)
+
+
+__all__ = [
+    "CorpusTables",
+    "assert_verified",
+    "build_tables",
+    "load_corpus",
+    "verify_corpus",
+    "verify_paragraphs",
+    "verify_queries",
+    "verify_sections",
+]

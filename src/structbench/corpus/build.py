@@ -98,24 +98,14 @@ def build_tables(
         "doc_id", "section_id", "title", "level", "path", "para_start", "para_end", "start", "end",
         "top_section_id")}
     seen: set[str] = set()
-    separator_length = len(PARAGRAPH_SEPARATOR)
     for doc in docs:
         if doc.doc_id in seen:
             raise ValueError(f"duplicate doc_id {doc.doc_id!r} in corpus {corpus!r}")
         seen.add(doc.doc_id)
-        starts: list[int] = []
-        ends: list[int] = []
-        cursor = 0
         for index, paragraph in enumerate(doc.paragraphs):
             if not paragraph.strip():
                 raise ValueError(f"{doc.doc_id}: paragraph {index} is empty")
-            if index:
-                cursor += separator_length
-            starts.append(cursor)
-            cursor += len(paragraph)
-            ends.append(cursor)
-        text = PARAGRAPH_SEPARATOR.join(doc.paragraphs)
-        assert len(text) == cursor
+        text, starts, ends = flat_text(doc.paragraphs)
         doc_rows["corpus"].append(corpus)
         doc_rows["doc_id"].append(doc.doc_id)
         doc_rows["title"].append(doc.title)
@@ -147,6 +137,23 @@ def build_tables(
         "sections",
     )
     return documents, paragraphs, sections
+
+
+def flat_text(paragraphs: Sequence[str]) -> tuple[str, list[int], list[int]]:
+    """The flat text and each paragraph's ``start``/``end``, recorded as the paragraphs are laid down."""
+    starts: list[int] = []
+    ends: list[int] = []
+    cursor = 0
+    for index, paragraph in enumerate(paragraphs):
+        if index:
+            cursor += len(PARAGRAPH_SEPARATOR)
+        starts.append(cursor)
+        cursor += len(paragraph)
+        ends.append(cursor)
+    text = PARAGRAPH_SEPARATOR.join(paragraphs)
+    if len(text) != cursor:
+        raise AssertionError("flat text length disagrees with the recorded offsets")
+    return text, starts, ends
 
 
 def _section_offsets(section: SectionSpec, starts: list[int], ends: list[int], n_chars: int) -> tuple[int, int]:

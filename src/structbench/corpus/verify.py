@@ -13,7 +13,9 @@ problem; an empty list means verified. It checks, per document:
 - every document of the paragraph table has sections and every sectioned document has paragraphs.
 
 ``verify_paragraphs`` checks the paragraph table against the flat texts (offsets contiguous with
-the separator between them, covering the whole text). The checks are polars expressions, so a
+the separator between them, covering the whole text); ``verify_queries`` checks query spans (in
+bounds, non-empty, sorted and disjoint, on a known document); ``verify_corpus`` runs all three on a
+``CorpusTables``. The checks are polars expressions, so a
 corpus of thousands of documents verifies in well under a second.
 """
 
@@ -102,7 +104,10 @@ def verify_sections(paragraphs: pl.DataFrame, sections: pl.DataFrame) -> list[st
             (pl.col("ordinal") > 0) & (pl.col("level").cast(pl.Int32) - pl.col("previous_level") > 1),
             "level rises by more than one",
         ),
-        ((pl.col("top_section_id") != pl.col("expected_top")).fill_null(True), "top_section_id is not its level-1 ancestor"),
+        (
+            (pl.col("top_section_id") != pl.col("expected_top")).fill_null(True),
+            "top_section_id is not its level-1 ancestor",
+        ),
     ]
     flagged = frame.with_columns(
         [condition.fill_null(False).alias(f"check_{index}") for index, (condition, _) in enumerate(checks)]
@@ -171,6 +176,40 @@ def verify_paragraphs(documents: pl.DataFrame, paragraphs: pl.DataFrame) -> list
     for doc_id in documents.filter(~pl.col("doc_id").is_in(list(with_paragraphs)))["doc_id"].to_list():
         violations.append(f"{doc_id}: document has no paragraphs")
     return violations
+
+
+def verify_queries(documents: pl.DataFrame, queries: pl.DataFrame) -> list[str]:
+    """Violations of the query contract: unique qids, known documents, spans non-empty, in bounds, sorted, disjoint."""
+    violations: list[str] = []
+    for qid in queries.filter(pl.col("qid").is_duplicated())["qid"].unique().sort().to_list():
+        violations.append(f"query {qid}: duplicate qid")
+    lengths = dict(zip(documents["doc_id"].to_list(), documents["n_chars"].to_list()))
+    for qid, doc_id, spans in queries.select("qid", "doc_id", "spans").iter_rows():
+        if doc_id not in lengths:
+            violations.append(f"query {qid}: unknown doc_id {doc_id!r}")
+            continue
+        if not spans:
+            violations.append(f"{doc_id}: query {qid}: no spans")
+        previous_end = -1
+        for span in spans or []:
+            if len(span) != 2 or not 0 <= span[0] < span[1] <= lengths[doc_id]:
+                violations.append(
+                    f"{doc_id}: query {qid}: span {span} empty or out of bounds (n_chars {lengths[doc_id]})"
+                )
+            elif span[0] < previous_end:
+                violations.append(f"{doc_id}: query {qid}: span {span} overlaps or precedes the previous span")
+            else:
+                previous_end = span[1]
+    return violations
+
+
+def verify_corpus(tables) -> list[str]:
+    """Every check on a ``CorpusTables``: paragraphs, gold sections and query spans."""
+    return (
+        verify_paragraphs(tables.documents, tables.paragraphs)
+        + verify_sections(tables.paragraphs, tables.sections)
+        + verify_queries(tables.documents, tables.queries)
+    )
 
 
 def assert_verified(paragraphs: pl.DataFrame, sections: pl.DataFrame, documents: pl.DataFrame | None = None) -> None:

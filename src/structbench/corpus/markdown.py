@@ -1,0 +1,369 @@
+"""The Markdown knowledge base: a folder of ``.md`` files plus an optional questions file.
+
+Parsing decisions (``parse_markdown``):
+
+- **Blocks.** A paragraph is a block of non-blank lines. Its text is the source lines with trailing
+  whitespace removed and inner line breaks kept as in the source, so verbatim evidence quotes of
+  up to a paragraph match exactly. Tables, block quotes, HTML blocks and comments, and indented
+  (four-space) code are paragraphs like any other block; inline markup is kept as written.
+- **Lists.** The items of one list form one paragraph, even when blank lines separate them (a
+  "loose" list): its text is the item lines joined by single line breaks (the blank lines between
+  items are dropped). A list ends at a blank line followed by a line that is neither a list item
+  nor indented by at least two spaces, or at a heading, fence or thematic break.
+- **Code.** A fenced block (three or more backticks or tildes, closed by a fence of the same
+  character at least as long, or by the end of the file) is one paragraph, fences included and
+  kept verbatim (blank lines inside too); ``#`` lines inside it are not headings.
+- **Headings.** ATX (``#`` to ``######`` followed by a space or the end of the line, closing ``#``
+  run removed) and setext (a paragraph underlined by ``===`` for level 1 or ``---`` for level 2).
+  A ``---`` line that does not underline a paragraph is a thematic break and is dropped, as are
+  ``***`` and ``___``. Heading text is kept as written (inline markup included).
+- **Title.** YAML front matter (a ``---`` block on the first line) gives the title when it has
+  ``title:``. When the first heading is an H1 and the only H1, it is the document's title heading
+  (the title when front matter has none), not a section; then ``##`` is level 1, ``###`` level 2
+  and so on. With several H1s they are level-1 sections. With neither, the title is the fallback
+  (``title`` argument; the loader passes the file stem with ``-``/``_`` read as spaces).
+- **Levels.** A section's level is one more than its parent's, the parent being the nearest
+  preceding heading of smaller rank, so ``##`` straight to ``####`` nests one level down.
+  Paragraphs before the first section heading form the lead section (title "", path
+  ``[title]``). A heading with no text of its own is an empty section (see ``build``).
+
+Files: every ``*.md`` under the folder, recursively, in path order; ``doc_id`` is the file stem
+(unique, else an error).
+
+Questions file (``questions_path``): JSONL, one object per line (blank lines allowed)::
+
+    {"qid": "kb-001", "doc_id": "<file stem>", "question": "...", "qtype": "factoid",
+     "evidence": ["verbatim quote", ...]}
+
+``qtype`` is optional (default ``"factoid"``). Each quote maps to content offsets by exact substring
+search in the document's flat text (first occurrence; the count is kept in ``meta``), then by
+whitespace-normalized search mapped back to original offsets. A quote found neither way, an unknown
+``doc_id``, a duplicate ``qid``, a missing key or a line that is not JSON is a ``ValueError`` naming
+the file, the line and the question. ``spans`` is the union of the quotes' spans; ``meta`` holds
+``span_steps`` (``exact`` or ``normalized`` per span) and the quotes.
+
+Bad input: a file that is not UTF-8 is a ``ValueError`` naming the file and byte offset (decoding
+with replacement would silently break verbatim quotes); a file with no body paragraphs (empty, or
+headings only) is skipped and counted (``no_paragraphs``); invalid YAML front matter is a
+``ValueError``; there is no size limit on a paragraph.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from structbench.corpus.build import (
+    CorpusTables,
+    build_tables,
+    funnel_frame,
+    queries_frame,
+    sections_from_headings,
+    skipped_frame,
+    union_spans,
+)
+from structbench.corpus.verify import assert_verified
+from structbench.tables import ParsedDocument
+
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
+_ATX_CLOSING = re.compile(r"(?:^|[ \t]+)#+$")
+_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
+_THEMATIC = re.compile(r"^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
+_LIST_ITEM = re.compile(r"^ {0,3}(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)")
+_CONTINUATION = re.compile(r"^(?: {2,}|\t)\S")
+
+
+@dataclass
+class _Block:
+    kind: str  # "para", "list" or "code"
+    lines: list[str]
+    fence: str = ""
+
+
+def read_utf8(path: str | Path) -> str:
+    """A file's text; ``ValueError`` naming the file and byte offset when it is not UTF-8."""
+    path = Path(path)
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(
+            f"{path}: not valid UTF-8 (byte {error.start}: {data[error.start:error.start + 4]!r}); "
+            "re-encode the file as UTF-8"
+        ) from None
+
+
+def _front_matter(lines: list[str], doc_id: str) -> tuple[dict, int]:
+    """``(front matter, index of the first body line)``; ``({}, 0)`` when there is none."""
+    if not lines or lines[0].strip() != "---":
+        return {}, 0
+    for index in range(1, len(lines)):
+        if lines[index].strip() in ("---", "..."):
+            try:
+                loaded = yaml.safe_load("\n".join(lines[1:index]))
+            except yaml.YAMLError as error:
+                raise ValueError(f"{doc_id}: front matter is not valid YAML: {error}") from None
+            return (loaded if isinstance(loaded, dict) else {}), index + 1
+    return {}, 0
+
+
+def parse_markdown(text: str, doc_id: str, title: str | None = None) -> ParsedDocument:
+    """Parse one Markdown document; ``title`` is the fallback title (default: ``doc_id``)."""
+    text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    lines = text.split("\n")
+    front, first_line = _front_matter(lines, doc_id)
+    paragraphs: list[str] = []
+    headings: list[tuple[int, str, int]] = []
+    block: _Block | None = None
+    blank_in_list = False
+
+    def flush() -> None:
+        nonlocal block, blank_in_list
+        if block is not None:
+            joined = "\n".join(block.lines)
+            if joined.strip():
+                paragraphs.append(joined)
+        block = None
+        blank_in_list = False
+
+    for raw in lines[first_line:]:
+        if block is not None and block.kind == "code":
+            block.lines.append(raw)
+            closing = _FENCE.match(raw)
+            if closing and closing.group(1)[0] == block.fence[0] and len(closing.group(1)) >= len(block.fence) \
+                    and not closing.group(2).strip():
+                flush()
+            continue
+        line = raw.rstrip()
+        if not line.strip():
+            if block is not None and block.kind == "list":
+                blank_in_list = True
+            else:
+                flush()
+            continue
+        fence = _FENCE.match(line)
+        if fence and not (fence.group(1)[0] == "`" and "`" in fence.group(2)):
+            flush()
+            block = _Block("code", [raw], fence=fence.group(1))
+            continue
+        atx = _ATX.match(line)
+        if atx:
+            flush()
+            heading_text = _ATX_CLOSING.sub("", atx.group(2) or "").strip()
+            headings.append((len(atx.group(1)), heading_text, len(paragraphs)))
+            continue
+        setext = _SETEXT.match(line)
+        if setext and block is not None and block.kind == "para":
+            heading_text = " ".join(part.strip() for part in block.lines)
+            block = None
+            headings.append((1 if setext.group(1)[0] == "=" else 2, heading_text, len(paragraphs)))
+            continue
+        if _THEMATIC.match(line):
+            flush()
+            continue
+        if _LIST_ITEM.match(line):
+            if block is None or block.kind != "list":
+                flush()
+                block = _Block("list", [])
+            blank_in_list = False
+            block.lines.append(line)
+            continue
+        if block is not None and block.kind == "list":
+            if blank_in_list and not _CONTINUATION.match(line):
+                flush()
+            else:
+                blank_in_list = False
+                block.lines.append(line)
+                continue
+        if block is None:
+            block = _Block("para", [])
+        block.lines.append(line)
+    flush()
+
+    front_title = front.get("title")
+    front_title = str(front_title).strip() if front_title is not None and str(front_title).strip() else None
+    h1_count = sum(1 for level, _, _ in headings if level == 1)
+    doc_title = front_title
+    if headings and headings[0][0] == 1 and h1_count == 1:
+        _, heading_title, _ = headings.pop(0)
+        doc_title = doc_title or heading_title or None
+    doc_title = doc_title or title or doc_id
+    sections = sections_from_headings(len(paragraphs), headings)
+    meta = {"front_matter": {str(key): _jsonable(value) for key, value in front.items()}} if front else {}
+    return ParsedDocument(doc_id=doc_id, title=doc_title, paragraphs=paragraphs, sections=sections, meta=meta)
+
+
+def _jsonable(value):
+    try:
+        json.dumps(value)
+        return value
+    except TypeError:
+        return str(value)
+
+
+def title_from_stem(stem: str) -> str:
+    return re.sub(r"[-_]+", " ", stem).strip() or stem
+
+
+def load_markdown_folder(
+    folder: str | Path, corpus: str = "markdown", questions_path: str | Path | None = None
+) -> CorpusTables:
+    """Load every ``*.md`` file under ``folder`` (recursively; ``doc_id`` = file stem) and the questions.
+
+    Two files with the same stem are a ``ValueError`` naming both (the stem is the ``doc_id``).
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ValueError(f"markdown corpus folder {folder} does not exist")
+    files = sorted(folder.rglob("*.md"), key=lambda path: path.relative_to(folder).as_posix())
+    if not files:
+        raise ValueError(f"markdown corpus folder {folder} has no .md files")
+    stems: dict[str, Path] = {}
+    for path in files:
+        if path.stem in stems:
+            raise ValueError(f"markdown corpus: {stems[path.stem]} and {path} share the doc_id {path.stem!r}")
+        stems[path.stem] = path
+    docs: list[ParsedDocument] = []
+    skipped: list[tuple[str, str, str]] = []
+    for path in files:
+        doc = parse_markdown(read_utf8(path), path.stem, title=title_from_stem(path.stem))
+        if not doc.paragraphs:
+            skipped.append((str(path), path.stem, "no_paragraphs"))
+            continue
+        doc.meta["source"] = path.relative_to(folder).as_posix()
+        docs.append(doc)
+    if not docs:
+        raise ValueError(f"markdown corpus folder {folder}: no file has body paragraphs")
+    documents, paragraphs, sections = build_tables(corpus, docs)
+    assert_verified(paragraphs, sections, documents)
+    funnel = [
+        ("documents", "in", "", len(files)),
+        ("documents", "skipped", "no_paragraphs", len(skipped)),
+        ("documents", "out", "", len(docs)),
+    ]
+    query_rows: list[dict] = []
+    if questions_path is not None:
+        texts = dict(zip(documents["doc_id"].to_list(), documents["text"].to_list()))
+        skipped_ids = {record for _, record, _ in skipped}
+        query_rows = _load_questions(Path(questions_path), corpus, texts, skipped_ids, stems)
+        steps = [step for row in query_rows for step in row["meta"]["span_steps"]]
+        funnel += [
+            ("questions", "in", "", len(query_rows)),
+            ("questions", "out", "", len(query_rows)),
+            ("spans", "out", "", len(steps)),
+            ("spans", "matched", "exact", steps.count("exact")),
+            ("spans", "matched", "normalized", steps.count("normalized")),
+        ]
+    return CorpusTables(
+        documents=documents,
+        paragraphs=paragraphs,
+        sections=sections,
+        queries=queries_frame(query_rows),
+        funnel=funnel_frame(funnel),
+        skipped=skipped_frame(skipped),
+    )
+
+
+class _NormalizedText:
+    """A text with whitespace runs collapsed to one space, and the map back to original offsets."""
+
+    def __init__(self, text: str):
+        pieces: list[str] = []
+        positions: list[int] = []
+        for match in re.finditer(r"\s+|\S+", text):
+            if match.group().isspace():
+                pieces.append(" ")
+                positions.append(match.start())
+            else:
+                pieces.append(match.group())
+                positions.extend(range(match.start(), match.end()))
+        self.text = "".join(pieces)
+        self.positions = positions
+
+    def find(self, quote: str) -> tuple[int, int] | None:
+        needle = " ".join(quote.split())
+        at = self.text.find(needle)
+        if at < 0:
+            return None
+        return self.positions[at], self.positions[at + len(needle) - 1] + 1
+
+
+def locate_quote(text: str, quote: str, normalized: _NormalizedText | None = None) -> tuple[int, int, str, int] | None:
+    """``(start, end, step, occurrences)`` of ``quote`` in ``text`` (step ``exact`` or ``normalized``)."""
+    at = text.find(quote)
+    if at >= 0:
+        return at, at + len(quote), "exact", text.count(quote)
+    normalized = normalized or _NormalizedText(text)
+    found = normalized.find(quote)
+    if found is None:
+        return None
+    return found[0], found[1], "normalized", normalized.text.count(" ".join(quote.split()))
+
+
+def _load_questions(
+    path: Path, corpus: str, texts: dict[str, str], skipped_ids: set[str], files: dict[str, Path]
+) -> list[dict]:
+    rows: list[dict] = []
+    seen: set[str] = set()
+    normalized_cache: dict[str, _NormalizedText] = {}
+    for line_number, line in enumerate(read_utf8(path).splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path}, line {line_number}: not a JSON object ({error.msg})") from None
+        if not isinstance(record, dict):
+            raise ValueError(f"{path}, line {line_number}: not a JSON object")
+        missing = [key for key in ("qid", "doc_id", "question", "evidence") if key not in record]
+        if missing:
+            raise ValueError(f"{path}, line {line_number}: question is missing {missing}")
+        qid, doc_id = str(record["qid"]), str(record["doc_id"])
+        where = f"{path}, line {line_number}, question {qid!r}"
+        if qid in seen:
+            raise ValueError(f"{where}: duplicate qid")
+        seen.add(qid)
+        if doc_id not in texts:
+            why = "was skipped (no paragraphs)" if doc_id in skipped_ids else "is not a file stem in the folder"
+            raise ValueError(f"{where}: doc_id {doc_id!r} {why}")
+        evidence = record["evidence"]
+        if isinstance(evidence, str) or not isinstance(evidence, list) or not evidence:
+            raise ValueError(f"{where}: evidence must be a non-empty list of verbatim quotes")
+        text = texts[doc_id]
+        located: list[tuple[int, int, str]] = []
+        occurrences: list[int] = []
+        for quote in evidence:
+            if not isinstance(quote, str) or not quote.strip():
+                raise ValueError(f"{where}: evidence quote {quote!r} is empty or not a string")
+            if doc_id not in normalized_cache and quote not in text:
+                normalized_cache[doc_id] = _NormalizedText(text)
+            found = locate_quote(text, quote, normalized_cache.get(doc_id))
+            if found is None:
+                raise ValueError(
+                    f"{where}: evidence quote not found in {files[doc_id]}: {quote[:200]!r}"
+                )
+            located.append(found[:3])
+            occurrences.append(found[3])
+        spans = union_spans(located)
+        rows.append(
+            {
+                "qid": qid,
+                "corpus": corpus,
+                "doc_id": doc_id,
+                "text": str(record["question"]),
+                "qtype": str(record.get("qtype") or "factoid"),
+                "spans": [(start, end) for start, end, _ in spans],
+                "meta": {
+                    "span_steps": [step for _, _, step in spans],
+                    "evidence": evidence,
+                    "evidence_occurrences": occurrences,
+                },
+            }
+        )
+    return rows
+

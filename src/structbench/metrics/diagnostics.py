@@ -1,0 +1,101 @@
+"""Retrieval diagnostics (SPEC section 10): two-stage section recall and seed 004's run comparison.
+
+The BM25 gold-top-1 probe is :func:`structbench.metrics.measures.gold_top1` (a ``score_run`` column).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+
+def section_recall(kept_sections: pl.DataFrame, queries: pl.DataFrame) -> pl.DataFrame:
+    """First-stage section recall of two-stage retrieval, per query (seed 000, section 6.4).
+
+        section_recall(q) = 1  iff  some kept section s of q's document has |s ∩ g| > 0 for a gold span g
+
+    ``kept_sections`` has one row per (query, kept section): ``qid, doc_id, start, end`` (the content
+    offsets of the whole kept section, i.e. a top-level section with its subsections). Rows of another
+    document never count. Returns ``qid, section_recall`` (Float64 0/1) for every query, sorted by qid;
+    a query with no kept rows scores 0. A qid unknown to ``queries`` is an error.
+    """
+    for column in ("qid", "doc_id", "start", "end"):
+        if column not in kept_sections.columns:
+            raise ValueError(f"kept_sections is missing column {column!r}")
+    queries = queries.select("qid", "doc_id", "spans").sort("qid")
+    unknown = ~kept_sections["qid"].is_in(queries["qid"].implode())
+    if unknown.any():
+        raise ValueError(f"kept_sections: qid not in queries: {kept_sections.filter(unknown)['qid'].unique().sort().to_list()[:5]}")
+    spans = (
+        queries.explode("spans")
+        .select("qid", "doc_id", pl.col("spans").list.get(0).alias("g_start"), pl.col("spans").list.get(1).alias("g_end"))
+    )
+    pairs = kept_sections.select("qid", "doc_id", "start", "end").join(spans, on=["qid", "doc_id"], how="inner")
+    hit_ids = pairs.filter(
+        pl.min_horizontal("end", "g_end") > pl.max_horizontal("start", "g_start")
+    )["qid"].unique()
+    return queries.select(
+        "qid", pl.col("qid").is_in(hit_ids.implode()).cast(pl.Float64).alias("section_recall")
+    )
+
+
+def _top(run: pl.DataFrame, depth: int) -> pl.DataFrame:
+    return run.select("qid", "rank", "chunk_id").sort("qid", "rank").group_by("qid", maintain_order=True).head(depth)
+
+
+def compare_runs(run_a: pl.DataFrame, run_b: pl.DataFrame, depth: int = 5) -> pl.DataFrame:
+    """Seed 004's retrieval-layer comparison of two runs over the SAME chunk set, per query.
+
+    For each query ranked by both runs, with ``A``/``B`` the sets of the first ``depth`` chunk_ids by rank::
+
+        top1_changed      = 1 if the rank-1 chunk differs
+        overlap@depth     = |A ∩ B|              (seed 004 reports its mean, e.g. 2.11/5)
+        fully_different   = 1 if |A ∩ B| = 0
+        identical         = 1 if A = B           (same set; order inside the top-depth is ignored)
+
+    Returns ``qid, top1_changed, overlap@{depth}, fully_different, identical`` sorted by qid (Float64).
+    Only queries present in both runs appear; :func:`summarize_run_comparison` reports the dropped count.
+    Chunk identity is ``chunk_id``, so both runs must rank the same chunk set (e.g. prefixed vs
+    unprefixed texts of one chunking).
+    """
+    top_a, top_b = _top(run_a, depth), _top(run_b, depth)
+    shared = top_a.select("qid").unique().join(top_b.select("qid").unique(), on="qid", how="inner")
+    top_a = top_a.join(shared, on="qid", how="semi")
+    top_b = top_b.join(shared, on="qid", how="semi")
+    first_a = top_a.group_by("qid").agg(pl.col("chunk_id").first().alias("first_a"), pl.len().alias("n_a"))
+    first_b = top_b.group_by("qid").agg(pl.col("chunk_id").first().alias("first_b"), pl.len().alias("n_b"))
+    overlap = top_a.join(top_b.select("qid", "chunk_id"), on=["qid", "chunk_id"], how="inner").group_by("qid").len("overlap")
+    overlap_col = f"overlap@{depth}"
+    return (
+        first_a.join(first_b, on="qid")
+        .join(overlap, on="qid", how="left")
+        .with_columns(pl.col("overlap").fill_null(0))
+        .select(
+            "qid",
+            (pl.col("first_a") != pl.col("first_b")).cast(pl.Float64).alias("top1_changed"),
+            pl.col("overlap").cast(pl.Float64).alias(overlap_col),
+            (pl.col("overlap") == 0).cast(pl.Float64).alias("fully_different"),
+            ((pl.col("overlap") == pl.col("n_a")) & (pl.col("overlap") == pl.col("n_b"))).cast(pl.Float64).alias("identical"),
+        )
+        .sort("qid")
+    )
+
+
+def summarize_run_comparison(run_a: pl.DataFrame, run_b: pl.DataFrame, depth: int = 5) -> dict:
+    """Seed 004's four headline numbers for two runs (shares over queries ranked by both).
+
+    Returns ``{"n_queries", "n_dropped", "top1_changed", "mean_overlap", "fully_different", "identical"}``:
+    shares of queries, mean overlap in chunks (out of ``depth``), and the number of queries ranked by
+    only one of the runs.
+    """
+    per_query = compare_runs(run_a, run_b, depth)
+    all_ids = pl.concat([run_a["qid"], run_b["qid"]]).n_unique()
+    n = per_query.height
+    mean = (lambda c: float(per_query[c].mean())) if n else (lambda c: float("nan"))
+    return {
+        "n_queries": n,
+        "n_dropped": int(all_ids - n),
+        "top1_changed": mean("top1_changed"),
+        "mean_overlap": mean(f"overlap@{depth}"),
+        "fully_different": mean("fully_different"),
+        "identical": mean("identical"),
+    }

@@ -1,0 +1,346 @@
+"""Align a run with its queries' gold evidence and its condition's chunk set (SPEC sections 3, 10).
+
+:func:`align_run` validates the four tables once and turns them into flat arrays
+(:class:`RunEvidence`) that every metric in :mod:`structbench.metrics.measures` reads. All overlaps
+are on content offsets: a prefix can never create relevance. A ranked chunk of another document keeps
+its rank and its token cost, but contributes no overlap (offsets are per-document coordinates).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from structbench.metrics import kernels
+from structbench.metrics.kernels import INDEX
+
+
+@dataclass(frozen=True)
+class RunEvidence:
+    """A run joined with gold spans and chunk offsets, as flat arrays.
+
+    Queries are sorted by ``qid``; every per-query array has one entry per query in that order.
+
+    - spans: ``span_query``, ``span_start``, ``span_end``, ``span_length`` (grouped by query, in the
+      order the query lists them); ``query_n_spans``.
+    - binary-relevant ranked rows (relevant to any span), sorted by (query, rank):
+      ``relevant_query``, ``relevant_rank``.
+    - hits: (ranked row of the query's own document) x (gold span) with positive overlap, sorted by
+      (query, rank, span): ``hit_query``, ``hit_rank``, ``hit_span``, ``hit_new`` (characters of the span
+      this chunk covers that no higher-ranked chunk covered), ``hit_cost`` (prefix + content tokens of
+      the query's ranking from rank 1 through this chunk, chunks of other documents included).
+    - the condition's chunk set of each query's document, restricted to chunks that touch a gold span:
+      candidates ``cand_query``, ``cand_chunk_id`` sorted by (query, chunk_id); their overlaps
+      ``pair_cand``, ``pair_span``, ``pair_lo``, ``pair_hi`` sorted by (candidate, span);
+      ``query_n_relevant`` (binary-relevant chunks of the gold document in the chunk set).
+    - ``chunks_disjoint``: no two chunks of a document overlap (true for chunk sets that tile their
+      documents); marginal coverage gains then never interact, which the kernels exploit.
+    """
+
+    qid: np.ndarray
+    doc_id: np.ndarray
+    qtype: np.ndarray
+    query_n_spans: np.ndarray
+    span_query: np.ndarray
+    span_start: np.ndarray
+    span_end: np.ndarray
+    span_length: np.ndarray
+    relevant_query: np.ndarray
+    relevant_rank: np.ndarray
+    hit_query: np.ndarray
+    hit_rank: np.ndarray
+    hit_span: np.ndarray
+    hit_new: np.ndarray
+    hit_cost: np.ndarray
+    cand_query: np.ndarray
+    cand_chunk_id: np.ndarray
+    pair_cand: np.ndarray
+    pair_span: np.ndarray
+    pair_lo: np.ndarray
+    pair_hi: np.ndarray
+    query_n_relevant: np.ndarray
+    chunks_disjoint: bool
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.qid)
+
+
+def _examples(values, limit: int = 5) -> str:
+    values = list(values)
+    shown = ", ".join(repr(v) for v in values[:limit])
+    return shown + (f", ... ({len(values)} in all)" if len(values) > limit else "")
+
+
+def _lookup(sorted_keys: np.ndarray, needles: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """Positions of ``needles`` in strictly increasing ``sorted_keys``, and ``None`` when all were found
+    (else a boolean mask of the found ones; missing positions are 0).
+
+    Chunk ids are ordinals (``tables``), so the contiguous case is a subtraction, not a binary search.
+    """
+    n = len(sorted_keys)
+    if len(needles) == 0:
+        return np.zeros(0, dtype=INDEX), None
+    if n and int(sorted_keys[-1]) - int(sorted_keys[0]) == n - 1:
+        first = int(sorted_keys[0])
+        if needles.min() >= first and needles.max() < first + n:
+            return (needles - first if first else needles), None
+        found = (needles >= first) & (needles < first + n)
+        return np.where(found, needles - first, 0), found
+    position = np.minimum(np.searchsorted(sorted_keys, needles), max(n - 1, 0))
+    found = sorted_keys[position] == needles if n else np.zeros(len(needles), dtype=bool)
+    return np.where(found, position, 0), (None if found.all() else found)
+
+
+def _ranked_blocks(runs: pl.DataFrame, query_ids: pl.Series):
+    """Split ``runs`` into one block of consecutive rows per query, ranks strictly increasing inside.
+
+    Returns ``(block_query, block_start, block_len, row_rank, row_chunk_id)`` where ``block_query`` is
+    the index into ``query_ids`` (sorted). Runs written in (qid, rank) order — as retrieval writes
+    them — are used as they are; anything else is sorted first.
+    """
+    _require(runs, "runs", ["qid", "rank", "chunk_id"])
+    frame = runs.select("qid", "rank", "chunk_id")
+    for attempt in range(2):
+        qid_runs = frame.select(pl.col("qid").rle()).unnest("qid")
+        values = qid_runs["value"]
+        block_len = qid_runs["len"].to_numpy().astype(INDEX)
+        row_rank = frame["rank"].to_numpy()
+        block_start = np.cumsum(block_len) - block_len
+        increasing = row_rank[1:] > row_rank[:-1]
+        increasing[block_start[1:] - 1] = True
+        if not values.is_duplicated().any() and increasing.all():
+            break
+        if attempt:
+            bad = np.flatnonzero(~increasing) + 1
+            block = np.searchsorted(block_start, bad, side="right") - 1
+            raise ValueError(f"runs: repeated rank within a query: {_examples(np.unique(values.to_numpy()[block]))}")
+        frame = frame.sort("qid", "rank")
+    known = values.is_in(query_ids.implode())
+    if not known.all():
+        raise ValueError(f"runs: qid not in queries: {_examples(values.filter(~known).unique().sort())}")
+    if len(row_rank) and row_rank.min() < 1:
+        raise ValueError("runs: rank is 1-based; found rank < 1")
+    block_query = values.cast(pl.Enum(query_ids)).to_physical().to_numpy().astype(INDEX)
+    return block_query, block_start, block_len, row_rank, frame["chunk_id"].to_numpy().astype(INDEX)
+
+
+def _check_repeated_chunks(row_chunk, block_start, block_len, n_chunks, block_qids) -> None:
+    """Error if a query ranks one chunk twice."""
+    if len(row_chunk) < 2:
+        return
+    if (block_len == block_len[0]).all():  # the usual top-k layout: sort each ranking's chunk ids
+        table = np.sort(row_chunk.reshape(len(block_len), block_len[0]), axis=1)
+        repeated = (table[:, 1:] == table[:, :-1]).any(axis=1)
+        blocks_hit = np.flatnonzero(repeated)
+    else:
+        block_of_row = np.repeat(np.arange(len(block_len), dtype=INDEX), block_len)
+        key = np.sort(block_of_row * n_chunks + row_chunk)
+        same = key[1:] == key[:-1]
+        blocks_hit = np.unique(key[1:][same] // n_chunks)
+    if len(blocks_hit):
+        raise ValueError(f"runs: a chunk ranked twice for one query: {_examples(np.unique(block_qids[blocks_hit]))}")
+
+
+def _require(frame: pl.DataFrame, name: str, columns: list[str]) -> None:
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{name} table is missing columns {missing}")
+
+
+def _query_arrays(queries: pl.DataFrame):
+    _require(queries, "queries", ["qid", "doc_id", "qtype", "spans"])
+    queries = queries.select("qid", "doc_id", "qtype", "spans").sort("qid")
+    qids = queries["qid"].to_numpy()
+    repeated = qids[1:] == qids[:-1]
+    if repeated.any():
+        raise ValueError(f"queries: duplicate qid {_examples(np.unique(qids[1:][repeated]))}")
+    n_spans = queries["spans"].list.len().fill_null(0).to_numpy().astype(INDEX)
+    if (n_spans == 0).any():
+        raise ValueError(f"queries without gold spans (drop them upstream and count them): {_examples(qids[n_spans == 0])}")
+    span_query = np.repeat(np.arange(len(queries), dtype=INDEX), n_spans)
+    spans = queries["spans"].explode()
+    if not (spans.list.len() == 2).all():
+        bad = span_query[(spans.list.len() != 2).fill_null(True).to_numpy()]
+        raise ValueError(f"queries: spans must be [start, end) pairs; bad in {_examples(np.unique(qids[bad]))}")
+    bounds = spans.explode().to_numpy().astype(INDEX).reshape(-1, 2)
+    span_start, span_end = bounds[:, 0].copy(), bounds[:, 1].copy()
+    bad = (span_start < 0) | (span_end <= span_start)
+    if bad.any():
+        raise ValueError(f"queries: empty or negative gold span in {_examples(np.unique(qids[span_query[bad]]))}")
+    return queries, n_spans, span_query, span_start, span_end
+
+
+def align_run(
+    runs: pl.DataFrame,
+    queries: pl.DataFrame,
+    chunks: pl.DataFrame,
+    texts: pl.DataFrame | None = None,
+) -> RunEvidence:
+    """Validate and align one run (one condition) with gold evidence and the condition's chunk set.
+
+    ``runs`` follows ``tables.RUNS`` (only qid, rank, chunk_id are read), ``queries`` ``tables.QUERIES``
+    (qid, doc_id, qtype, spans), ``chunks`` ``tables.CHUNKS`` (chunk_id, doc_id, start, end, n_tokens) and
+    ``texts`` ``tables.TEXTS`` (chunk_id, prefix_tokens; ``None`` means no prefix, 0 tokens).
+
+    Errors (never a silent wrong number): a run row whose qid is not a query or whose chunk_id is not
+    in the chunk set; a repeated (qid, rank) or (qid, chunk_id); rank < 1; a query without spans or with
+    an empty span; duplicate qids or chunk_ids; a query document with no chunk in the chunk set; a ranked
+    chunk missing from ``texts``; a negative token count. Queries with no run rows are kept (they score 0).
+    """
+    queries, query_n_spans, span_query, span_start, span_end = _query_arrays(queries)
+    n_queries = len(queries)
+    qids = queries["qid"].to_numpy()
+
+    _require(chunks, "chunks", ["chunk_id", "doc_id", "start", "end", "n_tokens"])
+    chunks = chunks.select("chunk_id", "doc_id", "start", "end", "n_tokens").sort("chunk_id")
+    chunk_id = chunks["chunk_id"].to_numpy().astype(INDEX)
+    if len(chunk_id) > 1 and (np.diff(chunk_id) == 0).any():
+        raise ValueError(f"chunks: duplicate chunk_id {_examples(np.unique(chunk_id[1:][np.diff(chunk_id) == 0]))}")
+    chunk_start = chunks["start"].to_numpy().astype(INDEX)
+    chunk_end = chunks["end"].to_numpy().astype(INDEX)
+    if ((chunk_end <= chunk_start) | (chunk_start < 0)).any():
+        raise ValueError(f"chunks: empty or negative interval at chunk_id {_examples(chunk_id[chunk_end <= chunk_start])}")
+    chunk_tokens = chunks["n_tokens"].to_numpy().astype(INDEX)
+
+    doc_categories = pl.concat([queries["doc_id"], chunks["doc_id"]]).unique().sort()
+    doc_enum = pl.Enum(doc_categories)
+    query_doc = queries["doc_id"].cast(doc_enum).to_physical().to_numpy().astype(INDEX)
+    chunk_doc = chunks["doc_id"].cast(doc_enum).to_physical().to_numpy().astype(INDEX)
+    doc_has_chunk = np.bincount(chunk_doc, minlength=len(doc_categories)) > 0
+    missing_docs = np.unique(query_doc[~doc_has_chunk[query_doc]])
+    if len(missing_docs):
+        raise ValueError(f"query documents with no chunk in the chunk set: {_examples(doc_categories.to_numpy()[missing_docs])}")
+
+    # --- ranked rows, as one block of consecutive rows per query
+    block_query, block_start, block_len, row_rank, run_chunk_id = _ranked_blocks(runs, queries["qid"])
+    row_chunk, found = _lookup(chunk_id, run_chunk_id)
+    if found is not None:
+        raise ValueError(f"runs: chunk_id not in the chunk set: {_examples(np.unique(run_chunk_id[~found]))}")
+    _check_repeated_chunks(row_chunk, block_start, block_len, len(chunk_id), qids[block_query])
+
+    chunk_cost = chunk_tokens
+    if (chunk_cost < 0).any() or (len(chunk_cost) and chunk_cost.max() >= 2**31):
+        raise ValueError("chunks: n_tokens out of range")
+    if texts is not None:
+        _require(texts, "texts", ["chunk_id", "prefix_tokens"])
+        text_chunk = texts["chunk_id"].to_numpy().astype(INDEX)
+        at, found_text = _lookup(chunk_id, text_chunk)
+        ok = slice(None) if found_text is None else found_text  # texts of other chunk sets are ignored
+        has_text = np.bincount(at[ok], minlength=len(chunk_id))
+        if (has_text > 1).any():
+            raise ValueError(f"texts: duplicate chunk_id {_examples(chunk_id[has_text > 1])}")
+        prefix = texts["prefix_tokens"].to_numpy().astype(INDEX)[ok]
+        if (prefix < 0).any():
+            raise ValueError("texts: negative prefix_tokens")
+        # a chunk without a text row gets a negative cost: found below in the same pass as the costs
+        chunk_cost = np.where(has_text > 0, chunk_tokens, -1)
+        chunk_cost[at[ok]] += prefix
+    # cumulative tokens of each query's ranking through each row (the budget walk); only needed at hits
+    row_cost = np.take(chunk_cost.astype(np.int32), row_chunk)
+    if len(row_cost) and row_cost.min() < 0:
+        raise ValueError(f"texts: ranked chunk_id missing: {_examples(np.unique(chunk_id[row_chunk[row_cost < 0]]))}")
+    cumulative = np.cumsum(row_cost, dtype=INDEX)
+    tokens_before_block = np.where(block_start > 0, cumulative[np.maximum(block_start - 1, 0)], 0) if len(block_start) else block_start
+
+    stride = int(max(chunk_end.max(initial=0), span_end.max(initial=0))) + 1
+    # chunks in (doc, start) order; chunk index order (= chunk_id order) breaks ties (stable sort)
+    by_position = np.argsort(chunk_doc * stride + chunk_start, kind="stable")
+    start_key = chunk_doc[by_position] * stride + chunk_start[by_position]
+    reach_key = np.maximum.accumulate(chunk_doc[by_position] * stride + chunk_end[by_position])
+    # chunk sets that tile their documents never overlap: then novelty is just the overlap length
+    chunks_disjoint = not (start_key[1:] < reach_key[:-1]).any()
+
+    # --- hits: rows of the query's own document x that query's spans, positive overlap only
+    span_first = np.concatenate(([0], np.cumsum(query_n_spans)[:-1])).astype(INDEX)
+    span_length = span_end - span_start
+    # int32 codes: this is one of the two passes over every run row, and half the bytes is twice the speed
+    own = np.flatnonzero(
+        np.take(chunk_doc.astype(np.int32), row_chunk) == np.repeat(query_doc.astype(np.int32)[block_query], block_len)
+    )
+    own_block = np.searchsorted(block_start, own, side="right") - 1
+    # blocks may come in any qid order: put the few own-document rows in (query, rank) order
+    by_query = np.argsort(block_query[own_block], kind="stable")
+    own, own_block = own[by_query], own_block[by_query]
+    own_query = block_query[own_block]
+    counts = query_n_spans[own_query]
+    hit_row = np.repeat(own, counts)
+    hit_query = np.repeat(own_query, counts)
+    hit_cost = np.repeat(cumulative[own] - tokens_before_block[own_block], counts)
+    hit_span = kernels.concatenated_ranges(span_first[own_query], counts)
+    hit_chunk = row_chunk[hit_row]
+    hit_lo = np.maximum(chunk_start[hit_chunk], span_start[hit_span])
+    hit_hi = np.minimum(chunk_end[hit_chunk], span_end[hit_span])
+    touching = hit_hi > hit_lo
+    hit_row, hit_span, hit_chunk, hit_query, hit_cost = (
+        hit_row[touching], hit_span[touching], hit_chunk[touching], hit_query[touching], hit_cost[touching]
+    )
+    hit_lo, hit_hi = hit_lo[touching], hit_hi[touching]
+    hit_rank = row_rank[hit_row].astype(INDEX)
+    if chunks_disjoint:  # a ranking never repeats a chunk (checked), so nothing is covered twice
+        hit_new = hit_hi - hit_lo
+    else:
+        by_span = np.lexsort((hit_rank, hit_span))
+        hit_new = np.empty(len(hit_row), dtype=INDEX)
+        hit_new[by_span] = kernels.new_coverage(hit_span[by_span], hit_lo[by_span], hit_hi[by_span])
+    hit_relevant = kernels.binary_relevant(
+        hit_hi - hit_lo, chunk_end[hit_chunk] - chunk_start[hit_chunk], span_length[hit_span]
+    )
+    relevant_hits = np.flatnonzero(hit_relevant)  # in (query, rank) order, one per relevant span
+    relevant_hits = relevant_hits[kernels.group_starts(hit_row[relevant_hits])]
+
+    # --- candidates: the condition's chunks of each query's document that touch a gold span
+    span_doc = query_doc[span_query]
+    window_end = np.searchsorted(start_key, span_doc * stride + span_end, side="left")
+    window_start = np.searchsorted(reach_key, span_doc * stride + span_start, side="right")
+    window = np.maximum(window_end - window_start, 0)
+    pair_span = np.repeat(np.arange(len(span_query), dtype=INDEX), window)
+    pair_chunk = by_position[kernels.concatenated_ranges(window_start, window)]
+    pair_lo = np.maximum(chunk_start[pair_chunk], span_start[pair_span])
+    pair_hi = np.minimum(chunk_end[pair_chunk], span_end[pair_span])
+    touching = pair_hi > pair_lo
+    pair_span, pair_chunk, pair_lo, pair_hi = pair_span[touching], pair_chunk[touching], pair_lo[touching], pair_hi[touching]
+    pair_query = span_query[pair_span]
+    order = np.lexsort((pair_span, pair_chunk, pair_query))  # chunk index order == chunk_id order
+    pair_span, pair_chunk, pair_lo, pair_hi, pair_query = (
+        pair_span[order], pair_chunk[order], pair_lo[order], pair_hi[order], pair_query[order]
+    )
+    new_cand = np.ones(len(pair_span), dtype=bool)
+    new_cand[1:] = (pair_query[1:] != pair_query[:-1]) | (pair_chunk[1:] != pair_chunk[:-1])
+    pair_cand = np.cumsum(new_cand).astype(INDEX) - 1
+    cand_query = pair_query[new_cand]
+    cand_chunk = pair_chunk[new_cand]
+    pair_relevant = kernels.binary_relevant(
+        pair_hi - pair_lo, chunk_end[pair_chunk] - chunk_start[pair_chunk], span_length[pair_span]
+    )
+    cand_relevant = np.zeros(len(cand_query), dtype=bool)
+    cand_relevant[pair_cand[pair_relevant]] = True
+    query_n_relevant = np.bincount(cand_query[cand_relevant], minlength=n_queries).astype(INDEX)
+
+    return RunEvidence(
+        qid=qids,
+        doc_id=queries["doc_id"].to_numpy(),
+        qtype=queries["qtype"].to_numpy(),
+        query_n_spans=query_n_spans,
+        span_query=span_query,
+        span_start=span_start,
+        span_end=span_end,
+        span_length=span_length,
+        relevant_query=hit_query[relevant_hits],
+        relevant_rank=hit_rank[relevant_hits],
+        hit_query=hit_query,
+        hit_rank=hit_rank,
+        hit_span=hit_span,
+        hit_new=hit_new,
+        hit_cost=hit_cost,
+        cand_query=cand_query,
+        cand_chunk_id=chunk_id[cand_chunk],
+        pair_cand=pair_cand,
+        pair_span=pair_span,
+        pair_lo=pair_lo,
+        pair_hi=pair_hi,
+        query_n_relevant=query_n_relevant,
+        chunks_disjoint=chunks_disjoint,
+    )

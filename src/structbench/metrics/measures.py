@@ -1,0 +1,230 @@
+"""The study's retrieval metrics, one documented function each (SPEC section 10; seed 000, appendices B, C).
+
+Every function takes a :class:`~structbench.metrics.evidence.RunEvidence` (built once per run by
+:func:`~structbench.metrics.evidence.align_run`) and returns one float per query, in the evidence's
+query order (sorted by ``qid``). :func:`score_run` is the single entry the workflow, the report and
+the benchmarks call. Notation: a query belongs to document d, has gold spans ``g_1..g_S`` (half-open
+content-offset intervals, ``|g|`` their lengths), and the run ranks chunks ``c_1, c_2, ...``; a chunk of
+another document occupies its rank and overlaps nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import polars as pl
+
+from structbench.metrics import kernels
+from structbench.metrics.evidence import RunEvidence, align_run
+from structbench.metrics.kernels import INDEX
+
+
+def is_relevant(chunk_start, chunk_end, span_start, span_end) -> np.ndarray:
+    """Binary relevance of chunk c to gold span g (seed 000, appendix C), elementwise.
+
+        relevant(c, g)  iff  |c ∩ g| / |g| >= 0.5   or   |c ∩ g| / |c| >= 0.8
+
+    (the chunk substantially contains the evidence, or lies substantially inside it). Evaluated in
+    integer arithmetic, so the 0.5 / 0.8 boundaries are exact; a pair with no overlap is never
+    relevant. A chunk is relevant to a query iff it is relevant to any of its spans.
+    """
+    chunk_start, chunk_end = np.asarray(chunk_start, dtype=INDEX), np.asarray(chunk_end, dtype=INDEX)
+    span_start, span_end = np.asarray(span_start, dtype=INDEX), np.asarray(span_end, dtype=INDEX)
+    overlap = kernels.interval_overlap(chunk_start, chunk_end, span_start, span_end)
+    return kernels.binary_relevant(overlap, chunk_end - chunk_start, span_end - span_start)
+
+
+def coverage_dcg(evidence: RunEvidence, k: int = 10) -> np.ndarray:
+    """Coverage DCG@k of the run (the numerator of :func:`coverage_ndcg`)."""
+    ev = evidence
+    return kernels.discounted_gain(
+        ev.hit_query, ev.hit_rank, ev.hit_span, ev.hit_new, ev.span_length, ev.query_n_spans, ev.n_queries, k
+    )
+
+
+def ideal_coverage_ranking(evidence: RunEvidence, k: int = 10) -> pl.DataFrame:
+    """The greedy maximum-marginal-coverage ordering of each query's own chunk set, up to k.
+
+    Repeatedly append the not-yet-chosen chunk of document d (in this condition's chunk set) with
+    the largest marginal gain (definition in :func:`coverage_ndcg`); stop after k chunks or when no
+    chunk adds coverage. Exact ties go to the smallest ``chunk_id`` (deterministic; with chunks that
+    tile the document, marginal gains never interact, so the tie-break cannot change IDCG).
+    Returns ``qid, rank, chunk_id`` (only queries with positive coverage appear).
+    """
+    cand, rank = _ideal(evidence, k)
+    return pl.DataFrame(
+        {
+            "qid": evidence.qid[evidence.cand_query[cand]].astype(str),
+            "rank": rank.astype(np.int32),
+            "chunk_id": evidence.cand_chunk_id[cand],
+        },
+        schema={"qid": pl.String, "rank": pl.Int32, "chunk_id": pl.Int64},
+    )
+
+
+def _ideal(evidence: RunEvidence, k: int):
+    ev = evidence
+    order = kernels.static_gain_order if ev.chunks_disjoint else kernels.greedy_coverage_order
+    return order(ev.cand_query, ev.pair_cand, ev.pair_span, ev.pair_lo, ev.pair_hi, ev.span_length, ev.query_n_spans, k)
+
+
+def ideal_coverage_dcg(evidence: RunEvidence, k: int = 10) -> np.ndarray:
+    """IDCG@k: the coverage DCG of :func:`ideal_coverage_ranking`, computed by the same DCG kernel as
+    the run's DCG (so a run that equals the ideal ordering scores exactly 1.0)."""
+    ev = evidence
+    cand, rank = _ideal(ev, k)
+    if len(cand) == 0:
+        return np.zeros(ev.n_queries)
+    pair_first = kernels.group_starts(ev.pair_cand)
+    pair_count = np.diff(np.append(pair_first, len(ev.pair_cand)))
+    pairs = kernels.concatenated_ranges(pair_first[cand], pair_count[cand])
+    hit_rank = np.repeat(rank, pair_count[cand])
+    hit_query = ev.cand_query[ev.pair_cand[pairs]]
+    hit_span = ev.pair_span[pairs]
+    lo, hi = ev.pair_lo[pairs], ev.pair_hi[pairs]
+    if ev.chunks_disjoint:
+        hit_new = hi - lo
+    else:
+        by_span = np.lexsort((hit_rank, hit_span))
+        hit_new = np.empty(len(pairs), dtype=INDEX)
+        hit_new[by_span] = kernels.new_coverage(hit_span[by_span], lo[by_span], hi[by_span])
+    return kernels.discounted_gain(hit_query, hit_rank, hit_span, hit_new, ev.span_length, ev.query_n_spans, ev.n_queries, k)
+
+
+def coverage_ndcg(evidence: RunEvidence, k: int = 10) -> np.ndarray:
+    """coverage-nDCG@k, the primary metric (seed 000, appendix B; SPEC section 10).
+
+    Walking down the ranking, the gain of the chunk at rank i is the mean over the query's gold spans
+    of the fraction of each span's characters it NEWLY covers::
+
+        gain(c_i) = (1/S) * sum_j |(c_i ∩ g_j) \\ covered_<i(g_j)| / |g_j|
+
+    where ``covered_<i(g_j)`` is the union of ``c_l ∩ g_j`` over ranks l < i (chunks of other documents
+    cover nothing but keep their rank). Then::
+
+        DCG@k  = sum_{i=1..k} gain(c_i) / log2(i + 1)
+        IDCG@k = DCG@k of the greedy maximum-marginal-coverage ordering of the SAME condition's chunk
+                 set of document d (:func:`ideal_coverage_ranking`)
+        cov-nDCG@k = DCG@k / IDCG@k,  and 0 when IDCG@k = 0.
+
+    Worked example (appendix B.3): one 100-char span, chunks [0,60), [40,100), irrelevant ->
+    DCG = 0.60 + 0.40/log2(3) = 0.852 = IDCG, cov-nDCG = 1.0. With chunk sets that tile each document
+    (the data contract) the greedy ordering is the true maximum and the score lies in [0, 1]; with
+    overlapping chunks greedy is the standard tractable stand-in and a run can exceed it (not clipped).
+    """
+    dcg = coverage_dcg(evidence, k)
+    idcg = ideal_coverage_dcg(evidence, k)
+    return np.divide(dcg, idcg, out=np.zeros_like(dcg), where=idcg > 0)
+
+
+def binary_ndcg(evidence: RunEvidence, k: int = 10) -> np.ndarray:
+    """Binary nDCG@k (seed 000, appendix C): nDCG with 0/1 gains under :func:`is_relevant`.
+
+        DCG@k  = sum_{i <= k, c_i relevant} 1 / log2(i + 1)
+        IDCG@k = sum_{i=1..min(R, k)} 1 / log2(i + 1)
+
+    where R counts the relevant chunks of the condition's own chunk set of the gold document (SPEC
+    section 17). 0 when R = 0. Equals trec_eval's ``ndcg_cut.k`` with those chunks as qrels.
+    """
+    ev = evidence
+    table = kernels.discounts(k)
+    keep = ev.relevant_rank <= k
+    dcg = kernels.sum_by(ev.relevant_query[keep], table[ev.relevant_rank[keep]], ev.n_queries)
+    ideal_table = np.concatenate(([0.0], np.cumsum(table[1:])))
+    idcg = ideal_table[np.minimum(ev.query_n_relevant, k)]
+    return np.divide(dcg, idcg, out=np.zeros_like(dcg), where=idcg > 0)
+
+
+def reciprocal_rank(evidence: RunEvidence) -> np.ndarray:
+    """Reciprocal rank of the first binary-relevant chunk, over the full ranking (top 100); 0 if none.
+
+        RR = 1 / min{ i : c_i relevant }
+
+    Its mean over queries is MRR (SPEC section 17: computed over the full top 100, no cutoff).
+    """
+    ev = evidence
+    first = kernels.group_starts(ev.relevant_query)
+    out = np.zeros(ev.n_queries)
+    out[ev.relevant_query[first]] = 1.0 / ev.relevant_rank[first]
+    return out
+
+
+def span_recall(evidence: RunEvidence, k: int = 50, min_fraction: float = 0.5) -> np.ndarray:
+    """recall@k (seed 000, appendix C): share of gold spans covered >= 50% by the union of the top k.
+
+        R@k = (1/S) * #{ j : |g_j ∩ (c_1 ∪ ... ∪ c_k)| >= min_fraction * |g_j| }
+    """
+    ev = evidence
+    keep = ev.hit_rank <= k
+    covered = kernels.sum_by(ev.hit_span[keep], ev.hit_new[keep], len(ev.span_query))
+    recalled = covered >= min_fraction * ev.span_length
+    return kernels.sum_by(ev.span_query, recalled, ev.n_queries) / ev.query_n_spans
+
+
+def _covered_fraction(evidence: RunEvidence, hit_mask: np.ndarray) -> np.ndarray:
+    ev = evidence
+    covered = kernels.sum_by(ev.hit_span[hit_mask], ev.hit_new[hit_mask], len(ev.span_query))
+    return kernels.sum_by(ev.span_query, covered / ev.span_length, ev.n_queries) / ev.query_n_spans
+
+
+def budget_coverage(evidence: RunEvidence, budget: int) -> np.ndarray:
+    """Token-budget coverage @budget (seed 000, appendix C; SPEC section 17).
+
+    Walk the ranking adding WHOLE chunks while ``sum(prefix_tokens + n_tokens)`` of the chunks taken so
+    far fits the budget; stop at the first chunk that does not fit (chunks of other documents cost
+    their tokens too). With T the chunks taken::
+
+        budget_cov@B = (1/S) * sum_j |g_j ∩ ∪T| / |g_j|
+
+    Prefix tokens count against the budget, so each condition pays its real context-window cost.
+    """
+    # token costs are >= 0, so "cumulative cost <= budget" selects a prefix of each ranking: exactly
+    # the chunks taken before the walk stops at the first one that does not fit
+    return _covered_fraction(evidence, evidence.hit_cost <= budget)
+
+
+def gold_top1(evidence: RunEvidence) -> np.ndarray:
+    """1.0 when the chunk at rank 1 is binary-relevant, else 0.0 (the BM25 non-lexicality probe)."""
+    ev = evidence
+    top = ev.relevant_rank == 1
+    return np.bincount(ev.relevant_query[top], minlength=ev.n_queries).astype(np.float64)
+
+
+def metric_columns(k: int = 10, recall_k: int = 50, budgets: Sequence[int] = (512, 1024, 2048)) -> list[str]:
+    """Column names :func:`score_run` writes, ir_measures style (measure@cutoff)."""
+    return [f"cov_nDCG@{k}", f"nDCG@{k}", "MRR", f"R@{recall_k}", *[f"budget_cov@{b}" for b in budgets], "gold_top1"]
+
+
+def score_run(
+    runs: pl.DataFrame,
+    queries: pl.DataFrame,
+    chunks: pl.DataFrame,
+    texts: pl.DataFrame | None = None,
+    *,
+    k: int = 10,
+    recall_k: int = 50,
+    budgets: Sequence[int] = (512, 1024, 2048),
+) -> pl.DataFrame:
+    """Score one run (one condition) per query with every metric of SPEC section 10.
+
+    ``chunks`` (and ``texts``) must be the condition's own chunk set: it defines the ideal orderings.
+    Returns one row per query, sorted by ``qid``: ``qid, doc_id, qtype`` then :func:`metric_columns`
+    (``cov_nDCG@10, nDCG@10, MRR, R@50, budget_cov@512, budget_cov@1024, budget_cov@2048, gold_top1``),
+    all Float64. ``MRR`` holds the per-query reciprocal rank (its mean is the MRR). A query with no rows
+    in ``runs`` is present and scores 0 everywhere. See :func:`align_run` for the errors raised.
+    """
+    evidence = align_run(runs, queries, chunks, texts)
+    values = [
+        coverage_ndcg(evidence, k),
+        binary_ndcg(evidence, k),
+        reciprocal_rank(evidence),
+        span_recall(evidence, recall_k),
+        *[budget_coverage(evidence, b) for b in budgets],
+        gold_top1(evidence),
+    ]
+    columns = metric_columns(k, recall_k, budgets)
+    frame = {"qid": evidence.qid, "doc_id": evidence.doc_id, "qtype": evidence.qtype}
+    frame.update(zip(columns, values))
+    schema = {"qid": pl.String, "doc_id": pl.String, "qtype": pl.String} | {c: pl.Float64 for c in columns}
+    return pl.DataFrame(frame, schema=schema)

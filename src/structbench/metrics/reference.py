@@ -1,0 +1,175 @@
+"""Plain-Python reference implementation of the metrics, written for reading, not speed.
+
+One query at a time, with interval lists and loops, straight from the definitions in
+:mod:`structbench.metrics.measures`. The tests check the vectorized kernels against it and the
+benchmark (``benchmarks/bench_metrics.py``) measures the speed-up over it. It sums floats in the
+same order as the kernels, so coverage scores agree to the last bit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Chunk:
+    chunk_id: int
+    doc_id: str
+    start: int
+    end: int
+    n_tokens: int = 0
+    prefix_tokens: int = 0
+
+
+def _clip(chunk: Chunk, doc_id: str, span: tuple[int, int]) -> tuple[int, int] | None:
+    if chunk.doc_id != doc_id:
+        return None
+    lo, hi = max(chunk.start, span[0]), min(chunk.end, span[1])
+    return (lo, hi) if hi > lo else None
+
+
+def _union_length(intervals: list[tuple[int, int]]) -> int:
+    total, reach = 0, None
+    for lo, hi in sorted(intervals):
+        if reach is None or lo >= reach:
+            total += hi - lo
+            reach = hi
+        elif hi > reach:
+            total += hi - reach
+            reach = hi
+    return total
+
+
+def _new_chars(piece: tuple[int, int] | None, covered: list[tuple[int, int]]) -> int:
+    if piece is None:
+        return 0
+    return _union_length(covered + [piece]) - _union_length(covered)
+
+
+def relevant(chunk: Chunk, doc_id: str, spans: Sequence[tuple[int, int]]) -> bool:
+    for span in spans:
+        piece = _clip(chunk, doc_id, span)
+        if piece is None:
+            continue
+        overlap = piece[1] - piece[0]
+        if overlap / (span[1] - span[0]) >= 0.5 or overlap / (chunk.end - chunk.start) >= 0.8:
+            return True
+    return False
+
+
+def coverage_gains(ranking: Sequence[Chunk], doc_id: str, spans: Sequence[tuple[int, int]]) -> list[float]:
+    """Per-rank novelty gain ``(1/S) * sum_j new_j / |g_j|`` down the whole ranking."""
+    covered: list[list[tuple[int, int]]] = [[] for _ in spans]
+    gains = []
+    for chunk in ranking:
+        total = 0.0
+        for j, span in enumerate(spans):
+            piece = _clip(chunk, doc_id, span)
+            new = _new_chars(piece, covered[j])
+            if piece is not None:
+                covered[j].append(piece)
+            total += new / (span[1] - span[0])
+        gains.append(total / len(spans))
+    return gains
+
+
+def dcg(gains: Sequence[float], k: int) -> float:
+    total = 0.0
+    for i, gain in enumerate(gains[:k], start=1):
+        total += gain * (1.0 / math.log2(i + 1))
+    return total
+
+
+def greedy_ideal(chunk_set: Sequence[Chunk], doc_id: str, spans: Sequence[tuple[int, int]], k: int) -> list[Chunk]:
+    """Greedy max-marginal-coverage ordering; ties -> smallest chunk_id."""
+    pool = sorted((c for c in chunk_set if c.doc_id == doc_id), key=lambda c: c.chunk_id)
+    covered: list[list[tuple[int, int]]] = [[] for _ in spans]
+    chosen: list[Chunk] = []
+    for _ in range(k):
+        best, best_gain = None, 0.0
+        for chunk in pool:
+            if chunk in chosen:
+                continue
+            total = 0.0
+            for j, span in enumerate(spans):
+                total += _new_chars(_clip(chunk, doc_id, span), covered[j]) / (span[1] - span[0])
+            gain = total / len(spans)
+            if gain > best_gain:
+                best, best_gain = chunk, gain
+        if best is None:
+            break
+        chosen.append(best)
+        for j, span in enumerate(spans):
+            piece = _clip(best, doc_id, span)
+            if piece is not None:
+                covered[j].append(piece)
+    return chosen
+
+
+def coverage_ndcg(ranking, chunk_set, doc_id, spans, k: int = 10) -> float:
+    observed = dcg(coverage_gains(ranking, doc_id, spans), k)
+    ideal = dcg(coverage_gains(greedy_ideal(chunk_set, doc_id, spans, k), doc_id, spans), k)
+    return observed / ideal if ideal > 0 else 0.0
+
+
+def binary_ndcg(ranking, chunk_set, doc_id, spans, k: int = 10) -> float:
+    observed = 0.0
+    for i, chunk in enumerate(ranking[:k], start=1):
+        if relevant(chunk, doc_id, spans):
+            observed += 1.0 / math.log2(i + 1)
+    n_relevant = sum(1 for c in chunk_set if relevant(c, doc_id, spans))
+    ideal = 0.0
+    for i in range(1, min(n_relevant, k) + 1):
+        ideal += 1.0 / math.log2(i + 1)
+    return observed / ideal if ideal > 0 else 0.0
+
+
+def reciprocal_rank(ranking, doc_id, spans) -> float:
+    for i, chunk in enumerate(ranking, start=1):
+        if relevant(chunk, doc_id, spans):
+            return 1.0 / i
+    return 0.0
+
+
+def span_recall(ranking, doc_id, spans, k: int = 50) -> float:
+    hit = 0
+    for span in spans:
+        pieces = [p for c in ranking[:k] if (p := _clip(c, doc_id, span)) is not None]
+        if _union_length(pieces) >= 0.5 * (span[1] - span[0]):
+            hit += 1
+    return hit / len(spans)
+
+
+def budget_coverage(ranking, doc_id, spans, budget: int) -> float:
+    taken, used = [], 0
+    for chunk in ranking:
+        cost = chunk.prefix_tokens + chunk.n_tokens
+        if used + cost > budget:
+            break
+        taken.append(chunk)
+        used += cost
+    total = 0.0
+    for span in spans:
+        pieces = [p for c in taken if (p := _clip(c, doc_id, span)) is not None]
+        total += _union_length(pieces) / (span[1] - span[0])
+    return total / len(spans)
+
+
+def gold_top1(ranking, doc_id, spans) -> float:
+    return 1.0 if ranking and relevant(ranking[0], doc_id, spans) else 0.0
+
+
+def score_query(ranking, chunk_set, doc_id, spans, *, k=10, recall_k=50, budgets=(512, 1024, 2048)) -> dict:
+    """All metrics of one query, keyed like :func:`structbench.metrics.metric_columns`."""
+    out = {
+        f"cov_nDCG@{k}": coverage_ndcg(ranking, chunk_set, doc_id, spans, k),
+        f"nDCG@{k}": binary_ndcg(ranking, chunk_set, doc_id, spans, k),
+        "MRR": reciprocal_rank(ranking, doc_id, spans),
+        f"R@{recall_k}": span_recall(ranking, doc_id, spans, recall_k),
+    }
+    for budget in budgets:
+        out[f"budget_cov@{budget}"] = budget_coverage(ranking, doc_id, spans, budget)
+    out["gold_top1"] = gold_top1(ranking, doc_id, spans)
+    return out

@@ -1,0 +1,181 @@
+"""The prefix axis (SPEC sections 7 and 17): what is prepended to a chunk's content before embedding.
+
+Prefix kinds, as named in config:
+
+* ``none`` — the content alone.
+* ``path:d`` — the real heading path cut to depth ``d``: ``"[" + separator.join(path[:d]) + "]\\n\\n"``.
+  ``path[0]`` is the document title, so ``path:1`` is ``[Title]`` and ``path:2`` is
+  ``[Title > Section]``; a path shorter than ``d`` renders whole.
+* ``placebo:d`` — the same format and depth, but the path comes from another document: the placebo
+  (seed 000, appendix E.3). See :func:`placebo_paths`.
+* ``context`` — an LLM-written situating context per chunk (A1), given as ``contexts``, rendered in
+  the same bracketed format as the paths. Keeping one format for every non-empty prefix means the
+  arms differ in what the prefix says, not in its delimiters.
+
+Content is the chunk's span of the flat text with its surrounding whitespace removed (a chunk carries
+the paragraph separator that follows it only so that chunks tile the document). ``prefix_tokens``
+counts the prefix alone, brackets and ``"\\n\\n"`` included, with the same tokenizer as content tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import polars as pl
+
+from structbench.tables import TEXTS
+from structbench.tokens import TokenCounter, load_tokenizer
+
+DEFAULT_SEED = 20260710  # the study's global seed (seed 000, table 11)
+DEFAULT_SEPARATOR = " > "
+PREFIX_END = "\n\n"
+
+
+def parse_prefix(prefix: str) -> tuple[str, int | None]:
+    """Split a prefix name into its kind and depth: ``"path:2"`` -> ``("path", 2)``."""
+    kind, _, depth = prefix.partition(":")
+    if kind in ("none", "context") and not depth:
+        return kind, None
+    if kind in ("path", "placebo") and depth.isdigit() and int(depth) >= 1:
+        return kind, int(depth)
+    raise ValueError(f"unknown prefix {prefix!r}: expected none, path:<d>, placebo:<d> or context (d >= 1)")
+
+
+def render_prefix(items, separator: str = DEFAULT_SEPARATOR) -> str:
+    """The bracketed prefix for a path (already cut to depth) or a context string."""
+    inner = items if isinstance(items, str) else separator.join(items)
+    return "[" + inner + "]" + PREFIX_END
+
+
+def placebo_paths(chunks: pl.DataFrame, depth: int, seed: int = DEFAULT_SEED) -> tuple[pl.DataFrame, int]:
+    """Map each real (document, path cut to ``depth``) pair to a real path of another document.
+
+    The unique pairs are bucketed by the length of the cut path, so a placebo has the depth of the
+    path it replaces. Within a bucket, pairs are sorted by (document, path), shuffled with a
+    generator seeded by ``(seed, depth, bucket length)``, and repaired: each pair left with a path of
+    its own document swaps sources with a randomly chosen pair for which the swap gives both a
+    foreign path. One pass reaches the fewest same-document assignments possible: zero unless one
+    document holds more than half of a bucket's pairs (m of n), and then ``2m - n``.
+
+    Returns the mapping (``doc_id, real_path, placebo_path, placebo_doc_id``; every chunk with that
+    real pair gets that placebo path) and the number of pairs still mapped within their document.
+    """
+    if depth < 1:
+        raise ValueError(f"placebo depth must be >= 1, got {depth}")
+    pairs = (chunks.select("doc_id", pl.col("path").list.head(depth).alias("real_path"))
+             .unique().sort(["doc_id", "real_path"]))
+    doc_ids = pairs["doc_id"].to_list()
+    real_paths = pairs["real_path"].to_list()
+    placebo: list = [None] * len(doc_ids)
+    placebo_doc: list = [None] * len(doc_ids)
+    residual = 0
+    by_length: dict[int, list[int]] = {}
+    for index, path in enumerate(real_paths):
+        by_length.setdefault(len(path), []).append(index)
+    for length in sorted(by_length):
+        members = by_length[length]
+        codes = np.unique(np.asarray([doc_ids[i] for i in members], dtype=object), return_inverse=True)[1]
+        source = _cross_document_permutation(codes, np.random.default_rng([seed, depth, length]))
+        residual += int((codes[source] == codes).sum())
+        for position, index in enumerate(members):
+            origin = members[source[position]]
+            placebo[index] = real_paths[origin]
+            placebo_doc[index] = doc_ids[origin]
+    mapping = pl.DataFrame({"doc_id": doc_ids, "real_path": real_paths, "placebo_path": placebo,
+                            "placebo_doc_id": placebo_doc},
+                           schema={"doc_id": pl.String, "real_path": pl.List(pl.String),
+                                   "placebo_path": pl.List(pl.String), "placebo_doc_id": pl.String})
+    return mapping, residual
+
+
+def _cross_document_permutation(docs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """A permutation ``source`` (item i takes item source[i]'s path) with as few same-document items as possible.
+
+    For a conflicting item i of document D, a partner j is valid when neither j nor its source is in
+    D; swapping their sources fixes i and keeps j foreign. Valid partners exist while D has more
+    conflicts than the unavoidable ``max(0, 2m - n)``, and a swap never adds a conflict elsewhere.
+    """
+    n = len(docs)
+    source = rng.permutation(n)
+    for i in np.flatnonzero(docs[source] == docs):
+        own = docs[i]
+        if docs[source[i]] != own:  # already fixed as some earlier swap's partner
+            continue
+        valid = (docs != own) & (docs[source] != own)
+        if not valid.any():
+            continue
+        offset = int(rng.integers(n))
+        j = (offset + int(np.argmax(np.roll(valid, -offset)))) % n
+        source[i], source[j] = source[j], source[i]
+    return source
+
+
+def render_texts(documents: pl.DataFrame, chunks: pl.DataFrame, prefix: str, tokenizer: TokenCounter | str, *,
+                 separator: str = DEFAULT_SEPARATOR, seed: int = DEFAULT_SEED,
+                 contexts: Mapping[int, str] | pl.DataFrame | None = None) -> tuple[pl.DataFrame, dict]:
+    """Render the texts to embed for one (chunk set, prefix) pair: a TEXTS table and a small report.
+
+    ``contexts`` (for ``prefix="context"``) maps ``chunk_id`` to its context string, as a mapping or
+    a table with columns ``chunk_id, context``; every chunk needs one. The report holds the prefix,
+    its kind and depth, the number of chunks, mean/max prefix tokens, mean content tokens and, for a
+    placebo, the residual same-document pairs and the chunks carrying them.
+    """
+    kind, depth = parse_prefix(prefix)
+    tokenizer = load_tokenizer(tokenizer)
+    ordered = chunks.sort("chunk_id")
+    chunk_ids = ordered["chunk_id"].to_list()
+    text_of = dict(zip(documents["doc_id"].to_list(), documents["text"].to_list()))
+    doc_ids = ordered["doc_id"].to_list()
+    missing_docs = sorted(set(doc_ids) - set(text_of))
+    if missing_docs:
+        raise ValueError(f"chunks refer to documents missing from the documents table: {missing_docs[:5]}")
+    contents = [text_of[d][s:e].strip() for d, s, e in zip(doc_ids, ordered["start"].to_list(), ordered["end"].to_list())]
+
+    report = {"prefix": prefix, "kind": kind, "depth": depth, "separator": separator, "chunks": len(chunk_ids)}
+    if kind == "none":
+        prefixes = [""] * len(chunk_ids)
+    elif kind == "path":
+        prefixes = [render_prefix(path[:depth], separator) for path in ordered["path"].to_list()]
+    elif kind == "placebo":
+        mapping, residual = placebo_paths(ordered, depth, seed)
+        lookup = {(d, tuple(real)): (tuple(fake), fake_doc) for d, real, fake, fake_doc in
+                  zip(*(mapping[c].to_list() for c in ("doc_id", "real_path", "placebo_path", "placebo_doc_id")))}
+        chosen = [lookup[(d, tuple(path[:depth]))] for d, path in zip(doc_ids, ordered["path"].to_list())]
+        prefixes = [render_prefix(fake, separator) for fake, _ in chosen]
+        report.update(seed=seed, placebo_pairs=mapping.height, residual_same_doc=residual,
+                      residual_same_doc_chunks=sum(fake_doc == d for (_, fake_doc), d in zip(chosen, doc_ids)))
+    else:
+        by_chunk = _contexts(contexts)
+        absent = [c for c in chunk_ids if c not in by_chunk]
+        if absent:
+            raise ValueError(f"prefix 'context' needs a context for every chunk; {len(absent)} of {len(chunk_ids)} "
+                             f"chunks have none (first chunk_ids: {absent[:5]}). Run the context-generation step first.")
+        prefixes = [render_prefix(str(by_chunk[c]).strip(), separator) for c in chunk_ids]
+
+    unique = sorted(set(prefixes))
+    counted = dict(zip(unique, tokenizer.count_batch(unique)))
+    counted[""] = 0
+    prefix_tokens = [counted[p] for p in prefixes]
+    texts = pl.DataFrame({
+        "chunk_id": chunk_ids,
+        "prefix": prefixes,
+        "text_for_embedding": [p + c for p, c in zip(prefixes, contents)],
+        "prefix_tokens": prefix_tokens,
+    }, schema=TEXTS)
+    report.update(
+        mean_prefix_tokens=float(np.mean(prefix_tokens)) if prefix_tokens else 0.0,
+        max_prefix_tokens=int(max(prefix_tokens, default=0)),
+        mean_content_tokens=float(ordered["n_tokens"].mean()) if ordered.height else 0.0,
+    )
+    return texts, report
+
+
+def _contexts(contexts) -> dict[int, str]:
+    if contexts is None:
+        raise ValueError("prefix 'context' needs contexts (chunk_id -> LLM-written context); none were given")
+    if isinstance(contexts, pl.DataFrame):
+        if not {"chunk_id", "context"} <= set(contexts.columns):
+            raise ValueError(f"contexts table needs columns chunk_id, context; has {contexts.columns}")
+        return dict(zip(contexts["chunk_id"].to_list(), contexts["context"].to_list()))
+    return {int(k): v for k, v in contexts.items()}

@@ -1,0 +1,43 @@
+"""Statistics of the study (SPEC section 11; seed 000, appendix D).
+
+:mod:`.paired` (paired deltas, Cohen's dz, Holm), :mod:`.bootstrap` (the vectorized
+document-clustered bootstrap and its reproducible draws), :mod:`.mixedlm` (the secondary
+statsmodels MixedLM fits), :mod:`.contrasts` (one cell's contrasts table, the single entry the
+workflow calls). statsmodels is imported only when a MixedLM is fitted.
+"""
+
+from structbench.stats.bootstrap import (
+    DRAW_BLOCK,
+    BootstrapResult,
+    bootstrap_draws,
+    bootstrap_p,
+    bootstrap_replicates,
+    cluster_bootstrap,
+    cluster_sums,
+    iter_bootstrap_draws,
+    percentile_ci,
+)
+from structbench.stats.contrasts import CONTRAST_COLUMNS, contrast_table, depth_slopes
+from structbench.stats.mixedlm import MixedLMFit, mixedlm_treatment_p
+from structbench.stats.paired import PairedDeltas, cohens_dz, holm, paired_deltas
+
+__all__ = [
+    "CONTRAST_COLUMNS",
+    "DRAW_BLOCK",
+    "BootstrapResult",
+    "MixedLMFit",
+    "PairedDeltas",
+    "bootstrap_draws",
+    "bootstrap_p",
+    "bootstrap_replicates",
+    "cluster_bootstrap",
+    "cluster_sums",
+    "cohens_dz",
+    "contrast_table",
+    "depth_slopes",
+    "holm",
+    "iter_bootstrap_draws",
+    "mixedlm_treatment_p",
+    "paired_deltas",
+    "percentile_ci",
+]

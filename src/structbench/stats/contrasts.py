@@ -1,0 +1,216 @@
+"""The contrasts table of one cell (SPEC sections 11, 12; seed 000, appendix D).
+
+A cell is (corpus, embedder, reranker). Its per-query scores come as one long table
+``qid, doc_id, condition, <metric columns>``; contrasts come from config as dicts:
+
+- pairwise: ``{"name": "C1", "treatment": "A3", "control": "A1", "family": "primary"}``
+  -> delta = treatment - control per query;
+- dose-response (exploratory): ``{"name": "depth_slope", "conditions": ["A2", "A3-d1", "A3-d2", "A3"],
+  "depths": [0, 1, 2, 3], "family": "exploratory"}`` -> per query, the OLS slope of the score on depth
+  (``sum_x (x - mean x) * y_x / sum_x (x - mean x)^2``) over queries scored under every listed
+  condition. Because the slope is linear in the scores and all conditions share those queries, the mean
+  per-query slope equals the slope of the condition means; it is bootstrapped exactly like a delta.
+  ``depths`` defaults to 0, 1, 2, ...
+
+Decisions (also in :func:`contrast_table`):
+
+- One bootstrap draw matrix per distinct document set, seeded by ``seed``: every (contrast, metric)
+  column over the same documents (the normal case: all conditions score all queries) shares the same
+  draws; a column whose paired queries span a different document set is resampled over its own
+  documents with the same seed.
+- Holm runs within each declared family (``primary``, ``secondary``) separately for each metric, over
+  the contrasts of that family with a finite p. For the primary metric and the primary family this is
+  the pre-registered correction; ``exploratory`` rows get ``p_holm = NaN`` (no family claim).
+- MixedLM p-values are NaN for dose-response rows and, when a fit fails, NaN with the reason in
+  ``mixedlm_note``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import polars as pl
+
+from structbench.stats.bootstrap import bootstrap_p, bootstrap_replicates, percentile_ci
+from structbench.stats.mixedlm import mixedlm_treatment_p
+from structbench.stats.paired import PairedDeltas, cohens_dz, holm, paired_deltas
+
+FAMILIES = ("primary", "secondary", "exploratory")
+HOLM_FAMILIES = ("primary", "secondary")
+CONTRAST_COLUMNS = {
+    "contrast": pl.String,
+    "treatment": pl.String,
+    "control": pl.String,
+    "metric": pl.String,
+    "delta": pl.Float64,
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
+    "p": pl.Float64,
+    "p_holm": pl.Float64,
+    "dz": pl.Float64,
+    "p_mixedlm": pl.Float64,
+    "p_mixedlm_nested": pl.Float64,
+    "n_queries": pl.Int64,
+    "n_docs": pl.Int64,
+    "n_dropped": pl.Int64,
+    "label": pl.String,
+    "mixedlm_note": pl.String,
+}
+
+
+def _condition(scores: pl.DataFrame, condition: str, metric: str) -> pl.DataFrame:
+    return scores.filter(pl.col("condition") == condition).select("qid", "doc_id", metric)
+
+
+def depth_slopes(scores: pl.DataFrame, conditions: Sequence[str], metric: str, depths: Sequence[float] | None = None) -> PairedDeltas:
+    """Per-query OLS slope of ``metric`` on breadcrumb depth across ``conditions`` (exploratory).
+
+        slope_q = sum_x (x - mean(x)) * score_q(x) / sum_x (x - mean(x))^2
+
+    over the queries scored (non-null) under every condition; the others are counted in ``n_dropped``.
+    Returned as :class:`PairedDeltas` so it is bootstrapped like a delta.
+    """
+    depths = np.arange(len(conditions), dtype=np.float64) if depths is None else np.asarray(depths, dtype=np.float64)
+    if len(depths) != len(conditions) or len(conditions) < 2:
+        raise ValueError("a dose-response contrast needs >= 2 conditions and one depth per condition")
+    centered = depths - depths.mean()
+    weights = centered / (centered**2).sum()
+    per_condition = [
+        _condition(scores, c, metric)
+        .filter(pl.col(metric).is_not_null() & pl.col(metric).is_not_nan())
+        .rename({metric: f"y{i}", "doc_id": f"doc{i}"})
+        for i, c in enumerate(conditions)
+    ]
+    all_qids = pl.concat([f["qid"] for f in per_condition]).n_unique()
+    joined = per_condition[0]
+    for frame in per_condition[1:]:
+        joined = joined.join(frame, on="qid", how="inner")
+    joined = joined.sort("qid")
+    values = np.column_stack([joined[f"y{i}"].to_numpy().astype(np.float64) for i in range(len(conditions))]) if joined.height else np.zeros((0, len(conditions)))
+    slope = np.zeros(joined.height)
+    for i in range(len(conditions)):  # fixed order of accumulation: deterministic
+        slope = slope + weights[i] * values[:, i]
+    return PairedDeltas(joined["qid"].to_numpy(), joined["doc0"].to_numpy(), slope, int(all_qids - joined.height))
+
+
+def _check_contrast(contrast: Mapping, conditions: set[str]) -> None:
+    if "name" not in contrast or contrast.get("family") not in FAMILIES:
+        raise ValueError(f"contrast {contrast!r}: needs a name and a family in {FAMILIES}")
+    named = list(contrast["conditions"]) if "conditions" in contrast else [contrast.get("treatment"), contrast.get("control")]
+    unknown = [c for c in named if c not in conditions]
+    if unknown:
+        raise ValueError(f"contrast {contrast['name']!r}: conditions {unknown} have no scores in this cell")
+
+
+def contrast_table(
+    scores: pl.DataFrame,
+    contrasts: Sequence[Mapping],
+    metrics: Sequence[str],
+    *,
+    B: int = 10_000,
+    seed: int = 0,
+    mixedlm: bool = True,
+    mixedlm_metrics: Sequence[str] | None = None,
+) -> pl.DataFrame:
+    """One row per (contrast, metric) of one cell, in the given contrast order then metric order.
+
+    For each contrast and metric: paired per-query deltas (treatment - control) on the queries scored
+    under both (``n_dropped`` counts the rest); ``delta`` = their unweighted mean; ``ci_low``/``ci_high``
+    and ``p`` from the document-clustered bootstrap (``B`` replicates, ``seed``;
+    :func:`structbench.stats.bootstrap.cluster_bootstrap`); ``p_holm`` = Holm within the contrast's
+    family for that metric (exploratory: NaN); ``dz`` = Cohen's dz; ``p_mixedlm`` /
+    ``p_mixedlm_nested`` = the pre-registered and nested MixedLM (only when ``mixedlm`` and the metric is
+    in ``mixedlm_metrics``, default all; else NaN); ``label`` = the family. ``mixedlm_note`` (an addition
+    to the listed columns) records why a MixedLM p is NaN or what the fit warned. Deterministic: the same
+    inputs and seed give byte-identical output. See the module docstring for the shared-draws and Holm
+    decisions.
+    """
+    for column in ("qid", "doc_id", "condition", *metrics):
+        if column not in scores.columns:
+            raise ValueError(f"scores are missing column {column!r}")
+    conditions = set(scores["condition"].unique().to_list())
+    for contrast in contrasts:
+        _check_contrast(contrast, conditions)
+    fit_metrics = set(metrics if mixedlm_metrics is None else mixedlm_metrics) if mixedlm else set()
+
+    rows: list[dict] = []
+    columns: list[PairedDeltas] = []
+    for contrast in contrasts:
+        slope = "conditions" in contrast
+        for metric in metrics:
+            if slope:
+                paired = depth_slopes(scores, contrast["conditions"], metric, contrast.get("depths"))
+                treatment, control = contrast["conditions"][-1], contrast["conditions"][0]
+            else:
+                treatment, control = contrast["treatment"], contrast["control"]
+                paired = paired_deltas(_condition(scores, treatment, metric), _condition(scores, control, metric), metric)
+            columns.append(paired)
+            row = {
+                "contrast": contrast["name"],
+                "treatment": treatment,
+                "control": control,
+                "metric": metric,
+                "delta": paired.mean,
+                "ci_low": float("nan"),
+                "ci_high": float("nan"),
+                "p": float("nan"),
+                "p_holm": float("nan"),
+                "dz": cohens_dz(paired.delta),
+                "p_mixedlm": float("nan"),
+                "p_mixedlm_nested": float("nan"),
+                "n_queries": paired.n_queries,
+                "n_docs": paired.n_docs,
+                "n_dropped": paired.n_dropped,
+                "label": contrast["family"],
+                "mixedlm_note": "",
+            }
+            if slope:
+                row["mixedlm_note"] = "not applicable (dose-response)"
+            elif metric in fit_metrics and paired.n_queries:
+                row.update(_mixedlm_columns(scores, treatment, control, metric, paired))
+            rows.append(row)
+
+    _bootstrap_columns(rows, columns, B, seed)
+    for family in HOLM_FAMILIES:
+        for metric in metrics:
+            members = [i for i, r in enumerate(rows) if r["label"] == family and r["metric"] == metric]
+            adjusted = holm([rows[i]["p"] for i in members])
+            for i, value in zip(members, adjusted):
+                rows[i]["p_holm"] = float(value)
+    return pl.DataFrame(rows, schema=CONTRAST_COLUMNS)
+
+
+def _bootstrap_columns(rows: list[dict], columns: list[PairedDeltas], B: int, seed: int) -> None:
+    """Fill ci_low, ci_high, p; columns over the same document set share one draw matrix."""
+    groups: dict[tuple, list[int]] = {}
+    for i, paired in enumerate(columns):
+        if paired.n_queries:
+            groups.setdefault(tuple(np.unique(paired.doc_id.astype(str))), []).append(i)
+    for docs, members in groups.items():
+        doc_index = np.asarray(docs, dtype=str)
+        sums = np.zeros((len(doc_index), len(members)))
+        counts = np.zeros((len(doc_index), len(members)))
+        for j, i in enumerate(members):
+            position = np.searchsorted(doc_index, columns[i].doc_id.astype(str))
+            sums[:, j] = np.bincount(position, weights=columns[i].delta, minlength=len(doc_index))
+            counts[:, j] = np.bincount(position, minlength=len(doc_index))
+        replicates = bootstrap_replicates(sums, counts, n_boot=B, seed=seed)
+        low, high = percentile_ci(replicates)
+        p = bootstrap_p(replicates)
+        for j, i in enumerate(members):
+            rows[i].update(ci_low=float(low[j]), ci_high=float(high[j]), p=float(p[j]))
+
+
+def _mixedlm_columns(scores: pl.DataFrame, treatment: str, control: str, metric: str, paired: PairedDeltas) -> dict:
+    keep = pl.Series(paired.qid)
+    long = (
+        scores.filter(pl.col("condition").is_in([treatment, control]) & pl.col("qid").is_in(keep.implode()))
+        .select("qid", "doc_id", (pl.col("condition") == treatment).cast(pl.Float64).alias("treated"), pl.col(metric).cast(pl.Float64))
+        .sort("qid", "treated")
+    )
+    arrays = (long[metric].to_numpy(), long["treated"].to_numpy(), long["doc_id"].to_numpy(), long["qid"].to_numpy())
+    plain = mixedlm_treatment_p(*arrays, nested=False)
+    nested = mixedlm_treatment_p(*arrays, nested=True)
+    notes = [f"{label}: {fit.note}" for label, fit in (("mixedlm", plain), ("nested", nested)) if fit.note]
+    return {"p_mixedlm": plain.p, "p_mixedlm_nested": nested.p, "mixedlm_note": " | ".join(notes)}

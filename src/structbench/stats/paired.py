@@ -1,0 +1,95 @@
+"""Paired per-query deltas, Cohen's dz and the Holm correction (SPEC section 11; seed 000, appendix D)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+
+@dataclass(frozen=True)
+class PairedDeltas:
+    """Per-query deltas ``treatment - control`` on the queries scored under both, sorted by qid.
+
+    ``n_dropped`` counts queries scored under only one of the two (or with a missing value).
+    """
+
+    qid: np.ndarray
+    doc_id: np.ndarray
+    delta: np.ndarray
+    n_dropped: int
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.delta)
+
+    @property
+    def n_docs(self) -> int:
+        return len(np.unique(self.doc_id)) if len(self.doc_id) else 0
+
+    @property
+    def mean(self) -> float:
+        """The reported effect: the unweighted mean delta over queries (NaN when none)."""
+        return float(self.delta.mean()) if len(self.delta) else float("nan")
+
+
+def _valid(frame: pl.DataFrame, metric: str) -> pl.DataFrame:
+    for column in ("qid", "doc_id", metric):
+        if column not in frame.columns:
+            raise ValueError(f"scores are missing column {column!r}")
+    if frame["qid"].is_duplicated().any():
+        raise ValueError(f"scores: a qid appears twice in one condition (metric {metric!r})")
+    return frame.select("qid", "doc_id", pl.col(metric).cast(pl.Float64)).filter(
+        pl.col(metric).is_not_null() & pl.col(metric).is_not_nan()
+    )
+
+
+def paired_deltas(scores_a: pl.DataFrame, scores_b: pl.DataFrame, metric: str) -> PairedDeltas:
+    """``delta_q = score_a(q) - score_b(q)`` for every query scored under both conditions.
+
+    ``scores_a``/``scores_b`` are one condition's per-query scores (``qid, doc_id, <metric>``). Queries
+    present in only one (or with a null/NaN value) are dropped and counted in ``n_dropped``
+    (SPEC section 17). A qid mapped to two different documents is an error.
+    """
+    all_qids = pl.concat([scores_a["qid"], scores_b["qid"]]).n_unique()
+    a, b = _valid(scores_a, metric), _valid(scores_b, metric)
+    joined = a.join(b, on="qid", how="inner", suffix="_b").sort("qid")
+    mismatch = joined.filter(pl.col("doc_id") != pl.col("doc_id_b"))
+    if mismatch.height:
+        raise ValueError(f"scores: qid {mismatch['qid'][0]!r} belongs to different documents in the two conditions")
+    delta = (joined[metric] - joined[f"{metric}_b"]).to_numpy().astype(np.float64)
+    return PairedDeltas(
+        qid=joined["qid"].to_numpy(),
+        doc_id=joined["doc_id"].to_numpy(),
+        delta=delta,
+        n_dropped=int(all_qids - joined.height),
+    )
+
+
+def cohens_dz(deltas) -> float:
+    """Cohen's dz = mean(delta) / sd(delta), sd with ddof = 1. NaN with fewer than two queries or sd = 0."""
+    deltas = np.asarray(deltas, dtype=np.float64)
+    if len(deltas) < 2:
+        return float("nan")
+    sd = deltas.std(ddof=1)
+    return float(deltas.mean() / sd) if sd > 0 else float("nan")
+
+
+def holm(pvalues) -> np.ndarray:
+    """Holm step-down adjustment over one family (seed 000, appendix D.3).
+
+    Sort the m p-values ascending; the i-th smallest (0-indexed) becomes ``(m - i) * p_(i)``, under a
+    running maximum so adjusted values stay monotone, clipped to 1. NaN p-values are not members of the
+    family (m counts the finite ones) and stay NaN. Ties keep input order (stable sort).
+    """
+    p = np.asarray(pvalues, dtype=np.float64)
+    out = np.full(p.shape, np.nan)
+    finite = np.flatnonzero(np.isfinite(p))
+    m = len(finite)
+    if m == 0:
+        return out
+    order = finite[np.argsort(p[finite], kind="stable")]
+    adjusted = np.maximum.accumulate((m - np.arange(m)) * p[order])
+    out[order] = np.minimum(adjusted, 1.0)
+    return out

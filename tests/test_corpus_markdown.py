@@ -1,0 +1,240 @@
+"""The Markdown knowledge base: parser decisions, folder loader, questions, bad input."""
+
+import json
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from structbench.corpus import load_corpus
+from structbench.corpus.build import CorpusTables, build_tables
+from structbench.corpus.markdown import load_markdown_folder, parse_markdown
+from structbench.corpus.verify import verify_corpus
+
+FIXTURES = Path(__file__).parent / "fixtures" / "corpus" / "kb_small"
+REPO = Path(__file__).resolve().parents[1]
+KB = REPO / "data" / "kb"
+
+
+def _sections(doc):
+    return [(s.title, s.level, s.para_start, s.para_end) for s in doc.sections]
+
+
+def _check_slices(tables, parsed_by_id):
+    """documents.text[p.start:p.end] is each parsed paragraph, for every document."""
+    texts = dict(zip(tables.documents["doc_id"], tables.documents["text"]))
+    for doc_id, group in tables.paragraphs.group_by("doc_id"):
+        doc_id = doc_id[0]
+        got = [texts[doc_id][s:e] for s, e in zip(group.sort("para_idx")["start"], group.sort("para_idx")["end"])]
+        assert got == parsed_by_id[doc_id].paragraphs
+
+
+def test_parse_fixture_document_decisions():
+    doc = parse_markdown((FIXTURES / "alpha-guide.md").read_text(), "alpha-guide", "alpha guide")
+    assert doc.title == "The Alpha Guide"  # front matter; the unique first H1 is the title heading
+    assert doc.paragraphs == [
+        "This lead paragraph sits before any section\nand keeps its inner line break.",
+        "Install the tool first.",
+        "- first item\n- second item\n- third item after a blank line\n  with a continuation line",
+        "```sh\n# this is a comment, not a heading\nmake install\n\nmake check\n```",
+        "The configuration file lives in the home folder.",
+        "When the tool fails, read the log.",
+        "Run it.",
+    ]
+    assert _sections(doc) == [
+        ("", 1, 0, 1),
+        ("Setup", 1, 1, 4),
+        ("Configuration", 2, 4, 5),
+        ("Troubleshooting", 1, 5, 6),  # a setext "---" heading is an H2: a sibling of Setup
+        ("Usage", 1, 6, 7),
+    ]
+    assert doc.meta["front_matter"] == {"title": "The Alpha Guide", "author": "Test Author"}
+
+
+def test_no_heading_several_h1_and_title_fallbacks():
+    plain = parse_markdown("One.\n\nTwo.\n", "beta_notes", "beta notes")
+    assert plain.title == "beta notes" and _sections(plain) == [("", 1, 0, 2)]
+    several = parse_markdown("# A\n\nx\n\n## A1\n\ny\n\n# B\n\nz\n", "multi")
+    assert several.title == "multi"
+    assert _sections(several) == [("A", 1, 0, 1), ("A1", 2, 1, 2), ("B", 1, 2, 3)]
+    titled = parse_markdown("---\ntitle: From YAML\n---\n# A\n\nx\n\n# B\n\ny\n", "d")
+    assert titled.title == "From YAML" and [s.title for s in titled.sections] == ["A", "B"]
+    not_first = parse_markdown("## Intro\n\nx\n\n# Late H1\n\ny\n", "d")
+    assert not_first.title == "d" and [s.level for s in not_first.sections] == [1, 1]
+    closing = parse_markdown("# T #\n\n## Sec ##\n\ntext\n\n#hashtag is text\n", "d")
+    assert closing.title == "T" and closing.paragraphs == ["text", "#hashtag is text"]
+    assert [s.title for s in closing.sections] == ["Sec"]
+
+
+def test_fences_tildes_unclosed_and_setext_rules():
+    doc = parse_markdown("~~~\n# no\n```\n~~~\n\n## Real\n\n````\n# still code\n", "d")
+    assert doc.paragraphs == ["~~~\n# no\n```\n~~~", "````\n# still code\n"]
+    assert [s.title for s in doc.sections] == ["", "Real"]
+    setext = parse_markdown("Title Line\n===\n\ntext\n\n---\n\nmore\n", "d")
+    assert setext.title == "Title Line" and setext.paragraphs == ["text", "more"]
+
+
+def test_crlf_and_bom_are_normalized():
+    doc = parse_markdown("\ufeff# T\r\n\r\n## S\r\n\r\nline one\r\nline two\r\n", "d")
+    assert doc.title == "T" and doc.paragraphs == ["line one\nline two"]
+
+
+def test_fixture_folder_loads_with_questions_and_counted_skip():
+    tables = load_markdown_folder(FIXTURES, "small", FIXTURES / "questions.jsonl")
+    assert verify_corpus(tables) == []
+    assert sorted(tables.documents["doc_id"]) == ["alpha-guide", "beta_notes", "gamma"]
+    assert tables.skipped.to_dicts() == [
+        {"source": str(FIXTURES / "headings-only.md"), "record": "headings-only", "reason": "no_paragraphs"}]
+    funnel = {(r["unit"], r["step"], r["reason"]): r["count"] for r in tables.funnel.to_dicts()}
+    assert funnel[("documents", "in", "")] == 4 and funnel[("documents", "out", "")] == 3
+    assert funnel[("documents", "skipped", "no_paragraphs")] == 1
+    parsed = {p.stem: parse_markdown(p.read_text(), p.stem, p.stem.replace("_", " ").replace("-", " "))
+              for p in FIXTURES.rglob("*.md")}
+    _check_slices(tables, parsed)
+    queries = {row["qid"]: row for row in tables.queries.to_dicts()}
+    texts = dict(zip(tables.documents["doc_id"], tables.documents["text"]))
+    q1 = queries["s-1"]
+    assert q1["qtype"] == "factoid"
+    assert [texts["alpha-guide"][s:e] for s, e in q1["spans"]] == ["The configuration file lives in the home folder."]
+    q2 = queries["s-2"]  # the quote spans a source line break: whitespace-normalized match
+    assert json.loads(q2["meta"])["span_steps"] == ["normalized"]
+    assert texts["alpha-guide"][slice(*q2["spans"][0])] == "sits before any section\nand keeps its inner line break"
+    q3 = queries["s-3"]  # two quotes, returned in text order
+    assert [texts["beta_notes"][s:e] for s, e in q3["spans"]] == ["no heading at all", "title comes from the file name"]
+    assert queries["s-4"]["qtype"] == "multihop" and len(queries["s-4"]["spans"]) == 2
+    assert tables.documents.filter(pl.col("doc_id") == "beta_notes")["title"][0] == "beta notes"
+
+
+def test_default_kb_loads_and_every_quote_maps_exactly():
+    if not (KB / "questions.jsonl").exists():
+        pytest.skip("the default KB is not in this checkout")
+    tables = load_corpus({"kind": "markdown", "path": str(KB / "docs"), "questions": str(KB / "questions.jsonl")})
+    assert verify_corpus(tables) == []
+    n_questions = sum(1 for line in (KB / "questions.jsonl").read_text().splitlines() if line.strip())
+    assert tables.queries.height == n_questions
+    texts = dict(zip(tables.documents["doc_id"], tables.documents["text"]))
+    for line in (KB / "questions.jsonl").read_text().splitlines():
+        if not line.strip():
+            continue
+        record = json.loads(line)
+        row = tables.queries.filter(pl.col("qid") == record["qid"]).row(0, named=True)
+        found = sorted(texts[record["doc_id"]][s:e] for s, e in row["spans"])
+        assert found == sorted(record["evidence"])  # the KB promises verbatim, non-overlapping quotes
+    parsed = {p.stem: parse_markdown(p.read_text(), p.stem) for p in (KB / "docs").glob("*.md")}
+    _check_slices(tables, parsed)
+    # every KB document is titled by its single H1 and uses ## / ### / #### below it
+    assert set(tables.sections["level"].unique().to_list()) <= {1, 2, 3}
+    assert tables.sections.filter(pl.col("title") != "")["path"].list.len().min() == 2
+
+
+# ---------------------------------------------------------------------------------------------- bad input
+
+
+def _copy_fixtures(tmp_path):
+    folder = tmp_path / "kb"
+    shutil.copytree(FIXTURES, folder)
+    return folder
+
+
+def test_non_utf8_file_is_an_error_naming_the_file(tmp_path):
+    folder = _copy_fixtures(tmp_path)
+    (folder / "latin1.md").write_bytes("# Caf\xe9\n\nCr\xe8me br\xfbl\xe9e.\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"latin1\.md: not valid UTF-8 \(byte 5"):
+        load_markdown_folder(folder)
+
+
+def test_quote_not_in_text_names_question_file_and_quote(tmp_path):
+    folder = _copy_fixtures(tmp_path)
+    questions = folder / "questions.jsonl"
+    questions.write_text(questions.read_text() + json.dumps(
+        {"qid": "s-9", "doc_id": "gamma", "question": "?", "evidence": ["words that are nowhere"]}) + "\n")
+    with pytest.raises(ValueError, match=r"question 's-9'.*not found in .*gamma\.md: 'words that are nowhere'"):
+        load_markdown_folder(folder, questions_path=questions)
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ('{"qid": "x", "doc_id": "gamma", ', r"line 6: not a JSON object"),
+        ('{"qid": "x", "doc_id": "gamma", "question": "?"}', r"line 6: question is missing \['evidence'\]"),
+        ('{"qid": "s-1", "doc_id": "gamma", "question": "?", "evidence": ["Detail text."]}', "duplicate qid"),
+        ('{"qid": "x", "doc_id": "nope", "question": "?", "evidence": ["a"]}', "'nope' is not a file stem"),
+        ('{"qid": "x", "doc_id": "headings-only", "question": "?", "evidence": ["a"]}', "was skipped"),
+        ('{"qid": "x", "doc_id": "gamma", "question": "?", "evidence": "Detail text."}', "non-empty list"),
+    ],
+)
+def test_malformed_question_lines_are_errors_naming_file_and_line(tmp_path, line, message):
+    folder = _copy_fixtures(tmp_path)
+    questions = folder / "questions.jsonl"
+    questions.write_text(questions.read_text() + line + "\n")
+    with pytest.raises(ValueError, match=message) as error:
+        load_markdown_folder(folder, questions_path=questions)
+    assert "questions.jsonl" in str(error.value)
+
+
+def test_huge_paragraph_is_kept_whole(tmp_path):
+    folder = tmp_path / "kb"
+    folder.mkdir()
+    sentence = "The weir gate opens at dawn and closes at dusk. "
+    big = (sentence * (1_000_000 // len(sentence) + 1)).strip()
+    assert len(big) > 1_000_000
+    (folder / "big.md").write_text(f"# Big\n\n## Part\n\n{big}\n\n## Tail\n\nEnd.\n")
+    questions = folder.parent / "q.jsonl"
+    questions.write_text(json.dumps({"qid": "b", "doc_id": "big", "question": "?", "evidence": ["End."]}) + "\n")
+    tables = load_markdown_folder(folder, questions_path=questions)
+    assert verify_corpus(tables) == []
+    paragraph = tables.paragraphs.row(0, named=True)
+    assert paragraph["end"] - paragraph["start"] == len(big)
+    assert tables.documents["text"][0][paragraph["start"]:paragraph["end"]] == big
+    assert tables.documents["text"][0][slice(*tables.queries["spans"][0][0])] == "End."
+
+
+def test_duplicate_stems_and_empty_folders_are_errors(tmp_path):
+    folder = _copy_fixtures(tmp_path)
+    (folder / "nested" / "beta_notes.md").write_text("x\n")
+    with pytest.raises(ValueError, match="share the doc_id 'beta_notes'"):
+        load_markdown_folder(folder)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ValueError, match="has no .md files"):
+        load_markdown_folder(empty)
+    (empty / "only.md").write_text("# Just a heading\n")
+    with pytest.raises(ValueError, match="no file has body paragraphs"):
+        load_markdown_folder(empty)
+
+
+def test_invalid_front_matter_is_an_error():
+    with pytest.raises(ValueError, match="d: front matter is not valid YAML"):
+        parse_markdown("---\ntitle: [unclosed\n---\ntext\n", "d")
+
+
+# ---------------------------------------------------------------------------------------------- round trip
+
+_word = st.text(alphabet="abcdefgh", min_size=1, max_size=6)
+_words = st.lists(_word, min_size=1, max_size=5).map(" ".join)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 4), _words, st.lists(_words, max_size=3)), min_size=1, max_size=10),
+       st.lists(_words, max_size=2))
+def test_generated_markdown_round_trips(sections, lead):
+    """Markdown written from a random heading tree parses back to the same paragraphs and depths."""
+    lines = ["# Doc Title", ""] + [f"{p}\n" for p in lead]
+    expected_headings = []
+    depth = 0
+    for rise, title, body in sections:
+        depth = min(depth + 1, rise)  # a legal level: at most one deeper than the previous
+        lines += [f"{'#' * (depth + 1)} {title}", ""] + [f"{p}\n" for p in body]
+        expected_headings.append((title, depth))
+    doc = parse_markdown("\n".join(lines), "d")
+    assert doc.title == "Doc Title"
+    assert doc.paragraphs == list(lead) + [p for _, _, body in sections for p in body]
+    headed = [(s.title, s.level) for s in doc.sections if not (s.title == "" and s is doc.sections[0])]
+    assert headed == expected_headings
+    if not doc.paragraphs:
+        return  # a document without text is a counted skip in the loader
+    documents, paragraphs, built = build_tables("c", [doc])
+    assert verify_corpus(CorpusTables(documents, paragraphs, built)) == []

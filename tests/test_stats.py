@@ -1,0 +1,313 @@
+"""Tests of structbench.stats: bootstrap against a per-iteration loop, Holm against statsmodels,
+MixedLM against the statsmodels formula API, and the contrasts table."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import polars as pl
+import pytest
+
+from structbench.stats import (
+    CONTRAST_COLUMNS,
+    DRAW_BLOCK,
+    bootstrap_draws,
+    bootstrap_p,
+    bootstrap_replicates,
+    cluster_bootstrap,
+    cluster_sums,
+    cohens_dz,
+    contrast_table,
+    depth_slopes,
+    holm,
+    iter_bootstrap_draws,
+    mixedlm_treatment_p,
+    paired_deltas,
+)
+
+# --------------------------------------------------------------------------- helpers
+
+
+def clustered_deltas(n_queries=300, n_docs=90, effect=0.02, seed=0, dyadic=False):
+    rng = np.random.default_rng(seed)
+    doc = np.sort(rng.integers(0, n_docs, n_queries))
+    doc_effect = rng.normal(0, 0.05, n_docs)[doc]
+    delta = effect + doc_effect + rng.normal(0, 0.1, n_queries)
+    if dyadic:  # multiples of 1/64: every sum is exact, so any summation order gives the same bits
+        delta = np.round(delta * 64) / 64
+    return delta, np.array([f"doc{d:03d}" for d in doc])
+
+
+def slow_bootstrap(deltas, doc_ids, n_boot, seed):
+    """Per-iteration reference: replay the published draws one replicate at a time."""
+    docs = sorted(set(doc_ids))
+    per_doc = {d: [x for x, dd in zip(deltas, doc_ids) if dd == d] for d in docs}
+    draws = bootstrap_draws(len(docs), n_boot, seed)
+    means = []
+    for row in draws:
+        total, count = 0.0, 0
+        for index in row:
+            values = per_doc[docs[index]]
+            total += sum(values)
+            count += len(values)
+        means.append(total / count)
+    means = np.array(means)
+    low, high = np.percentile(means, [2.5, 97.5])
+    p = min(1.0, 2 * min(np.mean(means <= 0), np.mean(means >= 0)))
+    return low, high, p, means
+
+
+def long_scores(conditions: dict[str, float], n_queries=240, n_docs=80, seed=0, metrics=("cov_nDCG@10", "MRR")):
+    rng = np.random.default_rng(seed)
+    doc = np.sort(rng.integers(0, n_docs, n_queries))
+    base = rng.random(n_queries)
+    frames = []
+    for name, effect in conditions.items():
+        columns = {m: np.clip(base + effect + rng.normal(0, 0.05, n_queries), 0, 1) for m in metrics}
+        frames.append(
+            pl.DataFrame(
+                {"qid": [f"q{i:04d}" for i in range(n_queries)], "doc_id": [f"d{d:03d}" for d in doc], "condition": name, **columns}
+            )
+        )
+    return pl.concat(frames)
+
+
+# --------------------------------------------------------------------------- bootstrap
+
+
+def test_draws_are_reproducible_blocks():
+    blocks = list(iter_bootstrap_draws(37, 2 * DRAW_BLOCK + 5, seed=3))
+    assert [len(b) for b in blocks] == [DRAW_BLOCK, DRAW_BLOCK, 5]
+    assert np.array_equal(np.concatenate(blocks), bootstrap_draws(37, 2 * DRAW_BLOCK + 5, seed=3))
+    assert np.array_equal(bootstrap_draws(37, 100, seed=3), bootstrap_draws(37, 100, seed=3))
+    assert not np.array_equal(bootstrap_draws(37, 100, seed=3), bootstrap_draws(37, 100, seed=4))
+    draws = bootstrap_draws(37, 1000, seed=0)
+    assert draws.min() == 0 and draws.max() == 36
+
+
+def test_vectorized_bootstrap_equals_per_iteration_loop_exactly():
+    delta, doc = clustered_deltas(n_queries=120, n_docs=40, effect=0.01, dyadic=True)
+    low, high, p, means = slow_bootstrap(delta, doc, n_boot=700, seed=9)  # 700: crosses draw blocks
+    docs, sums, counts = cluster_sums(delta, doc)
+    replicates = bootstrap_replicates(sums, counts, n_boot=700, seed=9)
+    assert np.array_equal(replicates[:, 0], means)
+    result = cluster_bootstrap(delta, doc, n_boot=700, seed=9)
+    assert (result.ci_low[0], result.ci_high[0], result.p[0]) == (low, high, p)
+    assert result.n_queries == 120 and result.n_docs == len(docs)
+    assert 0 < p < 1  # the case exercises both tails
+
+
+def test_vectorized_bootstrap_matches_loop_on_general_floats():
+    delta, doc = clustered_deltas(n_queries=150, n_docs=50, effect=0.0, seed=4)
+    low, high, p, means = slow_bootstrap(delta, doc, n_boot=500, seed=2)
+    docs, sums, counts = cluster_sums(delta, doc)
+    np.testing.assert_allclose(bootstrap_replicates(sums, counts, n_boot=500, seed=2)[:, 0], means, rtol=0, atol=1e-14)
+    result = cluster_bootstrap(delta, doc, n_boot=500, seed=2)
+    assert result.ci_low[0] == pytest.approx(low, abs=1e-14) and result.ci_high[0] == pytest.approx(high, abs=1e-14)
+    assert result.p[0] == pytest.approx(p)
+
+
+def test_several_contrasts_share_draws():
+    a, doc = clustered_deltas(seed=1)
+    b = a * 0.5 - 0.01
+    together = cluster_bootstrap(np.column_stack([a, b]), doc, n_boot=2000, seed=5)
+    alone_a = cluster_bootstrap(a, doc, n_boot=2000, seed=5)
+    alone_b = cluster_bootstrap(b, doc, n_boot=2000, seed=5)
+    np.testing.assert_allclose(together.ci_low, [alone_a.ci_low[0], alone_b.ci_low[0]], atol=1e-14)
+    np.testing.assert_allclose(together.p, [alone_a.p[0], alone_b.p[0]])
+
+
+def test_bootstrap_definition_edge_cases():
+    doc = np.array(["a", "a", "b", "c"])
+    constant = cluster_bootstrap(np.full(4, 0.25), doc, n_boot=300, seed=0)
+    assert (constant.ci_low[0], constant.ci_high[0], constant.p[0]) == (0.25, 0.25, 0.0)
+    zero = cluster_bootstrap(np.zeros(4), doc, n_boot=300, seed=0)
+    assert zero.p[0] == 1.0  # 2 * min(1, 1) clipped
+    assert bootstrap_p(np.array([-1.0, 1.0, 2.0, 3.0])) == pytest.approx(0.5)
+    with pytest.raises(ValueError):
+        bootstrap_replicates(np.ones(3), np.array([1.0, 0.0, 2.0]), n_boot=10, seed=0)
+
+
+def test_cluster_bootstrap_is_wider_than_query_bootstrap_under_clustering():
+    delta, doc = clustered_deltas(n_queries=600, n_docs=60, seed=8)  # strong document effect
+    clustered = cluster_bootstrap(delta, doc, n_boot=3000, seed=1)
+    per_query = cluster_bootstrap(delta, np.arange(len(delta)).astype(str), n_boot=3000, seed=1)
+    assert clustered.ci_high[0] - clustered.ci_low[0] > 1.3 * (per_query.ci_high[0] - per_query.ci_low[0])
+
+
+# --------------------------------------------------------------------------- Holm, dz, paired deltas
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_holm_matches_statsmodels(seed):
+    from statsmodels.stats.multitest import multipletests
+
+    rng = np.random.default_rng(seed)
+    p = rng.random(int(rng.integers(1, 9))) ** 3
+    if len(p) > 2:
+        p[1] = p[0]  # a tie
+    assert np.allclose(holm(p), multipletests(p, method="holm")[1])
+
+
+def test_holm_ignores_nan_members():
+    from statsmodels.stats.multitest import multipletests
+
+    p = np.array([0.01, np.nan, 0.04, 0.03])
+    adjusted = holm(p)
+    assert np.isnan(adjusted[1])
+    assert np.allclose(adjusted[[0, 2, 3]], multipletests(p[[0, 2, 3]], method="holm")[1])
+    assert np.isnan(holm([np.nan])).all()
+
+
+def test_cohens_dz():
+    x = np.array([0.1, 0.3, -0.05, 0.2])
+    assert cohens_dz(x) == pytest.approx(x.mean() / x.std(ddof=1))
+    assert np.isnan(cohens_dz([0.5])) and np.isnan(cohens_dz([0.2, 0.2]))
+
+
+def test_paired_deltas_drop_and_count():
+    a = pl.DataFrame({"qid": ["q1", "q2", "q3"], "doc_id": ["d", "d", "e"], "m": [0.5, 0.7, 0.1]})
+    b = pl.DataFrame({"qid": ["q3", "q2", "q4"], "doc_id": ["e", "d", "f"], "m": [0.3, 0.2, 0.9]})
+    paired = paired_deltas(a, b, "m")
+    assert paired.qid.tolist() == ["q2", "q3"]
+    assert paired.delta == pytest.approx([0.5, -0.2])
+    assert paired.n_dropped == 2 and paired.n_docs == 2 and paired.mean == pytest.approx(0.15)
+    with pytest.raises(ValueError, match="different documents"):
+        paired_deltas(a, b.with_columns(pl.lit("x").alias("doc_id")), "m")
+
+
+# --------------------------------------------------------------------------- MixedLM
+
+
+def mixed_data(n_queries=60, n_docs=15, seed=0):
+    rng = np.random.default_rng(seed)
+    doc = np.sort(rng.integers(0, n_docs, n_queries))
+    base = 0.4 + rng.normal(0, 0.1, n_docs)[doc] + rng.normal(0, 0.15, n_queries)
+    score = np.concatenate([base + rng.normal(0, 0.05, n_queries), base + 0.03 + rng.normal(0, 0.05, n_queries)])
+    treated = np.r_[np.zeros(n_queries), np.ones(n_queries)]
+    docs = np.r_[doc, doc].astype(str)
+    qids = np.r_[np.arange(n_queries), np.arange(n_queries)].astype(str)
+    return score, treated, docs, qids
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_mixedlm_matches_statsmodels_formula_api():
+    import pandas as pd
+    import statsmodels.formula.api as smf
+
+    score, treated, docs, qids = mixed_data()
+    data = pd.DataFrame({"score": score, "treated": treated, "doc": docs, "qid": qids})
+    data = data.sort_values(["doc", "qid", "treated"]).reset_index(drop=True)
+    plain = smf.mixedlm("score ~ treated", data, groups="doc").fit(reml=True)
+    # statsmodels' default bfgs stops short on this model; lbfgs reaches the optimum ours reaches
+    nested = smf.mixedlm("score ~ treated", data, groups="doc", re_formula="1", vc_formula={"query": "0 + C(qid)"}).fit(
+        reml=True, method="lbfgs"
+    )
+    ours_plain = mixedlm_treatment_p(score, treated, docs, qids, nested=False)
+    ours_nested = mixedlm_treatment_p(score, treated, docs, qids, nested=True)
+    assert ours_plain.p == pytest.approx(plain.pvalues["treated"], rel=1e-4)
+    assert ours_nested.p == pytest.approx(nested.pvalues["treated"], rel=1e-3)
+    assert ours_nested.p < ours_plain.p  # the query effect removes baseline variance from the residual
+
+
+def test_mixedlm_degenerate_inputs_return_nan_with_a_reason():
+    score, treated, docs, qids = mixed_data()
+    flat = mixedlm_treatment_p(np.full(len(score), 0.5), treated, docs, qids, nested=True)
+    assert np.isnan(flat.p) and flat.note
+    one_doc = mixedlm_treatment_p(score, treated, np.full(len(score), "d"), qids)
+    assert np.isnan(one_doc.p) and "documents" in one_doc.note
+    one_condition = mixedlm_treatment_p(score, np.zeros(len(score)), docs, qids)
+    assert np.isnan(one_condition.p) and one_condition.note
+
+
+# --------------------------------------------------------------------------- contrasts table
+
+CONTRASTS = [
+    {"name": "C1", "treatment": "A3", "control": "A1", "family": "primary"},
+    {"name": "C2", "treatment": "A3", "control": "P", "family": "primary"},
+    {"name": "C4", "treatment": "A4", "control": "A3", "family": "primary"},
+    {"name": "S1", "treatment": "A2", "control": "A1", "family": "secondary"},
+    {"name": "depth", "conditions": ["A2", "A3-d1", "A3-d2", "A3"], "family": "exploratory"},
+]
+CONDITIONS = {"A1": 0.0, "A2": 0.01, "A3-d1": 0.015, "A3-d2": 0.02, "A3": 0.03, "P": 0.02, "A4": -0.02}
+
+
+def test_contrast_table_columns_values_and_holm():
+    scores = long_scores(CONDITIONS)
+    table = contrast_table(scores, CONTRASTS, ["cov_nDCG@10", "MRR"], B=2000, seed=7, mixedlm=False)
+    assert table.schema == pl.Schema(CONTRAST_COLUMNS)
+    assert list(table.columns[:16]) == [
+        "contrast", "treatment", "control", "metric", "delta", "ci_low", "ci_high", "p", "p_holm", "dz",
+        "p_mixedlm", "p_mixedlm_nested", "n_queries", "n_docs", "n_dropped", "label",
+    ]  # fmt: skip
+    assert table.height == len(CONTRASTS) * 2
+    assert table["contrast"].to_list() == ["C1", "C1", "C2", "C2", "C4", "C4", "S1", "S1", "depth", "depth"]
+    row = table.filter((pl.col("contrast") == "C1") & (pl.col("metric") == "MRR")).row(0, named=True)
+    a3 = scores.filter(pl.col("condition") == "A3").sort("qid")["MRR"].to_numpy()
+    a1 = scores.filter(pl.col("condition") == "A1").sort("qid")["MRR"].to_numpy()
+    assert row["delta"] == pytest.approx((a3 - a1).mean())
+    assert row["dz"] == pytest.approx(cohens_dz(a3 - a1))
+    assert row["ci_low"] < row["delta"] < row["ci_high"]
+    assert row["n_queries"] == 240 and row["n_dropped"] == 0
+    for metric in ("cov_nDCG@10", "MRR"):
+        primary = table.filter((pl.col("label") == "primary") & (pl.col("metric") == metric))
+        assert np.allclose(primary["p_holm"].to_numpy(), holm(primary["p"].to_numpy()))
+        secondary = table.filter((pl.col("label") == "secondary") & (pl.col("metric") == metric))
+        assert secondary["p_holm"].to_list() == secondary["p"].to_list()  # a family of one
+    assert table.filter(pl.col("label") == "exploratory")["p_holm"].is_nan().all()
+    assert table["p_mixedlm"].is_nan().all()
+
+
+def test_contrast_table_bootstrap_uses_the_documented_draws():
+    scores = long_scores(CONDITIONS)
+    table = contrast_table(scores, CONTRASTS[:1], ["MRR"], B=1500, seed=11, mixedlm=False)
+    a = scores.filter(pl.col("condition") == "A3").select("qid", "doc_id", "MRR")
+    b = scores.filter(pl.col("condition") == "A1").select("qid", "doc_id", "MRR")
+    paired = paired_deltas(a, b, "MRR")
+    direct = cluster_bootstrap(paired.delta, paired.doc_id, n_boot=1500, seed=11)
+    row = table.row(0, named=True)
+    assert (row["ci_low"], row["ci_high"], row["p"]) == pytest.approx((direct.ci_low[0], direct.ci_high[0], direct.p[0]), abs=1e-14)
+
+
+def test_contrast_table_is_byte_identical_across_calls():
+    scores = long_scores(CONDITIONS, n_queries=80, n_docs=30)
+    contrasts = CONTRASTS[:2]
+
+    def parquet_bytes():
+        buffer = io.BytesIO()
+        contrast_table(scores, contrasts, ["MRR"], B=1000, seed=3, mixedlm=True).write_parquet(buffer, statistics=False)
+        return buffer.getvalue()
+
+    assert parquet_bytes() == parquet_bytes()
+
+
+def test_contrast_table_mixedlm_columns_and_dropped_queries():
+    scores = long_scores(CONDITIONS, n_queries=90, n_docs=30)
+    scores = scores.filter(~((pl.col("condition") == "A1") & pl.col("qid").is_in(["q0000", "q0001", "q0002"])))
+    table = contrast_table(scores, CONTRASTS[:1], ["MRR"], B=500, seed=0, mixedlm=True)
+    row = table.row(0, named=True)
+    assert row["n_queries"] == 87 and row["n_dropped"] == 3
+    assert 0 <= row["p_mixedlm"] <= 1 and 0 <= row["p_mixedlm_nested"] <= 1
+    only_primary = contrast_table(scores, CONTRASTS[:1], ["MRR", "cov_nDCG@10"], B=200, seed=0, mixedlm=True, mixedlm_metrics=["MRR"])
+    assert only_primary["p_mixedlm"].is_nan().to_list() == [False, True]
+
+
+def test_depth_slope_equals_slope_of_means():
+    scores = long_scores(CONDITIONS)
+    conditions = ["A2", "A3-d1", "A3-d2", "A3"]
+    slopes = depth_slopes(scores, conditions, "MRR")
+    means = [scores.filter(pl.col("condition") == c)["MRR"].mean() for c in conditions]
+    assert slopes.mean == pytest.approx(np.polyfit([0, 1, 2, 3], means, 1)[0], abs=1e-12)
+    assert depth_slopes(scores, conditions, "MRR", depths=[0, 2, 4, 6]).mean == pytest.approx(slopes.mean / 2)
+    q = scores.filter(pl.col("qid") == "q0005").sort("condition")
+    y = [q.filter(pl.col("condition") == c)["MRR"].item() for c in conditions]
+    assert slopes.delta[5] == pytest.approx(np.polyfit([0, 1, 2, 3], y, 1)[0], abs=1e-12)
+
+
+def test_contrast_table_rejects_unknown_conditions_and_families():
+    scores = long_scores({"A1": 0.0, "A3": 0.01}, n_queries=20, n_docs=5)
+    with pytest.raises(ValueError, match="no scores"):
+        contrast_table(scores, [{"name": "X", "treatment": "A9", "control": "A1", "family": "primary"}], ["MRR"], B=10)
+    with pytest.raises(ValueError, match="family"):
+        contrast_table(scores, [{"name": "X", "treatment": "A3", "control": "A1", "family": "main"}], ["MRR"], B=10)
