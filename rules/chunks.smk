@@ -19,6 +19,7 @@ rule structural_chunks:
 rule fixed_chunks:
     input:
         documents=f"{R}/{{corpus}}/corpus/documents.parquet",
+        paragraphs=f"{R}/{{corpus}}/corpus/paragraphs.parquet",
         sections=structure_sections,
         reference=f"{R}/{{corpus}}/chunks/structural/{{structure}}.parquet",
     output:

@@ -18,6 +18,7 @@ from structbench.boundaries import (
     partition_sizes,
     semantic_chunks,
     size_match_report,
+    split_cuts,
     structural_chunks,
 )
 from structbench.sentences import paragraph_boundaries, sentence_starts
@@ -207,8 +208,8 @@ def test_structural_chunks_tile_respect_sections_and_bounds(tables, bounds):
 
 @SETTINGS
 @given(corpora(max_docs=2), st.integers(30, 150))
-def test_without_merging_splits_are_the_optimal_partition_of_each_section(tables, t_max):
-    """With t_min=0 the chunks are exactly the split parts; they equal the DP over every boundary."""
+def test_lazy_splitting_equals_the_split_rule_over_every_boundary(tables, t_max):
+    """With t_min=0 the chunks are the split parts: segmenting only near the cuts changes nothing."""
     documents_frame, paragraphs_frame, _ = tables
     chunks = structural_chunks(*tables, TOK, t_max=t_max, t_min=0)
     texts = texts_of(documents_frame)
@@ -220,10 +221,7 @@ def test_without_merging_splits_are_the_optimal_partition_of_each_section(tables
         for start, end, *_ in rows:
             inside = [b for b in bounds if start <= b < end]
             positions = [TOK.count(text[start:b]) for b in inside] + [TOK.count(text[start:end])]
-            if positions[-1] > t_max:
-                cuts = [inside[i] for i in partition_sizes(positions, t_max)]
-            else:
-                cuts = []
+            cuts = [inside[i] for i in split_cuts(positions, t_max)]
             edges = [start, *cuts, end]
             expected.extend(zip(edges[:-1], edges[1:]))
         got = chunks.filter(pl.col("doc_id") == doc_id).sort("start").select("start", "end").rows()
@@ -256,6 +254,32 @@ def test_partition_is_fewest_parts_then_most_equal(sizes, t_max):
     assert all(size <= t_max or n == 1 for size, n in parts)
     key = (len(parts), sum(size * size for size, _ in parts))
     assert key == brute_force(positions, t_max)[0]
+
+
+@settings(max_examples=int(150 * SCALE), deadline=None)
+@given(st.lists(st.integers(1, 40), min_size=1, max_size=9), st.integers(10, 80))
+def test_split_rule_uses_the_fewest_parts_and_snaps_to_equal_split_points(sizes, t_max):
+    positions = [0, *itertools.accumulate(sizes)]
+    total = positions[-1]
+    cuts = split_cuts(positions, t_max)
+    edges = [0, *cuts, len(sizes)]
+    parts = [(positions[b] - positions[a], b - a) for a, b in zip(edges[:-1], edges[1:])]
+    assert all(size <= t_max or n == 1 for size, n in parts)
+    if total <= t_max:
+        assert cuts == []
+        return
+    assert len(parts) == brute_force(positions, t_max)[0][0]  # the fewest parts
+    if cuts != partition_sizes(positions, t_max):  # snapped: each cut is nearest its equal-split point
+        k = len(parts)
+        for i, cut in enumerate(cuts, start=1):
+            ideal = total * i / k
+            assert all(abs(positions[cut] - ideal) <= abs(p - ideal) for p in positions[1:-1])
+
+
+def test_split_rule_snaps_three_parts():
+    # 21 sentences of 40 tokens (840): k = 3, equal-split points 280 and 560 are boundaries
+    positions = list(range(0, 841, 40))
+    assert [positions[c] for c in split_cuts(positions, 350)] == [280, 560]
 
 
 def test_worked_example_split_merge_and_paths():
@@ -319,8 +343,8 @@ def test_fixed_windows_tile_snap_and_carry_paths(tables, bounds, snap):
             assert (row["section_id"], tuple(row["path"])) == (unit[2], unit[4])
             if i < len(rows) - 1:  # a cut near start + target (a word may move it back a few tokens)
                 assert targets[doc_id] - snap - 6 <= row["n_tokens"] <= targets[doc_id] + snap
-        if len(rows) > 1:
-            assert rows[-1]["n_tokens"] >= t_min
+        if len(rows) > 1:  # a short remainder was merged into the window before it
+            assert rows[-1]["n_tokens"] >= min(t_min, targets[doc_id] - snap - 6)
 
 
 @settings(max_examples=int(15 * SCALE), deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -17,8 +17,10 @@ The rules, in the words of SPEC sections 6 and 17 where they are precise and our
   whose neighbour cosine similarity reaches the threshold (semantic). Sections without paragraphs
   give no unit.
 * **Split**: a unit over ``t_max`` tokens is cut at sentence boundaries into the fewest parts that fit
-  ``t_max``; among those, the parts with the smallest sum of squared sizes (the most equal); ties go
-  to the earlier cut. A sentence longer than ``t_max`` becomes a part of its own and is never cut.
+  ``t_max``, as equal as possible: each cut is the sentence boundary nearest its equal-split position
+  ``i * T / k``; where that does not fit (lumpy or over-long sentences), the cuts minimizing the sum
+  of squared part sizes (:func:`split_cuts`). A sentence longer than ``t_max`` becomes a part of its
+  own and is never cut.
 * **Merge**: then, within each top-level section and left to right, a chunk under ``t_min`` is merged
   with the following chunk, else with the preceding one. A merge never crosses a top-level section
   and never makes a chunk larger than ``t_max`` (the hard bound: an embedder silently truncates past
@@ -198,36 +200,91 @@ def _unit_boundaries(doc: _Doc, para_start: int, para_end: int) -> list[int]:
     return chars
 
 
+def _nearest(positions: Sequence[int], ideal: float, total: int) -> int | None:
+    """Index of the interior position nearest ``ideal`` (ties to the earlier), or None."""
+    best, best_distance = None, math.inf
+    for index, position in enumerate(positions):
+        if 0 < position < total and abs(position - ideal) < best_distance:
+            best, best_distance = index, abs(position - ideal)
+    return best
+
+
+def split_cuts(positions: Sequence[int], t_max: int) -> list[int]:
+    """The split rule over a unit's candidate boundaries; returns indices of the interior cuts.
+
+    ``positions`` are the token positions of the unit's sentence starts, ascending, from 0, followed
+    by the unit size ``T``. With ``k = ceil(T / t_max)`` (the fewest parts that can fit), cut ``i``
+    goes to the boundary nearest the equal-split position ``i * T / k`` (ties to the earlier). When
+    that yields distinct cuts and parts within ``t_max``, those are the cuts (and ``k`` is the fewest
+    possible). Otherwise (long sentences, lumpy sentence sizes) :func:`partition_sizes` decides: the
+    fewest parts, then the most equal. A unit that fits, or is one sentence, is not cut.
+    """
+    total = positions[-1]
+    if total <= t_max or len(positions) <= 2:
+        return []
+    k = math.ceil(total / t_max)
+    cuts = [_nearest(positions[:-1], total * i / k, total) for i in range(1, k)]
+    if None not in cuts and all(a < b for a, b in zip(cuts, cuts[1:])):
+        edges = [0, *(positions[c] for c in cuts), total]
+        if all(b - a <= t_max for a, b in zip(edges[:-1], edges[1:])):
+            return cuts
+    return partition_sizes(positions, t_max)
+
+
 def _split(doc: _Doc, piece: _Piece, para_start: int, para_end: int, t_max: int) -> list[_Piece]:
-    """Split one unit (paragraphs ``[para_start, para_end)``) that exceeds ``t_max``."""
+    """Apply :func:`split_cuts` to one unit (paragraphs ``[para_start, para_end)``) over ``t_max``.
+
+    Sentence segmentation is the slow step, so it is done lazily, with the same result as segmenting
+    the whole unit (a property test checks this): the boundary nearest an equal-split position lies
+    in the paragraph holding that position or at its edges, so only those paragraphs are segmented.
+    """
     tokens = doc.tokens
     base = tokens.index(piece.start)
     total = piece.tokens
-
-    # Two parts are the common case: the best cut is the boundary nearest the middle, which lies in
-    # the paragraph holding the middle token or at its edges, so only that paragraph is segmented.
     para_tok = [tokens.index(doc.para_starts[p]) - base for p in range(para_start, para_end)]
-    middle = total / 2
-    q = max(bisect.bisect_right(para_tok, middle) - 1, 0)
-    near = paragraph_boundaries(doc.text, doc.para_starts[para_start + q], doc.para_ends[para_start + q])
-    if para_start + q + 1 < para_end:
-        near.append(doc.para_starts[para_start + q + 1])
-    best_char, best_distance = None, math.inf
-    for char in near:
-        position = tokens.index(char) - base
-        if 0 < position < total and abs(position - middle) < best_distance:
-            best_char, best_distance = char, abs(position - middle)
-    if best_char is not None:
-        left = tokens.index(best_char) - base
-        if left <= t_max and total - left <= t_max:
-            return [_Piece(piece.start, best_char, left, piece.section_id, piece.path, piece.top_id),
-                    _Piece(best_char, piece.end, total - left, piece.section_id, piece.path, piece.top_id)]
+    k = math.ceil(total / t_max)
+    cut_chars, cut_positions = [], []
+    for i in range(1, k):
+        ideal = total * i / k
+        q = para_start + max(bisect.bisect_right(para_tok, ideal) - 1, 0)
+        near = paragraph_boundaries(doc.text, doc.para_starts[q], doc.para_ends[q])
+        if q + 1 < para_end:
+            near.append(doc.para_starts[q + 1])
+        near_positions = [tokens.index(c) - base for c in near]
+        best = _nearest(near_positions, ideal, total)
+        if best is None:
+            break
+        cut_chars.append(near[best])
+        cut_positions.append(near_positions[best])
+    else:
+        edges = [0, *cut_positions, total]
+        if all(a < b for a, b in zip(cut_positions, cut_positions[1:])) and \
+                all(b - a <= t_max for a, b in zip(edges[:-1], edges[1:])):
+            char_edges = [piece.start, *cut_chars, piece.end]
+            return [_Piece(a, b, edges[n + 1] - edges[n], piece.section_id, piece.path, piece.top_id)
+                    for n, (a, b) in enumerate(zip(char_edges[:-1], char_edges[1:]))]
 
+    # If k parts within t_max exist at all, cut i lies in [T - (k - i) * t_max, i * t_max], so the DP
+    # needs the sentences of the paragraphs meeting those windows only (and every paragraph start).
+    # When it finds k parts within t_max that is the DP's answer over every boundary; otherwise
+    # (over-long sentences) the whole unit is segmented.
+    windows = [(total - (k - i) * t_max, i * t_max) for i in range(1, k)]
+    para_next = para_tok[1:] + [total]
+    chars = []
+    for offset, q in enumerate(range(para_start, para_end)):
+        if any(para_tok[offset] <= hi and para_next[offset] >= lo for lo, hi in windows):
+            chars.extend(paragraph_boundaries(doc.text, doc.para_starts[q], doc.para_ends[q]))
+        else:
+            chars.append(doc.para_starts[q])
+    parts = _parts(piece, chars, [tokens.index(c) - base for c in chars] + [total], t_max, partition_sizes)
+    if len(parts) == k and all(part.tokens <= t_max for part in parts):
+        return parts
     chars = _unit_boundaries(doc, para_start, para_end)
-    positions = [tokens.index(c) - base for c in chars] + [total]
-    if len(chars) == 1:  # a single sentence: it stays whole
-        return [piece]
-    cuts = partition_sizes(positions, t_max)
+    return _parts(piece, chars, [tokens.index(c) - base for c in chars] + [total], t_max, split_cuts)
+
+
+def _parts(piece: _Piece, chars: list[int], positions: list[int], t_max: int, rule) -> list[_Piece]:
+    cuts = rule(positions, t_max)
     edges = [0, *cuts, len(chars)]
     parts = []
     for a, b in zip(edges[:-1], edges[1:]):
@@ -443,8 +500,8 @@ def _window_cuts(doc: _Doc, target: int, snap_tokens: int, t_min: int) -> list[i
         desired = position + target
         lo, hi = max(position + 1, desired - snap_tokens), min(n - 1, desired + snap_tokens)
         best, best_distance = None, math.inf
-        first = max(bisect.bisect_right(doc.para_starts, int(tokens.starts[lo])) - 1, 0)
-        last = bisect.bisect_right(doc.para_starts, int(tokens.starts[hi])) - 1
+        first = max(bisect.bisect_right(doc.para_starts, tokens.starts[lo]) - 1, 0)
+        last = bisect.bisect_right(doc.para_starts, tokens.starts[hi]) - 1
         for para in range(first, last + 1):
             for char in paragraph_boundaries(doc.text, doc.para_starts[para], doc.para_ends[para]):
                 index = tokens.index(char)
@@ -454,7 +511,7 @@ def _window_cuts(doc: _Doc, target: int, snap_tokens: int, t_min: int) -> list[i
             index = _word_start(doc, position, desired)
             if index is None:
                 break
-            best = (index, int(tokens.starts[index]))
+            best = (index, tokens.starts[index])
         position = best[0]
         cuts.append(best[1])
     if cuts and len(tokens) - position < t_min:
@@ -466,11 +523,11 @@ def _word_start(doc: _Doc, position: int, desired: int) -> int | None:
     """The token index at or before ``desired`` (after ``position``) that starts a whitespace-delimited word."""
     starts, text = doc.tokens.starts, doc.text
     for index in range(desired, position, -1):
-        char = int(starts[index])
+        char = starts[index]
         if char > 0 and text[char - 1].isspace():
             return index
     for index in range(desired + 1, len(starts)):
-        char = int(starts[index])
+        char = starts[index]
         if text[char - 1].isspace():
             return index
     return None

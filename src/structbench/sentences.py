@@ -25,26 +25,27 @@ def _segmenter():
     return pysbd.Segmenter(language="en", clean=False)
 
 
+def _sentences(text: str) -> list[str]:
+    # pysbd's own offsets (char_span, or clean=False output) re-find every sentence with a freshly
+    # compiled regex, which doubles its cost; its processor gives the sentences, located below.
+    return _segmenter().processor(text).process() or []
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def sentence_starts(text: str) -> tuple[int, ...]:
     """Offsets in ``text`` where its second, third, ... sentence begins (0 and len(text) excluded)."""
     if len(text) < 2:
         return ()
     try:
-        segments = _segmenter().segment(text)
+        sentences = _sentences(text)
     except Exception:  # pysbd fails on rare inputs; a plain punctuation rule is better than no cut
-        segments = None
-    if segments is None:
+        sentences = None
+    if sentences is None:
         candidates = [match.end() for match in _FALLBACK_SPLIT.finditer(text)]
-    elif "".join(segments) == text:
-        candidates, offset = [], 0
-        for segment in segments:
-            candidates.append(offset + (len(segment) - len(segment.lstrip())))
-            offset += len(segment)
-    else:  # pysbd altered the text: locate each sentence in order instead
+    else:  # locate each sentence in order; one pysbd altered beyond recognition gives no boundary
         candidates, cursor = [], 0
-        for segment in segments:
-            core = segment.strip()
+        for sentence in sentences:
+            core = sentence.strip()
             found = text.find(core, cursor) if core else -1
             if found >= 0:
                 candidates.append(found)

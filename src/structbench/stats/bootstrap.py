@@ -2,17 +2,21 @@
 
 The draws are a public, reproducible object: :func:`iter_bootstrap_draws` yields, from
 ``numpy.random.default_rng(seed)``, blocks of ``DRAW_BLOCK`` replicates, each row holding ``n_docs``
-document indices drawn uniformly with replacement (``rng.integers(0, n_docs, size=(rows, n_docs))``).
-:func:`bootstrap_draws` materializes the same blocks, so a slow per-iteration reference loop can replay
-exactly the draws the vectorized kernel used. The block size is part of the definition of the draws.
+document indices drawn uniformly with replacement
+(``rng.integers(0, n_docs, size=(rows, n_docs), dtype=draw_dtype(n_docs))``, the smallest unsigned
+type that holds the indices: uint16 up to 65,536 documents). :func:`bootstrap_draws` materializes the
+same blocks, so a slow per-iteration reference loop can replay exactly the draws the vectorized kernel
+used. Block size and dtype are part of the definition of the draws.
 
 Vectorization: each block of index rows becomes a (rows x n_docs) matrix of multiplicities (one
-``bincount``), and the replicate means of all contrasts at once are two matrix products::
+``bincount``), and the replicate means of all columns at once come from one matrix product::
 
-    mean*_b = (counts_b @ doc_sums) / (counts_b @ doc_counts)
+    mean*_b = (multiplicity_b @ doc_sums) / (multiplicity_b @ doc_counts)
 
 i.e. the sum of the drawn documents' delta sums over the sum of their query counts, each drawn copy
-counting once per draw.
+counting once. The products run on row slices small enough (about 1e6 multiply-adds) that OpenBLAS
+keeps them single-threaded: on the two or four shared cores of a CPU job, threaded BLAS measured 20x
+slower, and a single thread keeps the summation order, hence the output bits, fixed.
 """
 
 from __future__ import annotations
@@ -23,15 +27,25 @@ from dataclasses import dataclass
 import numpy as np
 
 DRAW_BLOCK = 256
+_PRODUCT_SIZE = 900_000  # multiply-adds per matrix product, under OpenBLAS's threading threshold
+
+
+def draw_dtype(n_docs: int) -> type:
+    """The integer type of the draws: the smallest unsigned type that holds ``n_docs - 1``."""
+    for dtype in (np.uint16, np.uint32):
+        if n_docs <= np.iinfo(dtype).max + 1:
+            return dtype
+    return np.int64
 
 
 def iter_bootstrap_draws(n_docs: int, n_boot: int, seed: int, block: int = DRAW_BLOCK) -> Iterator[np.ndarray]:
-    """Yield the bootstrap's document draws in blocks of at most ``block`` replicates (int64 indices)."""
+    """Yield the bootstrap's document draws in blocks of at most ``block`` replicates (row = replicate)."""
     if n_docs < 1:
         raise ValueError("the clustered bootstrap needs at least one document")
     rng = np.random.default_rng(seed)
+    dtype = draw_dtype(n_docs)
     for first in range(0, n_boot, block):
-        yield rng.integers(0, n_docs, size=(min(block, n_boot - first), n_docs))
+        yield rng.integers(0, n_docs, size=(min(block, n_boot - first), n_docs), dtype=dtype)
 
 
 def bootstrap_draws(n_docs: int, n_boot: int, seed: int, block: int = DRAW_BLOCK) -> np.ndarray:
@@ -57,14 +71,19 @@ def bootstrap_replicates(
     doc_counts = np.asarray(doc_counts, dtype=np.float64).reshape(len(doc_sums), -1)
     if (doc_counts <= 0).any():
         raise ValueError("every resampled document needs at least one query in every column")
-    n_docs = len(doc_sums)
-    out = np.empty((n_boot, doc_sums.shape[1]))
+    n_docs, n_columns = doc_sums.shape
+    both = np.concatenate((doc_sums, doc_counts), axis=1)
+    slice_rows = max(1, _PRODUCT_SIZE // (n_docs * both.shape[1]))
+    offsets = (np.arange(block, dtype=np.int64) * n_docs)[:, None]
+    out = np.empty((n_boot, n_columns))
     first = 0
     for draws in iter_bootstrap_draws(n_docs, n_boot, seed, block):
         rows = len(draws)
-        flat = (draws + (np.arange(rows, dtype=np.int64) * n_docs)[:, None]).ravel()
+        flat = np.add(draws, offsets[:rows], dtype=np.int64).ravel()
         multiplicity = np.bincount(flat, minlength=rows * n_docs).reshape(rows, n_docs).astype(np.float64)
-        out[first : first + rows] = (multiplicity @ doc_sums) / (multiplicity @ doc_counts)
+        for start in range(0, rows, slice_rows):
+            product = multiplicity[start : start + slice_rows] @ both
+            out[first + start : first + start + len(product)] = product[:, :n_columns] / product[:, n_columns:]
         first += rows
     return out[:, 0] if squeeze else out
 
@@ -78,7 +97,9 @@ def percentile_ci(replicates: np.ndarray, level: float = 0.95) -> tuple[np.ndarr
 
 
 def bootstrap_p(replicates: np.ndarray) -> np.ndarray:
-    """Two-sided bootstrap p per column: ``min(1, 2 * min(P[mean* <= 0], P[mean* >= 0]))``."""
+    """Two-sided bootstrap p per column: ``min(1, 2 * min(P[mean* <= 0], P[mean* >= 0]))``.
+
+    Its resolution is 1/B: p = 0 means no replicate reached zero (report it as p < 1/B)."""
     replicates = np.asarray(replicates)
     at_most = (replicates <= 0).mean(axis=0)
     at_least = (replicates >= 0).mean(axis=0)

