@@ -109,7 +109,8 @@ def run_structbench_api(docs, tokenizer, t_max, t_min):
 
     sizes = []
     for doc_id, text in docs:
-        sizes.extend(c.n_tokens for c in chunk_markdown(text, title=doc_id, t_max=t_max, t_min=t_min, tokenizer=tokenizer))
+        chunks = chunk_markdown(text, title=doc_id, t_max=t_max, t_min=t_min, tokenizer=tokenizer)
+        sizes.extend(c.n_tokens for c in chunks)
     return sizes
 
 

@@ -30,6 +30,16 @@ def selected(kind):
 
 
 CORPORA = selected("corpora")
+
+
+def has_queries(spec):
+    """Corpora whose queries exist before any LLM step: QASPER, and Markdown with a questions file.
+    WikiText and Wikipedia-FA get theirs from query generation (a later stage), so until then they are
+    built, verified and reported, but not scored."""
+    return spec["kind"] == "qasper" or (spec["kind"] == "markdown" and bool(spec.get("questions")))
+
+
+SCORED_CORPORA = [name for name in CORPORA if has_queries(config["corpora"][name])]
 EMBEDDERS = selected("embedders")
 RERANKERS = selected("rerankers")
 REPORT = f"{R}/report/report.md"
@@ -135,7 +145,7 @@ def contrast_params(wildcards):
 def all_cells():
     return [
         path
-        for corpus in CORPORA
+        for corpus in SCORED_CORPORA
         for embedder in EMBEDDERS
         for reranker in RERANKERS
         for path in cell_scores(corpus, embedder, reranker)
@@ -145,7 +155,7 @@ def all_cells():
 def all_contrasts():
     return [
         f"{R}/contrasts/{corpus}/{embedder}/{reranker}/contrasts.parquet"
-        for corpus in CORPORA
+        for corpus in SCORED_CORPORA
         for embedder in EMBEDDERS
         for reranker in RERANKERS
     ]
@@ -153,6 +163,17 @@ def all_contrasts():
 
 def all_corpus_stats():
     return [f"{R}/{corpus}/corpus/stats.json" for corpus in CORPORA]
+
+
+def all_size_matches():
+    """Realized mean sizes of every fixed chunk set against its structural reference (SPEC section 6)."""
+    fixed = sorted({c.chunkset for c in CONDITIONS.values() if c.boundaries == "fixed"})
+    return [f"{R}/{corpus}/chunks/{chunkset}.size_match.json" for corpus in CORPORA for chunkset in fixed]
+
+
+def all_text_reports():
+    textsets = sorted({c.textset for c in CONDITIONS.values()})
+    return [f"{R}/{corpus}/texts/{textset}.report.json" for corpus in CORPORA for textset in textsets]
 
 
 def condition_retrieval(wildcards):

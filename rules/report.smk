@@ -3,6 +3,8 @@ rule report:
         scores=all_cells(),
         contrasts=all_contrasts(),
         corpus_stats=all_corpus_stats(),
+        size_matches=all_size_matches(),
+        text_reports=all_text_reports(),
     output:
         report=REPORT,
         means=f"{R}/report/condition_means.parquet",

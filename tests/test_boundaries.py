@@ -449,6 +449,8 @@ def test_assert_tiling_names_gaps_and_overlaps():
         assert_tiling(documents_frame, chunks(("a", 0, 4), ("a", 3, 10), ("b", 0, 5)))
     with pytest.raises(ValueError, match=r"'b': chunks end at 4"):
         assert_tiling(documents_frame, chunks(("a", 0, 10), ("b", 0, 4)))
+    with pytest.raises(ValueError, match=r"'b': chunks end at 6, past n_chars=5"):
+        assert_tiling(documents_frame, chunks(("a", 0, 10), ("b", 0, 6)))
     with pytest.raises(ValueError, match=r"'b' has text but no chunks"):
         assert_tiling(documents_frame, chunks(("a", 0, 10)))
     with pytest.raises(ValueError, match="unknown document 'c'"):

@@ -87,3 +87,35 @@ def test_default_workflow_end_to_end_deterministic_and_partial_rebuild(tmp_path)
         str(kb_config(first, "stats: {bootstrap_iters: 2000, primary_metric: cov_nDCG@10}\n")),
     )
     assert planned_jobs(changed.stdout + changed.stderr) == {"contrasts": 1, "report": 1, "all": 1}
+
+
+def test_qasper_and_wikitext_build_and_report_on_a_tiny_config(tmp_path, shared_data):
+    qasper = shared_data / "qasper/qasper-dev-v0.3.rebuilt.json"
+    wikitext = shared_data / "wikitext/wikitext-2-raw-test/wiki.test.raw"
+    config = tmp_path / "tiny.yaml"
+    config.write_text(
+        "corpora:\n"
+        f"  qasper: {{kind: qasper, paths: ['{qasper}'], max_docs: 8}}\n"
+        f"  wikitext: {{kind: wikitext, path: '{wikitext}', n_docs: 4}}\n"
+        "select: {corpora: [qasper, wikitext]}\n"
+        "stats: {bootstrap_iters: 1000, primary_metric: cov_nDCG@10, mixedlm: false}\n"
+        "conditions:\n"
+        "  P3: {boundaries: structural, structure: gold, prefix: 'placebo:3', retrieval: flat}\n"
+    )
+    result = run_snakemake(tmp_path, "--cores", "2", "--configfile", str(config))
+    assert result.returncode == 0, result.stderr[-4000:]
+
+    # QASPER has native questions and is scored; WikiText has none until query generation, so it is
+    # built, verified, chunked and reported but not scored.
+    assert sorted(p.stem for p in (tmp_path / "results/qasper/scores/minilm/none").glob("*.parquet")) == [
+        "F0", "G2", "G3", "P3"
+    ]
+    assert not (tmp_path / "results/wikitext/scores").exists()
+    wikitext_docs = pl.read_parquet(tmp_path / "results/wikitext/corpus/documents.parquet")
+    assert wikitext_docs.height == 4
+    assert not wikitext_docs["text"].str.contains(" @-@ ").any()
+
+    report = (tmp_path / "results/report/report.md").read_text()
+    assert "| statistic | qasper | wikitext |" in report
+    assert "### qasper · minilm · reranker: none" in report
+    assert "placebo:3" in report and "## Chunk sets (size matching)" in report

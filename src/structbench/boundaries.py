@@ -7,9 +7,9 @@ sentence starts (:mod:`structbench.sentences`) or, for fixed windows with no sen
 starts, so no cut splits a word and ``n_tokens`` (content tokens) of a chunk is the token count of its
 own text.
 
-Each document is tokenized once; span token counts come from the token start offsets. With a
+Each paragraph is tokenized once; span token counts come from the token start offsets. With a
 word-level pre-tokenizer (the study's BERT WordPiece) that count is exact; for any other tokenizer the
-final ``n_tokens`` are recounted on the chunk texts, and size decisions used the document-level counts.
+final ``n_tokens`` are recounted on the chunk texts, and size decisions used the paragraph-level counts.
 
 The rules, in the words of SPEC sections 6 and 17 where they are precise and ours where they are not:
 
@@ -38,6 +38,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,7 +50,7 @@ from structbench.tokens import TokenCounter, TokenSpans, load_tokenizer
 
 EmbedFn = Callable[[list[str]], np.ndarray]
 
-_TOKENIZE_BATCH_DOCS = 256  # documents tokenized per call: bounds memory on large corpora
+_TOKENIZE_BATCH_DOCS = 32  # documents tokenized per call: bounds memory, lets tokenizing overlap chunking
 
 
 # --------------------------------------------------------------------------------------------------
@@ -143,38 +144,70 @@ def _prepare(documents: pl.DataFrame, paragraphs: pl.DataFrame, sections: pl.Dat
     return docs
 
 
+def _doc_spans(batch: list[_Doc], tokenizer: TokenCounter) -> list[TokenSpans]:
+    """Token starts of each document, from its paragraphs tokenized as one parallel batch.
+
+    Paragraphs are separated by whitespace, so (for a word-level tokenizer) the document's tokens are
+    its paragraphs' tokens; many short texts also spread better over the tokenizer's threads than a
+    few long ones.
+    """
+    texts = [doc.text[s:e] for doc in batch for s, e in zip(doc.para_starts, doc.para_ends)]
+    spans = iter(tokenizer.spans_batch(texts))
+    out = []
+    for doc in batch:
+        starts: list[int] = []
+        for para_start in doc.para_starts:
+            starts.extend([para_start + start for start in next(spans).starts])
+        out.append(TokenSpans(starts))
+    return out
+
+
 def _tokenized(docs: list[_Doc], tokenizer: TokenCounter) -> Iterator[_Doc]:
-    """Yield documents with their token spans, tokenizing a batch of documents per call."""
-    for offset in range(0, len(docs), _TOKENIZE_BATCH_DOCS):
-        batch = docs[offset:offset + _TOKENIZE_BATCH_DOCS]
-        for doc, spans in zip(batch, tokenizer.spans_batch([d.text for d in batch])):
-            doc.tokens = spans
-            yield doc
-            doc.tokens = None  # release the arrays once the document is chunked
+    """Yield documents with their token spans, tokenizing the next batch while this one is chunked.
+
+    The tokenizer runs in Rust without the GIL, so a worker thread tokenizing batch ``i + 1``
+    overlaps the Python work (sentence segmentation above all) on batch ``i``.
+    """
+    batches = [docs[i:i + _TOKENIZE_BATCH_DOCS] for i in range(0, len(docs), _TOKENIZE_BATCH_DOCS)]
+    if not batches:
+        return
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending = pool.submit(_doc_spans, batches[0], tokenizer)
+        for index, batch in enumerate(batches):
+            spans = pending.result()
+            if index + 1 < len(batches):
+                pending = pool.submit(_doc_spans, batches[index + 1], tokenizer)
+            for doc, doc_spans in zip(batch, spans):
+                doc.tokens = doc_spans
+                yield doc
+                doc.tokens = None  # release the token offsets once the document is chunked
 
 
 # --------------------------------------------------------------------------------------------------
 # Splitting and merging
 
 
-def partition_sizes(positions: Sequence[int], t_max: int) -> list[int]:
+def partition_sizes(positions: Sequence[int], t_max: int, *, strict: bool = False) -> list[int] | None:
     """Choose cuts among candidate positions: the fewest parts, then the most equal.
 
     ``positions`` are the token positions of the candidate boundaries of one unit, ascending, from 0
     to the unit's size ``T``. A part is a run of consecutive candidates; it may exceed ``t_max`` only
-    if it holds a single sentence (two adjacent candidates). Minimizes (number of parts, sum of squared
-    part sizes) lexicographically by dynamic programming; ties go to the earlier cut. Returns the
-    indices into ``positions`` of the interior cuts.
+    if it holds a single sentence (two adjacent candidates), unless ``strict``. Minimizes (number of
+    parts, sum of squared part sizes) lexicographically by dynamic programming; ties go to the earlier
+    cut. Returns the indices into ``positions`` of the interior cuts (None when ``strict`` and no
+    partition fits).
     """
     m = len(positions) - 1
-    if m <= 1:
+    if m <= 1 and not strict:
         return []
     inf = (math.inf, math.inf)
     best = [(0, 0)] + [inf] * m
     back = [0] * (m + 1)
     for j in range(1, m + 1):
         pj = positions[j]
-        lo = min(bisect.bisect_left(positions, pj - t_max, 0, j), j - 1)
+        lo = bisect.bisect_left(positions, pj - t_max, 0, j)
+        if not strict:
+            lo = min(lo, j - 1)
         bj, arg = inf, j - 1
         for i in range(lo, j):
             count, squares = best[i]
@@ -185,6 +218,8 @@ def partition_sizes(positions: Sequence[int], t_max: int) -> list[int]:
             if candidate < bj:
                 bj, arg = candidate, i
         best[j], back[j] = bj, arg
+    if best[m] == inf:
+        return None
     cuts, j = [], m
     while j > 0:
         j = back[j]
@@ -264,27 +299,35 @@ def _split(doc: _Doc, piece: _Piece, para_start: int, para_end: int, t_max: int)
             return [_Piece(a, b, edges[n + 1] - edges[n], piece.section_id, piece.path, piece.top_id)
                     for n, (a, b) in enumerate(zip(char_edges[:-1], char_edges[1:]))]
 
-    # If k parts within t_max exist at all, cut i lies in [T - (k - i) * t_max, i * t_max], so the DP
-    # needs the sentences of the paragraphs meeting those windows only (and every paragraph start).
-    # When it finds k parts within t_max that is the DP's answer over every boundary; otherwise
-    # (over-long sentences) the whole unit is segmented.
-    windows = [(total - (k - i) * t_max, i * t_max) for i in range(1, k)]
-    para_next = para_tok[1:] + [total]
-    chars = []
-    for offset, q in enumerate(range(para_start, para_end)):
-        if any(para_tok[offset] <= hi and para_next[offset] >= lo for lo, hi in windows):
-            chars.extend(paragraph_boundaries(doc.text, doc.para_starts[q], doc.para_ends[q]))
-        else:
-            chars.append(doc.para_starts[q])
-    parts = _parts(piece, chars, [tokens.index(c) - base for c in chars] + [total], t_max, partition_sizes)
-    if len(parts) == k and all(part.tokens <= t_max for part in parts):
-        return parts
+    # The fewest parts within t_max, if there are n of them, have cut i in [T - (n - i) * t_max,
+    # i * t_max]: the DP needs the sentences of the paragraphs meeting those windows only (every
+    # paragraph start is a candidate anyway). A strict DP (no part over t_max) over those candidates
+    # that finds n parts has found the DP's answer over every boundary; it finding more means no
+    # n-part split exists, so n grows and the windows widen. Over-long sentences end up segmenting
+    # the whole unit.
+    segmented: set[int] = set()
+    n = k - 1
+    while len(segmented) < para_end - para_start:  # windows cover the unit once (n - 1) * t_max >= T
+        n += 1
+        windows = [(total - (n - i) * t_max, i * t_max) for i in range(1, n)]
+        para_next = para_tok[1:] + [total]
+        chars = []
+        for offset, q in enumerate(range(para_start, para_end)):
+            if q in segmented or any(para_tok[offset] <= hi and para_next[offset] >= lo for lo, hi in windows):
+                segmented.add(q)
+                chars.extend(paragraph_boundaries(doc.text, doc.para_starts[q], doc.para_ends[q]))
+            else:
+                chars.append(doc.para_starts[q])
+        positions = [tokens.index(c) - base for c in chars] + [total]
+        cuts = partition_sizes(positions, t_max, strict=True)
+        if cuts is not None and len(cuts) + 1 == n:
+            return _parts(piece, chars, positions, cuts)
     chars = _unit_boundaries(doc, para_start, para_end)
-    return _parts(piece, chars, [tokens.index(c) - base for c in chars] + [total], t_max, split_cuts)
+    positions = [tokens.index(c) - base for c in chars] + [total]
+    return _parts(piece, chars, positions, split_cuts(positions, t_max))
 
 
-def _parts(piece: _Piece, chars: list[int], positions: list[int], t_max: int, rule) -> list[_Piece]:
-    cuts = rule(positions, t_max)
+def _parts(piece: _Piece, chars: list[int], positions: list[int], cuts: list[int]) -> list[_Piece]:
     edges = [0, *cuts, len(chars)]
     parts = []
     for a, b in zip(edges[:-1], edges[1:]):
@@ -553,9 +596,8 @@ def assert_tiling(documents: pl.DataFrame, chunks: pl.DataFrame) -> None:
         if doc_id not in n_chars:
             raise ValueError(f"chunk [{start}, {end}) belongs to unknown document {doc_id!r}")
         if doc_id != previous_doc:
-            if previous_doc is not None and previous_end != n_chars[previous_doc]:
-                raise ValueError(f"document {previous_doc!r}: chunks end at {previous_end}, "
-                                 f"not at n_chars={n_chars[previous_doc]} (gap [{previous_end}, {n_chars[previous_doc]}))")
+            if previous_doc is not None:
+                _check_end(previous_doc, previous_end, n_chars[previous_doc])
             previous_doc, previous_end = doc_id, 0
             seen.add(doc_id)
         if end <= start:
@@ -565,12 +607,18 @@ def assert_tiling(documents: pl.DataFrame, chunks: pl.DataFrame) -> None:
         if start < previous_end:
             raise ValueError(f"document {doc_id!r}: chunks overlap on [{start}, {previous_end})")
         previous_end = end
-    if previous_doc is not None and previous_end != n_chars[previous_doc]:
-        raise ValueError(f"document {previous_doc!r}: chunks end at {previous_end}, not at "
-                         f"n_chars={n_chars[previous_doc]} (gap [{previous_end}, {n_chars[previous_doc]}))")
+    if previous_doc is not None:
+        _check_end(previous_doc, previous_end, n_chars[previous_doc])
     missing = [d for d, n in n_chars.items() if n > 0 and d not in seen]
     if missing:
         raise ValueError(f"document {missing[0]!r} has text but no chunks ({len(missing)} such documents)")
+
+
+def _check_end(doc_id: str, end: int, n_chars: int) -> None:
+    if end < n_chars:
+        raise ValueError(f"document {doc_id!r}: chunks end at {end}, not at n_chars={n_chars} (gap [{end}, {n_chars}))")
+    if end > n_chars:
+        raise ValueError(f"document {doc_id!r}: chunks end at {end}, past n_chars={n_chars}")
 
 
 def size_match_report(fixed: pl.DataFrame, reference: pl.DataFrame) -> dict:

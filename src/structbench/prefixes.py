@@ -130,7 +130,8 @@ def render_texts(documents: pl.DataFrame, chunks: pl.DataFrame, prefix: str, tok
     missing_docs = sorted(set(doc_ids) - set(text_of))
     if missing_docs:
         raise ValueError(f"chunks refer to documents missing from the documents table: {missing_docs[:5]}")
-    contents = [text_of[d][s:e].strip() for d, s, e in zip(doc_ids, ordered["start"].to_list(), ordered["end"].to_list())]
+    spans = zip(doc_ids, ordered["start"].to_list(), ordered["end"].to_list())
+    contents = [text_of[d][s:e].strip() for d, s, e in spans]
 
     report = {"prefix": prefix, "kind": kind, "depth": depth, "separator": separator, "chunks": len(chunk_ids)}
     if kind == "none":
@@ -150,7 +151,8 @@ def render_texts(documents: pl.DataFrame, chunks: pl.DataFrame, prefix: str, tok
         absent = [c for c in chunk_ids if c not in by_chunk]
         if absent:
             raise ValueError(f"prefix 'context' needs a context for every chunk; {len(absent)} of {len(chunk_ids)} "
-                             f"chunks have none (first chunk_ids: {absent[:5]}). Run the context-generation step first.")
+                             f"chunks have none (first chunk_ids: {absent[:5]}). "
+                             "Run the context-generation step first.")
         prefixes = [render_prefix(str(by_chunk[c]).strip(), separator) for c in chunk_ids]
 
     unique = sorted(set(prefixes))

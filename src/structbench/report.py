@@ -105,19 +105,60 @@ def ladder_section(means: pl.DataFrame) -> str:
 
 
 def corpus_section(stats_by_corpus: dict[str, dict]) -> str:
-    lines = []
-    for corpus, stats in sorted(stats_by_corpus.items()):
+    """One table of scalar statistics (a column per corpus), then each corpus's histograms and funnel."""
+    corpora = sorted(stats_by_corpus)
+    keys = sorted({k for stats in stats_by_corpus.values() for k, v in stats.items() if not isinstance(v, (dict, list))})
+    overview = pl.DataFrame(
+        {"statistic": keys, **{c: [_short(stats_by_corpus[c].get(k)) for k in keys] for c in corpora}}
+    )
+    lines = [markdown_table(overview), ""]
+    for corpus in corpora:
         lines.append(f"### {corpus}\n")
-        scalars = {k: v for k, v in stats.items() if not isinstance(v, (dict, list))}
-        lines.append(markdown_table(pl.DataFrame({"statistic": list(scalars), "value": [str(v) for v in scalars.values()]})))
-        for key, value in sorted(stats.items()):
+        for key, value in sorted(stats_by_corpus[corpus].items()):
             if isinstance(value, dict) and value:
-                lines.append(f"\n{key}: " + ", ".join(f"{k}: {v}" for k, v in value.items()))
-            elif isinstance(value, list) and value and isinstance(value[0], dict):
+                lines.append(f"- {key}: " + ", ".join(f"{k}: {v}" for k, v in value.items()))
+        for key, value in sorted(stats_by_corpus[corpus].items()):
+            if isinstance(value, list) and value and isinstance(value[0], dict):
                 lines.append(f"\n{key}:\n")
                 lines.append(markdown_table(pl.DataFrame(value)))
         lines.append("")
     return "\n".join(lines)
+
+
+def _short(value) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.3f}".rstrip("0").rstrip(".")
+    return str(value)
+
+
+def chunk_sets_section(size_matches: list[dict]) -> str:
+    """Realized mean content tokens of each fixed set and the structural set it is size-matched to."""
+    if not size_matches:
+        return "No fixed-window condition is declared.\n"
+    table = pl.DataFrame(size_matches).select(
+        "corpus",
+        "structure",
+        "documents",
+        "reference_chunks",
+        "fixed_chunks",
+        pl.col("reference_mean_tokens").alias("structural mean tokens"),
+        pl.col("fixed_mean_tokens").alias("fixed mean tokens"),
+        pl.col("difference").alias("fixed − structural"),
+        pl.col("max_doc_difference").alias("max per-document gap"),
+    )
+    return markdown_table(table.sort("corpus", "structure"), float_digits=1) + "\n"
+
+
+def prefixes_section(text_reports: list[dict]) -> str:
+    """Prefix tokens per text set; for placebo sets, the residual same-document assignments."""
+    if not text_reports:
+        return ""
+    frame = pl.DataFrame(text_reports, infer_schema_length=None)
+    columns = ["corpus", "boundaries", "structure", "prefix", "chunks", "mean_content_tokens", "mean_prefix_tokens"]
+    columns += [c for c in ("residual_same_doc", "placebo_pairs") if c in frame.columns]
+    return markdown_table(frame.select(columns).sort("corpus", "boundaries", "structure", "prefix"), 1) + "\n"
 
 
 def render_report(
@@ -126,8 +167,18 @@ def render_report(
     stats_by_corpus: dict[str, dict],
     conditions: dict,
     primary_metric: str,
+    size_matches: list[dict] = (),
+    text_reports: list[dict] = (),
 ) -> tuple[str, pl.DataFrame]:
-    means = condition_means(scores)
+    if scores.is_empty():
+        means = pl.DataFrame()
+        no_cells = "No corpus with queries is selected: nothing was scored.\n"
+        contrast_text = means_text = ladder_text = no_cells
+    else:
+        means = condition_means(scores)
+        contrast_text = contrasts_section(contrasts)
+        means_text = means_section(means, primary_metric, conditions)
+        ladder_text = ladder_section(means)
     text = "\n".join(
         [
             "# structbench report",
@@ -139,13 +190,19 @@ def render_report(
             "",
             "## Contrasts",
             "",
-            contrasts_section(contrasts),
+            contrast_text,
             "## Per-condition means",
             "",
-            means_section(means, primary_metric, conditions),
+            means_text,
             "## Metric ladder",
             "",
-            ladder_section(means),
+            ladder_text,
+            "## Chunk sets (size matching)",
+            "",
+            chunk_sets_section(list(size_matches)),
+            "## Prefixes",
+            "",
+            prefixes_section(list(text_reports)),
             "## Corpora",
             "",
             corpus_section(stats_by_corpus),
@@ -162,11 +219,23 @@ def write_report(
     primary_metric: str,
     report_path: str,
     means_path: str,
+    size_match_paths: list[str] = (),
+    text_report_paths: list[str] = (),
 ) -> None:
-    scores = pl.concat([pl.read_parquet(p) for p in score_paths], how="diagonal_relaxed")
-    contrasts = pl.concat([pl.read_parquet(p) for p in contrast_paths], how="diagonal_relaxed")
+    def concat(paths):
+        return pl.concat([pl.read_parquet(p) for p in paths], how="diagonal_relaxed") if paths else pl.DataFrame()
+
+    scores, contrasts = concat(score_paths), concat(contrast_paths)
     stats_by_corpus = {Path(p).parent.parent.name: json.loads(Path(p).read_text()) for p in corpus_stats_paths}
-    text, means = render_report(scores, contrasts, stats_by_corpus, conditions, primary_metric)
+    text, means = render_report(
+        scores,
+        contrasts,
+        stats_by_corpus,
+        conditions,
+        primary_metric,
+        [json.loads(Path(p).read_text()) for p in size_match_paths],
+        [json.loads(Path(p).read_text()) for p in text_report_paths],
+    )
     Path(report_path).parent.mkdir(parents=True, exist_ok=True)
     Path(report_path).write_text(text)
     write_table(means, means_path)

@@ -19,7 +19,8 @@ with step_log(snakemake.log[0], "fixed_chunks") as log:
         t_min=snakemake.params.t_min,
     )
     assert_tiling(documents, chunks)
-    report = size_match_report(chunks, reference)
+    report = {"corpus": snakemake.wildcards.corpus, "structure": snakemake.wildcards.structure,
+              **size_match_report(chunks, reference)}
     log.info("size match: %s", report)
     write_table(chunks, snakemake.output.chunks)
     with open(snakemake.output.size_match, "w") as out:

@@ -15,6 +15,7 @@ with step_log(snakemake.log[0], "texts") as log:
         separator=snakemake.params.separator,
         seed=snakemake.params.seed,
     )
+    report = {**report, **{key: snakemake.wildcards[key] for key in ("corpus", "boundaries", "structure")}}
     log.info("prefix %s: %s", snakemake.params.prefix, report)
     write_table(texts, snakemake.output.texts)
     with open(snakemake.output.report, "w") as out:

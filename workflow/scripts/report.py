@@ -7,6 +7,8 @@ with step_log(snakemake.log[0], "report") as log:
         score_paths=list(snakemake.input.scores),
         contrast_paths=list(snakemake.input.contrasts),
         corpus_stats_paths=list(snakemake.input.corpus_stats),
+        size_match_paths=list(snakemake.input.size_matches),
+        text_report_paths=list(snakemake.input.text_reports),
         conditions=dict(snakemake.params.conditions),
         primary_metric=snakemake.params.primary_metric,
         report_path=snakemake.output.report,
