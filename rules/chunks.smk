@@ -53,3 +53,25 @@ rule texts:
         code=code_version("prefixes", "tokens"),
     script:
         "../workflow/scripts/render_texts.py"
+
+
+rule semantic_chunks:
+    input:
+        documents=f"{R}/{{corpus}}/corpus/documents.parquet",
+        paragraphs=f"{R}/{{corpus}}/corpus/paragraphs.parquet",
+        sections=structure_sections,
+    output:
+        f"{R}/{{corpus}}/chunks/semantic/{{structure}}.parquet",
+    log:
+        f"{LOGS}/chunks/{{corpus}}/semantic-{{structure}}.log",
+    params:
+        tokenizer=config["tokenizer"],
+        t_max=config["chunking"]["t_max"],
+        t_min=config["chunking"]["t_min"],
+        threshold=config["chunking"]["semantic_threshold"],
+        embedder=semantic_embedder_spec,
+        cache=f"{CACHE}/embeddings",
+        code=code_version("boundaries", "tokens", "sentences", "embed", "cache"),
+    threads: 2
+    script:
+        "../workflow/scripts/semantic_chunks.py"

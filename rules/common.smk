@@ -136,10 +136,7 @@ def contrast_inputs(wildcards):
 
 
 def contrast_params(wildcards):
-    return [
-        {"name": c.name, "treatment": c.treatment, "control": c.control, "family": c.family}
-        for c in CONTRASTS.values()
-    ]
+    return [contrast.as_params() for contrast in CONTRASTS.values()]
 
 
 def all_cells():
@@ -178,3 +175,11 @@ def all_text_reports():
 
 def condition_retrieval(wildcards):
     return condition_of(wildcards).retrieval
+
+
+def semantic_embedder_spec(wildcards):
+    """Semantic merge embeds paragraphs with one declared embedder (``chunking.semantic_embedder``)."""
+    name = config["chunking"]["semantic_embedder"]
+    if name not in config["embedders"]:
+        raise ValueError(f"chunking.semantic_embedder = {name!r} names no declared embedder ({list(config['embedders'])})")
+    return config["embedders"][name]

@@ -13,6 +13,7 @@ rule report:
     params:
         primary_metric=config["stats"]["primary_metric"],
         conditions=config["conditions"],
+        contrasts=contrast_params,
         code=code_version("report"),
     script:
         "../workflow/scripts/report.py"

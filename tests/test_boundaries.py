@@ -65,7 +65,8 @@ def build(docs, corpus="test"):
 
 
 VOCAB = ["the", "river", "army", "crossed", "bridge", "winter", "results", "model", "shows", "data", "we",
-         "table", "early", "king", "museum", "signal", "unbelievable", "quickly", "north", "paper"]
+         "table", "early", "king", "museum", "signal", "unbelievable", "quickly", "north", "paper",
+         "e.g.", "Dr.", "3.5", "U.S.", "(see", "below)", "\"quoted\""]
 
 
 @st.composite

@@ -31,5 +31,13 @@ def test_bad_axis_value_names_condition_and_key(bad, message):
 
 def test_contrast_naming_an_undeclared_condition_is_rejected():
     conditions = parse_conditions({"G3": axes()})
-    with pytest.raises(ValueError, match=r"contrasts\.C1\.control = 'G2' names no declared condition"):
+    with pytest.raises(ValueError, match=r"contrasts\.C1 names 'G2', which is no declared condition"):
         parse_contrasts({"C1": {"treatment": "G3", "control": "G2"}}, conditions)
+
+
+def test_dose_response_contrast_is_exploratory_by_default():
+    conditions = parse_conditions({f"d{d}": axes(prefix=f"path:{d}") for d in (1, 2, 3)} | {"d0": axes(prefix="none")})
+    contrasts = parse_contrasts({"slope": {"conditions": ["d0", "d1", "d2", "d3"]}}, conditions)
+    assert contrasts["slope"].as_params() == {"name": "slope", "family": "exploratory", "conditions": ["d0", "d1", "d2", "d3"]}
+    with pytest.raises(ValueError, match="either treatment"):
+        parse_contrasts({"bad": {"treatment": "d1", "conditions": ["d0", "d1"]}}, conditions)

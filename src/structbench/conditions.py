@@ -51,10 +51,25 @@ class Condition:
 
 @dataclass(frozen=True)
 class Contrast:
+    """A paired contrast (treatment − control), or a dose-response slope over ordered conditions."""
+
     name: str
-    treatment: str
-    control: str
     family: str
+    treatment: str | None = None
+    control: str | None = None
+    conditions: tuple[str, ...] = ()
+    depths: tuple[float, ...] = ()
+
+    @property
+    def members(self) -> tuple[str, ...]:
+        return self.conditions or (self.treatment, self.control)
+
+    def as_params(self) -> dict:
+        """The plain dict the statistics step takes (``structbench.stats.contrast_table``)."""
+        if self.conditions:
+            entry = {"name": self.name, "family": self.family, "conditions": list(self.conditions)}
+            return entry | ({"depths": list(self.depths)} if self.depths else {})
+        return {"name": self.name, "family": self.family, "treatment": self.treatment, "control": self.control}
 
 
 def parse_conditions(entries: dict) -> dict[str, Condition]:
@@ -90,15 +105,24 @@ def parse_conditions(entries: dict) -> dict[str, Condition]:
 def parse_contrasts(entries: dict, conditions: dict[str, Condition]) -> dict[str, Contrast]:
     contrasts = {}
     for name, entry in entries.items():
-        contrast = Contrast(name=name, family=entry.get("family", "primary"), **{
-            key: entry[key] for key in ("treatment", "control")
-        })
-        for role in ("treatment", "control"):
-            if getattr(contrast, role) not in conditions:
+        pairwise = "treatment" in entry or "control" in entry
+        if pairwise == ("conditions" in entry):
+            raise ValueError(f"contrasts.{name} needs either treatment + control or a conditions list, not both")
+        contrast = Contrast(
+            name=name,
+            family=entry.get("family", "primary" if pairwise else "exploratory"),
+            treatment=entry.get("treatment"),
+            control=entry.get("control"),
+            conditions=tuple(entry.get("conditions") or ()),
+            depths=tuple(entry.get("depths") or ()),
+        )
+        for member in contrast.members:
+            if member not in conditions:
                 raise ValueError(
-                    f"contrasts.{name}.{role} = {getattr(contrast, role)!r} names no declared condition "
-                    f"(declared: {sorted(conditions)})"
+                    f"contrasts.{name} names {member!r}, which is no declared condition (declared: {sorted(conditions)})"
                 )
+        if contrast.depths and len(contrast.depths) != len(contrast.conditions):
+            raise ValueError(f"contrasts.{name}.depths needs one depth per condition")
         if contrast.family not in FAMILIES:
             raise ValueError(f"contrasts.{name}.family = {contrast.family!r}; expected one of {FAMILIES}")
         contrasts[name] = contrast

@@ -54,14 +54,30 @@ def format_p(p: float | None) -> str:
     return "<0.001" if p < 0.001 else f"{p:.3f}"
 
 
-def contrasts_section(contrasts: pl.DataFrame) -> str:
-    """Seed 000 Table 1: one row per contrast, delta with 95% CI, Holm p, dz, MixedLM p's, n."""
+def comparison_labels(contrast_specs: list[dict]) -> pl.DataFrame:
+    """What each contrast compares, in words: "G3 − G2", or "slope over G2 → G3-d1 → G3" for a dose-response."""
+    labels = [
+        " → ".join(spec["conditions"]).join(("slope over ", "")) if spec.get("conditions")
+        else f"{spec['treatment']} − {spec['control']}"
+        for spec in contrast_specs
+    ]
+    return pl.DataFrame({"contrast": [spec["name"] for spec in contrast_specs], "comparison": labels}, schema={"contrast": pl.String, "comparison": pl.String})
+
+
+def contrasts_section(contrasts: pl.DataFrame, contrast_specs: list[dict] = ()) -> str:
+    """Seed 000 Table 1: one row per contrast, delta with 95% CI, Holm p, dz, MixedLM p's, n.
+
+    MixedLM fits that failed or sat on a boundary are footnoted with the reason statsmodels gave."""
     lines = []
+    labels = comparison_labels(list(contrast_specs))
     for (corpus, embedder, reranker), cell in contrasts.sort(CELL).group_by(CELL, maintain_order=True):
         lines.append(f"### {corpus} · {embedder} · reranker: {reranker}\n")
+        cell = cell.join(labels, on="contrast", how="left").with_columns(
+            pl.coalesce("comparison", pl.col("treatment") + " − " + pl.col("control")).alias("comparison")
+        )
         table = cell.select(
             pl.col("contrast"),
-            (pl.col("treatment") + " − " + pl.col("control")).alias("comparison"),
+            pl.col("comparison"),
             pl.col("metric"),
             pl.col("label"),
             pl.format("{} [{}, {}]", *[pl.col(c).round(4) for c in ("delta", "ci_low", "ci_high")]).alias(
@@ -75,6 +91,10 @@ def contrasts_section(contrasts: pl.DataFrame) -> str:
             pl.col("n_docs"),
         )
         lines.append(markdown_table(table))
+        if "mixedlm_note" in cell.columns:
+            for name, note in cell.select("contrast", "mixedlm_note").iter_rows():
+                if note:
+                    lines.append(f"\n- {name}: {note}")
         lines.append("")
     return "\n".join(lines)
 
@@ -169,6 +189,7 @@ def render_report(
     primary_metric: str,
     size_matches: list[dict] = (),
     text_reports: list[dict] = (),
+    contrast_specs: list[dict] = (),
 ) -> tuple[str, pl.DataFrame]:
     if scores.is_empty():
         means = pl.DataFrame()
@@ -176,7 +197,7 @@ def render_report(
         contrast_text = means_text = ladder_text = no_cells
     else:
         means = condition_means(scores)
-        contrast_text = contrasts_section(contrasts)
+        contrast_text = contrasts_section(contrasts, contrast_specs)
         means_text = means_section(means, primary_metric, conditions)
         ladder_text = ladder_section(means)
     text = "\n".join(
@@ -221,6 +242,7 @@ def write_report(
     means_path: str,
     size_match_paths: list[str] = (),
     text_report_paths: list[str] = (),
+    contrast_specs: list[dict] = (),
 ) -> None:
     def concat(paths):
         return pl.concat([pl.read_parquet(p) for p in paths], how="diagonal_relaxed") if paths else pl.DataFrame()
@@ -235,6 +257,7 @@ def write_report(
         primary_metric,
         [json.loads(Path(p).read_text()) for p in size_match_paths],
         [json.loads(Path(p).read_text()) for p in text_report_paths],
+        contrast_specs,
     )
     Path(report_path).parent.mkdir(parents=True, exist_ok=True)
     Path(report_path).write_text(text)

@@ -11,6 +11,7 @@ with step_log(snakemake.log[0], "report") as log:
         text_report_paths=list(snakemake.input.text_reports),
         conditions=dict(snakemake.params.conditions),
         primary_metric=snakemake.params.primary_metric,
+        contrast_specs=[dict(entry) for entry in snakemake.params.contrasts],
         report_path=snakemake.output.report,
         means_path=snakemake.output.means,
     )
