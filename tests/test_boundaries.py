@@ -312,7 +312,7 @@ def test_small_chunk_prefers_following_then_preceding_and_never_passes_t_max():
 
 
 def test_a_single_sentence_over_t_max_stays_whole():
-    long_sentence = " ".join(["word"] * 400) + "."
+    long_sentence = " ".join(["Word"] + ["word"] * 399) + "."  # capitalized, so a segmenter sees a new sentence
     tables = build([("d1", "T", [("A", 1, ["Short one here. " + long_sentence + " And a tail sentence."])])])
     rows = structural_chunks(*tables, TOK, t_max=350, t_min=0).select("n_tokens").to_series().to_list()
     assert rows == [4, 401, 5]
