@@ -26,6 +26,19 @@ import polars as pl
 from structbench.tables import MAX_LEVEL, PARAGRAPH_SEPARATOR
 
 
+def failed_checks(frame: pl.DataFrame, checks: list[tuple[pl.Expr, str]]):
+    """Yield ``(row, problem)`` for every row of ``frame`` and every check whose condition holds there;
+    all conditions are evaluated in one vectorized pass (a null condition counts as passing)."""
+    flagged = frame.with_columns(
+        [condition.fill_null(False).alias(f"check_{index}") for index, (condition, _) in enumerate(checks)]
+    )
+    any_flag = pl.any_horizontal([pl.col(f"check_{index}") for index in range(len(checks))])
+    for row in flagged.filter(any_flag).iter_rows(named=True):
+        for index, (_, problem) in enumerate(checks):
+            if row[f"check_{index}"]:
+                yield row, problem
+
+
 def verify_sections(paragraphs: pl.DataFrame, sections: pl.DataFrame) -> list[str]:
     """Violations of the section contract; ``[]`` when ``sections`` tile ``paragraphs`` legally."""
     violations: list[str] = []
@@ -109,21 +122,15 @@ def verify_sections(paragraphs: pl.DataFrame, sections: pl.DataFrame) -> list[st
             "top_section_id is not its level-1 ancestor",
         ),
     ]
-    flagged = frame.with_columns(
-        [condition.fill_null(False).alias(f"check_{index}") for index, (condition, _) in enumerate(checks)]
-    )
-    any_flag = pl.any_horizontal([pl.col(f"check_{index}") for index in range(len(checks))])
-    for row in flagged.filter(any_flag).iter_rows(named=True):
-        for index, (_, problem) in enumerate(checks):
-            if row[f"check_{index}"]:
-                detail = (
-                    f" (start {row['start']}, end {row['end']}; paragraphs {row['para_start']}..{row['para_end']})"
-                    if "offsets" in problem or "bounds" in problem
-                    else f" (level {row['level']} after {row['previous_level']})"
-                    if "level" in problem and "rises" in problem
-                    else ""
-                )
-                violations.append(f"{row['doc_id']}: section {row['section_id']}: {problem}{detail}")
+    for row, problem in failed_checks(frame, checks):
+        detail = (
+            f" (start {row['start']}, end {row['end']}; paragraphs {row['para_start']}..{row['para_end']})"
+            if "offsets" in problem or "bounds" in problem
+            else f" (level {row['level']} after {row['previous_level']})"
+            if "level" in problem and "rises" in problem
+            else ""
+        )
+        violations.append(f"{row['doc_id']}: section {row['section_id']}: {problem}{detail}")
     return violations
 
 
@@ -162,16 +169,8 @@ def verify_paragraphs(documents: pl.DataFrame, paragraphs: pl.DataFrame) -> list
         ((pl.col("ordinal") > 0) & (pl.col("between") != separator), "text between paragraphs is not the separator"),
         (pl.col("is_last") & (pl.col("end") != pl.col("n_chars")), "last paragraph does not end the text"),
     ]
-    flagged = frame.with_columns(
-        [condition.fill_null(False).alias(f"check_{index}") for index, (condition, _) in enumerate(checks)]
-    )
-    any_flag = pl.any_horizontal([pl.col(f"check_{index}") for index in range(len(checks))])
-    for row in flagged.filter(any_flag).iter_rows(named=True):
-        for index, (_, problem) in enumerate(checks):
-            if row[f"check_{index}"]:
-                violations.append(
-                    f"{row['doc_id']}: paragraph {row['para_idx']}: {problem} ({row['start']}, {row['end']})"
-                )
+    for row, problem in failed_checks(frame, checks):
+        violations.append(f"{row['doc_id']}: paragraph {row['para_idx']}: {problem} ({row['start']}, {row['end']})")
     with_paragraphs = set(paragraphs["doc_id"].unique().to_list())
     for doc_id in documents.filter(~pl.col("doc_id").is_in(list(with_paragraphs)))["doc_id"].to_list():
         violations.append(f"{doc_id}: document has no paragraphs")
