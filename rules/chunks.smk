@@ -12,6 +12,8 @@ rule structural_chunks:
         t_max=config["chunking"]["t_max"],
         t_min=config["chunking"]["t_min"],
         code=code_version("boundaries", "tokens", "sentences"),
+    conda:
+        "../envs/cpu.yaml"
     script:
         "../workflow/scripts/structural_chunks.py"
 
@@ -32,6 +34,8 @@ rule fixed_chunks:
         snap_tokens=config["chunking"]["fixed_snap_tokens"],
         t_min=config["chunking"]["t_min"],
         code=code_version("boundaries", "tokens", "sentences"),
+    conda:
+        "../envs/cpu.yaml"
     script:
         "../workflow/scripts/fixed_chunks.py"
 
@@ -51,6 +55,8 @@ rule texts:
         separator=config["prefix"]["separator"],
         seed=config["seed"],
         code=code_version("prefixes", "tokens"),
+    conda:
+        "../envs/cpu.yaml"
     script:
         "../workflow/scripts/render_texts.py"
 
@@ -73,5 +79,7 @@ rule semantic_chunks:
         cache=f"{CACHE}/embeddings",
         code=code_version("boundaries", "tokens", "sentences", "embed", "cache"),
     threads: 2
+    conda:
+        "../envs/gpu-embed.yaml"
     script:
         "../workflow/scripts/semantic_chunks.py"

@@ -13,6 +13,8 @@ rule corpus:
     params:
         spec=corpus_spec,
         code=code_version("corpus"),
+    conda:
+        "../envs/cpu.yaml"
     script:
         "../workflow/scripts/build_corpus.py"
 
@@ -31,5 +33,7 @@ rule corpus_stats:
         f"{LOGS}/corpus_stats/{{corpus}}.log",
     params:
         code=code_version("corpus"),
+    conda:
+        "../envs/cpu.yaml"
     script:
         "../workflow/scripts/corpus_stats.py"

@@ -13,6 +13,8 @@ rule embed_texts:
         cache=f"{CACHE}/embeddings",
         code=code_version("embed", "cache"),
     threads: 2
+    conda:
+        "../envs/gpu-embed.yaml"
     script:
         "../workflow/scripts/embed_texts.py"
 
@@ -29,5 +31,7 @@ rule embed_queries:
         cache=f"{CACHE}/embeddings",
         code=code_version("embed", "cache"),
     threads: 2
+    conda:
+        "../envs/gpu-embed.yaml"
     script:
         "../workflow/scripts/embed_queries.py"

@@ -15,5 +15,7 @@ rule report:
         conditions=config["conditions"],
         contrasts=contrast_params,
         code=code_version("report"),
+    conda:
+        "../envs/cpu.yaml"
     script:
         "../workflow/scripts/report.py"

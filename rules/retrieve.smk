@@ -12,6 +12,8 @@ rule retrieve:
         top_k=config["retrieval"]["top_k"],
         use_gpu=config["retrieval"].get("use_gpu", False),
         code=code_version("retrieval"),
+    conda:
+        "../envs/cpu.yaml"
     script:
         "../workflow/scripts/retrieve.py"
 
@@ -29,5 +31,7 @@ rule rerank:
         reranker=reranker_spec,
         code=code_version("rerank", "embed"),
     threads: 2
+    conda:
+        "../envs/gpu-embed.yaml"
     script:
         "../workflow/scripts/rerank.py"

@@ -13,5 +13,7 @@ rule score:
         recall_k=config["metrics"]["recall_k"],
         budgets=config["metrics"]["budgets"],
         code=code_version("metrics"),
+    conda:
+        "../envs/cpu.yaml"
     script:
         "../workflow/scripts/score.py"

@@ -12,5 +12,7 @@ rule contrasts:
         mixedlm=config["stats"].get("mixedlm", True),
         seed=config["seed"],
         code=code_version("stats"),
+    conda:
+        "../envs/cpu.yaml"
     script:
         "../workflow/scripts/contrasts.py"
