@@ -125,6 +125,22 @@ def reranker_spec(wildcards):
     return config["rerankers"][wildcards.reranker]
 
 
+def dense_cell(wildcards):
+    """The identifying columns a score table carries."""
+    return {key: wildcards[key] for key in ("corpus", "condition", "embedder", "reranker")}
+
+
+def bm25_cell(wildcards):
+    chunkset = f"{wildcards.boundaries}/{wildcards.structure}"
+    return {"corpus": wildcards.corpus, "condition": f"bm25:{chunkset}", "embedder": "bm25", "reranker": "none"}
+
+
+def all_bm25_scores():
+    """The non-lexicality probe on every chunk set a scored condition uses (SPEC section 8)."""
+    chunksets = sorted({c.chunkset for c in CONDITIONS.values()})
+    return [f"{R}/{corpus}/scores/bm25/{chunkset}.parquet" for corpus in SCORED_CORPORA for chunkset in chunksets]
+
+
 def cell_scores(corpus, embedder, reranker, conditions=None):
     return [
         f"{R}/{corpus}/scores/{embedder}/{reranker}/{name}.parquet" for name in (conditions or CONDITIONS)

@@ -5,6 +5,7 @@ rule report:
         corpus_stats=all_corpus_stats(),
         size_matches=all_size_matches(),
         text_reports=all_text_reports(),
+        bm25_scores=all_bm25_scores(),
     output:
         report=report(REPORT, category="Report", caption="../workflow/report/report.rst"),
         means=f"{R}/report/condition_means.parquet",

@@ -35,3 +35,20 @@ rule rerank:
         "../envs/gpu-embed.yaml"
     script:
         "../workflow/scripts/rerank.py"
+
+
+rule bm25:
+    input:
+        texts=f"{R}/{{corpus}}/texts/{{boundaries}}/{{structure}}/none.parquet",
+        queries=f"{R}/{{corpus}}/corpus/queries.parquet",
+    output:
+        f"{R}/{{corpus}}/runs/bm25/{{boundaries}}/{{structure}}.parquet",
+    log:
+        f"{LOGS}/bm25/{{corpus}}/{{boundaries}}-{{structure}}.log",
+    params:
+        top_k=config["retrieval"]["top_k"],
+        code=code_version("lexical", "retrieval"),
+    conda:
+        "../envs/cpu.yaml"
+    script:
+        "../workflow/scripts/bm25.py"

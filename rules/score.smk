@@ -9,6 +9,29 @@ rule score:
     log:
         f"{LOGS}/score/{{corpus}}/{{embedder}}-{{reranker}}-{{condition}}.log",
     params:
+        cell=dense_cell,
+        ndcg_k=config["metrics"]["ndcg_k"],
+        recall_k=config["metrics"]["recall_k"],
+        budgets=config["metrics"]["budgets"],
+        code=code_version("metrics"),
+    conda:
+        "../envs/cpu.yaml"
+    script:
+        "../workflow/scripts/score.py"
+
+
+rule score_bm25:
+    input:
+        runs=f"{R}/{{corpus}}/runs/bm25/{{boundaries}}/{{structure}}.parquet",
+        queries=f"{R}/{{corpus}}/corpus/queries.parquet",
+        chunks=f"{R}/{{corpus}}/chunks/{{boundaries}}/{{structure}}.parquet",
+        texts=f"{R}/{{corpus}}/texts/{{boundaries}}/{{structure}}/none.parquet",
+    output:
+        f"{R}/{{corpus}}/scores/bm25/{{boundaries}}/{{structure}}.parquet",
+    log:
+        f"{LOGS}/score/{{corpus}}/bm25-{{boundaries}}-{{structure}}.log",
+    params:
+        cell=bm25_cell,
         ndcg_k=config["metrics"]["ndcg_k"],
         recall_k=config["metrics"]["recall_k"],
         budgets=config["metrics"]["budgets"],

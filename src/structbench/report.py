@@ -181,6 +181,24 @@ def prefixes_section(text_reports: list[dict]) -> str:
     return markdown_table(frame.select(columns).sort("corpus", "boundaries", "structure", "prefix"), 1) + "\n"
 
 
+def bm25_section(bm25_scores: pl.DataFrame, primary_metric: str) -> str:
+    """Seed 000 appendix I: how often plain keyword overlap (BM25) puts a relevant chunk first."""
+    if bm25_scores.is_empty():
+        return ""
+    table = (
+        bm25_scores.with_columns(pl.col("condition").str.strip_prefix("bm25:").alias("chunk set"))
+        .group_by("corpus", "chunk set")
+        .agg(
+            pl.len().alias("n_queries"),
+            pl.col("gold_top1").mean().alias("BM25 gold-top-1"),
+            pl.col("MRR").mean().alias("BM25 MRR"),
+            pl.col(primary_metric).mean().alias(f"BM25 {primary_metric}"),
+        )
+        .sort("corpus", "chunk set")
+    )
+    return markdown_table(table) + "\n"
+
+
 def render_report(
     scores: pl.DataFrame,
     contrasts: pl.DataFrame,
@@ -190,6 +208,7 @@ def render_report(
     size_matches: list[dict] = (),
     text_reports: list[dict] = (),
     contrast_specs: list[dict] = (),
+    bm25_scores: pl.DataFrame | None = None,
 ) -> tuple[str, pl.DataFrame]:
     if scores.is_empty():
         means = pl.DataFrame()
@@ -218,6 +237,12 @@ def render_report(
             "## Metric ladder",
             "",
             ladder_text,
+            "## BM25 non-lexicality",
+            "",
+            "Share of queries whose rank-1 BM25 chunk (content only, no prefix) is binary-relevant: low "
+            "values mean keyword overlap does not solve the benchmark.",
+            "",
+            bm25_section(bm25_scores if bm25_scores is not None else pl.DataFrame(), primary_metric),
             "## Chunk sets (size matching)",
             "",
             chunk_sets_section(list(size_matches)),
@@ -243,11 +268,12 @@ def write_report(
     size_match_paths: list[str] = (),
     text_report_paths: list[str] = (),
     contrast_specs: list[dict] = (),
+    bm25_score_paths: list[str] = (),
 ) -> None:
     def concat(paths):
         return pl.concat([pl.read_parquet(p) for p in paths], how="diagonal_relaxed") if paths else pl.DataFrame()
 
-    scores, contrasts = concat(score_paths), concat(contrast_paths)
+    scores, contrasts, bm25_scores = concat(score_paths), concat(contrast_paths), concat(bm25_score_paths)
     stats_by_corpus = {Path(p).parent.parent.name: json.loads(Path(p).read_text()) for p in corpus_stats_paths}
     text, means = render_report(
         scores,
@@ -258,6 +284,7 @@ def write_report(
         [json.loads(Path(p).read_text()) for p in size_match_paths],
         [json.loads(Path(p).read_text()) for p in text_report_paths],
         contrast_specs,
+        bm25_scores,
     )
     Path(report_path).parent.mkdir(parents=True, exist_ok=True)
     Path(report_path).write_text(text)

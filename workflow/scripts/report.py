@@ -9,6 +9,7 @@ with step_log(snakemake.log[0], "report") as log:
         corpus_stats_paths=list(snakemake.input.corpus_stats),
         size_match_paths=list(snakemake.input.size_matches),
         text_report_paths=list(snakemake.input.text_reports),
+        bm25_score_paths=list(snakemake.input.bm25_scores),
         conditions=dict(snakemake.params.conditions),
         primary_metric=snakemake.params.primary_metric,
         contrast_specs=[dict(entry) for entry in snakemake.params.contrasts],

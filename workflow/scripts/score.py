@@ -15,7 +15,7 @@ with step_log(snakemake.log[0], "score") as log:
         recall_k=snakemake.params.recall_k,
         budgets=tuple(snakemake.params.budgets),
     )
-    cell = {key: snakemake.wildcards[key] for key in ("corpus", "condition", "embedder", "reranker")}
+    cell = dict(snakemake.params.cell)
     scores = scores.with_columns([pl.lit(value).alias(key) for key, value in cell.items()])
     log.info("%s: %d queries scored", cell, scores.height)
     write_table(scores, snakemake.output[0])
