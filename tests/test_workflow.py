@@ -63,13 +63,19 @@ def test_default_workflow_end_to_end_deterministic_and_partial_rebuild(tmp_path)
         assert needle in report
 
     scores, contrasts = read_cell_tables(first)
-    assert [p.stem for p in scores] == list(CONDITIONS)
+    dense = sorted((first / "results/kb/scores/minilm/none").glob("*.parquet"))
+    assert [p.stem for p in dense] == list(CONDITIONS)
+    # The BM25 probe is scored on each chunk set the conditions use (fixed and structural).
+    assert sorted(str(p.relative_to(first / "results/kb/scores/bm25")) for p in scores if "bm25" in p.parts) == [
+        "fixed/gold.parquet", "structural/gold.parquet"
+    ]
+    assert "## BM25 non-lexicality" in report
     contrast_table = pl.read_parquet(contrasts[0])
     assert sorted(contrast_table["contrast"].to_list()) == ["G3-F0", "G3-G2"]
     row = contrast_table.row(0, named=True)
     assert row["ci_low"] <= row["delta"] <= row["ci_high"]
     assert 0.0 <= row["p_holm"] <= 1.0
-    n_queries = pl.read_parquet(scores[0]).height
+    n_queries = pl.read_parquet(dense[0]).height
     assert n_queries >= 24 and row["n_queries"] == n_queries
 
     # The measured half is deterministic: a second run with its own fresh cache gives the same bytes.
