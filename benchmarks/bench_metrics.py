@@ -28,22 +28,6 @@ from structbench.metrics import reference as ref
 from structbench.metrics.synthetic import synthetic_cell
 
 
-def python_inputs(cell):
-    prefix = dict(zip(cell["texts"]["chunk_id"].to_list(), cell["texts"]["prefix_tokens"].to_list()))
-    chunks = {
-        row["chunk_id"]: ref.Chunk(row["chunk_id"], row["doc_id"], row["start"], row["end"], row["n_tokens"], prefix[row["chunk_id"]])
-        for row in cell["chunks"].iter_rows(named=True)
-    }
-    by_doc: dict[str, list] = {}
-    for chunk in chunks.values():
-        by_doc.setdefault(chunk.doc_id, []).append(chunk)
-    rankings: dict[str, list] = {}
-    for qid, chunk_id in cell["runs"].sort("qid", "rank").select("qid", "chunk_id").iter_rows():
-        rankings.setdefault(qid, []).append(chunks[chunk_id])
-    queries = [(q["qid"], q["doc_id"], [tuple(s) for s in q["spans"]]) for q in cell["queries"].sort("qid").iter_rows(named=True)]
-    return queries, rankings, by_doc
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
@@ -64,7 +48,7 @@ def main() -> None:
     vectorized = statistics.median(times)
     print(f"vectorized score_run: median {vectorized * 1000:.1f} ms (min {min(times) * 1000:.1f}, max {max(times) * 1000:.1f}) over {args.repeats} runs")
 
-    queries, rankings, by_doc = python_inputs(cell)
+    queries, rankings, by_doc = ref.reference_inputs(cell)
     subset = queries[: args.ref_queries]
     start = time.perf_counter()
     ref_rows = [ref.score_query(rankings.get(qid, []), by_doc[doc], doc, spans) for qid, doc, spans in subset]

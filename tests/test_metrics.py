@@ -280,21 +280,10 @@ def test_bad_queries_and_chunk_sets_are_errors():
 
 
 def reference_scores(cell, **options):
-    prefix = dict(zip(cell["texts"]["chunk_id"].to_list(), cell["texts"]["prefix_tokens"].to_list()))
-    chunks = {
-        r["chunk_id"]: ref.Chunk(r["chunk_id"], r["doc_id"], r["start"], r["end"], r["n_tokens"], prefix.get(r["chunk_id"], 0))
-        for r in cell["chunks"].iter_rows(named=True)
-    }
-    by_doc: dict[str, list] = {}
-    for chunk in chunks.values():
-        by_doc.setdefault(chunk.doc_id, []).append(chunk)
-    rankings: dict[str, list] = {}
-    for qid, chunk_id in cell["runs"].sort("qid", "rank").select("qid", "chunk_id").iter_rows():
-        rankings.setdefault(qid, []).append(chunks[chunk_id])
+    queries, rankings, by_doc = ref.reference_inputs(cell)
     rows = []
-    for q in cell["queries"].sort("qid").iter_rows(named=True):
-        spans = [tuple(s) for s in q["spans"]]
-        rows.append({"qid": q["qid"], **ref.score_query(rankings.get(q["qid"], []), by_doc[q["doc_id"]], q["doc_id"], spans, **options)})
+    for qid, doc_id, spans in queries:
+        rows.append({"qid": qid, **ref.score_query(rankings.get(qid, []), by_doc[doc_id], doc_id, spans, **options)})
     return pl.DataFrame(rows)
 
 

@@ -173,3 +173,22 @@ def score_query(ranking, chunk_set, doc_id, spans, *, k=10, recall_k=50, budgets
         out[f"budget_cov@{budget}"] = budget_coverage(ranking, doc_id, spans, budget)
     out["gold_top1"] = gold_top1(ranking, doc_id, spans)
     return out
+
+
+def reference_inputs(cell: dict) -> tuple[list, dict, dict]:
+    """Plain-Python inputs from a cell's tables (``queries``, ``chunks``, ``texts``, ``runs``):
+    ``[(qid, doc_id, spans)]`` sorted by qid, ``{qid: [Chunk, ...]}`` in rank order and
+    ``{doc_id: [Chunk, ...]}`` (each document's chunk set)."""
+    prefix = dict(zip(cell["texts"]["chunk_id"].to_list(), cell["texts"]["prefix_tokens"].to_list()))
+    chunks = {
+        row["chunk_id"]: Chunk(row["chunk_id"], row["doc_id"], row["start"], row["end"], row["n_tokens"], prefix.get(row["chunk_id"], 0))
+        for row in cell["chunks"].iter_rows(named=True)
+    }
+    by_doc: dict[str, list] = {}
+    for chunk in chunks.values():
+        by_doc.setdefault(chunk.doc_id, []).append(chunk)
+    rankings: dict[str, list] = {}
+    for qid, chunk_id in cell["runs"].sort("qid", "rank").select("qid", "chunk_id").iter_rows():
+        rankings.setdefault(qid, []).append(chunks[chunk_id])
+    queries = [(q["qid"], q["doc_id"], [tuple(s) for s in q["spans"]]) for q in cell["queries"].sort("qid").iter_rows(named=True)]
+    return queries, rankings, by_doc
