@@ -1,6 +1,5 @@
 # Helpers, config validation and named input functions. No logic lives in the rules themselves.
 import re
-import json
 from pathlib import Path
 
 from snakemake.utils import validate
