@@ -34,12 +34,16 @@ class VectorCache:
         self.directory.mkdir(parents=True, exist_ok=True)
         (self.directory / "namespace.json").write_text(json.dumps(namespace, sort_keys=True, indent=1))
 
-    def _load(self) -> dict[str, np.ndarray]:
+    def _load(self, wanted: set[str]) -> dict[str, np.ndarray]:
+        """The cached vectors of ``wanted`` keys; a shard's vectors are read only if it holds one of them."""
         known: dict[str, np.ndarray] = {}
         for shard in sorted(self.directory.glob("shard-*.npz")):
             with np.load(shard) as stored:
-                for key, vector in zip(stored["keys"].tolist(), stored["vectors"]):
-                    known[key] = vector
+                keys = stored["keys"].tolist()
+                rows = [row for row, key in enumerate(keys) if key in wanted and key not in known]
+                if rows:
+                    vectors = stored["vectors"]
+                    known.update((keys[row], vectors[row]) for row in rows)
         return known
 
     def get_or_compute(self, texts: list[str], compute) -> tuple[np.ndarray, int]:
@@ -47,7 +51,7 @@ class VectorCache:
 
         Returns the vectors and how many texts were computed (the rest came from the cache)."""
         keys = text_keys(texts)
-        known = self._load()
+        known = self._load(set(keys))
         missing_keys = list(dict.fromkeys(key for key in keys if key not in known))
         if missing_keys:
             first_text = dict(zip(keys, texts))

@@ -21,7 +21,16 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from structbench.corpus.build import document_depth, heading_count, word_count
+from structbench.corpus.build import (
+    CorpusTables,
+    build_tables,
+    document_depth,
+    funnel_frame,
+    heading_count,
+    skipped_frame,
+    word_count,
+)
+from structbench.corpus.verify import assert_verified
 from structbench.tables import ParsedDocument
 
 TOPIC_KEYWORDS: dict[str, tuple[str, ...]] = {
@@ -180,3 +189,17 @@ def selection_funnel(selection: Selection) -> list[tuple[str, str, str, int]]:
     rows += [("documents", "accepted", bucket, count) for bucket, count in per_bucket.items()]
     rows.append(("documents", "out", "", len(selection.accepted)))
     return rows
+
+
+def selection_tables(corpus: str, selection: Selection, skipped: list[tuple[str, str, str]]) -> CorpusTables:
+    """The verified tables of a selection's accepted documents, with its funnel and counted skips
+    (``skipped``: ``(source, record, reason)`` rows, the selection's rejections included by the caller)."""
+    documents, paragraphs, sections = build_tables(corpus, [doc for doc, _ in selection.accepted])
+    assert_verified(paragraphs, sections, documents)
+    return CorpusTables(
+        documents=documents,
+        paragraphs=paragraphs,
+        sections=sections,
+        funnel=funnel_frame(selection_funnel(selection)),
+        skipped=skipped_frame(skipped),
+    )

@@ -49,9 +49,8 @@ from pathlib import Path
 import mwparserfromhell
 from mwparserfromhell.nodes import Comment, ExternalLink, Heading, HTMLEntity, Tag, Template, Text, Wikilink
 
-from structbench.corpus.build import CorpusTables, build_tables, funnel_frame, sections_from_headings, skipped_frame
-from structbench.corpus.selection import Filters, select_documents, selection_funnel
-from structbench.corpus.verify import assert_verified
+from structbench.corpus.build import CorpusTables, sections_from_headings
+from structbench.corpus.selection import Filters, select_documents, selection_tables
 from structbench.tables import ParsedDocument
 
 Fetch = Callable[[dict], dict]
@@ -341,12 +340,4 @@ def build_wikipedia_corpus(fetch: Fetch, corpus: str = "wikipedia", filters: Fil
         return doc, page["categories"], None
 
     selection = select_documents(titles, get_document, filters)
-    documents, paragraphs, sections = build_tables(corpus, [doc for doc, _ in selection.accepted])
-    assert_verified(paragraphs, sections, documents)
-    return CorpusTables(
-        documents=documents,
-        paragraphs=paragraphs,
-        sections=sections,
-        funnel=funnel_frame(selection_funnel(selection)),
-        skipped=skipped_frame([("wikipedia", title, reason) for title, reason in selection.rejected]),
-    )
+    return selection_tables(corpus, selection, [("wikipedia", title, reason) for title, reason in selection.rejected])

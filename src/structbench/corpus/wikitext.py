@@ -31,14 +31,10 @@ from pathlib import Path
 
 from structbench.corpus.build import (
     CorpusTables,
-    build_tables,
-    funnel_frame,
     sections_from_headings,
-    skipped_frame,
 )
 from structbench.corpus.markdown import read_utf8
-from structbench.corpus.selection import Filters, select_documents, selection_funnel
-from structbench.corpus.verify import assert_verified
+from structbench.corpus.selection import Filters, select_documents, selection_tables
 from structbench.tables import ParsedDocument
 
 _HEADING = re.compile(r" *(=(?: =)*) (.+?) (=(?: =)*) *")
@@ -178,13 +174,4 @@ def load_wikitext(path: str | Path, corpus: str = "wikitext", filters: Filters |
 
     selection = select_documents([doc.doc_id for doc in articles], get_document, filters)
     skipped += [(str(path), title, reason) for title, reason in selection.rejected]
-    accepted = [doc for doc, _ in selection.accepted]
-    documents, paragraphs, sections = build_tables(corpus, accepted)
-    assert_verified(paragraphs, sections, documents)
-    return CorpusTables(
-        documents=documents,
-        paragraphs=paragraphs,
-        sections=sections,
-        funnel=funnel_frame(selection_funnel(selection)),
-        skipped=skipped_frame(skipped),
-    )
+    return selection_tables(corpus, selection, skipped)
