@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --upgrade pip
 	# CPU build of torch, pinned: an unpinned torch pulls a multi-GB CUDA build.
 	$(BIN)/python -m pip install torch==2.13.0
-	$(BIN)/python -m pip install -e ".[embed,workflow,test]"
+	$(BIN)/python -m pip install -e ".[cpu,embed,workflow,test]"
 	touch $@
 
 install: $(STAMP)

@@ -78,7 +78,11 @@ rule semantic_chunks:
         embedder=semantic_embedder_spec,
         cache=f"{CACHE}/embeddings",
         code=code_version("boundaries", "tokens", "sentences", "embed", "cache"),
-    threads: 2
+    threads: 8
+    resources:
+        gpu=1,
+        mem_mb=16000,
+        runtime=120,
     conda:
         "../envs/gpu-embed.yaml"
     script:

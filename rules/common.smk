@@ -1,43 +1,33 @@
-# Helpers, config validation and named input functions. No logic lives in the rules themselves.
+# Helpers, config validation and named input functions. No logic lives in the rules themselves:
+# the library decides (structbench.config, .conditions, .corpus, .cells), the workflow asks.
+import os
 import re
-from pathlib import Path
 
-from snakemake.utils import validate
-
-from structbench.conditions import parse_conditions, parse_contrasts
+from structbench import cells
+from structbench.conditions import from_token, wildcard_constraints as axis_constraints
+from structbench.config import check_config, validate_config
+from structbench.corpus import has_queries, source_files
+from structbench.metrics import metric_columns
 from structbench.provenance import code_version
 
 
-validate(config, "../workflow/schemas/config.schema.yaml")
-
-CONDITIONS = parse_conditions(config["conditions"])
-CONTRASTS = parse_contrasts(config["contrasts"], CONDITIONS)
-R = config.get("results", "results")
-CACHE = config.get("cache", "cache")
-LOGS = config.get("logs", "logs")
+# Validate against the schema and fill its defaults; then the cross-key checks. Both run before any job.
+validate_config(config, os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml"))
+CONDITIONS, CONTRASTS = check_config(
+    config, metric_columns(config["metrics"]["ndcg_k"], config["metrics"]["recall_k"], config["metrics"]["budgets"])
+)
+R = config["results"]
+CACHE = config["cache"]
+LOGS = config["logs"]
 SELECT = config.get("select") or {}
 
 
 def selected(kind):
     """Declared names of one kind (corpora, embedders, rerankers), narrowed by ``select`` if given."""
-    declared = list(config[kind])
-    chosen = SELECT.get(kind) or declared
-    unknown = [name for name in chosen if name not in declared]
-    if unknown:
-        raise ValueError(f"select.{kind} names {unknown}, which config.{kind} does not declare ({declared})")
-    return chosen
+    return SELECT.get(kind) or list(config[kind])
 
 
 CORPORA = selected("corpora")
-
-
-def has_queries(spec):
-    """Corpora whose queries exist before any LLM step: QASPER, and Markdown with a questions file.
-    WikiText and Wikipedia-FA get theirs from query generation (a later stage), so until then they are
-    built, verified and reported, but not scored."""
-    return spec["kind"] == "qasper" or (spec["kind"] == "markdown" and bool(spec.get("questions")))
-
-
 SCORED_CORPORA = [name for name in CORPORA if has_queries(config["corpora"][name])]
 EMBEDDERS = selected("embedders")
 RERANKERS = selected("rerankers")
@@ -53,9 +43,7 @@ wildcard_constraints:
     embedder=alternation(EMBEDDERS),
     reranker=alternation(RERANKERS),
     condition=alternation(CONDITIONS),
-    boundaries="structural|fixed|semantic",
-    structure=r"gold|induced-[A-Za-z0-9_]+",
-    prefix=r"none|context|path-[1-9]|placebo-[1-9]",
+    **axis_constraints(),
 
 
 # ---- corpus -------------------------------------------------------------------------------------
@@ -67,24 +55,14 @@ def corpus_spec(wildcards):
 
 def corpus_sources(wildcards):
     """The files a corpus is built from, so an edited document or questions file rebuilds it."""
-    spec = corpus_spec(wildcards)
-    if spec["kind"] == "markdown":
-        sources = sorted(str(p) for p in Path(spec["path"]).rglob("*.md"))
-        if not sources:
-            raise ValueError(f"corpora.{wildcards.corpus}.path = {spec['path']!r} holds no .md files")
-        return sources + ([spec["questions"]] if spec.get("questions") else [])
-    if spec["kind"] == "qasper":
-        return list(spec["paths"])
-    if spec["kind"] == "wikitext":
-        return [spec["path"]]
-    return []
+    return source_files(corpus_spec(wildcards))
 
 
 # ---- chunks, texts, vectors ------------------------------------------------------------------
 
 
 def prefix_value(wildcards):
-    return wildcards.prefix.replace("-", ":", 1)
+    return from_token(wildcards.prefix)
 
 
 def structure_sections(wildcards):
@@ -125,13 +103,12 @@ def reranker_spec(wildcards):
 
 
 def dense_cell(wildcards):
-    """The identifying columns a score table carries."""
-    return {key: wildcards[key] for key in ("corpus", "condition", "embedder", "reranker")}
+    """The identifying columns a score table carries (structbench.cells)."""
+    return cells.dense_cell(wildcards.corpus, wildcards.condition, wildcards.embedder, wildcards.reranker)
 
 
-def bm25_cell(wildcards):
-    chunkset = f"{wildcards.boundaries}/{wildcards.structure}"
-    return {"corpus": wildcards.corpus, "condition": f"bm25:{chunkset}", "embedder": "bm25", "reranker": "none"}
+def lexical_cell(wildcards):
+    return cells.lexical_cell(wildcards.corpus, f"{wildcards.boundaries}/{wildcards.structure}")
 
 
 def all_bm25_scores():
@@ -194,7 +171,4 @@ def condition_retrieval(wildcards):
 
 def semantic_embedder_spec(wildcards):
     """Semantic merge embeds paragraphs with one declared embedder (``chunking.semantic_embedder``)."""
-    name = config["chunking"]["semantic_embedder"]
-    if name not in config["embedders"]:
-        raise ValueError(f"chunking.semantic_embedder = {name!r} names no declared embedder ({list(config['embedders'])})")
-    return config["embedders"][name]
+    return config["embedders"][config["chunking"]["semantic_embedder"]]

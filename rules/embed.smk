@@ -1,4 +1,5 @@
-# GPU-kind rules: the Slurm profile routes them to the GPU partition (profiles/slurm/config.yaml).
+# GPU-kind rules: each declares resources gpu=1, and the Slurm profile sends every job that asks for a
+# GPU to the GPU partition (profiles/slurm/partitions.yaml), so none lands on a CPU node by omission.
 
 
 rule embed_texts:
@@ -12,7 +13,11 @@ rule embed_texts:
         embedder=embedder_spec,
         cache=f"{CACHE}/embeddings",
         code=code_version("embed", "cache"),
-    threads: 2
+    threads: 8
+    resources:
+        gpu=1,
+        mem_mb=32000,
+        runtime=240,
     conda:
         "../envs/gpu-embed.yaml"
     script:
@@ -30,7 +35,11 @@ rule embed_queries:
         embedder=embedder_spec,
         cache=f"{CACHE}/embeddings",
         code=code_version("embed", "cache"),
-    threads: 2
+    threads: 4
+    resources:
+        gpu=1,
+        mem_mb=16000,
+        runtime=60,
     conda:
         "../envs/gpu-embed.yaml"
     script:

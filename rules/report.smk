@@ -12,6 +12,7 @@ rule report:
     log:
         f"{LOGS}/report.log",
     params:
+        corpora=CORPORA,
         primary_metric=config["stats"]["primary_metric"],
         conditions=config["conditions"],
         contrasts=contrast_params,

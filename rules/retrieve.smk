@@ -10,7 +10,7 @@ rule retrieve:
     params:
         retrieval=condition_retrieval,
         top_k=config["retrieval"]["top_k"],
-        use_gpu=config["retrieval"].get("use_gpu", False),
+        use_gpu=config["retrieval"]["use_gpu"],
         code=code_version("retrieval"),
     conda:
         "../envs/cpu.yaml"
@@ -30,7 +30,11 @@ rule rerank:
     params:
         reranker=reranker_spec,
         code=code_version("rerank", "embed"),
-    threads: 2
+    threads: 8
+    resources:
+        gpu=1,
+        mem_mb=32000,
+        runtime=240,
     conda:
         "../envs/gpu-embed.yaml"
     script:

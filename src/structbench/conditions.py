@@ -1,7 +1,12 @@
-"""Conditions and contrasts are configuration (SPEC section 12).
+"""Conditions and contrasts are configuration (SPEC section 12) — and this module is the one place
+that says which values each axis takes.
 
-A condition is a point on four axes: boundaries (fixed | structural | semantic), structure source
-(gold | induced:<inducer>), prefix (none | path:d | placebo:d | context) and retrieval (flat | ...).
+A condition is a point on four axes: boundaries, structure source, prefix and retrieval. Each axis
+value is a *kind*, optionally followed by ``:<parameter>`` (``path:3``, ``induced:llm``). The config
+schema's patterns, the workflow's wildcard constraints and the path-token round trip
+(``path:3`` <-> ``path-3``) are all generated from :data:`AXES`, so a new prefix or retrieval kind is
+declared here once and implemented in its own module (``prefixes.py``, ``retrieval.py``).
+
 Artifacts are keyed by the axes they depend on, so two conditions that agree on an axis share every
 artifact upstream of it (the workflow builds them once):
 
@@ -16,11 +21,94 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-BOUNDARIES = ("structural", "fixed", "semantic")
-RETRIEVALS = ("flat",)  # two_stage, toc and rrf plug in with the retrieval issue
+# Path tokens use "-" where config values use ":", so a parameter must not contain either.
+PARAMETER_SEPARATOR, TOKEN_SEPARATOR = ":", "-"
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of value an axis takes: a bare name, or a name with a parameter matching ``parameter``."""
+
+    name: str
+    parameter: str | None = None  # regex of the parameter; None: the kind takes none
+    needs: str | None = None  # what must exist before a condition may use it (None: ready)
+    description: str = ""
+
+    def value_regex(self, separator: str = PARAMETER_SEPARATOR) -> str:
+        return self.name if self.parameter is None else f"{self.name}{separator}{self.parameter}"
+
+
+AXES: dict[str, tuple[Kind, ...]] = {
+    "boundaries": (
+        Kind("structural", description="one unit per section, split above t_max, merged below t_min"),
+        Kind("fixed", description="windows size-matched per document to the structural chunks"),
+        Kind("semantic", description="seed 004: adjacent paragraphs merged at embedding cosine >= threshold"),
+    ),
+    "structure": (
+        Kind("gold", description="the document's own heading tree"),
+        Kind("induced", r"[A-Za-z0-9_]+", needs="the LLM layer (structure induction)",
+             description="a structure induced by the named inducer"),
+    ),
+    "prefix": (
+        Kind("none", description="the content alone"),
+        Kind("path", "[1-9]", description="the real heading path cut to depth d"),
+        Kind("placebo", "[1-9]", description="a real path of another document, same depth"),
+        Kind("context", needs="the LLM layer (situating contexts)", description="an LLM-written situating context"),
+    ),
+    "retrieval": (
+        Kind("flat", description="corpus-wide top-k over every chunk"),
+    ),
+}
 FAMILIES = ("primary", "secondary", "exploratory")
-PREFIX_PATTERN = re.compile(r"^(none|context|path:[1-9]|placebo:[1-9])$")
-STRUCTURE_PATTERN = re.compile(r"^(gold|induced:[A-Za-z0-9_]+)$")
+
+
+def kinds(axis: str) -> tuple[Kind, ...]:
+    if axis not in AXES:
+        raise KeyError(f"unknown axis {axis!r}; axes are {list(AXES)}")
+    return AXES[axis]
+
+
+def value_pattern(axis: str) -> str:
+    """Anchored regex of the values ``axis`` takes in config, e.g. ``^(none|path:[1-9]|...)$``."""
+    return "^(" + "|".join(kind.value_regex() for kind in kinds(axis)) + ")$"
+
+
+def token_pattern(axis: str) -> str:
+    """Regex of the path tokens of ``axis`` (unanchored: Snakemake wildcard constraints anchor it)."""
+    return "|".join(kind.value_regex(TOKEN_SEPARATOR) for kind in kinds(axis))
+
+
+def to_token(value: str) -> str:
+    """A config value as a path component: ``path:3`` -> ``path-3``, ``induced:llm`` -> ``induced-llm``."""
+    return value.replace(PARAMETER_SEPARATOR, TOKEN_SEPARATOR, 1)
+
+
+def from_token(token: str) -> str:
+    """The inverse of :func:`to_token`."""
+    return token.replace(TOKEN_SEPARATOR, PARAMETER_SEPARATOR, 1)
+
+
+def parse_value(axis: str, value: str) -> tuple[Kind, str | None]:
+    """The kind of an axis value and its parameter (``"path:2"`` -> (path kind, ``"2"``)).
+
+    Raises ``ValueError`` listing the legal forms when ``value`` is none of them."""
+    for kind in kinds(axis):
+        if re.fullmatch(kind.value_regex(), str(value)):
+            return kind, (str(value).split(PARAMETER_SEPARATOR, 1)[1] if kind.parameter else None)
+    legal = ", ".join(kind.value_regex() for kind in kinds(axis))
+    raise ValueError(f"{value!r} is not a {axis} value; expected one of: {legal}")
+
+
+def schema_definitions() -> dict:
+    """JSON-schema fragments for each axis and the contrast families, injected into the config schema."""
+    return {axis: {"type": "string", "pattern": value_pattern(axis)} for axis in AXES} | {
+        "family": {"enum": list(FAMILIES)}
+    }
+
+
+def wildcard_constraints() -> dict[str, str]:
+    """Snakemake wildcard constraints of the axis tokens that appear in artifact paths."""
+    return {axis: token_pattern(axis) for axis in ("boundaries", "structure", "prefix")}
 
 
 @dataclass(frozen=True)
@@ -34,11 +122,11 @@ class Condition:
     @property
     def structure_token(self) -> str:
         """The structure source as a path component ("induced:llm" -> "induced-llm")."""
-        return self.structure.replace(":", "-")
+        return to_token(self.structure)
 
     @property
     def prefix_token(self) -> str:
-        return self.prefix.replace(":", "-")
+        return to_token(self.prefix)
 
     @property
     def chunkset(self) -> str:
@@ -76,38 +164,33 @@ def parse_conditions(entries: dict) -> dict[str, Condition]:
     """Validate the ``conditions`` config block; errors name the condition and the bad value."""
     conditions = {}
     for name, axes in entries.items():
+        missing = [axis for axis in AXES if axis not in (axes or {})]
+        unknown = sorted(set(axes or {}) - set(AXES))
+        if missing or unknown:
+            raise ValueError(f"conditions.{name} needs exactly the axes {list(AXES)} (missing {missing}, unknown {unknown})")
         condition = Condition(name=name, **axes)
-        checks = [
-            ("boundaries", condition.boundaries in BOUNDARIES, f"one of {BOUNDARIES}"),
-            ("structure", bool(STRUCTURE_PATTERN.match(condition.structure)), "gold or induced:<inducer>"),
-            ("prefix", bool(PREFIX_PATTERN.match(condition.prefix)), "none, context, path:<d> or placebo:<d>"),
-            ("retrieval", condition.retrieval in RETRIEVALS, f"one of {RETRIEVALS}"),
-        ]
-        for axis, ok, expected in checks:
-            if not ok:
-                raise ValueError(
-                    f"conditions.{name}.{axis} = {getattr(condition, axis)!r} is not supported; expected {expected}"
-                )
-        if condition.structure != "gold":
-            raise ValueError(
-                f"conditions.{name}.structure = {condition.structure!r}: induced structure needs the LLM layer, "
-                "which this version does not ship yet; use 'gold'"
-            )
-        if condition.prefix == "context":
-            raise ValueError(
-                f"conditions.{name}.prefix = 'context': LLM situating contexts need the LLM layer, "
-                "which this version does not ship yet"
-            )
+        for axis in AXES:
+            value = getattr(condition, axis)
+            try:
+                kind, _ = parse_value(axis, value)
+            except ValueError as error:
+                raise ValueError(f"conditions.{name}.{axis} = {value!r} is not supported: {error}") from None
+            if kind.needs:
+                raise ValueError(f"conditions.{name}.{axis} = {value!r} needs {kind.needs}, which this version "
+                                 "does not ship yet")
         conditions[name] = condition
     return conditions
 
 
 def parse_contrasts(entries: dict, conditions: dict[str, Condition]) -> dict[str, Contrast]:
+    """Validate the ``contrasts`` block: members are declared conditions, a pair compares two different ones."""
     contrasts = {}
     for name, entry in entries.items():
         pairwise = "treatment" in entry or "control" in entry
         if pairwise == ("conditions" in entry):
             raise ValueError(f"contrasts.{name} needs either treatment + control or a conditions list, not both")
+        if pairwise and not ("treatment" in entry and "control" in entry):
+            raise ValueError(f"contrasts.{name} needs both treatment and control")
         contrast = Contrast(
             name=name,
             family=entry.get("family", "primary" if pairwise else "exploratory"),
@@ -121,6 +204,11 @@ def parse_contrasts(entries: dict, conditions: dict[str, Condition]) -> dict[str
                 raise ValueError(
                     f"contrasts.{name} names {member!r}, which is no declared condition (declared: {sorted(conditions)})"
                 )
+        if pairwise and contrast.treatment == contrast.control:
+            raise ValueError(f"contrasts.{name} compares {contrast.treatment!r} with itself: every delta is 0, "
+                             "and in a Holm family it would inflate the other contrasts' adjusted p-values")
+        if len(set(contrast.conditions)) != len(contrast.conditions):
+            raise ValueError(f"contrasts.{name}.conditions lists a condition twice: {list(contrast.conditions)}")
         if contrast.depths and len(contrast.depths) != len(contrast.conditions):
             raise ValueError(f"contrasts.{name}.depths needs one depth per condition")
         if contrast.family not in FAMILIES:

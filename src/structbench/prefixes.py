@@ -24,22 +24,24 @@ from collections.abc import Mapping
 import numpy as np
 import polars as pl
 
+from structbench.conditions import parse_value
+from structbench.defaults import SEED as DEFAULT_SEED
+from structbench.defaults import SEPARATOR as DEFAULT_SEPARATOR
 from structbench.tables import TEXTS
 from structbench.tokens import TokenCounter, load_tokenizer
 
-DEFAULT_SEED = 20260710  # the study's global seed (seed 000, table 11)
-DEFAULT_SEPARATOR = " > "
 PREFIX_END = "\n\n"
 
 
 def parse_prefix(prefix: str) -> tuple[str, int | None]:
-    """Split a prefix name into its kind and depth: ``"path:2"`` -> ``("path", 2)``."""
-    kind, _, depth = prefix.partition(":")
-    if kind in ("none", "context") and not depth:
-        return kind, None
-    if kind in ("path", "placebo") and depth.isdigit() and int(depth) >= 1:
-        return kind, int(depth)
-    raise ValueError(f"unknown prefix {prefix!r}: expected none, path:<d>, placebo:<d> or context (d >= 1)")
+    """Split a prefix name into its kind and depth: ``"path:2"`` -> ``("path", 2)``.
+
+    The legal forms are declared once, in :data:`structbench.conditions.AXES`."""
+    try:
+        kind, parameter = parse_value("prefix", prefix)
+    except ValueError as error:
+        raise ValueError(f"unknown prefix {prefix!r}: {error}") from None
+    return kind.name, int(parameter) if parameter is not None else None
 
 
 def render_prefix(items, separator: str = DEFAULT_SEPARATOR) -> str:
@@ -134,26 +136,13 @@ def render_texts(documents: pl.DataFrame, chunks: pl.DataFrame, prefix: str, tok
     contents = [text_of[d][s:e].strip() for d, s, e in spans]
 
     report = {"prefix": prefix, "kind": kind, "depth": depth, "separator": separator, "chunks": len(chunk_ids)}
-    if kind == "none":
-        prefixes = [""] * len(chunk_ids)
-    elif kind == "path":
-        prefixes = [render_prefix(path[:depth], separator) for path in ordered["path"].to_list()]
-    elif kind == "placebo":
-        mapping, residual = placebo_paths(ordered, depth, seed)
-        lookup = {(d, tuple(real)): (tuple(fake), fake_doc) for d, real, fake, fake_doc in
-                  zip(*(mapping[c].to_list() for c in ("doc_id", "real_path", "placebo_path", "placebo_doc_id")))}
-        chosen = [lookup[(d, tuple(path[:depth]))] for d, path in zip(doc_ids, ordered["path"].to_list())]
-        prefixes = [render_prefix(fake, separator) for fake, _ in chosen]
-        report.update(seed=seed, placebo_pairs=mapping.height, residual_same_doc=residual,
-                      residual_same_doc_chunks=sum(fake_doc == d for (_, fake_doc), d in zip(chosen, doc_ids)))
-    else:
-        by_chunk = _contexts(contexts)
-        absent = [c for c in chunk_ids if c not in by_chunk]
-        if absent:
-            raise ValueError(f"prefix 'context' needs a context for every chunk; {len(absent)} of {len(chunk_ids)} "
-                             f"chunks have none (first chunk_ids: {absent[:5]}). "
-                             "Run the context-generation step first.")
-        prefixes = [render_prefix(str(by_chunk[c]).strip(), separator) for c in chunk_ids]
+    paths = ordered["path"].to_list()
+    if depth is not None:
+        # A path shorter than the depth renders whole (SPEC section 17): say how many were capped.
+        report.update(capped_chunks=sum(len(path) < depth for path in paths),
+                      max_path_depth=max((len(path) for path in paths), default=0))
+    prefixes = RENDERERS[kind](ordered=ordered, doc_ids=doc_ids, paths=paths, chunk_ids=chunk_ids, depth=depth,
+                               separator=separator, seed=seed, contexts=contexts, report=report)
 
     unique = sorted(set(prefixes))
     counted = dict(zip(unique, tokenizer.count_batch(unique)))
@@ -171,6 +160,38 @@ def render_texts(documents: pl.DataFrame, chunks: pl.DataFrame, prefix: str, tok
         mean_content_tokens=float(ordered["n_tokens"].mean()) if ordered.height else 0.0,
     )
     return texts, report
+
+
+def _no_prefix(*, chunk_ids, **_) -> list[str]:
+    return [""] * len(chunk_ids)
+
+
+def _path_prefixes(*, paths, depth, separator, **_) -> list[str]:
+    return [render_prefix(path[:depth], separator) for path in paths]
+
+
+def _placebo_prefixes(*, ordered, doc_ids, paths, depth, separator, seed, report, **_) -> list[str]:
+    mapping, residual = placebo_paths(ordered, depth, seed)
+    lookup = {(d, tuple(real)): (tuple(fake), fake_doc) for d, real, fake, fake_doc in
+              zip(*(mapping[c].to_list() for c in ("doc_id", "real_path", "placebo_path", "placebo_doc_id")))}
+    chosen = [lookup[(d, tuple(path[:depth]))] for d, path in zip(doc_ids, paths)]
+    report.update(seed=seed, placebo_pairs=mapping.height, residual_same_doc=residual,
+                  residual_same_doc_chunks=sum(fake_doc == d for (_, fake_doc), d in zip(chosen, doc_ids)))
+    return [render_prefix(fake, separator) for fake, _ in chosen]
+
+
+def _context_prefixes(*, chunk_ids, contexts, separator, **_) -> list[str]:
+    by_chunk = _contexts(contexts)
+    absent = [c for c in chunk_ids if c not in by_chunk]
+    if absent:
+        raise ValueError(f"prefix 'context' needs a context for every chunk; {len(absent)} of {len(chunk_ids)} "
+                         f"chunks have none (first chunk_ids: {absent[:5]}). "
+                         "Run the context-generation step first.")
+    return [render_prefix(str(by_chunk[c]).strip(), separator) for c in chunk_ids]
+
+
+# One renderer per prefix kind of structbench.conditions.AXES["prefix"] (a test checks they agree).
+RENDERERS = {"none": _no_prefix, "path": _path_prefixes, "placebo": _placebo_prefixes, "context": _context_prefixes}
 
 
 def _contexts(contexts) -> dict[int, str]:

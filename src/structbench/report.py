@@ -8,6 +8,8 @@ from pathlib import Path
 
 import polars as pl
 
+from structbench.atomic import write_text
+from structbench.cells import lexical_chunkset
 from structbench.tables import write_table
 
 CELL = ["corpus", "embedder", "reranker"]
@@ -172,12 +174,14 @@ def chunk_sets_section(size_matches: list[dict]) -> str:
 
 
 def prefixes_section(text_reports: list[dict]) -> str:
-    """Prefix tokens per text set; for placebo sets, the residual same-document assignments."""
+    """Prefix tokens per text set; for path and placebo sets, how many chunks have a path shorter than the
+    depth (rendered whole: "capped") and the deepest path; for placebo sets, the residual same-document
+    assignments."""
     if not text_reports:
         return ""
     frame = pl.DataFrame(text_reports, infer_schema_length=None)
     columns = ["corpus", "boundaries", "structure", "prefix", "chunks", "mean_content_tokens", "mean_prefix_tokens"]
-    columns += [c for c in ("residual_same_doc", "placebo_pairs") if c in frame.columns]
+    columns += [c for c in ("capped_chunks", "max_path_depth", "residual_same_doc", "placebo_pairs") if c in frame.columns]
     return markdown_table(frame.select(columns).sort("corpus", "boundaries", "structure", "prefix"), 1) + "\n"
 
 
@@ -186,7 +190,9 @@ def bm25_section(bm25_scores: pl.DataFrame, primary_metric: str) -> str:
     if bm25_scores.is_empty():
         return ""
     table = (
-        bm25_scores.with_columns(pl.col("condition").str.strip_prefix("bm25:").alias("chunk set"))
+        bm25_scores.with_columns(
+            pl.col("condition").map_elements(lexical_chunkset, return_dtype=pl.String).alias("chunk set")
+        )
         .group_by("corpus", "chunk set")
         .agg(
             pl.len().alias("n_queries"),
@@ -260,7 +266,7 @@ def render_report(
 def write_report(
     score_paths: list[str],
     contrast_paths: list[str],
-    corpus_stats_paths: list[str],
+    corpus_stats_paths: dict[str, str],
     conditions: dict,
     primary_metric: str,
     report_path: str,
@@ -274,7 +280,7 @@ def write_report(
         return pl.concat([pl.read_parquet(p) for p in paths], how="diagonal_relaxed") if paths else pl.DataFrame()
 
     scores, contrasts, bm25_scores = concat(score_paths), concat(contrast_paths), concat(bm25_score_paths)
-    stats_by_corpus = {Path(p).parent.parent.name: json.loads(Path(p).read_text()) for p in corpus_stats_paths}
+    stats_by_corpus = {corpus: json.loads(Path(p).read_text()) for corpus, p in corpus_stats_paths.items()}
     text, means = render_report(
         scores,
         contrasts,
@@ -286,6 +292,5 @@ def write_report(
         contrast_specs,
         bm25_scores,
     )
-    Path(report_path).parent.mkdir(parents=True, exist_ok=True)
-    Path(report_path).write_text(text)
+    write_text(report_path, text)
     write_table(means, means_path)

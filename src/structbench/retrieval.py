@@ -52,6 +52,18 @@ def flat_search(
     return runs_from_arrays(qids, scores, ids, stage="flat")
 
 
+# One function per retrieval kind of structbench.conditions.AXES["retrieval"] (a test checks they agree).
+RETRIEVERS = {"flat": flat_search}
+
+
+def retrieve(kind: str, chunk_vectors: np.ndarray, query_vectors: np.ndarray, qids: list[str], top_k: int,
+             use_gpu: bool = False) -> pl.DataFrame:
+    """The runs table of one retrieval kind (the ``retrieval`` axis value of a condition)."""
+    if kind not in RETRIEVERS:
+        raise ValueError(f"retrieval {kind!r} has no implementation; implemented: {sorted(RETRIEVERS)}")
+    return RETRIEVERS[kind](chunk_vectors, query_vectors, qids, top_k=top_k, use_gpu=use_gpu)
+
+
 def runs_from_arrays(qids: list[str], scores: np.ndarray, ids: np.ndarray, stage: str) -> pl.DataFrame:
     n_queries, k = ids.shape
     keep = ids.reshape(-1) >= 0

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import polars as pl
 
+from structbench.atomic import atomic_path
+
 PARAGRAPH_SEPARATOR = "\n\n"
 MAX_LEVEL = 4  # stored levels are clamped to 1..MAX_LEVEL; paths keep the true depth
 
@@ -135,11 +137,8 @@ def conform(frame: pl.DataFrame, name: str) -> pl.DataFrame:
 
 def write_table(frame: pl.DataFrame, path: str | Path) -> None:
     """Write Parquet atomically (temp file + rename) with fixed settings, so equal frames give equal bytes."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    frame.write_parquet(tmp, compression="zstd", statistics=False)
-    tmp.replace(path)
+    with atomic_path(path) as tmp:
+        frame.write_parquet(tmp, compression="zstd", statistics=False)
 
 
 def read_table(path: str | Path, name: str | None = None) -> pl.DataFrame:

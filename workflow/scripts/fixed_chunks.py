@@ -1,6 +1,5 @@
 """Fixed windows size-matched per document to a structural chunk set, sentence-snapped."""
-import json
-
+from structbench.atomic import write_json
 from structbench.boundaries import assert_tiling, fixed_chunks, size_match_report
 from structbench.logs import step_log
 from structbench.tables import read_table, write_table
@@ -23,5 +22,4 @@ with step_log(snakemake.log[0], "fixed_chunks") as log:
               **size_match_report(chunks, reference)}
     log.info("size match: %s", report)
     write_table(chunks, snakemake.output.chunks)
-    with open(snakemake.output.size_match, "w") as out:
-        json.dump(report, out, indent=1, sort_keys=True)
+    write_json(snakemake.output.size_match, report)

@@ -1,6 +1,5 @@
 """Render the text to embed for each chunk under one prefix (none, heading path, placebo)."""
-import json
-
+from structbench.atomic import write_json
 from structbench.logs import step_log
 from structbench.prefixes import render_texts
 from structbench.tables import read_table, write_table
@@ -18,5 +17,4 @@ with step_log(snakemake.log[0], "texts") as log:
     report = {**report, **{key: snakemake.wildcards[key] for key in ("corpus", "boundaries", "structure")}}
     log.info("prefix %s: %s", snakemake.params.prefix, report)
     write_table(texts, snakemake.output.texts)
-    with open(snakemake.output.report, "w") as out:
-        json.dump(report, out, indent=1, sort_keys=True)
+    write_json(snakemake.output.report, report)

@@ -6,7 +6,7 @@ with step_log(snakemake.log[0], "report") as log:
     write_report(
         score_paths=list(snakemake.input.scores),
         contrast_paths=list(snakemake.input.contrasts),
-        corpus_stats_paths=list(snakemake.input.corpus_stats),
+        corpus_stats_paths=dict(zip(snakemake.params.corpora, snakemake.input.corpus_stats)),
         size_match_paths=list(snakemake.input.size_matches),
         text_report_paths=list(snakemake.input.text_reports),
         bm25_score_paths=list(snakemake.input.bm25_scores),

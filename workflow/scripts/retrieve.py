@@ -1,13 +1,14 @@
-"""Rank every chunk of the corpus for every query (flat search, corpus-wide top k)."""
+"""Rank the corpus's chunks for every query with the condition's retrieval kind (corpus-wide top k)."""
 import numpy as np
 
 from structbench.logs import step_log
-from structbench.retrieval import flat_search
+from structbench.retrieval import retrieve
 from structbench.tables import read_table, write_table
 
 with step_log(snakemake.log[0], "retrieve") as log:
     queries = read_table(snakemake.input.queries, "queries")
-    runs = flat_search(
+    runs = retrieve(
+        snakemake.params.retrieval,
         np.load(snakemake.input.chunk_vectors),
         np.load(snakemake.input.query_vectors),
         queries["qid"].to_list(),

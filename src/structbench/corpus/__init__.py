@@ -66,6 +66,35 @@ def _check_keys(spec: dict) -> str:
     return kind
 
 
+def has_queries(spec: dict) -> bool:
+    """Whether a corpus brings its own questions (QASPER; Markdown with a questions file).
+
+    The others (WikiText, Wikipedia-FA, Markdown without questions) get theirs from query generation;
+    until then they are built, verified, chunked and reported, but not scored."""
+    kind = _check_keys(spec)
+    return kind == "qasper" or (kind == "markdown" and bool(spec.get("questions")))
+
+
+def source_files(spec: dict) -> list[str]:
+    """The files a corpus is built from, so that an edited document or questions file rebuilds it.
+
+    A missing Markdown folder or one without ``.md`` files is a ``ValueError`` naming the path, raised
+    when the workflow is planned rather than minutes into the run. Wikipedia-FA is fetched (its on-disk
+    API cache is an implementation detail), so it lists no source files."""
+    kind = _check_keys(spec)
+    if kind == "markdown":
+        from structbench.corpus.markdown import markdown_files
+
+        files = [str(path) for path in markdown_files(spec["path"])]
+        return files + ([str(spec["questions"])] if spec.get("questions") else [])
+    if kind == "qasper":
+        paths = spec["paths"]
+        return [paths] if isinstance(paths, str) else [str(p) for p in paths]
+    if kind == "wikitext":
+        return [str(spec["path"])]
+    return []
+
+
 def load_corpus(spec: dict) -> CorpusTables:
     """Load the corpus ``spec`` describes (keys in the module docstring), verified.
 
@@ -121,7 +150,9 @@ __all__ = [
     "CorpusTables",
     "assert_verified",
     "build_tables",
+    "has_queries",
     "load_corpus",
+    "source_files",
     "verify_corpus",
     "verify_paragraphs",
     "verify_queries",

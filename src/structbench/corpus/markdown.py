@@ -210,6 +210,21 @@ def title_from_stem(stem: str) -> str:
     return re.sub(r"[-_]+", " ", stem).strip() or stem
 
 
+def markdown_files(folder: str | Path) -> list[Path]:
+    """Every ``*.md`` file under ``folder``, recursively, in a fixed order (relative POSIX path).
+
+    A path that does not exist, is not a folder, or holds no ``.md`` file is a ``ValueError`` naming it."""
+    folder = Path(folder)
+    if not folder.exists():
+        raise ValueError(f"markdown corpus folder {folder} does not exist")
+    if not folder.is_dir():
+        raise ValueError(f"markdown corpus path {folder} is not a folder")
+    files = sorted(folder.rglob("*.md"), key=lambda path: path.relative_to(folder).as_posix())
+    if not files:
+        raise ValueError(f"markdown corpus folder {folder} has no .md files")
+    return files
+
+
 def load_markdown_folder(
     folder: str | Path, corpus: str = "markdown", questions_path: str | Path | None = None
 ) -> CorpusTables:
@@ -218,11 +233,7 @@ def load_markdown_folder(
     Two files with the same stem are a ``ValueError`` naming both (the stem is the ``doc_id``).
     """
     folder = Path(folder)
-    if not folder.is_dir():
-        raise ValueError(f"markdown corpus folder {folder} does not exist")
-    files = sorted(folder.rglob("*.md"), key=lambda path: path.relative_to(folder).as_posix())
-    if not files:
-        raise ValueError(f"markdown corpus folder {folder} has no .md files")
+    files = markdown_files(folder)
     stems: dict[str, Path] = {}
     for path in files:
         if path.stem in stems:

