@@ -1,3 +1,10 @@
+from structbench.metrics import metrics_from_config
+
+# config's metrics block as the list of metric names score_run computes (checked against the registry
+# at start-up, so a bad name fails the dry run, not a job)
+SCORE_METRICS = metrics_from_config(config["metrics"])
+
+
 rule score:
     input:
         runs=condition_runs,
@@ -10,9 +17,7 @@ rule score:
         f"{LOGS}/score/{{corpus}}/{{embedder}}-{{reranker}}-{{condition}}.log",
     params:
         cell=dense_cell,
-        ndcg_k=config["metrics"]["ndcg_k"],
-        recall_k=config["metrics"]["recall_k"],
-        budgets=config["metrics"]["budgets"],
+        metrics=SCORE_METRICS,
         code=code_version("metrics"),
     conda:
         "../envs/cpu.yaml"
@@ -32,9 +37,7 @@ rule score_bm25:
         f"{LOGS}/score/{{corpus}}/bm25-{{boundaries}}-{{structure}}.log",
     params:
         cell=bm25_cell,
-        ndcg_k=config["metrics"]["ndcg_k"],
-        recall_k=config["metrics"]["recall_k"],
-        budgets=config["metrics"]["budgets"],
+        metrics=SCORE_METRICS,
         code=code_version("metrics"),
     conda:
         "../envs/cpu.yaml"
