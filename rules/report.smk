@@ -13,6 +13,7 @@ rule report:
         f"{LOGS}/report.log",
     params:
         primary_metric=config["stats"]["primary_metric"],
+        bootstrap_iters=config["stats"]["bootstrap_iters"],
         conditions=config["conditions"],
         contrasts=contrast_params,
         code=code_version("report"),
