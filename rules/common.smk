@@ -7,15 +7,16 @@ from structbench import cells
 from structbench.conditions import from_token, wildcard_constraints as axis_constraints
 from structbench.config import check_config, validate_config
 from structbench.corpus import has_queries, source_files
-from structbench.metrics import metric_columns
+from structbench.metrics import metrics_from_config
 from structbench.provenance import code_version
 
 
 # Validate against the schema and fill its defaults; then the cross-key checks. Both run before any job.
 validate_config(config, os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml"))
-CONDITIONS, CONTRASTS = check_config(
-    config, metric_columns(config["metrics"]["ndcg_k"], config["metrics"]["recall_k"], config["metrics"]["budgets"])
-)
+# The metric names the scoring step computes (from the metric registry): checked here, so a bad name or
+# a primary metric that is not computed fails the dry run, not a job.
+SCORE_METRICS = metrics_from_config(config["metrics"])
+CONDITIONS, CONTRASTS = check_config(config, SCORE_METRICS)
 R = config["results"]
 CACHE = config["cache"]
 LOGS = config["logs"]

@@ -14,6 +14,7 @@ rule report:
     params:
         corpora=CORPORA,
         primary_metric=config["stats"]["primary_metric"],
+        bootstrap_iters=config["stats"]["bootstrap_iters"],
         conditions=config["conditions"],
         contrasts=contrast_params,
         code=code_version("report"),

@@ -10,9 +10,7 @@ rule score:
         f"{LOGS}/score/{{corpus}}/{{embedder}}-{{reranker}}-{{condition}}.log",
     params:
         cell=dense_cell,
-        ndcg_k=config["metrics"]["ndcg_k"],
-        recall_k=config["metrics"]["recall_k"],
-        budgets=config["metrics"]["budgets"],
+        metrics=SCORE_METRICS,
         code=code_version("metrics"),
     conda:
         "../envs/cpu.yaml"
@@ -32,9 +30,7 @@ rule score_bm25:
         f"{LOGS}/score/{{corpus}}/bm25-{{boundaries}}-{{structure}}.log",
     params:
         cell=lexical_cell,
-        ndcg_k=config["metrics"]["ndcg_k"],
-        recall_k=config["metrics"]["recall_k"],
-        budgets=config["metrics"]["budgets"],
+        metrics=SCORE_METRICS,
         code=code_version("metrics"),
     conda:
         "../envs/cpu.yaml"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -18,14 +19,23 @@ from structbench.metrics import (
     coverage_ndcg,
     ideal_coverage_dcg,
     ideal_coverage_ranking,
+    is_metric,
     is_relevant,
     metric_columns,
+    metric_label,
+    metric_names,
+    metrics_from_config,
+    parse_metric,
+    registered_metrics,
     score_run,
     section_recall,
     summarize_run_comparison,
 )
+from structbench.metrics import registry
 from structbench.metrics import reference as ref
 from structbench.metrics.synthetic import synthetic_cell
+
+REPO = Path(__file__).resolve().parents[1]
 
 # --------------------------------------------------------------------------- builders
 
@@ -520,3 +530,200 @@ def test_scoring_is_deterministic():
     first = score_run(cell["runs"], cell["queries"], cell["chunks"], cell["texts"])
     second = score_run(cell["runs"], cell["queries"], cell["chunks"], cell["texts"])
     assert first.equals(second)
+
+
+# --------------------------------------------------------------------------- the metric registry
+
+# The score table the default config produced before the registry existed (checked by hand against
+# the parallel-list score_run it replaced): these columns, this order, these dtypes.
+DEFAULT_COLUMNS_BEFORE_THE_REGISTRY = [
+    "qid", "doc_id", "qtype",
+    "cov_nDCG@10", "nDCG@10", "MRR", "R@50", "budget_cov@512", "budget_cov@1024", "budget_cov@2048", "gold_top1",
+]
+
+
+def default_config_metrics() -> dict:
+    import yaml
+
+    return yaml.safe_load((REPO / "config" / "config.yaml").read_text())["metrics"]
+
+
+def test_default_config_gives_the_same_score_table_columns_as_before():
+    names = metrics_from_config(default_config_metrics())
+    assert names == DEFAULT_COLUMNS_BEFORE_THE_REGISTRY[3:] == metric_names() == metric_columns()
+    cell = synthetic_cell(n_docs=20, n_queries=50, top_k=30, seed=4)
+    scores = score_run(cell["runs"], cell["queries"], cell["chunks"], cell["texts"], metrics=names)
+    assert scores.columns == DEFAULT_COLUMNS_BEFORE_THE_REGISTRY
+    assert scores.dtypes == [pl.String] * 3 + [pl.Float64] * 8
+    # the old keyword interface builds the very same table
+    legacy = score_run(cell["runs"], cell["queries"], cell["chunks"], cell["texts"], k=10, recall_k=50, budgets=(512, 1024, 2048))
+    assert legacy.equals(scores) and score_run(cell["runs"], cell["queries"], cell["chunks"], cell["texts"]).equals(scores)
+
+
+def test_default_metric_set_equals_the_reference_exactly():
+    # the default set the rule passes, against the plain-Python reference with its own defaults
+    cell = synthetic_cell(n_docs=60, n_queries=200, top_k=100, own_doc_chunks=12, seed=12)
+    names = metrics_from_config(default_config_metrics())
+    fast = score_run(cell["runs"], cell["queries"], cell["chunks"], cell["texts"], metrics=names)
+    slow = reference_scores(cell)
+    assert fast["qid"].to_list() == slow["qid"].to_list()
+    assert slow.columns[1:] == names  # the reference keys its metrics independently of the registry
+    for column in names:
+        # same summation order as the reference: equal to the last bit, not just close
+        np.testing.assert_array_equal(fast[column].to_numpy(), slow[column].to_numpy(), err_msg=column)
+    assert fast["budget_cov@512"].mean() > 0.05 and fast["gold_top1"].sum() > 0  # not trivially zero
+
+
+def test_every_registered_metric_is_documented():
+    assert registered_metrics()[:6] == ["cov_nDCG", "nDCG", "MRR", "R", "budget_cov", "gold_top1"]
+    assert "section_recall" in registered_metrics()
+    for name in registered_metrics():
+        definition = registry.REGISTRY[name]
+        assert definition.label and definition.description, name
+        assert len(definition.formula) > 40, name  # the docstring carries the definition
+    assert parse_metric("cov_nDCG@10").label == "coverage-nDCG@10" and metric_label("R@50") == "recall@50"
+    assert "Primary" in parse_metric("cov_nDCG@5").description
+    assert "DCG@k" in parse_metric("cov_nDCG@5").definition.formula
+
+
+@pytest.mark.parametrize(
+    "name, message",
+    [
+        ("nDCG", "needs a positive integer k"),
+        ("nDCG@0", "needs a positive integer k"),
+        ("nDCG@010", "needs a positive integer k"),  # one metric, one column name
+        ("nDCG@1.5", "needs a positive integer k"),
+        ("MRR@10", "takes no cutoff"),
+        ("P@10", "unknown metric 'P@10'"),
+        ("budget_cov@x", "needs a positive integer budget"),
+    ],
+)
+def test_bad_metric_names_are_errors(name, message):
+    with pytest.raises(ValueError, match=message):
+        parse_metric(name)
+    assert not is_metric(name)
+
+
+def test_score_run_computes_the_names_it_is_given_in_that_order():
+    cell = synthetic_cell(n_docs=20, n_queries=60, top_k=30, seed=8)
+    tables_ = cell["runs"], cell["queries"], cell["chunks"], cell["texts"]
+    scores = score_run(*tables_, metrics=["MRR", "budget_cov@300", "cov_nDCG@3"])
+    assert scores.columns == ["qid", "doc_id", "qtype", "MRR", "budget_cov@300", "cov_nDCG@3"]
+    evidence = align_run(*tables_)
+    np.testing.assert_array_equal(scores["cov_nDCG@3"].to_numpy(), coverage_ndcg(evidence, k=3))
+    reference = reference_scores(cell, k=3, budgets=(300,))
+    np.testing.assert_array_equal(scores["budget_cov@300"].to_numpy(), reference["budget_cov@300"].to_numpy())
+    with pytest.raises(ValueError, match="listed twice"):
+        score_run(*tables_, metrics=["MRR", "MRR"])
+    with pytest.raises(ValueError, match="unknown metric 'MAP'"):
+        score_run(*tables_, metrics=["MRR", "MAP"])
+    with pytest.raises(TypeError, match="either metrics= or k="):
+        score_run(*tables_, metrics=["MRR"], k=5)
+    with pytest.raises(TypeError, match="list of names"):
+        score_run(*tables_, metrics="MRR")
+
+
+def test_metrics_from_config_names_the_missing_key():
+    with pytest.raises(ValueError, match="metrics.recall_k"):
+        metrics_from_config({"ndcg_k": 10, "budgets": [512]})
+    assert metrics_from_config({"ndcg_k": 5, "recall_k": 20, "budgets": [100]}) == [
+        "cov_nDCG@5", "nDCG@5", "MRR", "R@20", "budget_cov@100", "gold_top1"
+    ]
+
+
+def section_recall_case():
+    queries = make_queries([("a", "d", [(100, 200)]), ("b", "d", [(0, 10), (500, 600)]), ("c", "d", [(0, 10)])])
+    chunks = make_chunks([(0, "d", 0, 100), (1, "d", 100, 300), (2, "d", 300, 700), (3, "e", 0, 1000)])
+    runs = make_runs({"a": [1, 0], "b": [3, 2], "c": [2]})
+    kept = pl.DataFrame(
+        {"qid": ["a", "a", "b", "b"], "doc_id": ["d", "d", "e", "d"], "start": [0, 200, 0, 550], "end": [100, 300, 1000, 560]}
+    )
+    return runs, queries, chunks, kept
+
+
+def test_section_recall_is_a_registered_metric_outside_the_default_set():
+    runs, queries, chunks, kept = section_recall_case()
+    assert "section_recall" not in metric_names() and parse_metric("section_recall").requires[0].name == "kept_sections"
+    scores = score_run(runs, queries, chunks, metrics=["cov_nDCG@10", "section_recall"], inputs={"kept_sections": kept})
+    assert scores.columns == ["qid", "doc_id", "qtype", "cov_nDCG@10", "section_recall"]
+    # a's kept sections [0,100), [200,300) miss its span [100,200); b keeps [550,560) of d; c keeps nothing
+    assert scores["section_recall"].to_list() == [0.0, 1.0, 0.0]
+    assert scores.select("qid", "section_recall").equals(section_recall(kept, queries))
+    # the table-level function and the registered metric share one definition, on other data too
+    kept_hits = kept.with_columns(pl.Series("end", [150, 300, 1000, 560]))
+    again = score_run(runs, queries, chunks, metrics=["section_recall"], inputs={"kept_sections": kept_hits})
+    assert again["section_recall"].to_list() == [1.0, 1.0, 0.0]
+    assert again.select("qid", "section_recall").equals(section_recall(kept_hits, queries))
+
+
+def test_a_metric_missing_its_input_is_an_error_naming_both():
+    runs, queries, chunks, kept = section_recall_case()
+    with pytest.raises(ValueError, match=r"metric 'section_recall' needs input 'kept_sections' \(the sections stage 1"):
+        score_run(runs, queries, chunks, metrics=["MRR", "section_recall"])
+    with pytest.raises(ValueError, match="needs input 'kept_sections'"):
+        score_run(runs, queries, chunks, metrics=["section_recall"], inputs={"kept": kept})
+    # checked before any work: a bad run does not mask it
+    with pytest.raises(ValueError, match="needs input 'kept_sections'"):
+        score_run(make_runs({"zzz": [0]}), queries, chunks, metrics=["section_recall"])
+    with pytest.raises(ValueError, match="kept_sections: qid not in queries"):
+        score_run(runs, queries, chunks, metrics=["section_recall"], inputs={"kept_sections": kept.with_columns(pl.lit("x").alias("qid"))})
+
+
+def test_a_new_metric_plugs_in_by_registering(monkeypatch):
+    monkeypatch.setattr(registry, "REGISTRY", dict(registry.REGISTRY))  # registrations vanish after the test
+    routed = registry.ExtraInput("routed_doc", "the document each query was routed to: qid, doc_id")
+
+    @registry.register("doc_routed", label="routed to gold", description="1 when routing chose the gold document.", requires=(routed,))
+    def doc_routed(evidence, routed_doc):
+        chosen = dict(routed_doc.iter_rows())
+        return np.array([float(chosen.get(q) == d) for q, d in zip(evidence.qid, evidence.doc_id)])
+
+    @registry.register("first_hits", cutoff="depth", label="hits in the top {cutoff}", description="Relevant chunks ranked in the top depth.")
+    def first_hits(evidence, depth):
+        return np.bincount(evidence.relevant_query[evidence.relevant_rank <= depth], minlength=evidence.n_queries).astype(float)
+
+    runs, queries, chunks, _ = section_recall_case()
+    routed_doc = pl.DataFrame({"qid": ["a", "b"], "doc_id": ["d", "e"]})
+    scores = score_run(runs, queries, chunks, metrics=["doc_routed", "first_hits@1", "MRR"], inputs={"routed_doc": routed_doc})
+    assert scores["doc_routed"].to_list() == [1.0, 0.0, 0.0]
+    assert scores["first_hits@1"].to_list() == [1.0, 0.0, 0.0]  # only a ranks a relevant chunk first
+    assert metric_label("first_hits@1") == "hits in the top 1"
+    with pytest.raises(ValueError, match="metric 'doc_routed' needs input 'routed_doc'"):
+        score_run(runs, queries, chunks, metrics=["doc_routed"])
+    with pytest.raises(ValueError, match="registered twice"):
+        registry.register("MRR", label="x", description="x")(lambda evidence: evidence.qid)
+    with pytest.raises(ValueError, match="has no parameter 'k'"):
+        registry.register("broken", cutoff="k", label="x", description="x")(lambda evidence: evidence.qid)
+    registry.register("short", label="x", description="x")(lambda evidence: np.zeros(1))
+    with pytest.raises(ValueError, match=r"metric 'short' returned shape \(1,\), not one value per query \(3\)"):
+        score_run(runs, queries, chunks, metrics=["short"])
+
+
+# --------------------------------------------------------------------------- align_run's validation, step by step
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda q, c, r, t: (q.vstack(q), c, r, t), "queries: duplicate qid"),
+        (lambda q, c, r, t: (q.with_columns(pl.Series("spans", [[[0, 5, 9]]], dtype=pl.List(pl.List(pl.Int64)))), c, r, t), "spans must be"),
+        (lambda q, c, r, t: (q.drop("qtype"), c, r, t), r"queries table is missing columns \['qtype'\]"),
+        (lambda q, c, r, t: (q, c.vstack(c.head(1)), r, t), "chunks: duplicate chunk_id"),
+        (lambda q, c, r, t: (q, c.with_columns(pl.lit(0).alias("end")), r, t), "chunks: empty or negative interval"),
+        (lambda q, c, r, t: (q, c.with_columns(pl.lit(-1).alias("n_tokens")), r, t), "n_tokens out of range"),
+        (lambda q, c, r, t: (q, c, r.with_columns(pl.col("rank") - 1), t), "rank is 1-based"),
+        (lambda q, c, r, t: (q, c, r.drop("chunk_id"), t), "runs table is missing columns"),
+        (lambda q, c, r, t: (q, c, r, t.vstack(t.head(1))), "texts: duplicate chunk_id"),
+        (lambda q, c, r, t: (q, c, r, t.with_columns(pl.lit(-2).alias("prefix_tokens"))), "negative prefix_tokens"),
+        # two problems at once: the earlier step's error is the one raised (the split kept the order)
+        (lambda q, c, r, t: (q, c.with_columns(pl.lit(0).alias("end")), make_runs({"zzz": [0]}), t), "chunks: empty or negative"),
+        (lambda q, c, r, t: (q, c, make_runs({"zzz": [0]}), t.with_columns(pl.lit(-2).alias("prefix_tokens"))), "qid not in queries"),
+    ],
+)
+def test_alignment_errors_name_the_bad_input(change, message):
+    queries = make_queries([("q", "d", [(0, 10)])])
+    chunks = make_chunks([(0, "d", 0, 10), (1, "d", 10, 20)])
+    runs, texts = make_runs({"q": [0, 1]}), make_texts({0: 1, 1: 2})
+    queries, chunks, runs, texts = change(queries, chunks, runs, texts)
+    with pytest.raises(ValueError, match=message):
+        align_run(runs, queries, chunks, texts)

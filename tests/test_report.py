@@ -1,6 +1,20 @@
+import numpy as np
 import polars as pl
+import pytest
 
-from structbench.report import condition_means, format_p, markdown_table, render_report
+from structbench.metrics import metric_names, parse_metric
+from structbench.report import (
+    bm25_section,
+    condition_means,
+    contrasts_section,
+    format_p,
+    ladder_section,
+    markdown_table,
+    metric_columns,
+    metric_legend,
+    render_report,
+)
+from structbench.stats import contrast_table
 
 
 def scores_frame():
@@ -47,3 +61,88 @@ def test_markdown_table_and_p_formatting():
 def test_a_run_with_no_scored_corpus_still_reports_the_corpora():
     text, means = render_report(pl.DataFrame(), pl.DataFrame(), {"w": {"documents": 4}}, {}, "cov_nDCG@10")
     assert "nothing was scored" in text and "| statistic | w |" in text
+
+
+@pytest.mark.parametrize(
+    "p, B, shown",
+    [
+        (0.0, 10_000, "< 0.0001"),  # no replicate reached zero: p < 1/B, not "<0.001"
+        (0.0, 1_000, "< 0.001"),
+        (0.0, 2_000, "< 0.0005"),
+        (0.0, 3_000, "< 0.00034"),  # 1/3000 = 0.000333..., rounded up so the bound is never overstated
+        (0.0, 100_000, "< 0.00001"),
+        (0.0002, 10_000, "0.0002"),  # the smallest non-zero two-sided p at B = 10,000 is 2/B
+        (0.0006, 10_000, "0.0006"),
+        (0.0123, 10_000, "0.012"),
+        (1.0, 10_000, "1.000"),
+        (float("nan"), 10_000, "n/a"),
+        (None, 10_000, "n/a"),
+        (0.0, None, "<0.001"),  # without B: as before (and for MixedLM p's)
+        (0.0004, None, "<0.001"),
+    ],
+)
+def test_format_p_at_the_bootstrap_resolution(p, B, shown):
+    assert format_p(p, B) == shown
+
+
+def test_format_p_rejects_a_meaningless_B():
+    with pytest.raises(ValueError, match="bootstrap_iters"):
+        format_p(0.0, 0)
+
+
+def test_a_zero_bootstrap_p_from_stats_is_reported_as_below_one_over_B():
+    # treatment beats control on every query: no replicate of the mean delta reaches zero, so p = 0
+    scores = scores_frame()
+    B = 2_000
+    contrasts = contrast_table(scores, [{"name": "B-A", "treatment": "B", "control": "A", "family": "primary"}],
+                               ["cov_nDCG@10"], B=B, seed=1, mixedlm=False)
+    assert contrasts["p"].item() == 0.0 and contrasts["p_holm"].item() == 0.0
+    assert "bootstrap_iters" not in contrasts.columns  # B reaches the report as a parameter
+    contrasts = contrasts.with_columns(corpus=pl.lit("c"), embedder=pl.lit("e"), reranker=pl.lit("none"))
+    section = contrasts_section(contrasts, bootstrap_iters=B)
+    assert "| < 0.0005 |" in section and "<0.001" not in section
+    assert "| <0.001 |" in contrasts_section(contrasts)  # the old signature still works, as before
+    conditions = {name: {"boundaries": "structural", "structure": "gold", "prefix": "none", "retrieval": "flat"} for name in "AB"}
+    text, _ = render_report(scores, contrasts, {}, conditions, "cov_nDCG@10", bootstrap_iters=B)
+    assert "| < 0.0005 |" in text and "B = 2000 replicates" in text
+
+
+def test_metric_columns_come_from_the_registry():
+    scores = scores_frame().with_columns(pl.lit(3.5).alias("latency_ms"), pl.lit(1).alias("n_chunks"))
+    assert metric_columns(scores) == ["cov_nDCG@10", "MRR"]  # numeric but unregistered columns are not metrics
+    means = condition_means(scores)
+    assert "latency_ms" not in means.columns and means.columns[-2:] == ["cov_nDCG@10", "MRR"]
+
+
+def test_ladder_is_labelled_and_explained_by_the_registry():
+    means = condition_means(scores_frame())
+    ladder = ladder_section(means)
+    assert "| condition | coverage-nDCG@10 | MRR |" in ladder
+    a_mean = means.filter(pl.col("condition") == "A")["cov_nDCG@10"].item()
+    assert f"| A | {a_mean:.3f} | {np.mean([1, 1 / 2, 1 / 3]):.3f} |" in ladder
+    assert f"- **coverage-nDCG@10** (`cov_nDCG@10`): {parse_metric('cov_nDCG@10').description}" in ladder
+    assert "- **MRR** (`MRR`)" in ladder
+
+
+def test_the_legend_lists_a_family_once():
+    legend = metric_legend(metric_names())
+    assert legend.count("\n") == 5  # six families for eight columns
+    assert "- **budget coverage@512, budget coverage@1024, budget coverage@2048** (`budget_cov@512`, `budget_cov@1024`, `budget_cov@2048`): " in legend
+
+
+def test_bm25_section_uses_registry_labels():
+    bm25 = pl.DataFrame(
+        {"corpus": ["c"] * 4, "condition": ["bm25:structural/gold"] * 4, "qid": list("abcd"),
+         "gold_top1": [1.0, 0.0, 0.0, 1.0], "MRR": [1.0, 0.5, 0.25, 1.0], "cov_nDCG@10": [0.9, 0.1, 0.2, 0.6]}
+    )
+    section = bm25_section(bm25, "cov_nDCG@10")
+    assert "| corpus | chunk set | n_queries | BM25 gold top-1 | BM25 MRR | BM25 coverage-nDCG@10 |" in section
+    assert "| c | structural/gold | 4 | 0.500 | 0.688 | 0.450 |" in section
+    # a primary metric that is already shown is not shown twice
+    assert bm25_section(bm25, "MRR").count("BM25 MRR") == 1
+
+
+def test_every_default_metric_has_a_label_for_the_report():
+    labels = [parse_metric(name).label for name in metric_names()]
+    assert labels == ["coverage-nDCG@10", "binary nDCG@10", "MRR", "recall@50", "budget coverage@512",
+                      "budget coverage@1024", "budget coverage@2048", "gold top-1"]

@@ -14,3 +14,6 @@ SEMANTIC_THRESHOLD = 0.85  # seed 004: adjacent paragraphs merge at cosine >= th
 SEPARATOR = " > "  # between the elements of a rendered heading path
 PRACTITIONER_DEPTH = 2  # chunk_markdown's heading-path depth: [Title > Section] (reasoning in api.py)
 TOP_K = 100
+NDCG_K = 10  # cut-off of coverage-nDCG and binary nDCG
+RECALL_K = 50  # cut-off of span recall
+BUDGETS = (512, 1024, 2048)  # token budgets of token-budget coverage

@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import json
+from decimal import ROUND_CEILING, Context, Decimal
 from pathlib import Path
 
 import polars as pl
 
 from structbench.atomic import write_text
 from structbench.cells import lexical_chunkset
+from structbench.metrics.registry import is_metric, metric_label, parse_metric
 from structbench.tables import write_table
 
 CELL = ["corpus", "embedder", "reranker"]
@@ -17,7 +19,24 @@ ID_COLUMNS = {"qid", "doc_id", "qtype", "corpus", "condition", "embedder", "rera
 
 
 def metric_columns(scores: pl.DataFrame) -> list[str]:
-    return [c for c, dtype in scores.schema.items() if c not in ID_COLUMNS and dtype.is_numeric()]
+    """The columns of ``scores`` (or of a means table) that are registered metrics, in table order
+    (:mod:`structbench.metrics.registry`): ids, counts and any other column are not metrics."""
+    return [c for c in scores.columns if c not in ID_COLUMNS and is_metric(c)]
+
+
+def metric_legend(metrics: list[str]) -> str:
+    """One line per registered metric family shown (e.g. the three budgets share one): the labels,
+    the column names and the description, from the registry, in the order the metrics come."""
+    families: dict[str, list] = {}
+    for name in metrics:
+        metric = parse_metric(name)
+        families.setdefault(metric.definition.name, []).append(metric)
+    lines = []
+    for members in families.values():
+        labels = ", ".join(m.label for m in members)
+        columns = ", ".join(f"`{m.name}`" for m in members)
+        lines.append(f"- **{labels}** ({columns}): {members[0].description}")
+    return "\n".join(lines)
 
 
 def condition_means(scores: pl.DataFrame) -> pl.DataFrame:
@@ -50,10 +69,33 @@ def markdown_table(frame: pl.DataFrame, float_digits: int = 3) -> str:
     return "\n".join([header, rule, *rows])
 
 
-def format_p(p: float | None) -> str:
+def format_p(p: float | None, bootstrap_iters: int | None = None) -> str:
+    """A p-value as the report prints it: three decimals, ``n/a`` for a missing or NaN p.
+
+    ``bootstrap_iters`` = B marks a bootstrap p, whose resolution is 1/B
+    (:func:`structbench.stats.bootstrap.bootstrap_p`): a p below 1/B (no replicate reached zero, so
+    p = 0) prints as ``< 1/B`` (``"< 0.0001"`` for B = 10,000; 1/B rounded UP to two significant
+    digits, so the bound is never overstated), and a p under 0.001 gets the decimals 1/B needs
+    (``"0.0004"``). Without B (MixedLM p's; callers that predate the parameter) any p under 0.001 is
+    ``"<0.001"``.
+    """
     if p is None or p != p:
         return "n/a"
-    return "<0.001" if p < 0.001 else f"{p:.3f}"
+    if bootstrap_iters is None:
+        return "<0.001" if p < 0.001 else f"{p:.3f}"
+    if bootstrap_iters < 1:
+        raise ValueError(f"bootstrap_iters must be a positive count of replicates, got {bootstrap_iters}")
+    if p * bootstrap_iters < 1:
+        return f"< {_resolution(bootstrap_iters)}"
+    if p < 0.001:
+        return f"{p:.{len(str(bootstrap_iters - 1))}f}"  # 1/B needs ceil(log10 B) decimals
+    return f"{p:.3f}"
+
+
+def _resolution(bootstrap_iters: int) -> str:
+    """1/B as a decimal string, rounded up to two significant digits (1/3000 -> 0.00034)."""
+    bound = Context(prec=2, rounding=ROUND_CEILING).divide(Decimal(1), Decimal(bootstrap_iters))
+    return format(bound.normalize(), "f")
 
 
 def comparison_labels(contrast_specs: list[dict]) -> pl.DataFrame:
@@ -66,10 +108,13 @@ def comparison_labels(contrast_specs: list[dict]) -> pl.DataFrame:
     return pl.DataFrame({"contrast": [spec["name"] for spec in contrast_specs], "comparison": labels}, schema={"contrast": pl.String, "comparison": pl.String})
 
 
-def contrasts_section(contrasts: pl.DataFrame, contrast_specs: list[dict] = ()) -> str:
+def contrasts_section(contrasts: pl.DataFrame, contrast_specs: list[dict] = (), bootstrap_iters: int | None = None) -> str:
     """Seed 000 Table 1: one row per contrast, delta with 95% CI, Holm p, dz, MixedLM p's, n.
 
-    MixedLM fits that failed or sat on a boundary are footnoted with the reason statsmodels gave."""
+    ``bootstrap_iters`` is the B the contrasts were bootstrapped with (config ``stats.bootstrap_iters``;
+    the contrasts table does not carry it): it sets how the Holm p, a bootstrap p, is printed
+    (:func:`format_p`). MixedLM fits that failed or sat on a boundary are footnoted with the reason
+    statsmodels gave."""
     lines = []
     labels = comparison_labels(list(contrast_specs))
     for (corpus, embedder, reranker), cell in contrasts.sort(CELL).group_by(CELL, maintain_order=True):
@@ -85,7 +130,7 @@ def contrasts_section(contrasts: pl.DataFrame, contrast_specs: list[dict] = ()) 
             pl.format("{} [{}, {}]", *[pl.col(c).round(4) for c in ("delta", "ci_low", "ci_high")]).alias(
                 "Δ [95% CI]"
             ),
-            pl.col("p_holm").map_elements(format_p, return_dtype=pl.String).alias("Holm p"),
+            pl.col("p_holm").map_elements(lambda p: format_p(p, bootstrap_iters), return_dtype=pl.String).alias("Holm p"),
             pl.col("dz").round(3),
             pl.col("p_mixedlm").map_elements(format_p, return_dtype=pl.String).alias("MixedLM p"),
             pl.col("p_mixedlm_nested").map_elements(format_p, return_dtype=pl.String).alias("MixedLM p (nested)"),
@@ -117,12 +162,17 @@ def means_section(means: pl.DataFrame, primary_metric: str, conditions: dict) ->
 
 
 def ladder_section(means: pl.DataFrame) -> str:
+    """Every metric's mean per condition, one table per cell, headed by the metrics' registry labels
+    and followed by a legend of their definitions."""
     lines = []
-    metrics = [c for c in means.columns if c not in set(CELL) | {"condition", "n_queries", "n_docs"}]
+    metrics = metric_columns(means)
+    labelled = [pl.col(name).alias(metric_label(name)) for name in metrics]
     for (corpus, embedder, reranker), cell in means.group_by(CELL, maintain_order=True):
         lines.append(f"### {corpus} · {embedder} · reranker: {reranker}\n")
-        lines.append(markdown_table(cell.select(["condition", *metrics])))
+        lines.append(markdown_table(cell.select(pl.col("condition"), *labelled)))
         lines.append("")
+    if metrics:
+        lines += [metric_legend(metrics), ""]
     return "\n".join(lines)
 
 
@@ -189,17 +239,13 @@ def bm25_section(bm25_scores: pl.DataFrame, primary_metric: str) -> str:
     """Seed 000 appendix I: how often plain keyword overlap (BM25) puts a relevant chunk first."""
     if bm25_scores.is_empty():
         return ""
+    shown = [m for m in dict.fromkeys(["gold_top1", "MRR", primary_metric]) if m in bm25_scores.columns]
     table = (
         bm25_scores.with_columns(
             pl.col("condition").map_elements(lexical_chunkset, return_dtype=pl.String).alias("chunk set")
         )
         .group_by("corpus", "chunk set")
-        .agg(
-            pl.len().alias("n_queries"),
-            pl.col("gold_top1").mean().alias("BM25 gold-top-1"),
-            pl.col("MRR").mean().alias("BM25 MRR"),
-            pl.col(primary_metric).mean().alias(f"BM25 {primary_metric}"),
-        )
+        .agg(pl.len().alias("n_queries"), *[pl.col(m).mean().alias(f"BM25 {metric_label(m)}") for m in shown])
         .sort("corpus", "chunk set")
     )
     return markdown_table(table) + "\n"
@@ -215,14 +261,18 @@ def render_report(
     text_reports: list[dict] = (),
     contrast_specs: list[dict] = (),
     bm25_scores: pl.DataFrame | None = None,
+    bootstrap_iters: int | None = None,
 ) -> tuple[str, pl.DataFrame]:
+    """The report's Markdown text and the per-condition means table. ``bootstrap_iters`` (config
+    ``stats.bootstrap_iters``, optional) is the B of the contrasts' bootstrap, used to print p-values
+    at its resolution (:func:`format_p`); without it p's under 0.001 print as ``<0.001``."""
     if scores.is_empty():
         means = pl.DataFrame()
         no_cells = "No corpus with queries is selected: nothing was scored.\n"
         contrast_text = means_text = ladder_text = no_cells
     else:
         means = condition_means(scores)
-        contrast_text = contrasts_section(contrasts, contrast_specs)
+        contrast_text = contrasts_section(contrasts, contrast_specs, bootstrap_iters)
         means_text = means_section(means, primary_metric, conditions)
         ladder_text = ladder_section(means)
     text = "\n".join(
@@ -232,7 +282,7 @@ def render_report(
             f"Primary metric: `{primary_metric}`. Contrasts are paired per query (treatment − control), "
             "tested with a document-clustered bootstrap; p-values are Holm-adjusted within each cell's "
             "declared family. MixedLM p-values are secondary (pre-registered random intercept per document; "
-            "'nested' adds a per-query effect).",
+            "'nested' adds a per-query effect)." + _resolution_note(bootstrap_iters),
             "",
             "## Contrasts",
             "",
@@ -263,6 +313,15 @@ def render_report(
     return text, means
 
 
+def _resolution_note(bootstrap_iters: int | None) -> str:
+    if bootstrap_iters is None:
+        return ""
+    return (
+        f" The bootstrap uses B = {bootstrap_iters} replicates, so its p-values resolve to 1/B: "
+        f"a p below that (no replicate crossed zero) is shown as < {_resolution(bootstrap_iters)}."
+    )
+
+
 def write_report(
     score_paths: list[str],
     contrast_paths: list[str],
@@ -275,6 +334,7 @@ def write_report(
     text_report_paths: list[str] = (),
     contrast_specs: list[dict] = (),
     bm25_score_paths: list[str] = (),
+    bootstrap_iters: int | None = None,
 ) -> None:
     def concat(paths):
         return pl.concat([pl.read_parquet(p) for p in paths], how="diagonal_relaxed") if paths else pl.DataFrame()
@@ -291,6 +351,7 @@ def write_report(
         [json.loads(Path(p).read_text()) for p in text_report_paths],
         contrast_specs,
         bm25_scores,
+        bootstrap_iters,
     )
     write_text(report_path, text)
     write_table(means, means_path)

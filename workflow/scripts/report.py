@@ -12,6 +12,7 @@ with step_log(snakemake.log[0], "report") as log:
         bm25_score_paths=list(snakemake.input.bm25_scores),
         conditions=dict(snakemake.params.conditions),
         primary_metric=snakemake.params.primary_metric,
+        bootstrap_iters=snakemake.params.bootstrap_iters,
         contrast_specs=[dict(entry) for entry in snakemake.params.contrasts],
         report_path=snakemake.output.report,
         means_path=snakemake.output.means,

@@ -1,4 +1,4 @@
-"""Score one cell: every metric for every query of one (corpus, condition, embedder, reranker)."""
+"""Score one cell: every configured metric for every query of one (corpus, condition, embedder, reranker)."""
 import polars as pl
 
 from structbench.logs import step_log
@@ -11,9 +11,7 @@ with step_log(snakemake.log[0], "score") as log:
         read_table(snakemake.input.queries, "queries"),
         read_table(snakemake.input.chunks, "chunks"),
         read_table(snakemake.input.texts, "texts"),
-        k=snakemake.params.ndcg_k,
-        recall_k=snakemake.params.recall_k,
-        budgets=tuple(snakemake.params.budgets),
+        metrics=list(snakemake.params.metrics),
     )
     cell = dict(snakemake.params.cell)
     scores = scores.with_columns([pl.lit(value).alias(key) for key, value in cell.items()])

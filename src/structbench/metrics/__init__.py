@@ -2,14 +2,16 @@
 
 Layout, ranx-style: :mod:`.kernels` holds the vectorized array kernels; :mod:`.measures` holds one
 documented function per metric (the docstring is the definition) plus :func:`score_run`, the single
-entry every caller uses; :mod:`.evidence` validates and aligns the tables once per run;
-:mod:`.diagnostics` holds section recall and seed 004's run comparison; :mod:`.reference` is a
-plain-Python implementation used only to check and benchmark the kernels.
+entry every caller uses; :mod:`.registry` names every metric (``cov_nDCG@10``, ``R@50``, ``MRR``, ...)
+with its label and description, and turns config into the list of names ``score_run`` computes;
+:mod:`.evidence` validates and aligns the tables once per run; :mod:`.diagnostics` holds section
+recall and seed 004's run comparison; :mod:`.reference` is a plain-Python implementation used only to
+check and benchmark the kernels.
 """
 
-from structbench.metrics.diagnostics import compare_runs, section_recall, summarize_run_comparison
-from structbench.metrics.evidence import RunEvidence, align_run
-from structbench.metrics.measures import (
+# measures before diagnostics: modules register their metrics on import, and the registry lists them
+# in that order (the study's set first, then diagnostics such as section_recall)
+from structbench.metrics.measures import (  # isort: skip
     binary_ndcg,
     budget_coverage,
     coverage_dcg,
@@ -23,8 +25,31 @@ from structbench.metrics.measures import (
     score_run,
     span_recall,
 )
+from structbench.metrics.diagnostics import (  # isort: skip
+    compare_runs,
+    section_recall,
+    section_recall_per_query,
+    summarize_run_comparison,
+)
+from structbench.metrics.evidence import RunEvidence, align_run
+from structbench.metrics.registry import (
+    ExtraInput,
+    Metric,
+    MetricDefinition,
+    is_metric,
+    metric_label,
+    metric_names,
+    metrics_from_config,
+    parse_metric,
+    parse_metrics,
+    register,
+    registered_metrics,
+)
 
 __all__ = [
+    "ExtraInput",
+    "Metric",
+    "MetricDefinition",
     "RunEvidence",
     "align_run",
     "binary_ndcg",
@@ -35,11 +60,20 @@ __all__ = [
     "gold_top1",
     "ideal_coverage_dcg",
     "ideal_coverage_ranking",
+    "is_metric",
     "is_relevant",
     "metric_columns",
+    "metric_label",
+    "metric_names",
+    "metrics_from_config",
+    "parse_metric",
+    "parse_metrics",
     "reciprocal_rank",
+    "register",
+    "registered_metrics",
     "score_run",
     "section_recall",
+    "section_recall_per_query",
     "span_recall",
     "summarize_run_comparison",
 ]

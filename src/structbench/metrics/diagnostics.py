@@ -1,11 +1,23 @@
 """Retrieval diagnostics (SPEC section 10): two-stage section recall and seed 004's run comparison.
 
 The BM25 gold-top-1 probe is :func:`structbench.metrics.measures.gold_top1` (a ``score_run`` column).
+Section recall is also a registered metric (``section_recall``), outside the default set: it needs
+the sections stage 1 kept, which ``score_run`` takes as the extra input ``kept_sections``.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
+
+from structbench.metrics.evidence import RunEvidence
+from structbench.metrics.registry import ExtraInput, register
+
+
+KEPT_SECTIONS = ExtraInput(
+    "kept_sections",
+    "the sections stage 1 of two-stage retrieval kept, one row per (query, section): qid, doc_id, start, end",
+)
 
 
 def section_recall(kept_sections: pl.DataFrame, queries: pl.DataFrame) -> pl.DataFrame:
@@ -18,24 +30,50 @@ def section_recall(kept_sections: pl.DataFrame, queries: pl.DataFrame) -> pl.Dat
     document never count. Returns ``qid, section_recall`` (Float64 0/1) for every query, sorted by qid;
     a query with no kept rows scores 0. A qid unknown to ``queries`` is an error.
     """
+    queries = queries.select("qid", "doc_id", "spans").sort("qid")
+    spans = queries.explode("spans").select(
+        "qid", "doc_id", pl.col("spans").list.get(0).alias("g_start"), pl.col("spans").list.get(1).alias("g_end")
+    )
+    hit_ids = _queries_with_a_kept_hit(kept_sections, spans)
+    return queries.select("qid", pl.col("qid").is_in(hit_ids.implode()).cast(pl.Float64).alias("section_recall"))
+
+
+@register(
+    "section_recall",
+    label="section recall",
+    description="Two-stage retrieval: 1 when stage 1 kept a section of the query's document that overlaps "
+    "its gold evidence.",
+    requires=(KEPT_SECTIONS,),
+)
+def section_recall_per_query(evidence: RunEvidence, kept_sections: pl.DataFrame) -> np.ndarray:
+    """:func:`section_recall` as a registered metric: one 0/1 float per query in the evidence's order
+    (sorted by qid), from the gold spans the run was aligned with."""
+    span_qid = evidence.qid[evidence.span_query]
+    spans = pl.DataFrame(
+        {
+            "qid": span_qid,
+            "doc_id": evidence.doc_id[evidence.span_query],
+            "g_start": evidence.span_start,
+            "g_end": evidence.span_end,
+        },
+        schema={"qid": pl.String, "doc_id": pl.String, "g_start": pl.Int64, "g_end": pl.Int64},
+    )
+    hit_ids = _queries_with_a_kept_hit(kept_sections, spans)
+    return pl.Series(evidence.qid, dtype=pl.String).is_in(hit_ids.implode()).cast(pl.Float64).to_numpy()
+
+
+def _queries_with_a_kept_hit(kept_sections: pl.DataFrame, spans: pl.DataFrame) -> pl.Series:
+    """Qids with a kept section of their own document that overlaps one of their gold spans.
+
+    ``spans``: ``qid, doc_id, g_start, g_end``, one row per gold span; every kept qid must appear there."""
     for column in ("qid", "doc_id", "start", "end"):
         if column not in kept_sections.columns:
             raise ValueError(f"kept_sections is missing column {column!r}")
-    queries = queries.select("qid", "doc_id", "spans").sort("qid")
-    unknown = ~kept_sections["qid"].is_in(queries["qid"].implode())
+    unknown = ~kept_sections["qid"].is_in(spans["qid"].unique().implode())
     if unknown.any():
         raise ValueError(f"kept_sections: qid not in queries: {kept_sections.filter(unknown)['qid'].unique().sort().to_list()[:5]}")
-    spans = (
-        queries.explode("spans")
-        .select("qid", "doc_id", pl.col("spans").list.get(0).alias("g_start"), pl.col("spans").list.get(1).alias("g_end"))
-    )
     pairs = kept_sections.select("qid", "doc_id", "start", "end").join(spans, on=["qid", "doc_id"], how="inner")
-    hit_ids = pairs.filter(
-        pl.min_horizontal("end", "g_end") > pl.max_horizontal("start", "g_start")
-    )["qid"].unique()
-    return queries.select(
-        "qid", pl.col("qid").is_in(hit_ids.implode()).cast(pl.Float64).alias("section_recall")
-    )
+    return pairs.filter(pl.min_horizontal("end", "g_end") > pl.max_horizontal("start", "g_start"))["qid"].unique()
 
 
 def _top(run: pl.DataFrame, depth: int) -> pl.DataFrame:

@@ -9,6 +9,7 @@ its rank and its token cost, but contributes no overlap (offsets are per-documen
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import polars as pl
@@ -150,7 +151,9 @@ def _require(frame: pl.DataFrame, name: str, columns: list[str]) -> None:
         raise ValueError(f"{name} table is missing columns {missing}")
 
 
-def _query_arrays(queries: pl.DataFrame):
+def _query_arrays(queries: pl.DataFrame) -> tuple[pl.DataFrame, _Spans]:
+    """The queries sorted by qid and their gold spans; errors on duplicate qids, a query without spans,
+    a span that is not a ``[start, end)`` pair, and an empty or negative span."""
     _require(queries, "queries", ["qid", "doc_id", "qtype", "spans"])
     queries = queries.select("qid", "doc_id", "qtype", "spans")
     if not queries["qid"].is_sorted():
@@ -172,7 +175,73 @@ def _query_arrays(queries: pl.DataFrame):
     bad = (span_start < 0) | (span_end <= span_start)
     if bad.any():
         raise ValueError(f"queries: empty or negative gold span in {_examples(np.unique(qids[span_query[bad]]))}")
-    return queries, n_spans, span_query, span_start, span_end
+    return queries, _Spans(n_spans, span_query, span_start, span_end, span_end - span_start)
+
+
+class _Spans(NamedTuple):
+    """The queries' gold spans, grouped by query in query order (see :class:`RunEvidence`)."""
+
+    query_n_spans: np.ndarray
+    query: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    length: np.ndarray
+
+
+class _Chunks(NamedTuple):
+    """The condition's chunk set as arrays in ``chunk_id`` order (index = chunk position)."""
+
+    chunk_id: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    tokens: np.ndarray
+    doc: np.ndarray  # document code, shared with the queries' ``query_doc``
+
+
+class _RankedRows(NamedTuple):
+    """The run as one block of consecutive rows per query (see :func:`_ranked_blocks`), each row's chunk
+    as a position in the chunk set."""
+
+    block_query: np.ndarray
+    block_start: np.ndarray
+    block_len: np.ndarray
+    row_rank: np.ndarray
+    row_chunk: np.ndarray
+
+
+class _ChunkLayout(NamedTuple):
+    """Chunks in (document, start) order as sortable keys ``doc * stride + offset``."""
+
+    stride: int
+    by_position: np.ndarray  # chunk positions in (doc, start) order
+    start_key: np.ndarray  # their start keys (non-decreasing)
+    reach_key: np.ndarray  # running maximum of their end keys
+    disjoint: bool  # no two chunks of a document overlap
+
+
+class _Hits(NamedTuple):
+    """The ``hit_*`` and ``relevant_*`` arrays of :class:`RunEvidence`."""
+
+    query: np.ndarray
+    rank: np.ndarray
+    span: np.ndarray
+    new: np.ndarray
+    cost: np.ndarray
+    relevant_query: np.ndarray
+    relevant_rank: np.ndarray
+
+
+class _Candidates(NamedTuple):
+    """The ``cand_*``, ``pair_*`` and ``query_n_relevant`` arrays of :class:`RunEvidence` (candidates as
+    chunk-set positions)."""
+
+    cand_query: np.ndarray
+    cand_chunk: np.ndarray
+    pair_cand: np.ndarray
+    pair_span: np.ndarray
+    pair_lo: np.ndarray
+    pair_hi: np.ndarray
+    query_n_relevant: np.ndarray
 
 
 def align_run(
@@ -191,11 +260,55 @@ def align_run(
     in the chunk set; a repeated (qid, rank) or (qid, chunk_id); rank < 1; a query without spans or with
     an empty span; duplicate qids or chunk_ids; a query document with no chunk in the chunk set; a ranked
     chunk missing from ``texts``; a negative token count. Queries with no run rows are kept (they score 0).
-    """
-    queries, query_n_spans, span_query, span_start, span_end = _query_arrays(queries)
-    n_queries = len(queries)
-    qids = queries["qid"].to_numpy()
 
+    The steps, in the order their errors are raised: queries and spans (:func:`_query_arrays`), the
+    chunk set (:func:`_chunk_arrays`), document codes (:func:`_document_codes`), ranked rows
+    (:func:`_ranked_rows`), token costs (:func:`_chunk_costs`, :func:`_cumulative_costs`), then the
+    error-free alignment: chunk layout (:func:`_chunk_layout`), hits (:func:`_hits`) and candidates
+    (:func:`_candidates`).
+    """
+    queries, spans = _query_arrays(queries)
+    qids = queries["qid"].to_numpy()
+    chunks, chunk_id, chunk_start, chunk_end, chunk_tokens = _chunk_arrays(chunks)
+    query_doc, chunk_doc = _document_codes(queries, chunks)
+    chunk_set = _Chunks(chunk_id, chunk_start, chunk_end, chunk_tokens, chunk_doc)
+    rows = _ranked_rows(runs, queries["qid"], qids, chunk_id)
+    chunk_cost = _chunk_costs(chunk_id, chunk_tokens, texts)
+    cumulative, tokens_before_block = _cumulative_costs(chunk_cost, chunk_id, rows)
+    layout = _chunk_layout(chunk_set, spans)
+    hits = _hits(rows, chunk_set, query_doc, spans, cumulative, tokens_before_block, layout.disjoint)
+    candidates = _candidates(layout, chunk_set, query_doc, spans, len(queries))
+
+    return RunEvidence(
+        qid=qids,
+        doc_id=queries["doc_id"].to_numpy(),
+        qtype=queries["qtype"].to_numpy(),
+        query_n_spans=spans.query_n_spans,
+        span_query=spans.query,
+        span_start=spans.start,
+        span_end=spans.end,
+        span_length=spans.length,
+        relevant_query=hits.relevant_query,
+        relevant_rank=hits.relevant_rank,
+        hit_query=hits.query,
+        hit_rank=hits.rank,
+        hit_span=hits.span,
+        hit_new=hits.new,
+        hit_cost=hits.cost,
+        cand_query=candidates.cand_query,
+        cand_chunk_id=chunk_id[candidates.cand_chunk],
+        pair_cand=candidates.pair_cand,
+        pair_span=candidates.pair_span,
+        pair_lo=candidates.pair_lo,
+        pair_hi=candidates.pair_hi,
+        query_n_relevant=candidates.query_n_relevant,
+        chunks_disjoint=layout.disjoint,
+    )
+
+
+def _chunk_arrays(chunks: pl.DataFrame):
+    """The chunk set sorted by ``chunk_id``, and its ``chunk_id, start, end, n_tokens`` as arrays; errors
+    on duplicate ids and on empty or negative intervals."""
     _require(chunks, "chunks", ["chunk_id", "doc_id", "start", "end", "n_tokens"])
     chunks = chunks.select("chunk_id", "doc_id", "start", "end", "n_tokens")
     if not chunks["chunk_id"].is_sorted():
@@ -209,7 +322,12 @@ def align_run(
     if bad_interval.any():
         raise ValueError(f"chunks: empty or negative interval at chunk_id {_examples(chunk_id[bad_interval])}")
     chunk_tokens = chunks["n_tokens"].to_numpy().astype(INDEX)
+    return chunks, chunk_id, chunk_start, chunk_end, chunk_tokens
 
+
+def _document_codes(queries: pl.DataFrame, chunks: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """One integer code per document (sorted doc_id order), for queries and chunks; error if a query's
+    document has no chunk in the chunk set."""
     doc_categories = pl.concat([queries["doc_id"], chunks["doc_id"]]).unique().sort()
     doc_enum = pl.Enum(doc_categories)
     query_doc = queries["doc_id"].cast(doc_enum).to_physical().to_numpy().astype(INDEX)
@@ -218,52 +336,89 @@ def align_run(
     missing_docs = np.unique(query_doc[~doc_has_chunk[query_doc]])
     if len(missing_docs):
         raise ValueError(f"query documents with no chunk in the chunk set: {_examples(doc_categories.to_numpy()[missing_docs])}")
+    return query_doc, chunk_doc
 
-    # --- ranked rows, as one block of consecutive rows per query
-    block_query, block_start, block_len, row_rank, run_chunk_id = _ranked_blocks(runs, queries["qid"])
+
+def _ranked_rows(runs: pl.DataFrame, query_ids: pl.Series, qids: np.ndarray, chunk_id: np.ndarray) -> _RankedRows:
+    """The run's rows in blocks per query, each chunk_id resolved to its chunk-set position; errors on a
+    chunk_id outside the chunk set and on a chunk ranked twice for one query."""
+    block_query, block_start, block_len, row_rank, run_chunk_id = _ranked_blocks(runs, query_ids)
     row_chunk, found = _lookup(chunk_id, run_chunk_id)
     if found is not None:
         raise ValueError(f"runs: chunk_id not in the chunk set: {_examples(np.unique(run_chunk_id[~found]))}")
     _check_repeated_chunks(row_chunk, block_start, block_len, len(chunk_id), qids[block_query])
+    return _RankedRows(block_query, block_start, block_len, row_rank, row_chunk)
 
+
+def _chunk_costs(chunk_id: np.ndarray, chunk_tokens: np.ndarray, texts: pl.DataFrame | None) -> np.ndarray:
+    """Token cost of each chunk of the set: content tokens plus its text's prefix tokens (no ``texts``:
+    no prefix). A chunk without a text row gets cost -1, which :func:`_cumulative_costs` reports if it
+    is ranked (texts may hold other chunk sets' rows: those are ignored)."""
     chunk_cost = chunk_tokens
     if (chunk_cost < 0).any() or (len(chunk_cost) and chunk_cost.max() >= 2**31):
         raise ValueError("chunks: n_tokens out of range")
-    if texts is not None:
-        _require(texts, "texts", ["chunk_id", "prefix_tokens"])
-        text_chunk = texts["chunk_id"].to_numpy().astype(INDEX)
-        at, found_text = _lookup(chunk_id, text_chunk)
-        ok = slice(None) if found_text is None else found_text  # texts of other chunk sets are ignored
-        has_text = np.bincount(at[ok], minlength=len(chunk_id))
-        if (has_text > 1).any():
-            raise ValueError(f"texts: duplicate chunk_id {_examples(chunk_id[has_text > 1])}")
-        prefix = texts["prefix_tokens"].to_numpy().astype(INDEX)[ok]
-        if (prefix < 0).any():
-            raise ValueError("texts: negative prefix_tokens")
-        # a chunk without a text row gets a negative cost: found below in the same pass as the costs
-        chunk_cost = np.where(has_text > 0, chunk_tokens, -1)
-        chunk_cost[at[ok]] += prefix
-    # cumulative tokens of each query's ranking through each row (the budget walk); only needed at hits
-    row_cost = np.take(chunk_cost.astype(np.int32), row_chunk)
+    if texts is None:
+        return chunk_cost
+    _require(texts, "texts", ["chunk_id", "prefix_tokens"])
+    text_chunk = texts["chunk_id"].to_numpy().astype(INDEX)
+    at, found_text = _lookup(chunk_id, text_chunk)
+    ok = slice(None) if found_text is None else found_text  # texts of other chunk sets are ignored
+    has_text = np.bincount(at[ok], minlength=len(chunk_id))
+    if (has_text > 1).any():
+        raise ValueError(f"texts: duplicate chunk_id {_examples(chunk_id[has_text > 1])}")
+    prefix = texts["prefix_tokens"].to_numpy().astype(INDEX)[ok]
+    if (prefix < 0).any():
+        raise ValueError("texts: negative prefix_tokens")
+    # a chunk without a text row gets a negative cost: found in the same pass as the cumulative costs
+    chunk_cost = np.where(has_text > 0, chunk_tokens, -1)
+    chunk_cost[at[ok]] += prefix
+    return chunk_cost
+
+
+def _cumulative_costs(chunk_cost: np.ndarray, chunk_id: np.ndarray, rows: _RankedRows) -> tuple[np.ndarray, np.ndarray]:
+    """Running token total over all run rows, and that total before each query's block (their
+    difference is the budget walk's cost through a row); error if a ranked chunk has no text row."""
+    row_cost = np.take(chunk_cost.astype(np.int32), rows.row_chunk)
     if len(row_cost) and row_cost.min() < 0:
-        raise ValueError(f"texts: ranked chunk_id missing: {_examples(np.unique(chunk_id[row_chunk[row_cost < 0]]))}")
+        raise ValueError(f"texts: ranked chunk_id missing: {_examples(np.unique(chunk_id[rows.row_chunk[row_cost < 0]]))}")
     cumulative = np.cumsum(row_cost, dtype=INDEX)
+    block_start = rows.block_start
     tokens_before_block = np.where(block_start > 0, cumulative[np.maximum(block_start - 1, 0)], 0) if len(block_start) else block_start
+    return cumulative, tokens_before_block
 
-    stride = int(max(chunk_end.max(initial=0), span_end.max(initial=0))) + 1
+
+def _chunk_layout(chunk_set: _Chunks, spans: _Spans) -> _ChunkLayout:
+    """Chunks in (document, start) order, with the keys the candidate windows search."""
+    stride = int(max(chunk_set.end.max(initial=0), spans.end.max(initial=0))) + 1
+    doc, start, end = chunk_set.doc, chunk_set.start, chunk_set.end
     # chunks in (doc, start) order; chunk index order (= chunk_id order) breaks ties (stable sort)
-    by_position = np.argsort(chunk_doc * stride + chunk_start, kind="stable")
-    start_key = chunk_doc[by_position] * stride + chunk_start[by_position]
-    reach_key = np.maximum.accumulate(chunk_doc[by_position] * stride + chunk_end[by_position])
+    by_position = np.argsort(doc * stride + start, kind="stable")
+    start_key = doc[by_position] * stride + start[by_position]
+    reach_key = np.maximum.accumulate(doc[by_position] * stride + end[by_position])
     # chunk sets that tile their documents never overlap: then novelty is just the overlap length
-    chunks_disjoint = not (start_key[1:] < reach_key[:-1]).any()
+    disjoint = not (start_key[1:] < reach_key[:-1]).any()
+    return _ChunkLayout(stride, by_position, start_key, reach_key, disjoint)
 
-    # --- hits: rows of the query's own document x that query's spans, positive overlap only
+
+def _hits(
+    rows: _RankedRows,
+    chunk_set: _Chunks,
+    query_doc: np.ndarray,
+    spans: _Spans,
+    cumulative: np.ndarray,
+    tokens_before_block: np.ndarray,
+    chunks_disjoint: bool,
+) -> _Hits:
+    """Rows of the query's own document x that query's spans, positive overlap only, in (query, rank,
+    span) order, with novelty, budget cost and the first relevant row of each query."""
+    chunk_start, chunk_end = chunk_set.start, chunk_set.end
+    block_query, block_start, block_len = rows.block_query, rows.block_start, rows.block_len
+    query_n_spans, span_start, span_end, span_length = spans.query_n_spans, spans.start, spans.end, spans.length
     span_first = np.concatenate(([0], np.cumsum(query_n_spans)[:-1])).astype(INDEX)
-    span_length = span_end - span_start
     # int32 codes: this is one of the two passes over every run row, and half the bytes is twice the speed
     own = np.flatnonzero(
-        np.take(chunk_doc.astype(np.int32), row_chunk) == np.repeat(query_doc.astype(np.int32)[block_query], block_len)
+        np.take(chunk_set.doc.astype(np.int32), rows.row_chunk)
+        == np.repeat(query_doc.astype(np.int32)[block_query], block_len)
     )
     own_block = np.searchsorted(block_start, own, side="right") - 1
     # blocks may come in any qid order: put the few own-document rows in (query, rank) order
@@ -275,7 +430,7 @@ def align_run(
     hit_query = np.repeat(own_query, counts)
     hit_cost = np.repeat(cumulative[own] - tokens_before_block[own_block], counts)
     hit_span = kernels.concatenated_ranges(span_first[own_query], counts)
-    hit_chunk = row_chunk[hit_row]
+    hit_chunk = rows.row_chunk[hit_row]
     hit_lo = np.maximum(chunk_start[hit_chunk], span_start[hit_span])
     hit_hi = np.minimum(chunk_end[hit_chunk], span_end[hit_span])
     touching = hit_hi > hit_lo
@@ -283,7 +438,7 @@ def align_run(
         hit_row[touching], hit_span[touching], hit_chunk[touching], hit_query[touching], hit_cost[touching]
     )
     hit_lo, hit_hi = hit_lo[touching], hit_hi[touching]
-    hit_rank = row_rank[hit_row].astype(INDEX)
+    hit_rank = rows.row_rank[hit_row].astype(INDEX)
     if chunks_disjoint:  # a ranking never repeats a chunk (checked), so nothing is covered twice
         hit_new = hit_hi - hit_lo
     else:
@@ -295,14 +450,27 @@ def align_run(
     )
     relevant_hits = np.flatnonzero(hit_relevant)  # in (query, rank) order, one per relevant span
     relevant_hits = relevant_hits[kernels.group_starts(hit_row[relevant_hits])]
+    return _Hits(hit_query, hit_rank, hit_span, hit_new, hit_cost, hit_query[relevant_hits], hit_rank[relevant_hits])
 
-    # --- candidates: the condition's chunks of each query's document that touch a gold span
+
+def _candidates(
+    layout: _ChunkLayout,
+    chunk_set: _Chunks,
+    query_doc: np.ndarray,
+    spans: _Spans,
+    n_queries: int,
+) -> _Candidates:
+    """The condition's chunks of each query's document that touch a gold span (the ideal's pool), their
+    (candidate, span) overlaps, and the count of binary-relevant chunks per query."""
+    chunk_start, chunk_end = chunk_set.start, chunk_set.end
+    span_query, span_start, span_end, span_length = spans.query, spans.start, spans.end, spans.length
+    stride = layout.stride
     span_doc = query_doc[span_query]
-    window_end = np.searchsorted(start_key, span_doc * stride + span_end, side="left")
-    window_start = np.searchsorted(reach_key, span_doc * stride + span_start, side="right")
+    window_end = np.searchsorted(layout.start_key, span_doc * stride + span_end, side="left")
+    window_start = np.searchsorted(layout.reach_key, span_doc * stride + span_start, side="right")
     window = np.maximum(window_end - window_start, 0)
     pair_span = np.repeat(np.arange(len(span_query), dtype=INDEX), window)
-    pair_chunk = by_position[kernels.concatenated_ranges(window_start, window)]
+    pair_chunk = layout.by_position[kernels.concatenated_ranges(window_start, window)]
     pair_lo = np.maximum(chunk_start[pair_chunk], span_start[pair_span])
     pair_hi = np.minimum(chunk_end[pair_chunk], span_end[pair_span])
     touching = pair_hi > pair_lo
@@ -323,29 +491,4 @@ def align_run(
     cand_relevant = np.zeros(len(cand_query), dtype=bool)
     cand_relevant[pair_cand[pair_relevant]] = True
     query_n_relevant = np.bincount(cand_query[cand_relevant], minlength=n_queries).astype(INDEX)
-
-    return RunEvidence(
-        qid=qids,
-        doc_id=queries["doc_id"].to_numpy(),
-        qtype=queries["qtype"].to_numpy(),
-        query_n_spans=query_n_spans,
-        span_query=span_query,
-        span_start=span_start,
-        span_end=span_end,
-        span_length=span_length,
-        relevant_query=hit_query[relevant_hits],
-        relevant_rank=hit_rank[relevant_hits],
-        hit_query=hit_query,
-        hit_rank=hit_rank,
-        hit_span=hit_span,
-        hit_new=hit_new,
-        hit_cost=hit_cost,
-        cand_query=cand_query,
-        cand_chunk_id=chunk_id[cand_chunk],
-        pair_cand=pair_cand,
-        pair_span=pair_span,
-        pair_lo=pair_lo,
-        pair_hi=pair_hi,
-        query_n_relevant=query_n_relevant,
-        chunks_disjoint=chunks_disjoint,
-    )
+    return _Candidates(cand_query, cand_chunk, pair_cand, pair_span, pair_lo, pair_hi, query_n_relevant)

@@ -3,21 +3,27 @@
 Every function takes a :class:`~structbench.metrics.evidence.RunEvidence` (built once per run by
 :func:`~structbench.metrics.evidence.align_run`) and returns one float per query, in the evidence's
 query order (sorted by ``qid``). :func:`score_run` is the single entry the workflow, the report and
-the benchmarks call. Notation: a query belongs to document d, has gold spans ``g_1..g_S`` (half-open
+the benchmarks call. Each metric is registered by name (:mod:`structbench.metrics.registry`) with
+the decorator above its function, so the function, its name, label and description are one
+definition. Notation: a query belongs to document d, has gold spans ``g_1..g_S`` (half-open
 content-offset intervals, ``|g|`` their lengths), and the run ranks chunks ``c_1, c_2, ...``; a chunk of
 another document occupies its rank and overlaps nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import polars as pl
 
+from structbench.defaults import BUDGETS, NDCG_K, RECALL_K
 from structbench.metrics import kernels
 from structbench.metrics.evidence import RunEvidence, align_run
 from structbench.metrics.kernels import INDEX
+from structbench.metrics.registry import Metric, metric_names, parse_metrics, register
+
+ID_SCHEMA = {"qid": pl.String, "doc_id": pl.String, "qtype": pl.String}
 
 
 def is_relevant(chunk_start, chunk_end, span_start, span_end) -> np.ndarray:
@@ -35,7 +41,7 @@ def is_relevant(chunk_start, chunk_end, span_start, span_end) -> np.ndarray:
     return kernels.binary_relevant(overlap, chunk_end - chunk_start, span_end - span_start)
 
 
-def coverage_dcg(evidence: RunEvidence, k: int = 10) -> np.ndarray:
+def coverage_dcg(evidence: RunEvidence, k: int = NDCG_K) -> np.ndarray:
     """Coverage DCG@k of the run (the numerator of :func:`coverage_ndcg`)."""
     ev = evidence
     return kernels.discounted_gain(
@@ -43,7 +49,7 @@ def coverage_dcg(evidence: RunEvidence, k: int = 10) -> np.ndarray:
     )
 
 
-def ideal_coverage_ranking(evidence: RunEvidence, k: int = 10) -> pl.DataFrame:
+def ideal_coverage_ranking(evidence: RunEvidence, k: int = NDCG_K) -> pl.DataFrame:
     """The greedy maximum-marginal-coverage ordering of each query's own chunk set, up to k.
 
     Repeatedly append the not-yet-chosen chunk of document d (in this condition's chunk set) with
@@ -69,7 +75,7 @@ def _ideal(evidence: RunEvidence, k: int):
     return order(ev.cand_query, ev.pair_cand, ev.pair_span, ev.pair_lo, ev.pair_hi, ev.span_length, ev.query_n_spans, k)
 
 
-def ideal_coverage_dcg(evidence: RunEvidence, k: int = 10) -> np.ndarray:
+def ideal_coverage_dcg(evidence: RunEvidence, k: int = NDCG_K) -> np.ndarray:
     """IDCG@k: the coverage DCG of :func:`ideal_coverage_ranking`, computed by the same DCG kernel as
     the run's DCG (so a run that equals the ideal ordering scores exactly 1.0)."""
     ev = evidence
@@ -92,7 +98,14 @@ def ideal_coverage_dcg(evidence: RunEvidence, k: int = 10) -> np.ndarray:
     return kernels.discounted_gain(hit_query, hit_rank, hit_span, hit_new, ev.span_length, ev.query_n_spans, ev.n_queries, k)
 
 
-def coverage_ndcg(evidence: RunEvidence, k: int = 10) -> np.ndarray:
+@register(
+    "cov_nDCG",
+    cutoff="k",
+    label="coverage-nDCG@{cutoff}",
+    description="Primary metric. nDCG whose gain is the share of the gold spans' characters a chunk newly "
+    "covers; the ideal is the greedy best ordering of the condition's own chunks.",
+)
+def coverage_ndcg(evidence: RunEvidence, k: int = NDCG_K) -> np.ndarray:
     """coverage-nDCG@k, the primary metric (seed 000, appendix B; SPEC section 10).
 
     Walking down the ranking, the gain of the chunk at rank i is the mean over the query's gold spans
@@ -118,7 +131,14 @@ def coverage_ndcg(evidence: RunEvidence, k: int = 10) -> np.ndarray:
     return np.divide(dcg, idcg, out=np.zeros_like(dcg), where=idcg > 0)
 
 
-def binary_ndcg(evidence: RunEvidence, k: int = 10) -> np.ndarray:
+@register(
+    "nDCG",
+    cutoff="k",
+    label="binary nDCG@{cutoff}",
+    description="nDCG with 0/1 gains: a chunk is relevant when it holds >= 50% of a gold span or lies >= 80% "
+    "inside one.",
+)
+def binary_ndcg(evidence: RunEvidence, k: int = NDCG_K) -> np.ndarray:
     """Binary nDCG@k (seed 000, appendix C): nDCG with 0/1 gains under :func:`is_relevant`.
 
         DCG@k  = sum_{i <= k, c_i relevant} 1 / log2(i + 1)
@@ -136,6 +156,11 @@ def binary_ndcg(evidence: RunEvidence, k: int = 10) -> np.ndarray:
     return np.divide(dcg, idcg, out=np.zeros_like(dcg), where=idcg > 0)
 
 
+@register(
+    "MRR",
+    label="MRR",
+    description="Reciprocal rank of the first relevant chunk in the full top 100 (its mean is the MRR).",
+)
 def reciprocal_rank(evidence: RunEvidence) -> np.ndarray:
     """Reciprocal rank of the first binary-relevant chunk, over the full ranking (top 100); 0 if none.
 
@@ -150,7 +175,13 @@ def reciprocal_rank(evidence: RunEvidence) -> np.ndarray:
     return out
 
 
-def span_recall(evidence: RunEvidence, k: int = 50, min_fraction: float = 0.5) -> np.ndarray:
+@register(
+    "R",
+    cutoff="k",
+    label="recall@{cutoff}",
+    description="Share of the gold spans at least half covered by the union of the top k chunks.",
+)
+def span_recall(evidence: RunEvidence, k: int = RECALL_K, min_fraction: float = 0.5) -> np.ndarray:
     """recall@k (seed 000, appendix C): share of gold spans covered >= 50% by the union of the top k.
 
         R@k = (1/S) * #{ j : |g_j ∩ (c_1 ∪ ... ∪ c_k)| >= min_fraction * |g_j| }
@@ -168,6 +199,13 @@ def _covered_fraction(evidence: RunEvidence, hit_mask: np.ndarray) -> np.ndarray
     return kernels.sum_by(ev.span_query, covered / ev.span_length, ev.n_queries) / ev.query_n_spans
 
 
+@register(
+    "budget_cov",
+    cutoff="budget",
+    label="budget coverage@{cutoff}",
+    description="Share of the gold spans' characters covered by the whole chunks, taken in rank order, whose "
+    "prefix + content tokens fit the token budget.",
+)
 def budget_coverage(evidence: RunEvidence, budget: int) -> np.ndarray:
     """Token-budget coverage @budget (seed 000, appendix C; SPEC section 17).
 
@@ -184,6 +222,11 @@ def budget_coverage(evidence: RunEvidence, budget: int) -> np.ndarray:
     return _covered_fraction(evidence, evidence.hit_cost <= budget)
 
 
+@register(
+    "gold_top1",
+    label="gold top-1",
+    description="1 when the rank-1 chunk is relevant; for BM25 runs, the non-lexicality probe.",
+)
 def gold_top1(evidence: RunEvidence) -> np.ndarray:
     """1.0 when the chunk at rank 1 is binary-relevant, else 0.0 (the BM25 non-lexicality probe)."""
     ev = evidence
@@ -191,9 +234,10 @@ def gold_top1(evidence: RunEvidence) -> np.ndarray:
     return np.bincount(ev.relevant_query[top], minlength=ev.n_queries).astype(np.float64)
 
 
-def metric_columns(k: int = 10, recall_k: int = 50, budgets: Sequence[int] = (512, 1024, 2048)) -> list[str]:
-    """Column names :func:`score_run` writes, ir_measures style (measure@cutoff)."""
-    return [f"cov_nDCG@{k}", f"nDCG@{k}", "MRR", f"R@{recall_k}", *[f"budget_cov@{b}" for b in budgets], "gold_top1"]
+def metric_columns(k: int = NDCG_K, recall_k: int = RECALL_K, budgets: Sequence[int] = BUDGETS) -> list[str]:
+    """Column names :func:`score_run` writes by default: :func:`~structbench.metrics.registry.metric_names`
+    (the older name, kept for its callers)."""
+    return metric_names(k, recall_k, budgets)
 
 
 def score_run(
@@ -202,29 +246,63 @@ def score_run(
     chunks: pl.DataFrame,
     texts: pl.DataFrame | None = None,
     *,
-    k: int = 10,
-    recall_k: int = 50,
-    budgets: Sequence[int] = (512, 1024, 2048),
+    metrics: Sequence[str] | None = None,
+    inputs: Mapping[str, object] | None = None,
+    k: int | None = None,
+    recall_k: int | None = None,
+    budgets: Sequence[int] | None = None,
 ) -> pl.DataFrame:
-    """Score one run (one condition) per query with every metric of SPEC section 10.
+    """Score one run (one condition) per query with the registered metrics named in ``metrics``.
+
+    ``metrics`` lists metric names (:mod:`structbench.metrics.registry`; config's ``metrics`` block
+    gives them through :func:`~structbench.metrics.registry.metrics_from_config`). Without it, the
+    study's set :func:`~structbench.metrics.registry.metric_names` ``(k, recall_k, budgets)`` is
+    scored (``k``, ``recall_k``, ``budgets`` only shape that default set; passing them with
+    ``metrics`` is an error). ``inputs`` holds the extra per-query inputs some metrics declare (e.g.
+    ``{"kept_sections": ...}`` for ``section_recall``); a selected metric whose input is missing is an
+    error naming the metric and the input, raised before any work.
 
     ``chunks`` (and ``texts``) must be the condition's own chunk set: it defines the ideal orderings.
-    Returns one row per query, sorted by ``qid``: ``qid, doc_id, qtype`` then :func:`metric_columns`
-    (``cov_nDCG@10, nDCG@10, MRR, R@50, budget_cov@512, budget_cov@1024, budget_cov@2048, gold_top1``),
-    all Float64. ``MRR`` holds the per-query reciprocal rank (its mean is the MRR). A query with no rows
-    in ``runs`` is present and scores 0 everywhere. See :func:`align_run` for the errors raised.
+    Returns one row per query, sorted by ``qid``: ``qid, doc_id, qtype`` then one Float64 column per
+    metric in the order named (default ``cov_nDCG@10, nDCG@10, MRR, R@50, budget_cov@512,
+    budget_cov@1024, budget_cov@2048, gold_top1``). ``MRR`` holds the per-query reciprocal rank (its
+    mean is the MRR). A query with no rows in ``runs`` is present and scores 0 on every run metric. See
+    :func:`align_run` for the errors the tables raise.
     """
+    selected = _selected_metrics(metrics, k, recall_k, budgets)
+    _check_inputs(selected, inputs or {})
     evidence = align_run(runs, queries, chunks, texts)
-    values = [
-        coverage_ndcg(evidence, k),
-        binary_ndcg(evidence, k),
-        reciprocal_rank(evidence),
-        span_recall(evidence, recall_k),
-        *[budget_coverage(evidence, b) for b in budgets],
-        gold_top1(evidence),
-    ]
-    columns = metric_columns(k, recall_k, budgets)
     frame = {"qid": evidence.qid, "doc_id": evidence.doc_id, "qtype": evidence.qtype}
-    frame.update(zip(columns, values))
-    schema = {"qid": pl.String, "doc_id": pl.String, "qtype": pl.String} | {c: pl.Float64 for c in columns}
-    return pl.DataFrame(frame, schema=schema)
+    for metric in selected:
+        values = metric.compute(evidence, inputs)
+        if np.shape(values) != (evidence.n_queries,):
+            raise ValueError(f"metric {metric.name!r} returned shape {np.shape(values)}, not one value per query ({evidence.n_queries})")
+        frame[metric.name] = values
+    return pl.DataFrame(frame, schema=ID_SCHEMA | {metric.name: pl.Float64 for metric in selected})
+
+
+def _selected_metrics(metrics, k, recall_k, budgets) -> list[Metric]:
+    if metrics is None:
+        return parse_metrics(
+            metric_names(
+                NDCG_K if k is None else k,
+                RECALL_K if recall_k is None else recall_k,
+                BUDGETS if budgets is None else tuple(budgets),
+            )
+        )
+    given = [name for name, value in (("k", k), ("recall_k", recall_k), ("budgets", budgets)) if value is not None]
+    if given:
+        raise TypeError(f"score_run: pass either metrics= or {'/'.join(given)}= (they shape the default set), not both")
+    return parse_metrics(metrics)
+
+
+def _check_inputs(selected: list[Metric], inputs: Mapping[str, object]) -> None:
+    """Error naming each selected metric whose declared extra inputs are not in ``inputs``."""
+    problems = [
+        f"metric {metric.name!r} needs input {needed.name!r} ({needed.holds})"
+        for metric in selected
+        for needed in metric.requires
+        if needed.name not in inputs
+    ]
+    if problems:
+        raise ValueError("; ".join(problems) + ": pass them as score_run(..., inputs={name: table})")

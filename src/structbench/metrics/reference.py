@@ -12,6 +12,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from structbench.defaults import BUDGETS, NDCG_K, RECALL_K
+
 
 @dataclass(frozen=True)
 class Chunk:
@@ -108,13 +110,13 @@ def greedy_ideal(chunk_set: Sequence[Chunk], doc_id: str, spans: Sequence[tuple[
     return chosen
 
 
-def coverage_ndcg(ranking, chunk_set, doc_id, spans, k: int = 10) -> float:
+def coverage_ndcg(ranking, chunk_set, doc_id, spans, k: int = NDCG_K) -> float:
     observed = dcg(coverage_gains(ranking, doc_id, spans), k)
     ideal = dcg(coverage_gains(greedy_ideal(chunk_set, doc_id, spans, k), doc_id, spans), k)
     return observed / ideal if ideal > 0 else 0.0
 
 
-def binary_ndcg(ranking, chunk_set, doc_id, spans, k: int = 10) -> float:
+def binary_ndcg(ranking, chunk_set, doc_id, spans, k: int = NDCG_K) -> float:
     observed = 0.0
     for i, chunk in enumerate(ranking[:k], start=1):
         if relevant(chunk, doc_id, spans):
@@ -133,7 +135,7 @@ def reciprocal_rank(ranking, doc_id, spans) -> float:
     return 0.0
 
 
-def span_recall(ranking, doc_id, spans, k: int = 50) -> float:
+def span_recall(ranking, doc_id, spans, k: int = RECALL_K) -> float:
     hit = 0
     for span in spans:
         pieces = [p for c in ranking[:k] if (p := _clip(c, doc_id, span)) is not None]
@@ -161,8 +163,9 @@ def gold_top1(ranking, doc_id, spans) -> float:
     return 1.0 if ranking and relevant(ranking[0], doc_id, spans) else 0.0
 
 
-def score_query(ranking, chunk_set, doc_id, spans, *, k=10, recall_k=50, budgets=(512, 1024, 2048)) -> dict:
-    """All metrics of one query, keyed like :func:`structbench.metrics.metric_columns`."""
+def score_query(ranking, chunk_set, doc_id, spans, *, k=NDCG_K, recall_k=RECALL_K, budgets=BUDGETS) -> dict:
+    """All metrics of one query, keyed like :func:`structbench.metrics.metric_names` (the keys are
+    written out here, not taken from the registry, so the tests check the registry's names too)."""
     out = {
         f"cov_nDCG@{k}": coverage_ndcg(ranking, chunk_set, doc_id, spans, k),
         f"nDCG@{k}": binary_ndcg(ranking, chunk_set, doc_id, spans, k),
