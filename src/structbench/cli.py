@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 
@@ -79,6 +81,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)
+    except BrokenPipeError:
+        # The reader went away (`structbench chunk doc.md | head`): stop quietly, as Unix tools do, and keep
+        # Python from reporting the failed flush of stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
     except (ValueError, OSError) as error:
         print(f"structbench {args.command}: error: {error}", file=sys.stderr)
         return 2

@@ -12,7 +12,7 @@ import polars as pl
 from structbench.atomic import write_text
 from structbench.cells import lexical_chunkset
 from structbench.metrics.registry import is_metric, metric_label, parse_metric
-from structbench.tables import write_table
+from structbench.tables import read_table, write_table
 
 CELL = ["corpus", "embedder", "reranker"]
 ID_COLUMNS = {"qid", "doc_id", "qtype", "corpus", "condition", "embedder", "reranker"}
@@ -337,7 +337,7 @@ def write_report(
     bootstrap_iters: int | None = None,
 ) -> None:
     def concat(paths):
-        return pl.concat([pl.read_parquet(p) for p in paths], how="diagonal_relaxed") if paths else pl.DataFrame()
+        return pl.concat([read_table(p) for p in paths], how="diagonal_relaxed") if paths else pl.DataFrame()
 
     scores, contrasts, bm25_scores = concat(score_paths), concat(contrast_paths), concat(bm25_score_paths)
     stats_by_corpus = {corpus: json.loads(Path(p).read_text()) for corpus, p in corpus_stats_paths.items()}

@@ -141,6 +141,40 @@ def write_table(frame: pl.DataFrame, path: str | Path) -> None:
         frame.write_parquet(tmp, compression="zstd", statistics=False)
 
 
+class DamagedInput(ValueError):
+    """An input file that exists but cannot be read as what it should be; the message names the file."""
+
+
 def read_table(path: str | Path, name: str | None = None) -> pl.DataFrame:
-    frame = pl.read_parquet(path)
-    return conform(frame, name) if name else frame
+    """Read a Parquet table (conformed to the named schema if ``name`` is given).
+
+    A missing file is a ``FileNotFoundError`` and a damaged one a :class:`DamagedInput`, each naming
+    the path (and the table it should hold), so a job log says which input to rebuild."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{name or 'table'} input {path} does not exist")
+    try:
+        frame = pl.read_parquet(path)
+    except (pl.exceptions.ComputeError, OSError) as error:
+        raise DamagedInput(f"{path}: not a readable Parquet {name or 'table'} ({error}); delete it and rerun "
+                           "the rule that writes it") from error
+    try:
+        return conform(frame, name) if name else frame
+    except ValueError as error:
+        raise DamagedInput(f"{path}: {error}") from error
+
+
+def read_vectors(path: str | Path) -> "np.ndarray":
+    """Read a ``.npy`` vector file written by the workflow (float32, 2-D); a damaged file names its path."""
+    import numpy as np
+
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"vector file {path} does not exist")
+    try:
+        vectors = np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as error:
+        raise DamagedInput(f"{path}: not a readable .npy vector file ({error}); delete it and rerun") from error
+    if vectors.ndim != 2 or vectors.dtype.kind != "f":
+        raise DamagedInput(f"{path}: expected a 2-D float array, got shape {vectors.shape}, dtype {vectors.dtype}")
+    return vectors

@@ -3,10 +3,10 @@ import polars as pl
 
 from structbench.logs import step_log
 from structbench.stats import contrast_table
-from structbench.tables import write_table
+from structbench.tables import read_table, write_table
 
 with step_log(snakemake.log[0], "contrasts") as log:
-    scores = pl.concat([pl.read_parquet(path) for path in snakemake.input], how="diagonal_relaxed")
+    scores = pl.concat([read_table(path) for path in snakemake.input], how="diagonal_relaxed")
     table = contrast_table(
         scores,
         list(snakemake.params.contrasts),

@@ -1,16 +1,14 @@
 """Rank the corpus's chunks for every query with the condition's retrieval kind (corpus-wide top k)."""
-import numpy as np
-
 from structbench.logs import step_log
 from structbench.retrieval import retrieve
-from structbench.tables import read_table, write_table
+from structbench.tables import read_table, read_vectors, write_table
 
 with step_log(snakemake.log[0], "retrieve") as log:
     queries = read_table(snakemake.input.queries, "queries")
     runs = retrieve(
         snakemake.params.retrieval,
-        np.load(snakemake.input.chunk_vectors),
-        np.load(snakemake.input.query_vectors),
+        read_vectors(snakemake.input.chunk_vectors),
+        read_vectors(snakemake.input.query_vectors),
         queries["qid"].to_list(),
         top_k=snakemake.params.top_k,
         use_gpu=snakemake.params.use_gpu,

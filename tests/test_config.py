@@ -1,0 +1,102 @@
+"""Start-up validation (structbench.config): schema, defaults, cross-key checks — all before any job runs."""
+
+import copy
+
+import pytest
+import yaml
+
+from conftest import REPO
+from structbench import defaults
+from structbench.config import ConfigError, check_config, load_schema, validate_config
+from structbench.metrics import metrics_from_config
+
+SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
+DEFAULT = yaml.safe_load((REPO / "config/config.yaml").read_text())
+
+
+def validated(**overrides):
+    config = copy.deepcopy(DEFAULT)
+    for key, value in overrides.items():
+        section, _, name = key.partition("__")
+        if name:
+            config[section][name] = value
+        else:
+            config[section] = value
+    validate_config(config, SCHEMA)
+    return config
+
+
+def checked(**overrides):
+    config = validated(**overrides)
+    return check_config(config, metrics_from_config(config["metrics"]))
+
+
+def test_the_shipped_configs_validate_and_check():
+    for extra in (None, "ladder.yaml", "qasper.yaml"):
+        config = copy.deepcopy(DEFAULT)
+        if extra:
+            for key, value in yaml.safe_load((REPO / "config" / extra).read_text()).items():
+                config[key] = value
+        validate_config(config, SCHEMA)
+        conditions, contrasts = check_config(config, metrics_from_config(config["metrics"]))
+        assert conditions and contrasts
+
+
+def test_the_schema_fills_every_default_from_a_minimal_config():
+    minimal = {key: copy.deepcopy(DEFAULT[key]) for key in ("corpora", "embedders", "rerankers", "conditions", "contrasts")}
+    validate_config(minimal, SCHEMA)
+    assert minimal["chunking"] == {"t_max": defaults.T_MAX, "t_min": defaults.T_MIN,
+                                   "fixed_snap_tokens": defaults.FIXED_SNAP_TOKENS,
+                                   "semantic_threshold": defaults.SEMANTIC_THRESHOLD, "semantic_embedder": "minilm"}
+    assert minimal["seed"] == defaults.SEED and minimal["tokenizer"] == defaults.TOKENIZER
+    assert minimal["prefix"]["separator"] == defaults.SEPARATOR
+    assert minimal["retrieval"] == {"top_k": defaults.TOP_K, "use_gpu": False}
+    assert minimal["stats"] == {"bootstrap_iters": 10000, "primary_metric": "cov_nDCG@10", "mixedlm": True}
+    assert set(minimal["embedders"]["minilm"]) == {"model", "batch_size", "device", "fp16", "max_seq_length",
+                                                   "query_prefix"}
+
+
+def test_schema_defaults_agree_with_the_defaults_module():
+    properties = load_schema(SCHEMA)["properties"]
+    chunking = properties["chunking"]["properties"]
+    assert chunking["t_max"]["default"] == defaults.T_MAX
+    assert chunking["t_min"]["default"] == defaults.T_MIN
+    assert chunking["fixed_snap_tokens"]["default"] == defaults.FIXED_SNAP_TOKENS
+    assert chunking["semantic_threshold"]["default"] == defaults.SEMANTIC_THRESHOLD
+    assert properties["seed"]["default"] == defaults.SEED
+    assert properties["tokenizer"]["default"] == defaults.TOKENIZER
+    assert properties["prefix"]["properties"]["separator"]["default"] == defaults.SEPARATOR
+    assert properties["retrieval"]["properties"]["top_k"]["default"] == defaults.TOP_K
+
+
+def test_nested_command_line_strings_get_the_schema_type():
+    # snakemake --config stats='{bootstrap_iters: 20000}' hands over the string '20000'
+    config = validated(stats={"bootstrap_iters": "20000", "mixedlm": "false"})
+    assert config["stats"]["bootstrap_iters"] == 20000 and config["stats"]["mixedlm"] is False
+    with pytest.raises(ConfigError, match=r"retrieval\.top_k: 'many' is not of type 'integer'"):
+        validated(retrieval={"top_k": "many"})
+
+
+@pytest.mark.parametrize(
+    "overrides, named",
+    [
+        ({"chunking__t_min": 400}, r"chunking\.t_min = 400 exceeds chunking\.t_max = 350"),
+        ({"stats__primary_metric": "nDCG@20"}, r"stats\.primary_metric = 'nDCG@20' is not computed"),
+        ({"stats__primary_metric": "cov_ndcg"}, r"stats\.primary_metric = 'cov_ndcg' is not computed"),
+        ({"contrasts": {"C0": {"treatment": "G3", "control": "G3"}}}, r"contrasts\.C0 compares 'G3' with itself"),
+        ({"select": {"corpora": ["nope"]}}, r"select\.corpora names \['nope'\]"),
+    ],
+)
+def test_cross_key_errors_name_the_key(overrides, named):
+    with pytest.raises(ConfigError, match=named):
+        checked(**overrides)
+
+
+def test_every_violation_is_listed_with_its_key():
+    config = copy.deepcopy(DEFAULT)
+    config["chunking"]["t_maxx"] = 3
+    config["retrieval"]["top_k"] = 0
+    with pytest.raises(ConfigError) as error:
+        validate_config(config, SCHEMA)
+    assert "chunking: Additional properties are not allowed ('t_maxx' was unexpected)" in str(error.value)
+    assert "retrieval.top_k: 0 is less than the minimum of 1" in str(error.value)

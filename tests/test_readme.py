@@ -1,0 +1,116 @@
+"""Every command in README.md is run by a test, exactly as written.
+
+The README's fenced ``bash`` blocks are parsed into commands; :data:`HOW` says how each one is
+exercised. A command the README gains without an entry here fails
+:func:`test_every_readme_command_is_accounted_for`, so the README cannot drift from what runs.
+Commands run in a copy of the repository (tracked files, the project's ``.venv`` linked in), in
+README order, so ``make run`` really runs the default workflow end to end there.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+README = REPO / "README.md"
+
+# How each README command is exercised. "run": exactly as written, in the repository copy.
+# "dry-run": exactly as written plus ``-n`` (the full run is hours on this CPU, or needs a cluster);
+# what it would run is covered by the named test. "suite": the command that runs this test suite.
+HOW = {
+    "make run": "run",
+    "make test": "suite",
+    ".venv/bin/snakemake -n": "run",
+    ".venv/bin/snakemake -n --config stats='{bootstrap_iters: 20000, primary_metric: cov_nDCG@10}'": "run",
+    ".venv/bin/snakemake --cores 2 --configfile my.yaml": "run",
+    ".venv/bin/snakemake --report report.html": "run",
+    ".venv/bin/snakemake --cores 2 --configfile config/qasper.yaml": "dry-run",  # test_workflow: tiny QASPER run
+    ".venv/bin/snakemake --cores 2 --configfile config/ladder.yaml": "dry-run",  # test_slurm: ladder run
+    ".venv/bin/structbench chunk guide.md --json": "run",
+    "snakemake --profile profiles/slurm --configfile config/qasper.yaml": "dry-run",  # test_slurm
+    "make resume": "run",
+}
+PYTHON_SNIPPET = "python"  # the README's python block runs as a script in the copy
+
+
+def readme_blocks(language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", README.read_text(), flags=re.S)
+
+
+def readme_commands() -> list[str]:
+    """Each line of each ``bash`` block, trailing comments removed (``make run    # installs ...``)."""
+    commands = []
+    for block in readme_blocks("bash"):
+        for line in block.splitlines():
+            command = re.sub(r"\s+#\s.*$", "", line).strip()
+            if command and not command.startswith("#"):
+                commands.append(command)
+    return commands
+
+
+def test_every_readme_command_is_accounted_for():
+    commands = readme_commands()
+    assert commands, "README.md has no bash commands"
+    assert sorted(set(commands)) == sorted(HOW), "README commands and tests/test_readme.py::HOW disagree"
+    assert len(readme_blocks("python")) == 1
+
+
+@pytest.fixture(scope="module")
+def repo_copy(tmp_path_factory):
+    """The tracked files of the repository with the project's .venv linked in (nothing installed again)."""
+    copy = tmp_path_factory.mktemp("readme") / "structbench"
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, text=True, check=True)
+    for name in filter(None, tracked.stdout.split("\0")):
+        target = copy / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / name, target)
+    (copy / ".venv").symlink_to(REPO / ".venv")
+    # The install stamp is newer than the copied pyproject.toml (copy2 keeps mtimes): make skips the install.
+    if (REPO.parent / "shared").exists():  # config/qasper.yaml reads ../shared/data
+        (copy.parent / "shared").symlink_to(REPO.parent / "shared")
+    return copy
+
+
+def run(command: str, cwd: Path, timeout: int = 1800) -> subprocess.CompletedProcess:
+    # A cluster user has snakemake on PATH (the README's bare `snakemake` lines): the venv's bin comes first.
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "PATH": f"{cwd / '.venv/bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
+    return subprocess.run(command, shell=True, executable="/bin/bash", cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+GUIDE = "# Guide\n\nIntro text of the guide.\n\n## Setup\n\nInstall it first. Then run it.\n\n## Use\n\nCall the tool.\n"
+
+
+@pytest.mark.workflow
+def test_readme_commands_run_as_written(repo_copy):
+    (repo_copy / "my.yaml").write_text("stats: {bootstrap_iters: 2000}\n")
+    (repo_copy / "guide.md").write_text(GUIDE)
+    for command in readme_commands():
+        mode = HOW[command]
+        if mode == "suite":
+            continue  # the suite itself: .ci/run calls it
+        result = run(command + (" -n" if mode == "dry-run" else ""), repo_copy)
+        assert result.returncode == 0, f"{command}\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+        if command == "make run":
+            assert (repo_copy / "results/report/report.md").is_file()
+            assert "results/report/report.md" in result.stdout
+        if command.endswith("--configfile my.yaml"):
+            # my.yaml changes one statistics value: only the contrasts and the report were rerun.
+            assert re.search(r"contrasts\s+1", result.stdout + result.stderr)
+            assert not re.search(r"embed_texts\s+\d", result.stdout + result.stderr)
+        if command.endswith("--report report.html"):
+            assert (repo_copy / "report.html").stat().st_size > 10_000
+        if command.startswith(".venv/bin/structbench chunk"):
+            assert [json_line.startswith("{") for json_line in result.stdout.splitlines()] == [True, True, True]
+    snippet = readme_blocks("python")[0]
+    result = run(f".venv/bin/python - <<'EOF'\n{snippet}\nEOF", repo_copy, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Guide > Setup" in result.stdout
