@@ -678,9 +678,10 @@ def adversarial_paragraphs(draw):
 
 ADVERSARIAL = corpora(max_docs=2, max_sections=4, max_paragraphs=3, paragraph=adversarial_paragraphs())
 BOUNDS = st.sampled_from([(24, 0), (40, 8), (64, 20)])
+ADVERSARIAL_SETTINGS = settings(max_examples=int(25 * SCALE), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-@SETTINGS
+@ADVERSARIAL_SETTINGS
 @given(ADVERSARIAL, BOUNDS)
 def test_structural_chunks_never_pass_t_max_on_adversarial_text(tables, bounds):
     t_max, t_min = bounds
@@ -689,7 +690,7 @@ def test_structural_chunks_never_pass_t_max_on_adversarial_text(tables, bounds):
     check_structure_and_bounds(tables, chunks, t_max, t_min)
 
 
-@SETTINGS
+@ADVERSARIAL_SETTINGS
 @given(ADVERSARIAL, BOUNDS)
 def test_semantic_chunks_never_pass_t_max_on_adversarial_text(tables, bounds):
     t_max, t_min = bounds
@@ -698,7 +699,7 @@ def test_semantic_chunks_never_pass_t_max_on_adversarial_text(tables, bounds):
     check_structure_and_bounds(tables, chunks, t_max, t_min)
 
 
-@SETTINGS
+@ADVERSARIAL_SETTINGS
 @given(ADVERSARIAL, BOUNDS, st.integers(0, 15))
 def test_fixed_windows_never_pass_t_max_on_adversarial_text(tables, bounds, snap):
     t_max, t_min = bounds
@@ -903,3 +904,35 @@ def test_estimated_counts_keep_t_max_on_adversarial_text(tables, bounds):
     check_own_counts_within_t_max(tables, structural_chunks(*tables, bpe, t_max=t_max, t_min=t_min), bpe, t_max)
     check_own_counts_within_t_max(
         tables, semantic_chunks(*tables, bpe, topic_embedder, t_max=t_max, t_min=t_min), bpe, t_max)
+    reference = structural_chunks(*tables, bpe, t_max=t_max, t_min=t_min)
+    fixed = fixed_chunks(tables[0], reference, bpe, paragraphs=tables[1], sections=tables[2], t_max=t_max, t_min=t_min)
+    check_own_counts_within_t_max(tables, fixed, bpe, t_max)
+
+
+def test_tokens_sharing_a_start_offset_are_never_split_apart():
+    """A byte-level tokenizer gives each byte of an emoji its own token, all at the emoji's offset."""
+    bpe = byte_level_bpe()
+    text = "😀" * 200 + " river " + "😀🎉" * 100
+    assert len(bpe.tokenizer.encode(text).ids) > 4 * len(text) // 2  # several tokens per character
+    tables = build([("d1", "T", [("A", 1, [text])])])
+    for chunks in (structural_chunks(*tables, bpe, t_max=30, t_min=0),
+                   fixed_chunks(tables[0], pl.DataFrame({"doc_id": ["d1"], "n_tokens": [29]}), bpe,
+                                paragraphs=tables[1], sections=tables[2], t_max=30, t_min=0)):
+        check_own_counts_within_t_max(tables, chunks, bpe, 30)
+        assert chunks.height >= 4 * len(text) // 2 // 30
+
+
+def test_a_cut_inside_a_word_falls_between_characters():
+    """BERT splits a Hangul syllable into jamo pieces that share its offset: a cut never lands between them."""
+    word = "한국어문장입니다" * 4  # one 32-syllable pre-token of 3 or 2 pieces a syllable (under 100 characters)
+    text = f"Lead {word} tail"
+    offsets = TOK.tokenizer.encode(text, add_special_tokens=False).offsets
+    assert len(offsets) > len({start for start, _ in offsets})  # pieces share start offsets
+    tables = build([("d1", "T", [("A", 1, [text])])])
+    chunks = structural_chunks(*tables, TOK, t_max=20, t_min=0)
+    assert_tiling(tables[0], chunks)
+    for start, end, n_tokens in chunks.select("start", "end", "n_tokens").rows():
+        assert n_tokens == sum(start <= s < end for s, _ in offsets) <= 20  # the document's tokens in the chunk
+    assert chunks["n_tokens"].sum() == len(offsets)
+    # "Lead" | the word, cut between characters | "tail": word cuts around the word, token cuts inside it
+    assert chunks["cut"].to_list() == ["word"] + ["token"] * (chunks.height - 3) + ["word", "end"]

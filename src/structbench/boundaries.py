@@ -549,27 +549,28 @@ def _fallback_candidates(doc: _Doc, piece: _Piece, level: str) -> tuple[list[int
     """Candidate cuts of one fallback level inside ``piece``: (chars, token positions).
 
     ``chars`` starts with the piece's own start; ``positions`` are relative to it, strictly
-    ascending, and end with the piece's size (one more entry than ``chars``). A candidate is kept
-    only where a token starts after it and before the piece's end (one char per token position).
+    ascending, and end with the piece's size (one more entry than ``chars``). A candidate's position
+    is the number of the piece's tokens that start before it (so part sizes are span counts); one
+    is kept only where a token starts after it and before the piece's end, and one char per
+    position (several tokens can share a start offset, as a byte-level tokenizer's bytes of one
+    character do).
     """
     tokens = doc.tokens
     base = tokens.index(piece.start)
     top = base + piece.tokens
+    starts = np.asarray(tokens.starts[base:top], dtype=np.int64)
     if level in ("line", "word"):
         pattern = _LINE_START if level == "line" else _WORD_START
         found = np.fromiter((match.end() for match in pattern.finditer(doc.text, piece.start, piece.end)),
                             dtype=np.int64)
-        indices = np.searchsorted(np.asarray(tokens.starts[base:top], dtype=np.int64), found) + base
-        keep = (indices > base) & (indices < top)
-        keep[1:] &= indices[1:] != indices[:-1]  # equal token positions: keep the first char
-        found, indices = found[keep].tolist(), indices[keep]
     elif level == "pretoken":
-        indices = doc.pretoken_starts(base + 1, top)
-        found = [tokens.starts[i] for i in indices.tolist()]
+        found = starts[doc.pretoken_starts(base + 1, top) - base]
     else:
-        indices = np.arange(base + 1, top)
-        found = tokens.starts[base + 1:top]
-    return [piece.start, *found], [0, *(indices - base).tolist(), piece.tokens]
+        found = starts[1:]
+    indices = np.searchsorted(starts, found) + base
+    keep = (indices > base) & (indices < top)
+    keep[1:] &= indices[1:] != indices[:-1]  # equal token positions: keep the first char
+    return [piece.start, *found[keep].tolist()], [0, *(indices[keep] - base).tolist(), piece.tokens]
 
 
 def _common_path(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
@@ -821,10 +822,15 @@ def _window_cuts(doc: _Doc, target: int, snap_tokens: int, t_min: int, t_max: in
     while window_starts[-1] + target < n:
         position = window_starts[-1]
         desired = position + target
-        lo, hi = max(position + 1, desired - snap_tokens), min(n - 1, desired + snap_tokens, position + t_max)
-        index, char, kind = (_sentence_near(doc, lo, hi, desired) or _line_near(doc, lo, hi, desired)
-                             or _word_before(doc, lo, desired) or _token_before(doc, lo, desired))
-        window_starts.append(index)
+        # A cut must start a later character than the window does (tokens can share a start offset).
+        lo = max(position + 1, desired - snap_tokens, bisect.bisect_right(tokens.starts, tokens.starts[position]))
+        if lo >= n:
+            break
+        desired = max(desired, lo)
+        hi = max(min(n - 1, desired + snap_tokens, position + t_max), desired)
+        _, char, kind = (_sentence_near(doc, lo, hi, desired) or _line_near(doc, lo, hi, desired)
+                         or _word_before(doc, lo, desired) or _token_before(doc, lo, desired))
+        window_starts.append(tokens.index(char))  # the window's size is the count of tokens starting in it
         cuts.append((char, kind))
     if cuts and n - window_starts[-1] < t_min and n - window_starts[-2] <= t_max:
         cuts.pop()
