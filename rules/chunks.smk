@@ -33,6 +33,7 @@ rule fixed_chunks:
         tokenizer=config["tokenizer"],
         snap_tokens=config["chunking"]["fixed_snap_tokens"],
         t_min=config["chunking"]["t_min"],
+        t_max=config["chunking"]["t_max"],
         code=code_version("boundaries", "tokens", "sentences"),
     conda:
         "../envs/cpu.yaml"

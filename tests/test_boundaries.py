@@ -1,6 +1,7 @@
 """Property tests of the boundaries axis on random documents and section trees (tables built directly)."""
 
 import bisect
+import functools
 import itertools
 import math
 import os
@@ -11,13 +12,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from structbench import boundaries
+from structbench import sentences as segmenter
 from structbench.boundaries import (
+    CUT_KINDS,
+    FALLBACK_CUTS,
     assert_tiling,
     bounds_report,
+    cut_counts,
     fixed_chunks,
     partition_sizes,
     semantic_chunks,
     size_match_report,
+    snapped_cuts,
     split_cuts,
     structural_chunks,
 )
@@ -84,7 +91,8 @@ def paragraphs(draw):
 
 
 @st.composite
-def documents(draw, doc_id="d0", max_sections=7, max_paragraphs=3):
+def documents(draw, doc_id="d0", max_sections=7, max_paragraphs=3, paragraph=None):
+    paragraph = paragraphs() if paragraph is None else paragraph
     n = draw(st.integers(1, max_sections))
     has_lead = draw(st.booleans())
     levels = [1]
@@ -94,9 +102,9 @@ def documents(draw, doc_id="d0", max_sections=7, max_paragraphs=3):
     for ordinal, level in enumerate(levels):
         lead = ordinal == 0 and has_lead
         count = draw(st.integers(1 if ordinal == 0 else 0, max_paragraphs))
-        sections.append(("" if lead else f"S{ordinal}", level, [draw(paragraphs()) for _ in range(count)]))
+        sections.append(("" if lead else f"S{ordinal}", level, [draw(paragraph) for _ in range(count)]))
     if not any(texts for _, _, texts in sections):
-        sections[0][2].append(draw(paragraphs()))
+        sections[0][2].append(draw(paragraph))
     return doc_id, f"Title {doc_id}", sections
 
 
@@ -155,19 +163,106 @@ def common(paths):
     return first[:n]
 
 
-def check_counts(documents_frame, chunks):
+def pretoken_starts(text):
+    """Char offsets where the tokenizer's pre-tokens of ``text`` begin (from its word ids)."""
+    encoding = TOK.tokenizer.encode(text, add_special_tokens=False)
+    starts, previous = set(), None
+    for (start, _), word in zip(encoding.offsets, encoding.word_ids):
+        if word != previous:
+            starts.add(start)
+        previous = word
+    return starts
+
+
+def inside_a_pretoken(documents_frame, paragraphs_frame):
+    """Per doc: token starts that continue a pre-token (cuts there are the documented exception to exact counts)."""
+    texts = texts_of(documents_frame)
+    out = {}
+    for doc_id, text in texts.items():
+        para = paragraphs_frame.filter(pl.col("doc_id") == doc_id).sort("para_idx")
+        inside = set()
+        for start, end in zip(para["start"].to_list(), para["end"].to_list()):
+            piece = text[start:end]
+            fresh = pretoken_starts(piece)
+            inside |= {start + a for a, _ in TOK.tokenizer.encode(piece, add_special_tokens=False).offsets
+                       if a not in fresh}
+        out[doc_id] = inside
+    return out
+
+
+def check_counts(documents_frame, chunks, paragraphs_frame=None):
+    """n_tokens is each chunk's own token count (except after a cut inside one pre-token) and adds up per document."""
     texts = texts_of(documents_frame)
     pieces = [texts[d][s:e] for d, s, e in chunks.select("doc_id", "start", "end").iter_rows()]
-    assert chunks["n_tokens"].to_list() == TOK.count_batch(pieces)
+    inside = inside_a_pretoken(documents_frame, paragraphs_frame) if paragraphs_frame is not None else {}
+    for (doc_id, start), n_tokens, recount in zip(chunks.select("doc_id", "start").iter_rows(),
+                                                  chunks["n_tokens"].to_list(), TOK.count_batch(pieces)):
+        if start not in inside.get(doc_id, ()):
+            assert n_tokens == recount, f"chunk at {start} of {doc_id!r} counts {n_tokens}, its text {recount}"
+    totals = dict(chunks.group_by("doc_id").agg(pl.col("n_tokens").sum()).rows())
+    for doc_id, total in totals.items():
+        assert total == TOK.count(texts[doc_id]), f"chunk counts of {doc_id!r} do not add up"
     ordered = chunks.sort(["doc_id", "start"])
     assert ordered["chunk_id"].to_list() == list(range(chunks.height))
 
 
+def cut_kind_at(text, position, para_starts, section_starts, sentence_bounds):
+    """How a cut at ``position`` is named, from the text alone (independent of the chunkers' bookkeeping)."""
+    if position == len(text):
+        return "end"
+    if position in section_starts:
+        return "section"
+    if position in para_starts:
+        return "paragraph"
+    if position in sentence_bounds:
+        return "sentence"
+    gap_start = position
+    while gap_start > 0 and text[gap_start - 1].isspace():
+        gap_start -= 1
+    gap = text[gap_start:position]
+    if "\n" in gap:
+        return "line"
+    if gap:
+        return "word"
+    return "token"
+
+
+def check_cut_column(tables, chunks):
+    """Every chunk's ``cut`` names the strongest boundary at its end; cut_counts agrees with the column."""
+    documents_frame, paragraphs_frame, _ = tables
+    texts = texts_of(documents_frame)
+    bounds = doc_boundaries(documents_frame, paragraphs_frame)
+    units = unit_ranges(*tables)
+    for doc_id, rows in chunks.sort("start").group_by("doc_id", maintain_order=True):
+        doc_id = doc_id[0]
+        para_starts = set(paragraphs_frame.filter(pl.col("doc_id") == doc_id)["start"].to_list())
+        section_starts = {u[0] for u in units[doc_id]}
+        sentence_bounds = set(bounds[doc_id])
+        for end, cut in rows.select("end", "cut").iter_rows():
+            assert cut == cut_kind_at(texts[doc_id], end, para_starts, section_starts, sentence_bounds), \
+                f"chunk ending at {end} of {doc_id!r} says cut={cut!r}"
+    counts = cut_counts(chunks)
+    assert list(counts) == list(CUT_KINDS) and sum(counts.values()) == chunks.height
+    assert all(counts[kind] == chunks.filter(pl.col("cut") == kind).height for kind in CUT_KINDS)
+
+
+def check_fallbacks_only_inside_long_sentences(tables, chunks, t_max):
+    """A line, word or token cut lies inside a sentence (between adjacent sentence boundaries) over t_max."""
+    documents_frame, paragraphs_frame, _ = tables
+    texts = texts_of(documents_frame)
+    bounds = doc_boundaries(documents_frame, paragraphs_frame)
+    for doc_id, end, cut in chunks.select("doc_id", "end", "cut").iter_rows():
+        if cut in FALLBACK_CUTS:
+            edges = [*bounds[doc_id], len(texts[doc_id])]
+            i = bisect.bisect_right(edges, end) - 1
+            assert TOK.count(texts[doc_id][edges[i]:edges[i + 1]]) > t_max, f"needless {cut} cut at {end}"
+
+
 def check_structure_and_bounds(tables, chunks, t_max, t_min):
     """Chunks stay within one section, or within one top-level section via a legal merge; bounds hold."""
-    documents_frame, paragraphs_frame, sections_frame = tables
+    documents_frame, paragraphs_frame, _ = tables
     units = unit_ranges(*tables)
-    boundaries = doc_boundaries(documents_frame, paragraphs_frame)
+    boundaries_by_doc = doc_boundaries(documents_frame, paragraphs_frame)
     by_doc = {}
     for row in chunks.sort(["doc_id", "start"]).iter_rows(named=True):
         by_doc.setdefault(row["doc_id"], []).append(row)
@@ -175,22 +270,23 @@ def check_structure_and_bounds(tables, chunks, t_max, t_min):
         doc_units = units[doc_id]
         unit_starts = [u[0] for u in doc_units]
         tops = []
-        for row in rows:
+        for i, row in enumerate(rows):
             overlapped = [u for u in doc_units if u[0] < row["end"] and row["start"] < u[1]]
             assert len({u[3] for u in overlapped}) == 1, f"chunk crosses top-level sections: {row}"
             first = doc_units[bisect.bisect_right(unit_starts, row["start"]) - 1]
             assert row["section_id"] == first[2]
             assert tuple(row["path"]) == common([u[4] for u in overlapped])
-            assert row["start"] in boundaries[doc_id]  # cut at a paragraph or sentence start
+            # cut at a paragraph or sentence start, unless the chunk before ended with a fallback cut
+            assert row["start"] in boundaries_by_doc[doc_id] or rows[i - 1]["cut"] in FALLBACK_CUTS
             tops.append(first[3])
         for i, row in enumerate(rows):
-            inner = [b for b in boundaries[doc_id] if row["start"] < b < row["end"]]
-            if row["n_tokens"] > t_max:
-                assert not inner, f"chunk over t_max holds more than one sentence: {row}"
+            assert row["n_tokens"] <= t_max, f"chunk over t_max: {row}"
             if row["n_tokens"] < t_min:
                 same_top = [j for j in (i - 1, i + 1) if 0 <= j < len(rows) and tops[j] == tops[i]]
                 assert all(rows[j]["n_tokens"] + row["n_tokens"] > t_max for j in same_top), \
                     f"small chunk left unmerged although a neighbour fits: {row}"
+    check_cut_column(tables, chunks)
+    check_fallbacks_only_inside_long_sentences(tables, chunks, t_max)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -210,7 +306,12 @@ def test_structural_chunks_tile_respect_sections_and_bounds(tables, bounds):
 @SETTINGS
 @given(corpora(max_docs=2), st.integers(30, 150))
 def test_lazy_splitting_equals_the_split_rule_over_every_boundary(tables, t_max):
-    """With t_min=0 the chunks are the split parts: segmenting only near the cuts changes nothing."""
+    """With t_min=0 the chunks are the split parts: segmenting only near the cuts changes nothing.
+
+    The fallback then only cuts the parts over t_max (single sentences) further, so the chunks that
+    do not start after a fallback cut are the split parts' starts, and every fallback cut lies inside
+    a split part over t_max.
+    """
     documents_frame, paragraphs_frame, _ = tables
     chunks = structural_chunks(*tables, TOK, t_max=t_max, t_min=0)
     texts = texts_of(documents_frame)
@@ -225,8 +326,13 @@ def test_lazy_splitting_equals_the_split_rule_over_every_boundary(tables, t_max)
             cuts = [inside[i] for i in split_cuts(positions, t_max)]
             edges = [start, *cuts, end]
             expected.extend(zip(edges[:-1], edges[1:]))
-        got = chunks.filter(pl.col("doc_id") == doc_id).sort("start").select("start", "end").rows()
-        assert got == expected
+        got = chunks.filter(pl.col("doc_id") == doc_id).sort("start").select("start", "end", "cut").rows()
+        split_starts = [got[0][0]] + [start for (start, _, _), (_, _, cut) in zip(got[1:], got) if cut not in FALLBACK_CUTS]
+        assert split_starts == [a for a, _ in expected]
+        long_parts = [(a, b) for a, b in expected if TOK.count(text[a:b]) > t_max]
+        for _, end, cut in got:
+            if cut in FALLBACK_CUTS:
+                assert any(a < end < b for a, b in long_parts), f"{cut} cut at {end} outside every part over t_max"
 
 
 def brute_force(positions, t_max):
@@ -299,8 +405,11 @@ def test_worked_example_split_merge_and_paths():
     assert [r[3] for r in rows] == [0, 1, 1, 2, 5]
     assert [r[4] for r in rows] == [["Cats"], ["Cats", "Intro"], ["Cats", "Intro"], ["Cats", "Intro"], ["Cats", "Last"]]
     assert_tiling(tables[0], chunks)
+    assert chunks["cut"].to_list() == ["section", "sentence", "section", "section", "end"]
     report = bounds_report(chunks)
     assert report["chunks"] == 5 and report["under_t_min"] == 2 and report["over_t_max"] == 0
+    assert report["max_tokens"] == 294 and report["fallback_cuts"] == 0
+    assert (report["cut_section"], report["cut_sentence"], report["cut_end"]) == (3, 1, 1)
 
 
 def test_small_chunk_prefers_following_then_preceding_and_never_passes_t_max():
@@ -311,11 +420,14 @@ def test_small_chunk_prefers_following_then_preceding_and_never_passes_t_max():
     assert rows == [(308, 0, ["T", "A"]), (336, 2, ["T", "A", "C"]), (42, 3, ["T", "D"])]
 
 
-def test_a_single_sentence_over_t_max_stays_whole():
+def test_a_single_sentence_over_t_max_is_cut_at_word_starts():
     long_sentence = " ".join(["Word"] + ["word"] * 399) + "."  # capitalized, so a segmenter sees a new sentence
     tables = build([("d1", "T", [("A", 1, ["Short one here. " + long_sentence + " And a tail sentence."])])])
-    rows = structural_chunks(*tables, TOK, t_max=350, t_min=0).select("n_tokens").to_series().to_list()
-    assert rows == [4, 401, 5]
+    chunks = structural_chunks(*tables, TOK, t_max=350, t_min=0)
+    # 401 tokens in one line: the fewest parts are 2; the word starts nearest 200.5 are 200 and 201 (ties to the earlier)
+    assert chunks.select("n_tokens", "cut").rows() == [(4, "sentence"), (200, "word"), (201, "sentence"), (5, "end")]
+    text = tables[0]["text"][0]
+    assert text[chunks["start"][2] - 1] == " " and text[chunks["start"][2]:].startswith("word word")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -330,11 +442,19 @@ def test_fixed_windows_tile_snap_and_carry_paths(tables, bounds, snap):
     documents_frame, paragraphs_frame, sections_frame = tables
     reference = structural_chunks(*tables, TOK, t_max=t_max, t_min=t_min)
     fixed = fixed_chunks(documents_frame, reference, TOK, paragraphs=paragraphs_frame, sections=sections_frame,
-                         snap_tokens=snap, t_min=t_min)
-    assert_tiling(documents_frame, fixed)
+                         snap_tokens=snap, t_min=t_min, t_max=t_max)
     check_counts(documents_frame, fixed)
+    check_fixed_windows(tables, fixed, reference, snap, t_max, t_min)
+
+
+def check_fixed_windows(tables, fixed, reference, snap, t_max, t_min):
+    """Tiling, paths of the start's section, cuts within snap of the target, the t_max bound, the remainder rule."""
+    documents_frame = tables[0]
+    assert_tiling(documents_frame, fixed)
+    check_cut_column(tables, fixed)
     units = unit_ranges(*tables)
-    targets = {d: math.floor(m + 0.5) for d, m in reference.group_by("doc_id").agg(pl.col("n_tokens").mean()).rows()}
+    targets = {d: min(math.floor(m + 0.5), t_max)
+               for d, m in reference.group_by("doc_id").agg(pl.col("n_tokens").mean()).rows()}
     for doc_id, group in fixed.sort("start").group_by("doc_id", maintain_order=True):
         doc_id = doc_id[0]
         rows = group.rows(named=True)
@@ -342,10 +462,12 @@ def test_fixed_windows_tile_snap_and_carry_paths(tables, bounds, snap):
             starts = [u[0] for u in units[doc_id]]
             unit = units[doc_id][bisect.bisect_right(starts, row["start"]) - 1]
             assert (row["section_id"], tuple(row["path"])) == (unit[2], unit[4])
-            if i < len(rows) - 1:  # a cut near start + target (a word may move it back a few tokens)
-                assert targets[doc_id] - snap - 6 <= row["n_tokens"] <= targets[doc_id] + snap
-        if len(rows) > 1:  # a short remainder was merged into the window before it
-            assert rows[-1]["n_tokens"] >= min(t_min, targets[doc_id] - snap - 6)
+            assert row["n_tokens"] <= t_max, f"window over t_max: {row}"
+            if i < len(rows) - 1:  # every rule cuts within snap of start + target
+                assert targets[doc_id] - snap <= row["n_tokens"] <= targets[doc_id] + snap
+        if len(rows) > 1:  # a short remainder was merged into the window before it, unless that would pass t_max
+            last, before = rows[-1]["n_tokens"], rows[-2]["n_tokens"]
+            assert last >= min(t_min, targets[doc_id] - snap) or before + last > t_max
 
 
 @settings(max_examples=int(15 * SCALE), deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -370,9 +492,24 @@ def test_fixed_window_falls_back_to_a_word_start_without_sentences():
     tables = build([("d1", "T", [("A", 1, [words])])])
     reference = pl.DataFrame({"doc_id": ["d1"], "n_tokens": [100]})
     fixed = fixed_chunks(tables[0], reference, TOK, paragraphs=tables[1], sections=tables[2])
-    assert fixed["n_tokens"].to_list() == [100, 100, 100]
+    assert fixed.select("n_tokens", "cut").rows() == [(100, "word"), (100, "word"), (100, "end")]
     text = tables[0]["text"][0]
     assert all(text[s - 1] == " " for s in fixed["start"].to_list()[1:])
+
+
+def test_fixed_windows_never_pass_t_max_by_snapping_or_merging():
+    s = "The cat sat on the mat near the door of the old house. "  # 14 tokens a sentence
+    words = " ".join(["river"] * 341) + ". "  # one 342-token sentence
+    tables = build([("d1", "T", [("A", 1, [s + words + s * 3])])])  # 14 + 342 + 42 = 398 tokens
+    reference = pl.DataFrame({"doc_id": ["d1"], "n_tokens": [345]})
+    fixed = fixed_chunks(tables[0], reference, TOK, paragraphs=tables[1], sections=tables[2], snap_tokens=15,
+                         t_max=350, t_min=60)
+    # The sentence boundary nearest 345 is at 356 (within snap, past t_max): the first window is cut
+    # at the word start at 345 instead; the 53-token rest stays apart (merging would make 398).
+    assert fixed.select("n_tokens", "cut").rows() == [(345, "word"), (53, "end")]
+    unbounded = fixed_chunks(tables[0], reference, TOK, paragraphs=tables[1], sections=tables[2], snap_tokens=15,
+                             t_max=400, t_min=60)
+    assert unbounded.select("n_tokens", "cut").rows() == [(398, "end")]  # 356 + 42: merged under t_max=400
 
 
 def test_fixed_windows_need_reference_chunks_for_every_document():
@@ -495,3 +632,307 @@ def test_other_tokenizers_get_counts_recomputed_on_chunk_text():
     assert_tiling(tables[0], chunks)
     text = tables[0]["text"][0]
     assert chunks["n_tokens"].to_list() == [metaspace.count(text[a:b]) for a, b in chunks.select("start", "end").rows()]
+
+
+# --------------------------------------------------------------------------------------------------
+# The hard bound: text no sentence boundary serves (SPEC section 6)
+
+CJK = "中文字符测试数据模型检索结构文档"
+
+
+@st.composite
+def adversarial_paragraphs(draw):
+    """Text built to defeat sentence cuts: no punctuation, lines only, one huge word, CJK, or a mix."""
+
+    def words(n):
+        return " ".join(draw(st.lists(st.sampled_from(["river", "army", "x", "unbelievable", "3.5", "naïve",
+                                                       "well-known", "(note)", "a_b", "中文"]), min_size=n, max_size=n)))
+
+    def huge_word():  # one whitespace-free run: letters (a long one is one [UNK]), punctuation, CJK
+        return "".join(draw(st.lists(st.sampled_from(["ab", "zq", "xyl", "kw", "-", "_", "0", "中"]),
+                                     min_size=5, max_size=200)))
+
+    def cjk():
+        return "".join(draw(st.lists(st.sampled_from(CJK), min_size=5, max_size=300)))
+
+    def lines():
+        return "\n".join(("  " if draw(st.booleans()) else "") + words(draw(st.integers(1, 12)))
+                         for _ in range(draw(st.integers(2, 40))))
+
+    kind = draw(st.sampled_from(["words", "lines", "huge_word", "cjk", "mixed"]))
+    if kind == "words":
+        text = words(draw(st.integers(1, 300)))
+    elif kind == "lines":
+        text = lines()
+    elif kind == "huge_word":
+        text = huge_word()
+    elif kind == "cjk":
+        text = cjk()
+    else:
+        parts = [draw(st.sampled_from([words, lambda n: lines(), lambda n: huge_word(), lambda n: cjk(),
+                                       lambda n: draw(sentences(long=True))]))(draw(st.integers(1, 80)))
+                 for _ in range(draw(st.integers(2, 4)))]
+        text = "".join(part + draw(st.sampled_from([" ", "\n", "", ". "])) for part in parts)
+    return text.strip() or "x"
+
+
+ADVERSARIAL = corpora(max_docs=2, max_sections=4, max_paragraphs=3, paragraph=adversarial_paragraphs())
+BOUNDS = st.sampled_from([(24, 0), (40, 8), (64, 20)])
+ADVERSARIAL_SETTINGS = settings(max_examples=int(25 * SCALE), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@ADVERSARIAL_SETTINGS
+@given(ADVERSARIAL, BOUNDS)
+def test_structural_chunks_never_pass_t_max_on_adversarial_text(tables, bounds):
+    t_max, t_min = bounds
+    chunks = structural_chunks(*tables, TOK, t_max=t_max, t_min=t_min)
+    check_counts(tables[0], chunks, tables[1])
+    check_structure_and_bounds(tables, chunks, t_max, t_min)
+
+
+@ADVERSARIAL_SETTINGS
+@given(ADVERSARIAL, BOUNDS)
+def test_semantic_chunks_never_pass_t_max_on_adversarial_text(tables, bounds):
+    t_max, t_min = bounds
+    chunks = semantic_chunks(*tables, TOK, topic_embedder, threshold=0.85, t_max=t_max, t_min=t_min)
+    check_counts(tables[0], chunks, tables[1])
+    check_structure_and_bounds(tables, chunks, t_max, t_min)
+
+
+@ADVERSARIAL_SETTINGS
+@given(ADVERSARIAL, BOUNDS, st.integers(0, 15))
+def test_fixed_windows_never_pass_t_max_on_adversarial_text(tables, bounds, snap):
+    t_max, t_min = bounds
+    documents_frame, paragraphs_frame, sections_frame = tables
+    reference = structural_chunks(*tables, TOK, t_max=t_max, t_min=t_min)
+    fixed = fixed_chunks(documents_frame, reference, TOK, paragraphs=paragraphs_frame, sections=sections_frame,
+                         snap_tokens=snap, t_min=t_min, t_max=t_max)
+    check_counts(documents_frame, fixed, paragraphs_frame)
+    check_fixed_windows(tables, fixed, reference, snap, t_max, t_min)
+
+
+def brute_force_fewest_parts(positions, t_max):
+    """Fewest parts over every cut set, a part over t_max allowed only as one segment (snapped_cuts' rule)."""
+    m = len(positions) - 1
+    for k in range(m):
+        for cuts in itertools.combinations(range(1, m), k):
+            edges = [0, *cuts, m]
+            if all(positions[b] - positions[a] <= t_max or b - a == 1 for a, b in zip(edges[:-1], edges[1:])):
+                return k + 1
+
+
+@settings(max_examples=int(200 * SCALE), deadline=None)
+@given(st.lists(st.integers(1, 40), min_size=1, max_size=10), st.integers(5, 60))
+def test_snapped_cuts_use_the_fewest_parts_and_fit(sizes, t_max):
+    positions = [0, *itertools.accumulate(sizes)]
+    cuts = snapped_cuts(positions, t_max)
+    edges = [0, *cuts, len(sizes)]
+    assert all(a < b for a, b in zip(edges[:-1], edges[1:]))
+    assert all(positions[b] - positions[a] <= t_max or b - a == 1 for a, b in zip(edges[:-1], edges[1:]))
+    assert len(edges) - 1 == (1 if positions[-1] <= t_max else brute_force_fewest_parts(positions, t_max))
+
+
+def test_snapped_cuts_worked_examples():
+    # 310 lines of 7 tokens, t_max 350 (50 lines): 7 parts; cut i at the line nearest i * 310 / 7
+    lines = [7 * i for i in range(311)]
+    assert snapped_cuts(lines, 350) == [44, 89, 133, 177, 221, 266]
+    # Equal-split point 50 is unreachable (segments 45, 10, 45): the feasible candidate nearest it wins.
+    assert snapped_cuts([0, 45, 55, 100], 50) == [1, 2]
+    assert snapped_cuts([0, 10, 20], 20) == []  # fits whole
+    assert snapped_cuts([0, 100], 20) == []  # one segment over t_max: the next level cuts it
+
+
+def lines_of(line, n):
+    return "\n".join([line] * n)
+
+
+@pytest.mark.parametrize("name, line, per_line", [
+    ("code block", "    value_x = compute(a, b)", 10),
+    ("list", "- river army bridge winter", 5),
+    ("table", "| river | army | bridge |", 7),
+])
+def test_line_structured_paragraphs_are_cut_at_line_starts(name, line, per_line):
+    """The issue's code block, list and table (one paragraph each, no sentence punctuation), moderate size."""
+    assert TOK.count(line) == per_line
+    n_lines = 310
+    tables = build([("d1", "T", [("Intro", 1, ["A short lead sentence.", lines_of(line, n_lines)])])])
+    chunks = structural_chunks(*tables, TOK, t_max=350, t_min=60)
+    assert_tiling(tables[0], chunks)
+    check_counts(tables[0], chunks)
+    check_cut_column(tables, chunks)
+    # Lines fit floor(350 / per_line) to a part: the fewest parts k, cut i at line round(i * n / k).
+    k = math.ceil(n_lines / (350 // per_line))
+    cut_lines = [round(i * n_lines / k) for i in range(1, k)]
+    sizes = [per_line * (b - a) for a, b in zip([0, *cut_lines], [*cut_lines, n_lines])]
+    sizes[0] += TOK.count("A short lead sentence.")  # the 5-token lead merges into the first part (under t_max)
+    assert chunks["n_tokens"].to_list() == sizes
+    assert max(sizes) <= 350
+    counts = cut_counts(chunks)
+    assert counts["line"] == k - 1 and counts["end"] == 1 and counts["word"] == counts["token"] == 0
+    assert bounds_report(chunks)["fallback_cuts"] == k - 1
+
+
+def test_unpunctuated_text_is_cut_at_word_starts():
+    text = " ".join(["river", "army", "bridge", "winter"] * 500)  # 2000 one-token words, one line
+    tables = build([("d1", "T", [("A", 1, [text])])])
+    chunks = structural_chunks(*tables, TOK, t_max=350, t_min=60)
+    assert_tiling(tables[0], chunks)
+    check_counts(tables[0], chunks)
+    cuts = [round(i * 2000 / 6) for i in range(1, 6)]  # 6 parts, each cut at the word nearest i * 2000 / 6
+    assert chunks["n_tokens"].to_list() == [b - a for a, b in zip([0, *cuts], [*cuts, 2000])]
+    assert cut_counts(chunks) == {"section": 0, "paragraph": 0, "sentence": 0, "line": 0, "word": 5, "token": 0,
+                                  "end": 1}
+
+
+def test_text_without_spaces_is_cut_at_token_starts():
+    text = CJK * 80  # 1280 CJK characters, one token and one pre-token each, no whitespace
+    tables = build([("d1", "T", [("A", 1, [text])])])
+    chunks = structural_chunks(*tables, TOK, t_max=350, t_min=60)
+    assert_tiling(tables[0], chunks)
+    check_counts(tables[0], chunks)  # cuts between pre-tokens: every count is the chunk text's own
+    assert chunks["n_tokens"].to_list() == [320, 320, 320, 320]
+    assert chunks["cut"].to_list() == ["token", "token", "token", "end"]
+
+
+def test_a_pretoken_longer_than_t_max_is_cut_between_word_pieces():
+    word = "zqxjkwvbzqxjkwvb" * 5  # 80 letters, one pre-token of many word pieces (a word over 100 is one [UNK])
+    pieces = TOK.count(word)
+    assert pieces > 20
+    tables = build([("d1", "T", [("A", 1, [f"Lead {word} tail"])])])
+    chunks = structural_chunks(*tables, TOK, t_max=20, t_min=0)
+    assert_tiling(tables[0], chunks)
+    assert chunks["n_tokens"].max() <= 20
+    assert chunks["n_tokens"].sum() == pieces + 2  # the word's pieces as the whole text has them, plus Lead, tail
+    assert "token" in chunks["cut"].to_list()
+
+
+def test_each_paragraph_is_segmented_once_per_chunker(monkeypatch):
+    """The split used to segment a long paragraph once per cut (quadratic time); now once per chunker."""
+    calls = []
+    original = boundaries.paragraph_boundaries
+
+    def counting(text, start, end):
+        calls.append((start, end))
+        return original(text, start, end)
+
+    monkeypatch.setattr(boundaries, "paragraph_boundaries", counting)
+    s = "The cat sat on the mat near the door of the old house. "
+    tables = build([("d1", "T", [("A", 1, [s * 300, s * 2])])])  # 4,200 tokens: 12 parts of one paragraph
+    reference = structural_chunks(*tables, TOK)
+    assert reference.height >= 12 and len(calls) == len(set(calls)) == 1
+    calls.clear()
+    fixed = fixed_chunks(tables[0], reference, TOK, paragraphs=tables[1], sections=tables[2])
+    assert fixed.height >= 12 and calls and len(calls) == len(set(calls))
+
+
+def test_cut_counts_reject_unknown_kinds():
+    frame = pl.DataFrame({"cut": ["end", "word", "word", "sentence"]})
+    assert cut_counts(frame) == {"section": 0, "paragraph": 0, "sentence": 1, "line": 0, "word": 2, "token": 0,
+                                 "end": 1}
+    with pytest.raises(ValueError, match="'whim'"):
+        cut_counts(pl.DataFrame({"cut": ["end", "whim"]}))
+
+
+def test_segmenter_failure_is_logged_and_the_punctuation_rule_used(monkeypatch, caplog):
+    def broken(text):
+        raise RuntimeError("segmenter exploded")
+
+    monkeypatch.setattr(segmenter, "_sentence_offsets", broken)
+    text = "First sentence here. Second one follows! Third? Yes."
+    segmenter.sentence_starts.cache_clear()
+    try:
+        with caplog.at_level("WARNING", logger="structbench.sentences"):
+            starts = sentence_starts(text)
+    finally:
+        segmenter.sentence_starts.cache_clear()
+    assert [text[b:b + 5] for b in starts] == ["Secon", "Third", "Yes."]
+    (record,) = caplog.records
+    assert "52 characters" in record.getMessage() and "First sentence" in record.getMessage()
+    assert "RuntimeError: segmenter exploded" in record.getMessage()
+
+
+@functools.cache
+def byte_level_bpe():
+    """A small byte-level BPE trained here: its counts are not additive (a token carries its leading space)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    from structbench.tokens import TokenCounter
+
+    raw = Tokenizer(models.BPE(unk_token="[UNK]"))
+    raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=["[UNK]"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    raw.train_from_iterator(["the river army crossed the bridge in winter", "results of the model show data",
+                             "unbelievable north museum signal"] * 50, trainer)
+    return TokenCounter(raw, "byte-level-bpe")
+
+
+def check_own_counts_within_t_max(tables, chunks, counter, t_max):
+    assert_tiling(tables[0], chunks)
+    texts = texts_of(tables[0])
+    own = counter.count_batch([texts[d][s:e] for d, s, e in chunks.select("doc_id", "start", "end").iter_rows()])
+    assert chunks["n_tokens"].to_list() == own
+    assert max(own) <= t_max
+
+
+def test_a_tokenizer_with_estimated_span_counts_still_keeps_t_max(monkeypatch):
+    bpe = byte_level_bpe()
+    assert not bpe.additive
+    recuts = []
+    original = boundaries._cut_by_own_tokens
+
+    def counting(*args):
+        recuts.append(args[1])
+        return original(*args)
+
+    monkeypatch.setattr(boundaries, "_cut_by_own_tokens", counting)
+    text = " ".join(["river army", "unbelievable", "museum north"] * 80)
+    tables = build([("d1", "T", [("A", 1, [text, "Short. " * 30])])])
+    chunks = structural_chunks(*tables, bpe, t_max=37, t_min=5)
+    check_own_counts_within_t_max(tables, chunks, bpe, 37)
+    assert recuts, "no chunk needed cutting again by its own count: the test no longer exercises the repair"
+    reference = structural_chunks(*tables, bpe, t_max=64, t_min=5)
+    fixed = fixed_chunks(tables[0], reference, bpe, paragraphs=tables[1], sections=tables[2], t_max=64, t_min=5)
+    check_own_counts_within_t_max(tables, fixed, bpe, 64)
+
+
+@settings(max_examples=int(15 * SCALE), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ADVERSARIAL, BOUNDS)
+def test_estimated_counts_keep_t_max_on_adversarial_text(tables, bounds):
+    t_max, t_min = bounds
+    bpe = byte_level_bpe()
+    check_own_counts_within_t_max(tables, structural_chunks(*tables, bpe, t_max=t_max, t_min=t_min), bpe, t_max)
+    check_own_counts_within_t_max(
+        tables, semantic_chunks(*tables, bpe, topic_embedder, t_max=t_max, t_min=t_min), bpe, t_max)
+    reference = structural_chunks(*tables, bpe, t_max=t_max, t_min=t_min)
+    fixed = fixed_chunks(tables[0], reference, bpe, paragraphs=tables[1], sections=tables[2], t_max=t_max, t_min=t_min)
+    check_own_counts_within_t_max(tables, fixed, bpe, t_max)
+
+
+def test_tokens_sharing_a_start_offset_are_never_split_apart():
+    """A byte-level tokenizer gives each byte of an emoji its own token, all at the emoji's offset."""
+    bpe = byte_level_bpe()
+    text = "😀" * 200 + " river " + "😀🎉" * 100
+    assert len(bpe.tokenizer.encode(text).ids) > 4 * len(text) // 2  # several tokens per character
+    tables = build([("d1", "T", [("A", 1, [text])])])
+    for chunks in (structural_chunks(*tables, bpe, t_max=30, t_min=0),
+                   fixed_chunks(tables[0], pl.DataFrame({"doc_id": ["d1"], "n_tokens": [29]}), bpe,
+                                paragraphs=tables[1], sections=tables[2], t_max=30, t_min=0)):
+        check_own_counts_within_t_max(tables, chunks, bpe, 30)
+        assert chunks.height >= 4 * len(text) // 2 // 30
+
+
+def test_a_cut_inside_a_word_falls_between_characters():
+    """BERT splits a Hangul syllable into jamo pieces that share its offset: a cut never lands between them."""
+    word = "한국어문장입니다" * 4  # one 32-syllable pre-token of 3 or 2 pieces a syllable (under 100 characters)
+    text = f"Lead {word} tail"
+    offsets = TOK.tokenizer.encode(text, add_special_tokens=False).offsets
+    assert len(offsets) > len({start for start, _ in offsets})  # pieces share start offsets
+    tables = build([("d1", "T", [("A", 1, [text])])])
+    chunks = structural_chunks(*tables, TOK, t_max=20, t_min=0)
+    assert_tiling(tables[0], chunks)
+    for start, end, n_tokens in chunks.select("start", "end", "n_tokens").rows():
+        assert n_tokens == sum(start <= s < end for s, _ in offsets) <= 20  # the document's tokens in the chunk
+    assert chunks["n_tokens"].sum() == len(offsets)
+    # "Lead" | the word, cut between characters | "tail": word cuts around the word, token cuts inside it
+    assert chunks["cut"].to_list() == ["word"] + ["token"] * (chunks.height - 3) + ["word", "end"]

@@ -67,6 +67,7 @@ def make_chunks(rows):
             "n_tokens": [r[4] if len(r) > 4 else 10 for r in rows],
             "section_id": [0] * len(rows),
             "path": [[]] * len(rows),
+            "cut": ["sentence"] * len(rows),
         },
         schema=tables.CHUNKS,
     )

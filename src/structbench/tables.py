@@ -69,6 +69,10 @@ CHUNKS = {
     "n_tokens": pl.Int32,  # content tokens only
     "section_id": pl.Int32,  # the section the chunk starts in (structural: the one it lies in)
     "path": pl.List(pl.String),
+    # How the chunk's end was cut, the strongest boundary there: "end" (document end), "section",
+    # "paragraph", "sentence", or a fallback where no sentence boundary served: "line", "word",
+    # "token" (structbench.boundaries.CUT_KINDS; definitions in that module's docstring).
+    "cut": pl.String,
 }
 TEXTS = {
     "chunk_id": pl.Int64,

@@ -16,6 +16,7 @@ with step_log(snakemake.log[0], "fixed_chunks") as log:
         sections=read_table(snakemake.input.sections, "sections"),
         snap_tokens=snakemake.params.snap_tokens,
         t_min=snakemake.params.t_min,
+        t_max=snakemake.params.t_max,
     )
     assert_tiling(documents, chunks)
     report = {"corpus": snakemake.wildcards.corpus, "structure": snakemake.wildcards.structure,

@@ -50,6 +50,7 @@ def synthetic_cell(
             "n_tokens": (lengths // 4).astype(np.int32),
             "section_id": np.zeros(n_chunks, dtype=np.int32),
             "path": [[]] * n_chunks,
+            "cut": np.where(np.isin(np.arange(n_chunks), np.cumsum(n_chunks_doc) - 1), "end", "sentence"),
         },
         schema=tables.CHUNKS,
     )
