@@ -161,6 +161,12 @@ def all_size_matches():
     return [f"{R}/{corpus}/chunks/{chunkset}.size_match.json" for corpus in CORPORA for chunkset in fixed]
 
 
+def all_chunk_sets():
+    """(corpus, chunk set) -> chunks table, for every chunk set a condition uses."""
+    chunksets = sorted({c.chunkset for c in CONDITIONS.values()})
+    return {(corpus, chunkset): f"{R}/{corpus}/chunks/{chunkset}.parquet" for corpus in CORPORA for chunkset in chunksets}
+
+
 def all_text_reports():
     textsets = sorted({c.textset for c in CONDITIONS.values()})
     return [f"{R}/{corpus}/texts/{textset}.report.json" for corpus in CORPORA for textset in textsets]

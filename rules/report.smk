@@ -6,6 +6,7 @@ rule report:
         size_matches=all_size_matches(),
         text_reports=all_text_reports(),
         bm25_scores=all_bm25_scores(),
+        chunk_sets=list(all_chunk_sets().values()),
     output:
         report=report(REPORT, category="Report", caption="../workflow/report/report.rst"),
         means=f"{R}/report/condition_means.parquet",
@@ -13,11 +14,14 @@ rule report:
         f"{LOGS}/report.log",
     params:
         corpora=CORPORA,
+        chunk_sets=list(all_chunk_sets()),
+        t_max=config["chunking"]["t_max"],
+        t_min=config["chunking"]["t_min"],
         primary_metric=config["stats"]["primary_metric"],
         bootstrap_iters=config["stats"]["bootstrap_iters"],
         conditions=config["conditions"],
         contrasts=contrast_params,
-        code=code_version("report"),
+        code=code_version("report", "boundaries", "cells"),
     conda:
         "../envs/cpu.yaml"
     script:

@@ -10,7 +10,9 @@ from pathlib import Path
 import polars as pl
 
 from structbench.atomic import write_text
+from structbench.boundaries import bounds_report
 from structbench.cells import lexical_chunkset
+from structbench.defaults import T_MAX, T_MIN
 from structbench.metrics.registry import is_metric, metric_label, parse_metric
 from structbench.tables import read_table, write_table
 
@@ -262,6 +264,8 @@ def render_report(
     contrast_specs: list[dict] = (),
     bm25_scores: pl.DataFrame | None = None,
     bootstrap_iters: int | None = None,
+    chunk_bounds: list[dict] = (),
+    embed_reports: list[dict] = (),
 ) -> tuple[str, pl.DataFrame]:
     """The report's Markdown text and the per-condition means table. ``bootstrap_iters`` (config
     ``stats.bootstrap_iters``, optional) is the B of the contrasts' bootstrap, used to print p-values
@@ -302,6 +306,21 @@ def render_report(
             "## Chunk sets (size matching)",
             "",
             chunk_sets_section(list(size_matches)),
+            "## Chunk bounds",
+            "",
+            "Every chunk set against its token bounds: how many chunks exceed `t_max` (always 0: it is a "
+            "hard bound) or fall under `t_min`, and how each chunk's end was cut. `line`, `word` and `token` "
+            "are the fallbacks taken where no sentence boundary served (code, lists, tables, unpunctuated "
+            "text).",
+            "",
+            chunk_bounds_section(list(chunk_bounds)),
+            "## Embedder input length",
+            "",
+            "Texts longer than the embedder's `max_seq_length` (counted with the embedder's own tokenizer, "
+            "special tokens included) are truncated by the model: a truncation that grows with the prefix "
+            "would confound every prefix contrast, so the shipped configs truncate nothing.",
+            "",
+            truncation_section(list(embed_reports)),
             "## Prefixes",
             "",
             prefixes_section(list(text_reports)),
@@ -311,6 +330,29 @@ def render_report(
         ]
     )
     return text, means
+
+
+def chunk_bounds_section(chunk_bounds: list[dict]) -> str:
+    """One row per (corpus, chunk set): size distribution, bound violations and cut kinds."""
+    if not chunk_bounds:
+        return "No chunk set.\n"
+    frame = pl.DataFrame(chunk_bounds, infer_schema_length=None)
+    cuts = [c for c in frame.columns if c.startswith("cut_")]
+    table = frame.select(
+        "corpus", "chunk set", "chunks", "mean_tokens", "max_tokens", "over_t_max", "under_t_min", "fallback_cuts",
+        *[pl.col(c).alias(c.removeprefix("cut_")) for c in cuts],
+    ).sort("corpus", "chunk set")
+    return markdown_table(table, float_digits=1) + "\n"
+
+
+def truncation_section(embed_reports: list[dict]) -> str:
+    """One row per embedded text set: how many texts the embedder truncated (should be 0)."""
+    if not embed_reports:
+        return "No text set was embedded.\n"
+    frame = pl.DataFrame(embed_reports, infer_schema_length=None)
+    columns = [c for c in ("corpus", "embedder", "text set", "n_texts", "max_seq_length", "max_tokens",
+                           "n_truncated", "n_encoded", "n_from_cache", "n_quarantined") if c in frame.columns]
+    return markdown_table(frame.select(columns).sort(columns[:3]), float_digits=1) + "\n"
 
 
 def _resolution_note(bootstrap_iters: int | None) -> str:
@@ -335,7 +377,15 @@ def write_report(
     contrast_specs: list[dict] = (),
     bm25_score_paths: list[str] = (),
     bootstrap_iters: int | None = None,
+    chunk_paths: dict[tuple[str, str], str] | None = None,
+    embed_report_paths: list[str] = (),
+    t_max: int = T_MAX,
+    t_min: int = T_MIN,
 ) -> None:
+    """Read every input and write the report and the means table.
+
+    ``chunk_paths`` maps (corpus, chunk set) to a chunks table, for the chunk-bounds section;
+    ``embed_report_paths`` are the embedding steps' JSON reports (input length and truncation)."""
     def concat(paths):
         return pl.concat([read_table(p) for p in paths], how="diagonal_relaxed") if paths else pl.DataFrame()
 
@@ -352,6 +402,11 @@ def write_report(
         contrast_specs,
         bm25_scores,
         bootstrap_iters,
+        chunk_bounds=[
+            {"corpus": corpus, "chunk set": chunkset, **bounds_report(read_table(path, "chunks"), t_max=t_max, t_min=t_min)}
+            for (corpus, chunkset), path in (chunk_paths or {}).items()
+        ],
+        embed_reports=[json.loads(Path(p).read_text()) for p in embed_report_paths],
     )
     write_text(report_path, text)
     write_table(means, means_path)
