@@ -25,7 +25,9 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/snakemake --cores $(CORES) $(ARGS)
+	$(BIN)/snakemake --cores $(CORES) $(ARGS) || { \
+	  echo "If an earlier run was killed (Directory cannot be locked, IncompleteFilesException): make resume, with the same ARGS"; \
+	  exit 1; }
 	@echo "Report: $$(pwd)/results/report/report.md"
 
 resume: $(STAMP)

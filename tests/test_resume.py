@@ -14,7 +14,8 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
+from dataclasses import dataclass
+from pathlib import Path, PurePath
 
 import psutil
 import pytest
@@ -97,7 +98,17 @@ def test_slurm_jobs_are_matched_by_the_directory_they_were_submitted_from(tmp_pa
     assert found[0] == resume.LiveRunPart("slurm job", "101", f"submitted from {run}")
 
 
-def test_resume_refuses_and_keeps_the_lock_while_a_run_lives(tmp_path, spawn, capsys):
+@pytest.fixture
+def no_run(monkeypatch):
+    """Should a refusal test wrongly get past the check, fail instead of becoming a Snakemake run."""
+    def forbidden(*args):
+        pytest.fail("resume went past its check to unlock or run")  # a BaseException: no except stops it
+
+    monkeypatch.setattr("snakemake.cli.args_to_api", forbidden)  # the unlock
+    monkeypatch.setattr(resume.os, "execv", forbidden)  # the run
+
+
+def test_resume_refuses_and_keeps_the_lock_while_a_run_lives(tmp_path, spawn, capsys, no_run):
     lock = tmp_path / ".snakemake/locks/0.output.lock"
     lock.parent.mkdir(parents=True)
     lock.write_text("results/kb/corpus/documents.parquet\n")
@@ -110,6 +121,37 @@ def test_resume_refuses_and_keeps_the_lock_while_a_run_lives(tmp_path, spawn, ca
     assert lock.read_text() == "results/kb/corpus/documents.parquet\n"
 
 
+def fake_squeue(bin_dir: Path, body: str) -> Path:
+    """A ``squeue`` on the PATH that records its arguments and runs ``body`` (sh)."""
+    bin_dir.mkdir()
+    squeue = bin_dir / "squeue"
+    squeue.write_text(f'#!/bin/sh\necho "$@" > "{bin_dir}/args"\n{body}\n')
+    squeue.chmod(0o755)
+    return bin_dir
+
+
+def resume_on_slurm(workdir: Path) -> int:
+    return resume.main(["--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
+                        "--executor", "slurm", "--cores", "1"])
+
+
+def test_resume_on_slurm_refuses_while_the_crashed_runs_jobs_are_queued(tmp_path, monkeypatch, capsys, no_run):
+    workdir = tmp_path / "run"
+    bin_dir = fake_squeue(tmp_path / "bin", f"printf '4242 {workdir}\\n17 /elsewhere\\n'")
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    assert resume_on_slurm(workdir) == 1
+    err = capsys.readouterr().err
+    assert f"slurm job 4242: submitted from {workdir}" in err and "slurm job 17" not in err
+    assert (bin_dir / "args").read_text().split() == ["--me", "--noheader", "--format=%i", "%Z"]
+
+
+def test_resume_on_slurm_refuses_when_the_queue_cannot_be_read(tmp_path, monkeypatch, capsys, no_run):
+    bin_dir = fake_squeue(tmp_path / "bin", "echo 'slurm_load_jobs error: Unable to contact slurm controller' >&2; exit 1")
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    assert resume_on_slurm(tmp_path / "run") == 1
+    assert "cannot list Slurm jobs (slurm_load_jobs error: Unable to contact slurm controller)" in capsys.readouterr().err
+
+
 # ---- the workflow killed and resumed --------------------------------------------------------------
 
 
@@ -120,7 +162,7 @@ def make(target: str, workdir: Path) -> list[str]:
 
 
 def make_resume(workdir: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(make("resume", workdir), capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    return subprocess.run(make("resume", workdir), check=False, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
 
 
 def measured_files(workdir: Path) -> dict[str, bytes]:
@@ -131,16 +173,21 @@ def measured_files(workdir: Path) -> dict[str, bytes]:
     return {str(path.relative_to(workdir)): path.read_bytes() for path in paths}
 
 
+def recorded_outputs(workdir: Path, record: str) -> set[str]:
+    """Outputs with a Snakemake record of one kind: ``incomplete`` (its job started and has not finished)
+    or ``metadata`` (its job finished). Snakemake's file persistence names each record by the urlsafe
+    base64 of the output path (split into '@'-prefixed folders when long)."""
+    root = workdir / ".snakemake" / record
+    paths = set()
+    for entry in root.rglob("*") if root.exists() else ():
+        if entry.is_file() and entry.name != "migration_underway":
+            encoded = "".join(part.removeprefix("@") for part in entry.relative_to(root).parts)
+            paths.add(base64.urlsafe_b64decode(encoded).decode())
+    return paths
+
+
 def incomplete_outputs(workdir: Path) -> set[str]:
-    """Outputs Snakemake has marked incomplete: its file persistence stores one marker per output, named by
-    the urlsafe-base64 of the path (split into '@'-prefixed folders when long)."""
-    root = workdir / ".snakemake" / "incomplete"
-    marked = set()
-    for marker in root.rglob("*") if root.exists() else ():
-        if marker.is_file() and marker.name != "migration_underway":
-            encoded = "".join(part.removeprefix("@") for part in marker.relative_to(root).parts)
-            marked.add(base64.urlsafe_b64decode(encoded).decode())
-    return marked
+    return recorded_outputs(workdir, "incomplete")
 
 
 def lock_files(workdir: Path) -> list[Path]:
@@ -192,39 +239,51 @@ def wait_for_group_exit(pgid: int, timeout_s: float = 60) -> None:
     raise AssertionError(f"processes {alive} of group {pgid} outlived SIGKILL")
 
 
+@dataclass(frozen=True)
 class KillPoint:
-    """When to crash: a job of ``script`` is alive, Snakemake has marked an output under ``marked_prefix``
-    incomplete (it considers that job running), and at least ``finished_before`` files matching
-    ``finished_glob`` exist (for the embedding point: one embedding job done, its vectors cached)."""
+    """When to crash the run: a job of ``script`` is alive and Snakemake has marked an output matching
+    ``outputs`` incomplete (it counts that job as running). Optionally also: at least
+    ``finished_before`` outputs matching ``outputs`` are finished (so the cache already holds their
+    vectors), and a job log under ``busy_logs`` shows a step under way (written to, no "done in" yet)."""
 
-    def __init__(self, script, marked_prefix, finished_glob=None, finished_before=0, warm_cache=False):
-        self.script, self.marked_prefix = script, marked_prefix
-        self.finished_glob, self.finished_before = finished_glob, finished_before
-        # A copy of the reference's embedding cache where the kill point is not about embedding, so the
-        # run reaches it in seconds; the embedding point starts from an empty cache of its own.
-        self.warm_cache = warm_cache
+    script: str
+    outputs: str
+    finished_before: int = 0
+    busy_logs: str | None = None
+    # The corpus and scoring points start from a copy of the reference's embedding cache, so the run
+    # reaches them in seconds; the embedding point starts from an empty cache of its own.
+    warm_cache: bool = False
 
     def marked(self, workdir: Path) -> list[str]:
-        return sorted(p for p in incomplete_outputs(workdir) if p.startswith(self.marked_prefix))
+        return sorted(p for p in incomplete_outputs(workdir) if PurePath(p).match(self.outputs))
+
+    def finished(self, workdir: Path) -> list[str]:
+        done = recorded_outputs(workdir, "metadata") - incomplete_outputs(workdir)
+        return sorted(p for p in done if PurePath(p).match(self.outputs))
+
+    def step_under_way(self, workdir: Path) -> bool:
+        logs = [path.read_text() for path in workdir.glob(self.busy_logs)]
+        return any(text and "done in" not in text for text in logs)
 
     def reached(self, workdir: Path, root: psutil.Process) -> bool:
-        finished = len(list(workdir.glob(self.finished_glob))) if self.finished_glob else 0
-        return (finished >= self.finished_before and bool(self.marked(workdir))
-                and bool(job_processes(root, self.script)))
+        return (len(self.finished(workdir)) >= self.finished_before
+                and (self.busy_logs is None or self.step_under_way(workdir))
+                and bool(self.marked(workdir)) and bool(job_processes(root, self.script)))
 
 
 KILL_POINTS = {
-    "corpus": KillPoint("build_corpus.py", "results/kb/corpus/", warm_cache=True),
-    "embedding": KillPoint("embed_texts.py", "results/kb/vectors/minilm/",
-                           finished_glob="results/kb/vectors/minilm/*/*/*.npy", finished_before=1),
-    "scoring": KillPoint("score.py", "results/kb/scores/minilm/", warm_cache=True),
+    "corpus": KillPoint("build_corpus.py", "results/kb/corpus/*.parquet", warm_cache=True),
+    # A second text set's embedding, mid-encoding: the cache already holds the first set's vectors.
+    "embedding": KillPoint("embed_texts.py", "results/kb/vectors/minilm/*/*/*.npy", finished_before=1,
+                           busy_logs="logs/embed/**/*.log"),
+    "scoring": KillPoint("score.py", "results/kb/scores/minilm/*/*.parquet", warm_cache=True),
 }
 
 
 def start_run(workdir: Path) -> subprocess.Popen:
     """`make run` in a process group of its own, as a terminal session would hold it."""
-    log = (workdir / "run.out").open("w")
-    return subprocess.Popen(make("run", workdir), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    with (workdir / "run.out").open("w") as log:
+        return subprocess.Popen(make("run", workdir), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
 def wait_for(point: KillPoint, workdir: Path, run: subprocess.Popen) -> psutil.Process:
@@ -243,7 +302,7 @@ def reference(tmp_path_factory):
     """One uninterrupted run with a fresh cache: the bytes every resumed run must reproduce."""
     workdir = tmp_path_factory.mktemp("reference")
     kb_config(workdir, TINY)
-    result = subprocess.run(make("run", workdir), capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    result = subprocess.run(make("run", workdir), check=False, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
     assert result.returncode == 0, result.stderr[-4000:]
     files = measured_files(workdir)
     assert any("/scores/minilm/" in p for p in files) and any(p.startswith("results/contrasts/") for p in files)

@@ -17,8 +17,10 @@ Usage: ``python workflow/resume.py [snakemake arguments]`` with the same argumen
 crashed (``--configfile``, ``--directory``, ``--profile``, ...). With nothing to resume it is an
 ordinary run that finds its outputs up to date.
 
-What it can see: processes of this user on this machine, and Slurm jobs when ``squeue`` is on the
-PATH. A run on another machine sharing the directory over a network filesystem is invisible to it.
+What it can see: processes of this user on this machine and, when the run uses the Slurm executor
+(``--executor slurm``, as ``--profile profiles/slurm`` sets), this user's Slurm jobs; if ``squeue``
+cannot say, it refuses. A run on another machine sharing the directory over a network filesystem is
+invisible to it.
 """
 
 from __future__ import annotations
@@ -83,17 +85,18 @@ def slurm_jobs_in(squeue_output: str, workdir: Path) -> list[LiveRunPart]:
     return found
 
 
+class CannotList(Exception):
+    """The Slurm queue could not be read, so a crashed run's jobs may still be queued or running."""
+
+
 def live_slurm_jobs(workdir: Path) -> list[LiveRunPart]:
-    """This user's queued or running Slurm jobs submitted from ``workdir``; none where Slurm is absent."""
+    """This user's queued or running Slurm jobs submitted from ``workdir``."""
     if shutil.which("squeue") is None:
-        return []
+        raise CannotList("squeue is not on the PATH")
     queue = subprocess.run(["squeue", "--me", "--noheader", "--format=%i %Z"],
-                           capture_output=True, text=True, timeout=120)
+                           check=False, capture_output=True, text=True, timeout=120)
     if queue.returncode != 0:
-        # A machine with Slurm's client but no reachable controller: say so rather than block forever.
-        reason = (queue.stderr.strip().splitlines() or ["no message"])[-1]
-        print(f"resume: could not list Slurm jobs ({reason}); checking local processes only", file=sys.stderr)
-        return []
+        raise CannotList((queue.stderr.strip().splitlines() or [f"squeue exited with {queue.returncode}"])[-1])
     return slurm_jobs_in(queue.stdout, workdir)
 
 
@@ -105,7 +108,14 @@ def main(argv: list[str]) -> int:
 
     parser, unlock_args = parse_args(["--unlock", *argv])
     workdir = Path(unlock_args.directory or os.getcwd()).resolve()
-    alive = live_processes(workdir) + live_slurm_jobs(workdir)
+    alive = live_processes(workdir)
+    if unlock_args.executor == "slurm":  # given on the command line or by a profile (profiles/slurm)
+        try:
+            alive += live_slurm_jobs(workdir)
+        except CannotList as reason:
+            print(f"resume: cannot list Slurm jobs ({reason}), and jobs of the crashed run may still be queued "
+                  "or running; not touching the lock. Resume where squeue works.", file=sys.stderr)
+            return 1
     if alive:
         print(f"resume: a run in {workdir} is still alive; not touching its lock:", file=sys.stderr)
         for part in alive:
