@@ -1,13 +1,18 @@
-# Two entry points for a fresh machine (see README.md):
-#   make run   - install, run the default workflow end to end, print where the report is
-#   make test  - install, run the test suite (unit tests + the whole default workflow on tiny configs)
+# Entry points for a fresh machine (see README.md):
+#   make run     - install, run the default workflow end to end, print where the report is
+#   make resume  - after a crash: check nothing of the old run is alive, remove its stale lock,
+#                  rerun the jobs it left incomplete, finish the workflow (workflow/resume.py)
+#   make test    - install, run the test suite (unit tests + the whole default workflow on tiny configs)
+# ARGS passes snakemake arguments to run, dryrun and resume alike, e.g. ARGS='--configfile my.yaml';
+# resume a crashed run with the ARGS it was started with.
 PYTHON ?= python3
 VENV ?= .venv
 CORES ?= 2
+ARGS ?=
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.structbench-installed
 
-.PHONY: install run dryrun test clean
+.PHONY: install run resume dryrun test clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,11 +25,17 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/snakemake --cores $(CORES)
+	$(BIN)/snakemake --cores $(CORES) $(ARGS) || { \
+	  echo "If an earlier run was killed (Directory cannot be locked, IncompleteFilesException): make resume, with the same ARGS"; \
+	  exit 1; }
+	@echo "Report: $$(pwd)/results/report/report.md"
+
+resume: $(STAMP)
+	$(BIN)/python workflow/resume.py --cores $(CORES) $(ARGS)
 	@echo "Report: $$(pwd)/results/report/report.md"
 
 dryrun: $(STAMP)
-	$(BIN)/snakemake -n
+	$(BIN)/snakemake -n $(ARGS)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
