@@ -4,6 +4,8 @@ import os
 import random
 import shutil
 import struct
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -76,6 +78,20 @@ def test_tokens_are_counted_with_special_tokens_and_truncation_is_counted():
     counted = count_truncated(["a " * 8, "a " * 9, "a " * 30, "hello"], replace(SPEC, max_seq_length=10))
     assert (counted.max_seq_length, counted.n_truncated, counted.max_tokens) == (10, 2, 32)
     assert count_truncated([], SPEC).n_truncated == 0
+
+
+def test_the_start_up_checks_do_not_import_torch():
+    # effective_max_seq_length and count_truncated serve a start-up check: they must stay light.
+    script = (
+        "import sys; from structbench.embed import EmbedderSpec, count_truncated, effective_max_seq_length\n"
+        f"spec = EmbedderSpec({MINILM!r}, 32, 'auto', False, None, '')\n"
+        "assert effective_max_seq_length(spec) == 256 and count_truncated(['a b'], spec).max_tokens == 4\n"
+        "heavy = sorted(m for m in ('torch', 'transformers', 'sentence_transformers') if m in sys.modules)\n"
+        "assert not heavy, heavy\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(embed.__file__).parents[1])}
+    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr
 
 
 def test_bucket_length_depends_on_the_text_alone():
@@ -226,7 +242,7 @@ def test_cold_and_warm_caches_give_identical_npy_bytes(minilm, tmp_path, monkeyp
     assert npy(tmp_path / "warm.npy") == npy(tmp_path / "cold.npy")
 
     # A shard damaged since: named, quarantined, recomputed, and the output bytes do not move.
-    shard = sorted((tmp_path / "warm").glob("*/shard-*.npz"))[0]
+    shard = min((tmp_path / "warm").glob("*/shard-*.npz"))
     shard.write_bytes(shard.read_bytes()[:100])
     with caplog.at_level(logging.WARNING, logger="structbench"):
         again = embed_with_cache(TEXTS, entry, tmp_path / "warm", tmp_path / "again.npy", tmp_path / "again.json")

@@ -28,7 +28,7 @@ class RerankerSpec:
     device: str  # auto | cpu | cuda
 
     @classmethod
-    def from_config(cls, entry: dict) -> "RerankerSpec":
+    def from_config(cls, entry: dict) -> RerankerSpec:
         return cls(**complete_entry(cls, entry, "reranker"))
 
 
