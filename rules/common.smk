@@ -3,9 +3,11 @@
 import os
 import re
 
+from snakemake.logging import logger
+
 from structbench import cells
 from structbench.conditions import from_token, wildcard_constraints as axis_constraints
-from structbench.config import check_config, validate_config
+from structbench.config import check_config, truncation_warnings, validate_config
 from structbench.corpus import has_queries, source_files
 from structbench.metrics import metrics_from_config
 from structbench.provenance import code_version
@@ -17,6 +19,8 @@ validate_config(config, os.path.join(workflow.basedir, "workflow", "schemas", "c
 # a primary metric that is not computed fails the dry run, not a job.
 SCORE_METRICS = metrics_from_config(config["metrics"])
 CONDITIONS, CONTRASTS = check_config(config, SCORE_METRICS)
+for message in truncation_warnings(config, CONDITIONS):
+    logger.warning(f"structbench config: {message}")
 R = config["results"]
 CACHE = config["cache"]
 LOGS = config["logs"]
@@ -165,6 +169,19 @@ def all_chunk_sets():
     """(corpus, chunk set) -> chunks table, for every chunk set a condition uses."""
     chunksets = sorted({c.chunkset for c in CONDITIONS.values()})
     return {(corpus, chunkset): f"{R}/{corpus}/chunks/{chunkset}.parquet" for corpus in CORPORA for chunkset in chunksets}
+
+
+def all_embed_reports():
+    """(corpus, embedder, text set) -> the embedding step's report (input length, truncation, cache use)."""
+    textsets = sorted({c.textset for c in CONDITIONS.values()})
+    reports = {
+        (corpus, embedder, textset): f"{R}/{corpus}/vectors/{embedder}/{textset}.embed.json"
+        for corpus in SCORED_CORPORA for embedder in EMBEDDERS for textset in textsets
+    }
+    return reports | {
+        (corpus, embedder, "queries"): f"{R}/{corpus}/vectors/{embedder}/queries.embed.json"
+        for corpus in SCORED_CORPORA for embedder in EMBEDDERS
+    }
 
 
 def all_text_reports():

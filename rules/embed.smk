@@ -6,7 +6,8 @@ rule embed_texts:
     input:
         f"{R}/{{corpus}}/texts/{{boundaries}}/{{structure}}/{{prefix}}.parquet",
     output:
-        f"{R}/{{corpus}}/vectors/{{embedder}}/{{boundaries}}/{{structure}}/{{prefix}}.npy",
+        vectors=f"{R}/{{corpus}}/vectors/{{embedder}}/{{boundaries}}/{{structure}}/{{prefix}}.npy",
+        report=f"{R}/{{corpus}}/vectors/{{embedder}}/{{boundaries}}/{{structure}}/{{prefix}}.embed.json",
     log:
         f"{LOGS}/embed/{{corpus}}/{{embedder}}-{{boundaries}}-{{structure}}-{{prefix}}.log",
     params:
@@ -28,7 +29,8 @@ rule embed_queries:
     input:
         f"{R}/{{corpus}}/corpus/queries.parquet",
     output:
-        f"{R}/{{corpus}}/vectors/{{embedder}}/queries.npy",
+        vectors=f"{R}/{{corpus}}/vectors/{{embedder}}/queries.npy",
+        report=f"{R}/{{corpus}}/vectors/{{embedder}}/queries.embed.json",
     log:
         f"{LOGS}/embed/{{corpus}}/{{embedder}}-queries.log",
     params:

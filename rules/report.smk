@@ -7,6 +7,7 @@ rule report:
         text_reports=all_text_reports(),
         bm25_scores=all_bm25_scores(),
         chunk_sets=list(all_chunk_sets().values()),
+        embed_reports=list(all_embed_reports().values()),
     output:
         report=report(REPORT, category="Report", caption="../workflow/report/report.rst"),
         means=f"{R}/report/condition_means.parquet",
@@ -15,6 +16,7 @@ rule report:
     params:
         corpora=CORPORA,
         chunk_sets=list(all_chunk_sets()),
+        embed_reports=list(all_embed_reports()),
         t_max=config["chunking"]["t_max"],
         t_min=config["chunking"]["t_min"],
         primary_metric=config["stats"]["primary_metric"],

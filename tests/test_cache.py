@@ -17,7 +17,6 @@ from structbench.cache import (
     read_shard,
     shard_checksum,
     stable_hash,
-    temp_path_for,
     text_keys,
 )
 
@@ -226,12 +225,23 @@ def test_read_shard_returns_what_was_stored(tmp_path):
     assert keys == ["k1", "k2"] and stored.tobytes() == vectors.tobytes()
 
 
-def test_temp_names_are_unique_hidden_and_beside_the_target(tmp_path):
+def test_atomic_writes_leave_only_the_target_and_clean_up_on_failure(tmp_path):
+    from structbench.atomic import atomic_path
+
     target = tmp_path / "out.npy"
-    names = {temp_path_for(target) for _ in range(50)}
-    assert len(names) == 50
-    assert all(p.parent == tmp_path and p.name.startswith(".out.npy.") and str(os.getpid()) in p.name for p in names)
+    temps = []
+    for _ in range(20):
+        with atomic_path(target) as tmp:
+            temps.append(tmp)
+            assert tmp.parent == tmp_path and tmp.name.startswith(".out.npy.")
+            tmp.write_text("y")
+    assert len(set(temps)) == 20
     atomic_write_text(target, "x")
+    assert [p.name for p in tmp_path.iterdir()] == ["out.npy"] and target.read_text() == "x"
+    with pytest.raises(RuntimeError):
+        with atomic_path(target) as tmp:
+            tmp.write_text("half")
+            raise RuntimeError("writer died")
     assert [p.name for p in tmp_path.iterdir()] == ["out.npy"] and target.read_text() == "x"
 
 

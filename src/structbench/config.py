@@ -117,3 +117,41 @@ def check_config(config: dict, metric_names: list[str]) -> tuple[dict, dict]:
             raise ConfigError(f"select.{kind} names {unknown}, which config.{kind} does not declare "
                               f"({list(config[kind])})")
     return conditions, contrasts
+
+
+# Room left for a rendered prefix when judging whether chunks fit the embedder: a depth-3 heading path
+# is ~15-40 tokens on the study's corpora (the report's prefixes table gives the real numbers).
+PREFIX_ALLOWANCE = 48
+SPECIAL_TOKENS = 2  # [CLS] and [SEP]
+
+
+def truncation_warnings(config: dict, conditions: dict) -> list[str]:
+    """Warnings for embedders that would truncate chunks of the configured size (SPEC section 6).
+
+    A chunk holds up to ``chunking.t_max`` content tokens, plus 2 special tokens and, for a prefixed
+    condition, the prefix. When that cannot fit an embedder's effective ``max_seq_length``, the model
+    silently drops the end of the text, and drops more of it the longer the prefix is: that confounds
+    every prefix contrast. The embedding step counts the truncated texts exactly (the report's
+    "Embedder input length" table); this check only says, before any job runs, that truncation is
+    certain or likely. An embedder that cannot be located here (a hub id on a machine without it) is
+    skipped: its job fails with the reason."""
+    from structbench.embed import EmbedderSpec, effective_max_seq_length
+
+    t_max = config["chunking"]["t_max"]
+    prefixed = any(c.prefix != "none" for c in conditions.values())
+    warnings = []
+    for name in (config.get("select") or {}).get("embedders") or list(config["embedders"]):
+        try:
+            limit = effective_max_seq_length(EmbedderSpec.from_config(config["embedders"][name]))
+        except (OSError, ValueError, ModuleNotFoundError):
+            continue
+        needed = t_max + SPECIAL_TOKENS
+        if needed > limit:
+            warnings.append(f"embedders.{name}: max_seq_length {limit} < chunking.t_max {t_max} + {SPECIAL_TOKENS} "
+                            "special tokens: the longest chunks WILL be truncated, prefixed or not. Set "
+                            f"embedders.{name}.max_seq_length (up to the model's positions) or lower chunking.t_max.")
+        elif prefixed and needed + PREFIX_ALLOWANCE > limit:
+            warnings.append(f"embedders.{name}: max_seq_length {limit} leaves {limit - needed} tokens for a prefix "
+                            f"on a chunk of chunking.t_max = {t_max} tokens: long prefixed chunks are likely to be "
+                            "truncated (the report counts them). Raise max_seq_length or lower t_max.")
+    return warnings

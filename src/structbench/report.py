@@ -378,14 +378,15 @@ def write_report(
     bm25_score_paths: list[str] = (),
     bootstrap_iters: int | None = None,
     chunk_paths: dict[tuple[str, str], str] | None = None,
-    embed_report_paths: list[str] = (),
+    embed_reports: dict[tuple[str, str, str], str] | None = None,
     t_max: int = T_MAX,
     t_min: int = T_MIN,
 ) -> None:
     """Read every input and write the report and the means table.
 
     ``chunk_paths`` maps (corpus, chunk set) to a chunks table, for the chunk-bounds section;
-    ``embed_report_paths`` are the embedding steps' JSON reports (input length and truncation)."""
+    ``embed_reports`` maps (corpus, embedder, text set) to an embedding step's JSON report (input length,
+    truncation, cache use)."""
     def concat(paths):
         return pl.concat([read_table(p) for p in paths], how="diagonal_relaxed") if paths else pl.DataFrame()
 
@@ -406,7 +407,10 @@ def write_report(
             {"corpus": corpus, "chunk set": chunkset, **bounds_report(read_table(path, "chunks"), t_max=t_max, t_min=t_min)}
             for (corpus, chunkset), path in (chunk_paths or {}).items()
         ],
-        embed_reports=[json.loads(Path(p).read_text()) for p in embed_report_paths],
+        embed_reports=[
+            {"corpus": corpus, "embedder": embedder, "text set": textset, **json.loads(Path(path).read_text())}
+            for (corpus, embedder, textset), path in (embed_reports or {}).items()
+        ],
     )
     write_text(report_path, text)
     write_table(means, means_path)

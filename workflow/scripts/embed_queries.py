@@ -7,5 +7,5 @@ with step_log(snakemake.log[0], "embed_queries"):
     spec = dict(snakemake.params.embedder)
     queries = read_table(snakemake.input[0], "queries")
     texts = [spec["query_prefix"] + text for text in queries["text"].to_list()]
-    embed_with_cache(texts, spec, snakemake.params.cache, snakemake.output[0],
-                     report_json=snakemake.output.get("report"), threads=snakemake.threads)
+    embed_with_cache(texts, spec, snakemake.params.cache, snakemake.output.vectors,
+                     report_json=snakemake.output.report, threads=snakemake.threads)

@@ -6,4 +6,4 @@ from structbench.tables import read_table
 with step_log(snakemake.log[0], "embed_texts"):
     texts = read_table(snakemake.input[0], "texts").sort("chunk_id")
     embed_with_cache(texts["text_for_embedding"].to_list(), dict(snakemake.params.embedder), snakemake.params.cache,
-                     snakemake.output[0], report_json=snakemake.output.get("report"), threads=snakemake.threads)
+                     snakemake.output.vectors, report_json=snakemake.output.report, threads=snakemake.threads)

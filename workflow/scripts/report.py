@@ -11,6 +11,7 @@ with step_log(snakemake.log[0], "report") as log:
         text_report_paths=list(snakemake.input.text_reports),
         bm25_score_paths=list(snakemake.input.bm25_scores),
         chunk_paths=dict(zip(map(tuple, snakemake.params.chunk_sets), snakemake.input.chunk_sets)),
+        embed_reports=dict(zip(map(tuple, snakemake.params.embed_reports), snakemake.input.embed_reports)),
         t_max=snakemake.params.t_max,
         t_min=snakemake.params.t_min,
         conditions=dict(snakemake.params.conditions),
