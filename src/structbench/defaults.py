@@ -14,3 +14,4 @@ SEMANTIC_THRESHOLD = 0.85  # seed 004: adjacent paragraphs merge at cosine >= th
 SEPARATOR = " > "  # between the elements of a rendered heading path
 PRACTITIONER_DEPTH = 2  # chunk_markdown's heading-path depth: [Title > Section] (reasoning in api.py)
 TOP_K = 100
+CONTEXT_MAX_TOKENS = 80  # A1: cap on an LLM situating context, in study tokens (seed 000, table 11)
