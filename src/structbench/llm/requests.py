@@ -23,7 +23,7 @@ class ChatRequest:
     ``name@version`` of the prompt file it came from; ``max_new_tokens`` overrides the spec's cap."""
 
     messages: tuple[tuple[str, str], ...]
-    schema: dict | None = field(default=None, hash=False, compare=False)
+    schema: dict | None = field(default=None, hash=False)  # dicts do not hash; equality still compares it
     prompt_version: str = ""
     max_new_tokens: int | None = None
 
