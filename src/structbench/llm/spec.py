@@ -25,6 +25,10 @@ device                 auto            transformers: ``auto`` | ``cpu`` | ``cuda
 dtype                  auto            transformers/vllm weights dtype: ``auto`` | ``float32`` |
                                        ``bfloat16`` | ``float16``.
 gguf_file              null            transformers: the ``.gguf`` file inside ``model`` (a directory).
+threads                null            transformers on CPU: torch threads (``torch.set_num_threads``);
+                                       null keeps torch's default (all cores). On a shared machine set
+                                       it to the job's cores: oversubscribed threads ran SmolLM2 3-5x
+                                       slower than one thread (benchmarks/bench_llm.py).
 base_url               http://127.0.0.1:8000/v1   openai: the server's API root.
 api_key_env            null            openai: name of the environment variable holding an API key.
 timeout_s              300             openai: seconds to wait for one response.
@@ -51,7 +55,7 @@ BACKENDS = ("transformers", "openai", "vllm")
 _COMMON = {"backend", "model", "revision", "max_new_tokens", "temperature", "seed", "batch_size",
            "context_tokens"}
 _BACKEND_KEYS = {
-    "transformers": _COMMON | {"device", "dtype", "gguf_file"},
+    "transformers": _COMMON | {"device", "dtype", "gguf_file", "threads"},
     "openai": _COMMON | {"base_url", "api_key_env", "timeout_s", "max_retries", "backoff_s", "response_format",
                          "tokenizer"},
     "vllm": _COMMON | {"dtype", "gpu_memory_utilization", "tensor_parallel_size"},
@@ -73,6 +77,7 @@ class LLMSpec:
     device: str = "auto"
     dtype: str = "auto"
     gguf_file: str | None = None
+    threads: int | None = None
     base_url: str = "http://127.0.0.1:8000/v1"
     api_key_env: str | None = None
     timeout_s: float = 300.0

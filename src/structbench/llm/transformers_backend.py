@@ -65,6 +65,8 @@ class TransformersBackend:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         self.spec = spec
+        if spec.threads:
+            torch.set_num_threads(spec.threads)
         self.directory, self.gguf_file = resolve_model(spec.model, spec.gguf_file)
         weights = self.directory / self.gguf_file if self.gguf_file else self.directory
         self._identity = {"model": spec.model, "weights": weights_fingerprint(weights, memo_root)}
