@@ -17,3 +17,4 @@ TOP_K = 100
 NDCG_K = 10  # cut-off of coverage-nDCG and binary nDCG
 RECALL_K = 50  # cut-off of span recall
 BUDGETS = (512, 1024, 2048)  # token budgets of token-budget coverage
+CONTEXT_MAX_TOKENS = 80  # A1: cap on an LLM situating context, in study tokens (seed 000, table 11)

@@ -1,0 +1,435 @@
+"""Structure induction by an LLM (SPEC section 5; seed 000, appendix H).
+
+The model sees a document's paragraphs with every heading stripped, each prefixed by its 1-based
+number in square brackets, and answers ``{"sections": [{"title", "level", "first", "last"}, ...]}``
+where ``first``/``last`` are paragraph numbers (both included) and ``level`` is the true depth below the
+document title (1 = top level). The protocol, per document:
+
+1. **Check** (:func:`check_sections`): the sections must tile the paragraphs exactly (the first starts at
+   the first paragraph, each next one right after the previous one ends, the last ends at the last
+   paragraph; none reversed or out of range), the first has level 1, and a level rises by at most one
+   between consecutive sections. A missing or non-JSON answer, or one that breaks the schema, is a
+   violation too.
+2. **One self-correction round** for an answer that fails: the conversation goes back to the model with
+   its answer and the list of its specific violations (``prompts/induce_correction.txt``).
+3. **Deterministic repair** (:func:`repair_sections`) of an answer still failing: each section runs from
+   its own first paragraph to the paragraph before the next section's first, so gaps join the
+   preceding section and overlaps are cut at the later start; out-of-range numbers are clipped, reversed
+   or fully out-of-range sections dropped; a section sharing its start with a deeper one becomes its
+   empty parent heading; a level rising by more than one is lowered to one more than the previous
+   level. An answer with no usable section at all becomes a single untitled section over the whole
+   document (the lead-section convention: its path is the document title alone).
+4. **Status** per document: ``usable`` (an answer passed the check, in round 1 or after correction),
+   ``repaired`` (the repair changed the answer), ``failed`` (no usable section: the single-section
+   fallback), with the reason.
+
+**Long documents** are never truncated silently. When the numbered paragraphs do not fit the model's
+context (less room for the answer and for a correction round), the document is induced in windows of
+consecutive paragraphs that overlap by ``overlap_paragraphs``; each window is checked, corrected and
+repaired against its own paragraph range; consecutive windows are stitched at a section start that the
+later window places inside the overlap (the one nearest the overlap's middle); when it places none, the
+section crossing the seam continues (the earlier window's last section absorbs the later window's first).
+The stitched whole is then checked and repaired as one document. A single paragraph longer than a whole
+window is shown clipped (counted in ``clipped_paragraphs``); ``paragraph_chars`` clips every paragraph's
+display on purpose (also counted), which shortens prompts for small models.
+
+Levels deeper than ``MAX_LEVEL`` are stored clamped; paths keep the true depth (``corpus.build``).
+Sections and paths are built by the same function as gold sections (``corpus.build.build_tables``) and
+verified with ``corpus.verify.verify_sections``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import polars as pl
+
+from structbench.corpus.build import build_tables
+from structbench.corpus.verify import verify_sections
+from structbench.llm import LLM, ChatRequest, ChatResponse, load_prompt
+from structbench.tables import MAX_LEVEL, ParsedDocument, SectionSpec
+
+log = logging.getLogger(__name__)
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "sections": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "title": {"type": "string"},
+                    "level": {"type": "integer"},
+                    "first": {"type": "integer"},
+                    "last": {"type": "integer"},
+                },
+                "required": ["title", "level", "first", "last"],
+            },
+        },
+    },
+    "required": ["sections"],
+}
+STATUS = {
+    "doc_id": pl.String,
+    "status": pl.String,  # usable | repaired | failed
+    "reason": pl.String,  # "" when the first answer passed the check
+    "rounds": pl.Int8,  # 1, or 2 when any window needed the correction round
+    "windows": pl.Int32,
+    "sections": pl.Int32,
+    "violations_round1": pl.Int32,  # summed over windows
+    "violations_round2": pl.Int32,
+    "clamped_levels": pl.Int32,  # sections deeper than MAX_LEVEL (stored clamped, paths keep depth)
+    "clipped_paragraphs": pl.Int32,  # paragraphs shown to the model cut short
+}
+UNTITLED = "Untitled section"
+CORRECTION_RESERVE = 256  # prompt tokens kept free for the correction message and its violation list
+CLIP_MARK = " [...]"
+
+
+@dataclass(frozen=True)
+class InducedSection:
+    """One section as the model states it: 1-based paragraph numbers ``first..last``, both included.
+    After repair, an empty parent heading has ``last == first - 1``."""
+
+    title: str
+    level: int
+    first: int
+    last: int
+
+
+@dataclass(frozen=True)
+class Window:
+    """Paragraphs ``first..last`` (1-based, included) of one document, rendered for the prompt."""
+
+    doc_id: str
+    first: int
+    last: int
+    lines: tuple[str, ...]
+    clipped: int
+
+
+# ---------------------------------------------------------------------------------------------- check
+
+
+def sections_from_answer(value) -> list[InducedSection]:
+    """The sections of a schema-valid answer (``{"sections": [...]}``), titles stripped."""
+    return [InducedSection(str(item["title"]).strip(), int(item["level"]), int(item["first"]), int(item["last"]))
+            for item in value["sections"]]
+
+
+def check_sections(sections: Sequence[InducedSection], first: int, last: int, *,
+                   allow_empty: bool = False) -> list[str]:
+    """Violations of the induction constraints for paragraphs ``first..last``; ``[]`` means legal.
+
+    Each violation names the section (1-based, with its title) and the paragraphs involved, in words
+    the model can act on; they are quoted back verbatim in the correction round. ``allow_empty``
+    accepts empty parent headings (``last == first - 1``), which only the repair produces."""
+    if not sections:
+        return ["the answer lists no sections"]
+    problems: list[str] = []
+    previous: InducedSection | None = None
+    for number, section in enumerate(sections, start=1):
+        name = f"section {number} ({section.title!r})"
+        if section.first > section.last + (1 if allow_empty else 0):
+            problems.append(f"{name}: its first paragraph {section.first} comes after its last {section.last}")
+        if section.first < first or section.last > last:
+            problems.append(f"{name}: paragraphs {section.first}..{section.last} are outside {first}..{last}")
+        if previous is None:
+            if section.first != first:
+                problems.append(f"{name}: the first section starts at paragraph {section.first}, not {first}")
+            if section.level != 1:
+                problems.append(f"{name}: the first section has level {section.level}, not 1")
+        else:
+            if section.first <= previous.last:
+                problems.append(f"{name} overlaps section {number - 1}: both contain paragraphs "
+                                f"{section.first}..{min(previous.last, section.last)}")
+            elif section.first > previous.last + 1:
+                problems.append(f"gap before {name}: paragraphs {previous.last + 1}..{section.first - 1} "
+                                "belong to no section")
+            if section.level > previous.level + 1:
+                problems.append(f"{name} has level {section.level} right after level {previous.level}: "
+                                "a level may rise by at most one")
+        if section.level < 1:
+            problems.append(f"{name}: level {section.level} is below 1")
+        previous = section
+    if previous.last < last:
+        problems.append(f"paragraphs {previous.last + 1}..{last} after the last section belong to no section")
+    return problems
+
+
+# --------------------------------------------------------------------------------------------- repair
+
+
+def repair_sections(sections: Sequence[InducedSection], first: int, last: int) -> list[InducedSection]:
+    """The deterministic repair of the module docstring: a legal tiling of ``first..last`` (empty parent
+    headings allowed), or ``[]`` when no section is usable. A legal answer comes back unchanged."""
+    kept = []
+    for index, section in enumerate(sections):
+        start, end = max(section.first, first), min(section.last, last)
+        if start <= min(end + 1, last):  # an empty section (end == start - 1) may be a parent heading
+            level = max(1, section.level)
+            kept.append((start, level, index, replace(section, level=level)))
+    if not kept:
+        return []
+    kept.sort(key=lambda item: item[:3])
+    starts: list[tuple[int, InducedSection]] = []
+    for start, _, _, section in kept:
+        # Same start as the previous one: keep it only as a deeper child of an (empty) parent heading.
+        if starts and starts[-1][0] == start and starts[-1][1].level >= section.level:
+            continue
+        starts.append((start, section))
+    starts[0] = (first, starts[0][1])
+    repaired: list[InducedSection] = []
+    for position, (start, section) in enumerate(starts):
+        end = starts[position + 1][0] - 1 if position + 1 < len(starts) else last
+        ceiling = repaired[-1].level + 1 if repaired else 1
+        level = max(1, min(section.level, ceiling))
+        title = section.title or (UNTITLED if position else "")
+        repaired.append(InducedSection(title, level, start, end))
+    return repaired
+
+
+def single_section(first: int, last: int, title: str = "") -> list[InducedSection]:
+    """The fallback for an unusable answer: one section over ``first..last``."""
+    return [InducedSection(title, 1, first, last)]
+
+
+# -------------------------------------------------------------------------------------------- windows
+
+
+def plan_windows(doc_id: str, texts: Sequence[str], line_tokens, budget: int, overlap: int,
+                 paragraph_chars: int | None = None) -> list[Window]:
+    """Consecutive windows of numbered paragraph lines whose tokens fit ``budget``, overlapping by
+    ``overlap`` paragraphs. ``line_tokens(lines) -> counts``; a line alone over budget is clipped."""
+    lines, clipped = [], []
+    for number, text in enumerate(texts, start=1):
+        shown = text if paragraph_chars is None or len(text) <= paragraph_chars else text[:paragraph_chars] + CLIP_MARK
+        lines.append(f"[{number}] {shown}")
+        clipped.append(shown is not text)
+    counts = list(line_tokens(lines))
+    for index, count in enumerate(counts):
+        if count > budget:  # clip to fit: shrink by the measured ratio until it does
+            line = lines[index]
+            while count > budget and len(line) > 20:
+                line = line[: max(20, int(len(line) * budget / count * 0.95))]
+                count = line_tokens([line + CLIP_MARK])[0]
+            lines[index], counts[index], clipped[index] = line + CLIP_MARK, count, True
+    windows, start, n = [], 0, len(lines)
+    while True:
+        end, used = start, 0
+        while end < n and (end == start or used + counts[end] <= budget):
+            used += counts[end]
+            end += 1
+        windows.append(Window(doc_id, start + 1, end, tuple(lines[start:end]), sum(clipped[start:end])))
+        if end >= n:
+            return windows
+        start = max(start + 1, end - overlap)
+
+
+def stitch(left: list[InducedSection], right: list[InducedSection], right_first: int,
+           left_last: int) -> list[InducedSection]:
+    """Join two window tilings whose ranges overlap on ``right_first..left_last`` (module docstring)."""
+    middle = (right_first + left_last) / 2
+    inside = [s.first for s in right if right_first < s.first <= left_last]
+    if inside:
+        cut = min(inside, key=lambda start: (abs(start - middle), start))
+        kept = [replace(s, last=min(s.last, cut - 1)) for s in left if s.first < cut]
+        return kept + [s for s in right if s.first >= cut]
+    seam = left_last + 1  # no boundary inside the overlap: the section crossing the seam continues
+    crossing = next(s for s in right if s.first <= seam <= s.last) if right[-1].last >= seam else None
+    if crossing is None:
+        return left
+    joined = left[:-1] + [replace(left[-1], last=crossing.last)]
+    return joined + [s for s in right if s.first > crossing.last]
+
+
+# ------------------------------------------------------------------------------------------ induction
+
+
+@dataclass
+class _WindowResult:
+    window: Window
+    sections: list[InducedSection]
+    rounds: int
+    violations: list[list[str]]  # per round
+    repaired: bool
+    failed: bool
+
+
+def induce_structure(documents: pl.DataFrame, paragraphs: pl.DataFrame, llm: LLM, *,
+                     window_tokens: int | None = None, overlap_paragraphs: int = 2,
+                     paragraph_chars: int | None = None,
+                     max_new_tokens: int | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Induce a section tree for every document: ``(sections, status)``.
+
+    ``sections`` has exactly the gold schema (``tables.SECTIONS``) and passes ``verify_sections``;
+    ``status`` has the columns of ``STATUS``. ``window_tokens`` caps the numbered paragraph lines per
+    prompt (default: the model's context less the prompt template, twice ``max_new_tokens`` (the answer,
+    then the same answer quoted back in the correction round) and ``CORRECTION_RESERVE``);
+    ``max_new_tokens`` defaults to the LLM spec's. All windows of all documents go to the LLM as one
+    batch, then all correction requests as a second.
+    """
+    prompt, correction = load_prompt("induce_structure"), load_prompt("induce_correction")
+    answer_tokens = max_new_tokens or llm.spec.max_new_tokens
+    texts_by_doc = _paragraph_texts(documents, paragraphs)
+    n_by_doc = {doc_id: len(texts) for doc_id, texts in texts_by_doc.items()}
+    titles = dict(zip(documents["doc_id"].to_list(), documents["title"].to_list()))
+    empty_prompt = prompt.render(first=1, last=1, title="", n_paragraphs=1, paragraphs="")
+    budget = window_tokens or (llm.context_tokens - llm.count_tokens(empty_prompt) - 2 * answer_tokens
+                               - CORRECTION_RESERVE)
+    if budget < 16:
+        raise ValueError(f"no room for paragraphs in the LLM context ({llm.context_tokens} tokens, "
+                         f"{answer_tokens} reserved for the answer); lower max_new_tokens")
+    base = llm.count_tokens([{"role": "user", "content": ""}])
+
+    def line_tokens(lines):
+        return [llm.count_tokens([{"role": "user", "content": line}]) - base for line in lines]
+
+    windows = [window for doc_id, texts in texts_by_doc.items()
+               for window in plan_windows(doc_id, texts, line_tokens, budget, overlap_paragraphs, paragraph_chars)]
+
+    def request(window: Window) -> ChatRequest:
+        messages = prompt.render(first=window.first, last=window.last, title=titles[window.doc_id],
+                                 n_paragraphs=n_by_doc[window.doc_id], paragraphs="\n\n".join(window.lines))
+        return ChatRequest.of(messages, schema=SCHEMA, prompt_version=prompt.version_id,
+                              max_new_tokens=answer_tokens)
+
+    first_requests = [request(window) for window in windows]
+    first_answers = llm.chat(first_requests)
+    judged = [_judge(answer, window) for answer, window in zip(first_answers, windows)]
+    retry = [index for index, (sections, problems) in enumerate(judged) if problems]
+    second: dict[int, tuple[list[InducedSection] | None, list[str]]] = {}
+    if retry:
+        follow_ups = []
+        for index in retry:
+            window = windows[index]
+            quoted = "\n".join(f"- {problem}" for problem in judged[index][1])
+            messages = first_requests[index].as_dicts() + [
+                {"role": "assistant", "content": first_answers[index].text}] + correction.render(
+                violations=quoted, first=window.first, last=window.last)
+            follow_ups.append(ChatRequest.of(messages, schema=SCHEMA,
+                                             prompt_version=f"{prompt.version_id}+{correction.version_id}",
+                                             max_new_tokens=answer_tokens))
+        for index, answer in zip(retry, llm.chat(follow_ups)):
+            second[index] = _judge(answer, windows[index])
+
+    results = [_settle(window, judged[index], second.get(index)) for index, window in enumerate(windows)]
+    by_doc: dict[str, list[_WindowResult]] = {}
+    for result in results:
+        by_doc.setdefault(result.window.doc_id, []).append(result)
+    specs, status_rows = {}, []
+    for doc_id in texts_by_doc:
+        tiling, row = _assemble(doc_id, by_doc[doc_id], n_by_doc[doc_id])
+        specs[doc_id] = [SectionSpec(s.title, s.level, s.first - 1, s.last) for s in tiling]
+        status_rows.append(row)
+    sections = _sections_table(documents, texts_by_doc, specs)
+    violations = verify_sections(paragraphs.filter(pl.col("doc_id").is_in(list(texts_by_doc))), sections)
+    if violations:  # the repair guarantees legality; reaching this is a bug, never a data problem
+        raise AssertionError("induced sections fail verification:\n" + "\n".join(violations[:20]))
+    status = pl.DataFrame(status_rows, schema=STATUS, orient="row")
+    counts = status["status"].value_counts().sort("status").iter_rows()
+    log.info("induced structure for %d documents: %s", status.height, ", ".join(f"{s} {n}" for s, n in counts))
+    return sections, status
+
+
+def _judge(answer: ChatResponse, window: Window) -> tuple[list[InducedSection] | None, list[str]]:
+    """The answer's sections (None when there is no schema-valid JSON) and its violations."""
+    if not answer.ok:
+        return None, [f"the answer is not the requested JSON object: {answer.error}"]
+    sections = sections_from_answer(answer.value)
+    return sections, check_sections(sections, window.first, window.last)
+
+
+def _settle(window: Window, first, second) -> _WindowResult:
+    """The window's final tiling: a passing answer, else the repaired latest usable answer."""
+    violations = [first[1]] + ([second[1]] if second else [])
+    rounds = 2 if second else 1
+    for sections, problems in (first, second) if second else (first,):
+        if sections is not None and not problems:
+            return _WindowResult(window, sections, rounds, violations, repaired=False, failed=False)
+    candidates = [answer[0] for answer in ((second, first) if second else (first,)) if answer[0]]
+    for sections in candidates:
+        repaired = repair_sections(sections, window.first, window.last)
+        if repaired:
+            return _WindowResult(window, repaired, rounds, violations, repaired=True, failed=False)
+    fallback = single_section(window.first, window.last, "" if window.first == 1 else UNTITLED)
+    return _WindowResult(window, fallback, rounds, violations, repaired=True, failed=True)
+
+
+def _assemble(doc_id: str, results: list[_WindowResult], n_paragraphs: int) -> tuple[list[InducedSection], tuple]:
+    """Stitch a document's windows, check and repair the whole, and build its status row."""
+    tiling = results[0].sections
+    for previous, result in zip(results, results[1:]):
+        tiling = stitch(tiling, result.sections, result.window.first, previous.window.last)
+    whole_problems = check_sections(tiling, 1, n_paragraphs, allow_empty=True)
+    if whole_problems:
+        tiling = repair_sections(tiling, 1, n_paragraphs)
+    failed = all(result.failed for result in results)
+    if failed:
+        tiling = single_section(1, n_paragraphs)
+    # An untitled section is the lead only in first place; elsewhere it needs a title for its path.
+    tiling = [replace(s, title=UNTITLED) if position and not s.title else s for position, s in enumerate(tiling)]
+    repaired = any(result.repaired for result in results) or bool(whole_problems)
+    last_problems = [p for result in results for p in result.violations[-1]]
+    first_problems = [p for result in results for p in result.violations[0]]
+    if failed:
+        status, reason = "failed", "no usable section: " + _summary(last_problems)
+    elif repaired:
+        status, reason = "repaired", "repaired: " + _summary(last_problems + whole_problems)
+    else:
+        status = "usable"
+        reason = "" if not first_problems else "passed after correction: " + _summary(first_problems)
+    row = (doc_id, status, reason, max(result.rounds for result in results), len(results), len(tiling),
+           len(first_problems), sum(len(result.violations[1]) for result in results if result.rounds == 2),
+           sum(section.level > MAX_LEVEL for section in tiling), sum(result.window.clipped for result in results))
+    return tiling, row
+
+
+def _summary(problems: list[str], shown: int = 3) -> str:
+    more = f" (+{len(problems) - shown} more)" if len(problems) > shown else ""
+    return "; ".join(problems[:shown]) + more
+
+
+def _paragraph_texts(documents: pl.DataFrame, paragraphs: pl.DataFrame) -> dict[str, list[str]]:
+    """Each document's paragraph texts, sliced from its flat text by the paragraph table."""
+    texts = dict(zip(documents["doc_id"].to_list(), documents["text"].to_list()))
+    ordered = paragraphs.sort("doc_id", "para_idx")
+    result: dict[str, list[str]] = {doc_id: [] for doc_id in documents["doc_id"].to_list()}
+    for doc_id, start, end in ordered.select("doc_id", "start", "end").iter_rows():
+        if doc_id not in result:
+            raise ValueError(f"paragraph table names document {doc_id!r}, missing from the documents table")
+        result[doc_id].append(texts[doc_id][start:end])
+    empty = [doc_id for doc_id, paragraphs_of in result.items() if not paragraphs_of]
+    if empty:
+        raise ValueError(f"documents without paragraphs cannot be induced: {empty[:5]}")
+    return result
+
+
+def _sections_table(documents: pl.DataFrame, texts_by_doc: dict[str, list[str]],
+                    specs: dict[str, list[SectionSpec]]) -> pl.DataFrame:
+    """Sections built exactly like gold ones (paths, clamped levels, offsets, top_section_id)."""
+    titles = dict(zip(documents["doc_id"].to_list(), documents["title"].to_list()))
+    flat = dict(zip(documents["doc_id"].to_list(), documents["text"].to_list()))
+    parsed = [ParsedDocument(doc_id, titles[doc_id], texts, specs[doc_id]) for doc_id, texts in texts_by_doc.items()]
+    rebuilt, _, sections = build_tables("induced", parsed)
+    for doc_id, text in zip(rebuilt["doc_id"].to_list(), rebuilt["text"].to_list()):
+        if text != flat[doc_id]:
+            raise ValueError(f"{doc_id}: paragraph table does not rebuild the document's flat text")
+    return sections
+
+
+def identical_span_share(induced_chunks: pl.DataFrame, gold_chunks: pl.DataFrame) -> float:
+    """Share of induced chunk spans byte-identical to a gold chunk span (seed 000, table 9).
+
+    A span is ``(doc_id, start, end)``; since both chunk sets tile the same flat texts, equal offsets
+    mean byte-identical text. Only documents present in both tables count; NaN when there are none."""
+    common = set(induced_chunks["doc_id"].unique().to_list()) & set(gold_chunks["doc_id"].unique().to_list())
+    induced = induced_chunks.filter(pl.col("doc_id").is_in(list(common))).select("doc_id", "start", "end")
+    if induced.height == 0:
+        return float("nan")
+    gold = gold_chunks.select("doc_id", "start", "end").unique()
+    matched = induced.join(gold, on=["doc_id", "start", "end"], how="semi").height
+    return matched / induced.height

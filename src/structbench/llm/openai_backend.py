@@ -1,0 +1,160 @@
+"""Any OpenAI-compatible server over plain HTTP (vLLM serve, llama.cpp server, transformers serve).
+
+Each request is one ``POST <base_url>/chat/completions`` with ``model``, ``messages``, ``max_tokens``,
+``temperature`` and ``seed``, and, for JSON requests with ``response_format: json_schema``, the schema
+as ``{"type": "json_schema", "json_schema": {"name": "answer", "schema": ...}}`` (constrained decoding on
+servers that support it; ``response_format: none`` for servers that reject the field, where the prompt
+and lenient parsing carry the schema). A batch is sent ``batch_size`` requests at a time in threads, so
+a server that batches internally (vLLM) sees concurrent work. Only the standard library is used.
+
+Failures: a connection error, a timeout, HTTP 429 or 5xx is retried up to ``max_retries`` times with
+exponential backoff (``backoff_s``, doubling). A server that stays unreachable raises
+:class:`ServerUnavailable` naming the URL (the run cannot proceed without it); an HTTP error that
+persists, or any other HTTP error, becomes a failure record for that request only.
+
+Cache identity: a server's weights cannot be hashed from here, so the key uses the served model name and
+``revision`` (set it to a label that changes when the served weights change). The URL is not part of
+the key: the same model served elsewhere answers the same.
+
+Prompt tokens are counted with ``tokenizer`` when given (the sum of the messages' tokens plus 4 per
+message for the chat template), else estimated at one token per 3 characters; the context window is
+``context_tokens``, else the ``max_model_len`` vLLM reports under ``GET /models``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import socket
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from structbench.llm.requests import ChatRequest, Completion
+from structbench.llm.spec import LLMSpec
+
+log = logging.getLogger(__name__)
+
+RETRIABLE_STATUS = {408, 429, 500, 502, 503, 504}
+CHARS_PER_TOKEN = 3  # a conservative estimate when no tokenizer is configured
+TEMPLATE_TOKENS_PER_MESSAGE = 4
+
+
+class ServerUnavailable(RuntimeError):
+    """The server could not be reached within the retry budget; the message names the URL."""
+
+
+class OpenAIBackend:
+    """Chat completions from an OpenAI-compatible server; see the module docstring."""
+
+    kind = "openai"
+
+    def __init__(self, spec: LLMSpec, sleep=time.sleep):
+        self.spec = spec
+        self.base_url = spec.base_url.rstrip("/")
+        self._sleep = sleep
+        self._context_tokens = spec.context_tokens
+        self._counter = None
+        if spec.tokenizer:
+            from structbench.tokens import load_tokenizer
+
+            self._counter = load_tokenizer(spec.tokenizer)
+        self._api_key = None
+        if spec.api_key_env:
+            self._api_key = os.environ.get(spec.api_key_env)
+            if not self._api_key:
+                raise ValueError(f"environment variable {spec.api_key_env!r} (llms api_key_env) is not set")
+
+    def identity(self) -> dict:
+        return {"model": self.spec.model, "weights": f"served@{self.spec.revision or 'unversioned'}"}
+
+    @property
+    def context_tokens(self) -> int:
+        if self._context_tokens is None:
+            listing = self._call("GET", "/models", None)
+            lengths = [entry.get("max_model_len") for entry in listing.get("data", [])
+                       if entry.get("id") == self.spec.model]
+            if not lengths or not lengths[0]:
+                raise ValueError(f"{self.base_url}/models reports no max_model_len for {self.spec.model!r}; "
+                                 "set context_tokens in the llms entry")
+            self._context_tokens = int(lengths[0])
+        return self._context_tokens
+
+    def count_tokens(self, messages: list[dict]) -> int:
+        if self._counter is not None:
+            counts = self._counter.count_batch([message["content"] for message in messages])
+        else:
+            counts = [math.ceil(len(message["content"]) / CHARS_PER_TOKEN) for message in messages]
+        return sum(counts) + TEMPLATE_TOKENS_PER_MESSAGE * len(messages)
+
+    def request_body(self, request: ChatRequest, max_new_tokens: int) -> dict:
+        body = {"model": self.spec.model, "messages": request.as_dicts(), "max_tokens": max_new_tokens,
+                "temperature": self.spec.temperature, "seed": self.spec.seed}
+        if request.schema is not None and self.spec.response_format == "json_schema":
+            body["response_format"] = {"type": "json_schema",
+                                       "json_schema": {"name": "answer", "schema": request.schema}}
+        return body
+
+    def generate(self, requests: Sequence[ChatRequest], max_new_tokens: Sequence[int]) -> list[Completion]:
+        bodies = [self.request_body(request, cap) for request, cap in zip(requests, max_new_tokens)]
+        with ThreadPoolExecutor(max_workers=self.spec.batch_size) as pool:
+            return list(pool.map(self._complete, bodies))
+
+    def _complete(self, body: dict) -> Completion:
+        try:
+            reply = self._call("POST", "/chat/completions", body)
+        except _HTTPFailure as failure:
+            return Completion("", 0, 0, "error", error=str(failure))
+        try:
+            choice = reply["choices"][0]
+            usage = reply.get("usage") or {}
+            return Completion(text=choice["message"]["content"] or "",
+                              prompt_tokens=int(usage.get("prompt_tokens", 0)),
+                              completion_tokens=int(usage.get("completion_tokens", 0)),
+                              finish_reason=choice.get("finish_reason") or "stop")
+        except (KeyError, IndexError, TypeError) as error:
+            return Completion("", 0, 0, "error",
+                              error=f"malformed reply from {self.base_url}/chat/completions: {error!r}")
+
+    def _call(self, method: str, path: str, body: dict | None) -> dict:
+        """One HTTP exchange with retries; raises ServerUnavailable or _HTTPFailure (see module docstring)."""
+        url = self.base_url + path
+        data = json.dumps(body).encode("utf-8") if body is not None else None
+        headers = {"Content-Type": "application/json"}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        last_problem = ""
+        for attempt in range(self.spec.max_retries + 1):
+            if attempt:
+                delay = self.spec.backoff_s * 2 ** (attempt - 1)
+                log.warning("%s %s failed (%s); retry %d/%d in %.2f s", method, url, last_problem, attempt,
+                            self.spec.max_retries, delay)
+                self._sleep(delay)
+            try:
+                request = urllib.request.Request(url, data=data, headers=headers, method=method)
+                with urllib.request.urlopen(request, timeout=self.spec.timeout_s) as response:
+                    return json.loads(response.read().decode("utf-8"))
+            except urllib.error.HTTPError as error:
+                detail = error.read().decode("utf-8", "replace")[:300]
+                last_problem = f"HTTP {error.code}: {detail}"
+                if error.code not in RETRIABLE_STATUS:
+                    raise _HTTPFailure(f"{method} {url} answered {last_problem}") from None
+                unreachable = False
+            except (urllib.error.URLError, socket.timeout, TimeoutError, ConnectionError) as error:
+                reason = getattr(error, "reason", error)
+                last_problem = f"{type(reason).__name__}: {reason}"
+                unreachable = True
+            except json.JSONDecodeError as error:
+                raise _HTTPFailure(f"{method} {url} answered with invalid JSON: {error}") from None
+        if unreachable:
+            raise ServerUnavailable(f"OpenAI-compatible server at {url} is unreachable after "
+                                    f"{self.spec.max_retries + 1} attempts ({last_problem}); is it running?")
+        raise _HTTPFailure(f"{method} {url} still failing after {self.spec.max_retries + 1} attempts: {last_problem}")
+
+
+class _HTTPFailure(Exception):
+    """An HTTP error for one request: it becomes that request's failure record."""

