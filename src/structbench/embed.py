@@ -31,21 +31,24 @@ bucket whatever the company, and ``batch_size`` joins the namespace there. (The 
 CPU; no GPU was available to check its bits on one.)
 
 Options measured on the development CPU (``benchmarks/bench_embed.py``: MiniLM, 64 QASPER passages of
-~220 tokens, passages/s relative to sentence-transformers at batch 32 in the same run; 2 shared cores
-under load 4..10, so the numbers are noisy and both thread counts are shown):
+~220 tokens, passages/s relative to sentence-transformers at batch 32 in the same run; 2 cores shared
+with other jobs, so runs differ by +-30% and both thread counts are shown):
 
     option                               1 thread        2 threads, contended   exact?
     sentence-transformers batch 32       1.00            1.00                   no (moves 6.7e-08)
-    batch of 1                           1.33            0.16                   yes
-    exact-length micro-batches           1.35            0.37                   yes (few texts share a length)
-    length buckets of 32 (chosen)        1.21            0.98                   yes
-    same, fixed 32 rows (GPU path)       0.77            0.73                   yes
-    content-sorted fixed micro-batches   1.07            1.12                   no (companions change with the cache)
-    rounding to 1e-6                     1.00            1.00                   no (values near a boundary flip)
+    batch of 1                           0.90 .. 1.33    0.16                   yes
+    exact-length micro-batches           0.97 .. 1.35    0.37                   yes (few texts share a length)
+    length buckets of 32 (chosen)        0.92 .. 1.21    0.98                   yes
+    same, fixed 32 rows (GPU path)       0.62 .. 0.77    0.73                   yes
+    content-sorted fixed micro-batches   0.82 .. 1.07    1.12                   no (companions change with the cache)
+    rounding to 1e-6                     -               -                      no (values near a boundary flip)
 
-Length buckets cost 0..10% against the fastest exact option on one thread and are 6x faster than
-batch of 1 with two threads on a busy machine (each small forward pass synchronizes the threads); they
-also keep GPU batches full. Against today's batch-32 path they cost nothing measurable.
+On one thread, batch of 1, exact-length groups and length buckets are all within the noise of today's
+path (filler rows, the GPU path, cost a quarter or more on a CPU). With two threads on a busy machine
+each small forward pass synchronizes the threads, and batch of 1 runs 6x slower than length buckets;
+buckets also keep GPU batches full. So the cost of exactness with length buckets is nothing measurable
+against the batch-32 path (0.92..1.21 on one thread, 0.98 on two); the padding they add is at most 31
+tokens per text, on average about 7% of a 220-token passage.
 
 Truncation is counted, not silent (:func:`count_truncated`): the texts whose token count in the
 model's own tokenizer (``tokenizer.json`` through the ``tokenizers`` library, special tokens
