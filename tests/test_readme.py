@@ -72,7 +72,6 @@ def repo_copy(tmp_path_factory):
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO / name, target)
     (copy / ".venv").symlink_to(REPO / ".venv")
-    # The install stamp is newer than the copied pyproject.toml (copy2 keeps mtimes): make skips the install.
     if (REPO.parent / "shared").exists():  # config/qasper.yaml reads ../shared/data
         (copy.parent / "shared").symlink_to(REPO.parent / "shared")
     return copy
@@ -80,8 +79,10 @@ def repo_copy(tmp_path_factory):
 
 def run(command: str, cwd: Path, timeout: int = 1800) -> subprocess.CompletedProcess:
     # A cluster user has snakemake on PATH (the README's bare `snakemake` lines): the venv's bin comes first.
+    # MAKEFLAGS -o: `make run` uses the environment running these tests as it is, never reinstalls into it.
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "PATH": f"{cwd / '.venv/bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
+           "PATH": f"{cwd / '.venv/bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+           "MAKEFLAGS": "-o .venv/.structbench-installed"}
     return subprocess.run(command, shell=True, executable="/bin/bash", cwd=cwd, capture_output=True, text=True,
                           timeout=timeout, env=env)
 
