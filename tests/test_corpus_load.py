@@ -76,3 +76,21 @@ def test_wikitext_with_blank_lines_and_lf_and_bad_bytes(tmp_path):
     bad.write_bytes(b" = T = \r\n caf\xe9 \r\n")
     with pytest.raises(ValueError, match=r"wiki\.raw: not valid UTF-8"):
         load_corpus({"kind": "wikitext", "path": str(bad)})
+
+
+def test_source_files_name_a_missing_or_empty_markdown_folder(tmp_path):
+    from structbench.corpus import has_queries, source_files
+
+    with pytest.raises(ValueError, match=r"markdown corpus folder .*absent does not exist"):
+        source_files({"kind": "markdown", "path": str(tmp_path / "absent")})
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match=r"empty has no \.md files"):
+        source_files({"kind": "markdown", "path": str(tmp_path / "empty")})
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "b.md").write_text("# B\n\ntext\n")
+    (tmp_path / "docs" / "a.md").write_text("# A\n\ntext\n")
+    spec = {"kind": "markdown", "path": str(tmp_path / "docs"), "questions": str(tmp_path / "q.jsonl")}
+    assert source_files(spec) == [str(tmp_path / "docs/a.md"), str(tmp_path / "docs/b.md"), str(tmp_path / "q.jsonl")]
+    assert has_queries(spec) and not has_queries({**spec, "questions": None})
+    assert has_queries({"kind": "qasper", "paths": ["x.json"]})
+    assert not has_queries({"kind": "wikitext", "path": "w.raw"})

@@ -147,3 +147,17 @@ def test_placebo_reports_unavoidable_residuals():
     assert residual == 1
     _, report = render_texts(documents, chunks, "placebo:2", TOK, seed=1)
     assert report["residual_same_doc"] == 1 and report["residual_same_doc_chunks"] == 1
+
+
+def test_a_depth_beyond_the_corpus_is_reported_as_capped():
+    """path:9 on a corpus whose paths are at most 3 deep is legal; the report says every chunk was capped."""
+    documents, chunks = make([("a", ["Alpha", "History", "Early years"]), ("a", ["Alpha"]), ("b", ["Beta", "Use"])])
+    deep, report = render_texts(documents, chunks, "path:9", TOK)
+    assert deep["prefix"].to_list() == ["[Alpha > History > Early years]\n\n", "[Alpha]\n\n", "[Beta > Use]\n\n"]
+    assert report["capped_chunks"] == 3 and report["max_path_depth"] == 3
+    _, report = render_texts(documents, chunks, "path:2", TOK)
+    assert report["capped_chunks"] == 1  # only ("Alpha",) is shorter than 2
+    _, report = render_texts(documents, chunks, "placebo:3", TOK)
+    assert report["capped_chunks"] == 2
+    _, report = render_texts(documents, chunks, "none", TOK)
+    assert "capped_chunks" not in report

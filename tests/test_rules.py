@@ -182,3 +182,10 @@ def test_slurm_profile_routes_by_resource_not_by_rule_name():
     assert (REPO / "profiles/slurm" / profile["slurm-partition-config"].split()[0]).is_file()
     assert any(p.get("max_gpu", 0) > 0 for p in partitions.values())
     assert any(p.get("max_gpu", 0) == 0 for p in partitions.values())
+
+
+def test_pyproject_license_is_an_spdx_expression():
+    """A license table (the old form) makes every install print a deprecation warning; PEP 639 wants a string."""
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
+    assert pyproject["project"]["license"] == "Apache-2.0"
+    assert any(r.startswith("setuptools>=77") for r in pyproject["build-system"]["requires"])
