@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from structbench import embed
+from structbench import embed, fingerprint
 from structbench.cache import VectorCache
 from structbench.embed import (
     EmbedderSpec,
@@ -151,8 +151,8 @@ def test_file_hashes_are_memoized_and_a_changed_file_is_rehashed(model_copy, tmp
     assert len(stored) == len(embed.fingerprinted_files(model_copy))
     assert all(len(entry["sha256"]) == 64 for entry in stored.values())
     hashed = []
-    real = embed.file_sha256
-    monkeypatch.setattr(embed, "file_sha256", lambda path: hashed.append(path.name) or real(path))
+    real = fingerprint.file_sha256
+    monkeypatch.setattr(fingerprint, "file_sha256", lambda path: hashed.append(path.name) or real(path))
     assert weights_fingerprint(model_copy, index) == first and hashed == []
     (model_copy / "modules.json").write_text((model_copy / "modules.json").read_text() + " ")
     assert weights_fingerprint(model_copy, index) != first and hashed == ["modules.json"]

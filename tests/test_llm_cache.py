@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from llm_testing import CountingBackend, ScriptedBackend, build_tiny_model
+
 from structbench.llm import LLM, ChatRequest, LLMSpec, ResponseCache, load_llm, weights_fingerprint
 from structbench.llm.cache import request_key
 
@@ -62,7 +62,7 @@ def test_key_changes_with_every_determining_input(tmp_path):
 
 
 def test_weights_fingerprint_hashes_content_and_memoizes(tmp_path, monkeypatch):
-    from structbench.llm import cache as cache_module
+    from structbench import fingerprint
 
     model = tmp_path / "model"
     model.mkdir()
@@ -71,9 +71,8 @@ def test_weights_fingerprint_hashes_content_and_memoizes(tmp_path, monkeypatch):
     memo = tmp_path / "memo"
     first = weights_fingerprint(model, memo)
     reads = []
-    original = cache_module._file_sha256
-    monkeypatch.setattr(cache_module, "_file_sha256", lambda f: reads.append(f.name) or original(f))
-    monkeypatch.setattr(cache_module, "_PROCESS_MEMO", {})  # a new process: only the on-disk memo helps
+    original = fingerprint.file_sha256
+    monkeypatch.setattr(fingerprint, "file_sha256", lambda f: reads.append(f.name) or original(f))
     assert weights_fingerprint(model, memo) == first and reads == []
     (model / "a.bin").write_bytes(b"weightz")  # same size, new content and mtime
     os.utime(model / "a.bin", ns=(1, 1))

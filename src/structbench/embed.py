@@ -57,7 +57,6 @@ included) exceeds the effective ``max_seq_length`` (:func:`effective_max_seq_len
 
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata
 import importlib.util
 import io
@@ -70,6 +69,7 @@ from pathlib import Path
 
 import numpy as np
 
+from structbench import fingerprint
 from structbench.cache import VectorCache, atomic_write_bytes, atomic_write_text, stable_hash
 
 log = logging.getLogger(__name__)
@@ -184,59 +184,12 @@ def fingerprinted_files(directory: Path) -> list[Path]:
     return found
 
 
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _stat_key(path: Path) -> list[int]:
-    # ctime as well as mtime: a tool that restores mtime after rewriting a file (cp -p, rsync -t)
-    # cannot restore ctime, so a rewritten file is always re-hashed.
-    stat = path.stat()
-    return [stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns]
-
-
-def _read_hash_index(index_path: Path) -> dict:
-    try:
-        index = json.loads(index_path.read_text(encoding="utf-8"))
-        return index if isinstance(index, dict) else {}
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError) as error:
-        log.warning("file hash index %s is unreadable (%s); re-hashing", index_path, error)
-        return {}
-
-
-def hashed_files(paths: Sequence[Path], index_path: Path) -> dict[Path, str]:
-    """SHA-256 of each file, reusing the index entry when the file's (path, size, mtime_ns, ctime_ns)
-    is unchanged; new hashes are merged into the index with an atomic write."""
-    index = _read_hash_index(index_path)
-    hashes, fresh = {}, {}
-    for path in paths:
-        resolved = str(path.resolve())
-        stat_key = _stat_key(path)
-        entry = index.get(resolved)
-        if isinstance(entry, dict) and entry.get("stat") == stat_key and isinstance(entry.get("sha256"), str):
-            hashes[path] = entry["sha256"]
-            continue
-        hashes[path] = file_sha256(path)
-        if _stat_key(path) == stat_key:  # unchanged while hashing: safe to memoize
-            fresh[resolved] = {"stat": stat_key, "sha256": hashes[path]}
-    if fresh:
-        merged = {**_read_hash_index(index_path), **fresh}  # re-read: another job may have added entries
-        atomic_write_text(index_path, json.dumps(merged, sort_keys=True, indent=1) + "\n")
-    return hashes
-
-
 def weights_fingerprint(directory: Path, index_path: Path) -> str:
     """SHA-256 over (relative path, content SHA-256) of every fingerprinted file of a model directory."""
     files = fingerprinted_files(directory)
     if not files:
         raise FileNotFoundError(f"model directory {directory} holds no model files")
-    hashes = hashed_files(files, index_path)
+    hashes = fingerprint.hashed_files(files, index_path)
     return stable_hash([[path.relative_to(directory).as_posix(), hashes[path]] for path in files])
 
 

@@ -14,7 +14,7 @@ corrupt disk, a foreign writer) is moved to ``<root>/quarantine/`` and counted a
 completion is recomputed rather than trusted.
 
 Weights fingerprints (:func:`weights_fingerprint`) hash the model files' contents; the hash of each
-file is memoized in ``<root>/fingerprints.json`` by (path, size, mtime), so a 500 MB model is read once
+file is memoized in ``<root>/file-hashes.json`` by (path, size, mtime, ctime), so a 500 MB model is read once
 per cache, not once per job.
 """
 
@@ -24,16 +24,15 @@ import hashlib
 import json
 import logging
 import os
-import threading
 import uuid
 from pathlib import Path
 
+from structbench import fingerprint
+from structbench.atomic import atomic_path
 from structbench.cache import stable_hash
 
 log = logging.getLogger(__name__)
 
-_MEMO_LOCK = threading.Lock()
-_PROCESS_MEMO: dict[str, dict] = {}
 
 
 def request_key(material: dict) -> str:
@@ -96,16 +95,11 @@ class ResponseCache:
 
 def write_atomic(path: Path, payload: bytes) -> None:
     """Write ``payload`` to ``path`` through a unique temporary name in the same folder + ``os.replace``."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
+    with atomic_path(path) as tmp:
         with open(tmp, "wb") as handle:
             _write_chunks(handle, payload)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def _write_chunks(handle, payload: bytes, size: int = 1 << 16) -> None:
@@ -134,8 +128,8 @@ def weights_fingerprint(path: str | Path, memo_root: str | Path | None = None) -
     """SHA-256 over the contents of a model file, or of every file under a model directory.
 
     A directory's hash covers each file's relative path and content hash, in sorted order, skipping
-    hidden files and ``__pycache__``. Each file's hash is memoized by (absolute path, size, mtime_ns):
-    in this process, and in ``<memo_root>/fingerprints.json`` when ``memo_root`` is given."""
+    hidden files and ``__pycache__``. Each file's hash is memoized (:func:`structbench.fingerprint.hashed_files`)
+    in ``<memo_root>/file-hashes.json`` when ``memo_root`` is given."""
     path = Path(path).resolve()
     if not path.exists():
         raise FileNotFoundError(f"model path {path} does not exist")
@@ -143,41 +137,9 @@ def weights_fingerprint(path: str | Path, memo_root: str | Path | None = None) -
         file for file in path.rglob("*")
         if file.is_file() and not any(part.startswith(".") or part == "__pycache__"
                                       for part in file.relative_to(path).parts))
-    memo_file = Path(memo_root) / "fingerprints.json" if memo_root else None
-    memo = _load_memo(memo_file)
+    hashes = fingerprint.hashed_files(files, Path(memo_root) / "file-hashes.json" if memo_root else None)
     digest = hashlib.sha256()
-    changed = False
     for file in files:
-        stat = file.stat()
-        record = memo.get(str(file))
-        if not record or record["size"] != stat.st_size or record["mtime_ns"] != stat.st_mtime_ns:
-            record = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": _file_sha256(file)}
-            memo[str(file)] = record
-            changed = True
         name = file.name if file == path else file.relative_to(path).as_posix()
-        digest.update(f"{name}\0{record['sha256']}\n".encode())
-    with _MEMO_LOCK:
-        _PROCESS_MEMO.update(memo)
-    if changed and memo_file is not None:
-        memo_file.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(memo_file, json.dumps(memo, sort_keys=True, indent=1).encode())
-    return digest.hexdigest()
-
-
-def _load_memo(memo_file: Path | None) -> dict:
-    with _MEMO_LOCK:
-        memo = dict(_PROCESS_MEMO)
-    if memo_file is not None and memo_file.is_file():
-        try:
-            memo.update(json.loads(memo_file.read_text()))
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            log.warning("ignoring unreadable fingerprint memo %s", memo_file)
-    return memo
-
-
-def _file_sha256(file: Path) -> str:
-    digest = hashlib.sha256()
-    with open(file, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
+        digest.update(f"{name}\0{hashes[file]}\n".encode())
     return digest.hexdigest()
