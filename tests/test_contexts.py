@@ -27,7 +27,8 @@ def corpus(paragraphs=PARAGRAPHS):
     starts = paragraph_table["start"].to_list()[::3]
     ends = starts[1:] + [documents["n_chars"][0]]
     chunks = pl.DataFrame({"chunk_id": range(len(starts)), "doc_id": "bees", "start": starts, "end": ends,
-                           "n_tokens": 10, "section_id": 0, "path": [["Rooftop bees"]] * len(starts)},
+                           "n_tokens": 10, "section_id": 0, "path": [["Rooftop bees"]] * len(starts),
+                           "cut": ["paragraph"] * (len(starts) - 1) + ["end"]},
                           schema=CHUNKS)
     return documents, chunks
 
