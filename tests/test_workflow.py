@@ -1,10 +1,11 @@
 """The workflow itself: plan, config validation, a full default run, determinism, partial rebuilds."""
 
+import json
 import re
+import shutil
 
 import polars as pl
 import pytest
-
 from conftest import kb_config, run_snakemake
 
 pytestmark = pytest.mark.workflow
@@ -45,6 +46,14 @@ def test_config_typo_stops_the_run_naming_the_key(tmp_path, extra, named):
     assert named in result.stdout + result.stderr
 
 
+def measured_files(workdir):
+    """Relative path -> bytes of every vector, run, score and contrast file of a run."""
+    results = workdir / "results"
+    paths = [*results.rglob("*.npy"), *results.glob("*/runs/**/*.parquet"), *results.glob("*/scores/**/*.parquet"),
+             *results.glob("contrasts/**/*.parquet")]
+    return {str(path.relative_to(workdir)): path.read_bytes() for path in paths}
+
+
 def read_cell_tables(workdir):
     scores = sorted((workdir / "results/kb/scores").rglob("*.parquet"))
     contrasts = sorted((workdir / "results/contrasts").rglob("*.parquet"))
@@ -78,10 +87,19 @@ def test_default_workflow_end_to_end_deterministic_and_partial_rebuild(tmp_path)
     n_queries = pl.read_parquet(dense[0]).height
     assert n_queries >= 24 and row["n_queries"] == n_queries
 
-    # The measured half is deterministic: a second run with its own fresh cache gives the same bytes.
-    for path_first in scores + contrasts:
-        path_second = second / path_first.relative_to(first)
-        assert path_first.read_bytes() == path_second.read_bytes(), path_first
+    # The measured half is deterministic: a second run with its own fresh cache gives the same bytes,
+    # vectors and rankings included (a text's vector does not depend on its batch company or job order).
+    measured = measured_files(first)
+    assert len(measured) >= len(scores) + len(contrasts) + 4
+    assert measured_files(second) == measured
+    # Warm cache: results deleted, cache kept. Nothing is embedded again and every file is the same.
+    shutil.rmtree(second / "results")
+    result = run_snakemake(second, "--cores", "2", "--configfile", str(kb_config(second)))
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert measured_files(second) == measured
+    reports = [json.loads(p.read_text()) for p in (second / "results/kb/vectors").rglob("*.embed.json")]
+    assert len(reports) == 4 and all(r["n_encoded"] == 0 and r["n_from_cache"] == r["n_texts"] for r in reports)
+    assert all(r["n_truncated"] == 0 for r in reports)  # the shipped config truncates nothing
 
     # Nothing to do on a re-run; a changed statistics value reruns only statistics and the report.
     again = run_snakemake(first, "-n", "--configfile", str(kb_config(first)))
