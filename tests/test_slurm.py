@@ -112,7 +112,9 @@ def cancel_jobs(workdir: Path) -> None:
 
 
 def test_ladder_workflow_through_slurm_routes_every_gpu_rule_to_gpu(slurm_cluster, tmp_path):
-    """A ladder-style config that runs every GPU-kind rule (embedding, semantic merge, reranking)."""
+    """A ladder-style config that runs every GPU-kind rule (embedding, semantic merge, reranking).
+
+    Its conditions are layered over the default ones (F0, G2, G3), adding the semantic S2."""
     workdir = tmp_path / "run"
     workdir.mkdir()
     config = kb_config(
@@ -150,9 +152,9 @@ def test_ladder_workflow_through_slurm_routes_every_gpu_rule_to_gpu(slurm_cluste
     assert jobs, "no Slurm job records for this run"
     assert all(job["state"] == "COMPLETED" for job in jobs.values()), jobs
     ran = sorted(rules.values())
-    # Three text sets (G2 and G3 share chunks; S2 has its own) embedded, one query set, three reranked runs.
-    assert ran.count("embed_texts") == 3 and ran.count("embed_queries") == 1, ran
-    assert ran.count("semantic_chunks") == 1 and ran.count("rerank") == 3, ran
+    # The default F0 plus G2, G3 and S2: four text sets embedded, one query set, four reranked runs.
+    assert ran.count("embed_texts") == 4 and ran.count("embed_queries") == 1, ran
+    assert ran.count("semantic_chunks") == 1 and ran.count("rerank") == 4, ran
     for job_id, job in jobs.items():
         if rules[job_id] in GPU_RULES:
             assert job["partition"] == "gpu" and "gpu:1" in job["tres"], (rules[job_id], job)
