@@ -20,7 +20,7 @@ import polars as pl
 
 from structbench.corpus.verify import assert_verified
 
-USAGE_COUNTS = ("requests", "served_from_cache", "generated", "backend_calls")
+USAGE_COUNTS = ("requests", "served_from_cache", "generated", "failed", "backend_calls")
 
 
 def shard_doc_ids(doc_ids: Sequence[str], shard: int, n_shards: int) -> list[str]:
