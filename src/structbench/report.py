@@ -373,8 +373,9 @@ def llm_sections(induction_stats: list[dict], context_stats: list[dict]) -> str:
     if induction_stats:
         parts += ["## Structure induction", "",
                   "Per document: `usable` = an answer passed the tiling check (first round or after the one "
-                  "correction round; `corrected` counts those that needed it), `repaired` = the deterministic "
-                  "repair changed the answer, `failed` = no usable section (single-section fallback). "
+                  "correction round), `repaired` = the deterministic repair changed the answer, `failed` = no "
+                  "usable section (single-section fallback); `corrected` counts the documents whose first answer "
+                  "failed the check and went to the correction round, whatever the outcome. "
                   "`identical spans` is the share of the induced structural chunks whose span is byte-identical "
                   "to a gold structural chunk.", "", induction_section(induction_stats)]
     if context_stats:
