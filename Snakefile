@@ -13,6 +13,7 @@ configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 
 include: "rules/common.smk"
 include: "rules/corpus.smk"
+include: "rules/structure.smk"
 include: "rules/chunks.smk"
 include: "rules/embed.smk"
 include: "rules/retrieve.smk"

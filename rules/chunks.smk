@@ -43,6 +43,7 @@ rule fixed_chunks:
 
 rule texts:
     input:
+        unpack(text_contexts),
         documents=f"{R}/{{corpus}}/corpus/documents.parquet",
         chunks=f"{R}/{{corpus}}/chunks/{{boundaries}}/{{structure}}.parquet",
     output:
@@ -88,3 +89,52 @@ rule semantic_chunks:
         "../envs/gpu-embed.yaml"
     script:
         "../workflow/scripts/semantic_chunks.py"
+
+
+# Situating contexts (prefix: context): one LLM call per chunk, in llm_shards document batches.
+
+
+rule chunk_contexts:
+    input:
+        documents=f"{R}/{{corpus}}/corpus/documents.parquet",
+        chunks=f"{R}/{{corpus}}/chunks/{{boundaries}}/{{structure}}.parquet",
+    output:
+        contexts=f"{R}/{{corpus}}/contexts/{{boundaries}}/{{structure}}/shards/{{shard}}.parquet",
+        usage=f"{R}/{{corpus}}/contexts/{{boundaries}}/{{structure}}/shards/{{shard}}.usage.json",
+    log:
+        f"{LOGS}/contexts/{{corpus}}/{{boundaries}}-{{structure}}-{{shard}}.log",
+    params:
+        llm=context_llm,
+        llm_name=config["contexts"]["llm"],
+        max_tokens=config["contexts"]["max_tokens"],
+        max_new_tokens=config["contexts"]["max_new_tokens"],
+        tokenizer=config["tokenizer"],
+        n_shards=config["llm_shards"],
+        cache=LLM_CACHE,
+        code=code_version("contexts", "llm", "shards", "tokens"),
+    threads: 4
+    resources:
+        gpu=1,
+        mem_mb=32000,
+        runtime=720,
+    conda:
+        "../envs/gpu-llm.yaml"
+    script:
+        "../workflow/scripts/chunk_contexts.py"
+
+
+rule merge_contexts:
+    input:
+        unpack(context_shards),
+        chunks=f"{R}/{{corpus}}/chunks/{{boundaries}}/{{structure}}.parquet",
+    output:
+        contexts=f"{R}/{{corpus}}/contexts/{{boundaries}}/{{structure}}.parquet",
+        stats=f"{R}/{{corpus}}/contexts/{{boundaries}}/{{structure}}.stats.json",
+    log:
+        f"{LOGS}/contexts/{{corpus}}/{{boundaries}}-{{structure}}-merge.log",
+    params:
+        code=code_version("shards", "llm_stats"),
+    conda:
+        "../envs/cpu.yaml"
+    script:
+        "../workflow/scripts/merge_contexts.py"

@@ -6,7 +6,7 @@ import re
 from snakemake.logging import logger
 
 from structbench import cells
-from structbench.conditions import from_token, wildcard_constraints as axis_constraints
+from structbench.conditions import from_token, parse_value, wildcard_constraints as axis_constraints
 from structbench.config import check_config, truncation_warnings, validate_config
 from structbench.corpus import has_queries, source_files
 from structbench.metrics import metrics_from_config
@@ -37,6 +37,12 @@ SCORED_CORPORA = [name for name in CORPORA if has_queries(config["corpora"][name
 EMBEDDERS = selected("embedders")
 RERANKERS = selected("rerankers")
 REPORT = f"{R}/report/report.md"
+# LLM responses are content-addressed (structbench.llm.cache), so every workflow pointing at one cache
+# folder shares them: a rerun, or another config with the same prompts, asks the model nothing new.
+LLM_CACHE = f"{CACHE}/llm"
+# Document batches per corpus for every LLM step; fixed in config so the DAG is known at plan time
+# (structbench.shards explains why the count is not derived from the corpus).
+LLM_SHARDS = list(range(config["llm_shards"]))
 
 
 def alternation(names):
@@ -48,6 +54,8 @@ wildcard_constraints:
     embedder=alternation(EMBEDDERS),
     reranker=alternation(RERANKERS),
     condition=alternation(CONDITIONS),
+    inducer=alternation(config["inducers"]) or "(?!)",
+    shard=r"\d+",
     **axis_constraints(),
 
 
@@ -196,3 +204,71 @@ def condition_retrieval(wildcards):
 def semantic_embedder_spec(wildcards):
     """Semantic merge embeds paragraphs with one declared embedder (``chunking.semantic_embedder``)."""
     return config["embedders"][config["chunking"]["semantic_embedder"]]
+
+
+# ---- LLM steps: structure induction, situating contexts --------------------------------------
+
+
+def used_inducers():
+    """The inducers some condition uses (``structure: induced:<inducer>``), in name order."""
+    return sorted({parse_value("structure", c.structure)[1] for c in CONDITIONS.values()
+                   if c.structure.startswith("induced:")})
+
+
+def llm_entry(name):
+    return config["llms"][name]
+
+
+def inducer_llm(wildcards):
+    """The ``llms`` entry of the inducer."""
+    return llm_entry(config["inducers"][wildcards.inducer]["llm"])
+
+
+def inducer_name(wildcards):
+    return config["inducers"][wildcards.inducer]["llm"]
+
+
+def inducer_options(wildcards):
+    """The inducer's keyword arguments of structbench.induction.induce_structure."""
+    inducer = config["inducers"][wildcards.inducer]
+    return {key: inducer[key] for key in ("window_tokens", "overlap_paragraphs", "max_new_tokens")}
+
+
+def induction_shards(wildcards):
+    base = f"{R}/{wildcards.corpus}/structure/induced-{wildcards.inducer}/shards"
+    return {
+        "sections": [f"{base}/{shard}.sections.parquet" for shard in LLM_SHARDS],
+        "status": [f"{base}/{shard}.status.parquet" for shard in LLM_SHARDS],
+        "usage": [f"{base}/{shard}.usage.json" for shard in LLM_SHARDS],
+    }
+
+
+def context_llm(wildcards):
+    """The ``llms`` entry named by ``contexts.llm`` (check_config refuses a context prefix without one)."""
+    return llm_entry(config["contexts"]["llm"])
+
+
+def context_shards(wildcards):
+    base = f"{R}/{wildcards.corpus}/contexts/{wildcards.boundaries}/{wildcards.structure}/shards"
+    return {
+        "contexts": [f"{base}/{shard}.parquet" for shard in LLM_SHARDS],
+        "usage": [f"{base}/{shard}.usage.json" for shard in LLM_SHARDS],
+    }
+
+
+def text_contexts(wildcards):
+    """The situating contexts a ``context`` prefix renders; no extra input for any other prefix."""
+    if from_token(wildcards.prefix) != "context":
+        return {}
+    return {"contexts": f"{R}/{wildcards.corpus}/contexts/{wildcards.boundaries}/{wildcards.structure}.parquet"}
+
+
+def all_induction_stats():
+    return [
+        f"{R}/{corpus}/structure/induced-{inducer}/stats.json" for corpus in CORPORA for inducer in used_inducers()
+    ]
+
+
+def all_context_stats():
+    chunksets = sorted({c.chunkset for c in CONDITIONS.values() if c.prefix == "context"})
+    return [f"{R}/{corpus}/contexts/{chunkset}.stats.json" for corpus in CORPORA for chunkset in chunksets]

@@ -8,6 +8,8 @@ rule report:
         bm25_scores=all_bm25_scores(),
         chunk_sets=list(all_chunk_sets().values()),
         embed_reports=list(all_embed_reports().values()),
+        induction_stats=all_induction_stats(),
+        context_stats=all_context_stats(),
     output:
         report=report(REPORT, category="Report", caption="../workflow/report/report.rst"),
         means=f"{R}/report/condition_means.parquet",

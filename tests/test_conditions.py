@@ -111,6 +111,8 @@ def test_self_contrast_and_incomplete_pairs_are_refused():
         parse_contrasts({"C1": {"treatment": "G3"}}, conditions)
 
 
-def test_reserved_kinds_are_refused_with_what_they_need():
-    with pytest.raises(ValueError, match=r"conditions\.A2\.structure = 'induced:llm' needs the LLM layer"):
-        parse_conditions({"A2": axes(structure="induced:llm")})
+def test_llm_kinds_parse_and_their_declarations_are_checked_by_config():
+    """induced:<x> and context are ordinary axis values; whether an inducer or a context LLM is
+    declared for them is a cross-key check of structbench.config (tests/test_config.py)."""
+    parsed = parse_conditions({"A1": axes(boundaries="fixed", structure="induced:llm", prefix="context")})
+    assert parsed["A1"].chunkset == "fixed/induced-llm" and parsed["A1"].textset == "fixed/induced-llm/context"

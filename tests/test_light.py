@@ -20,7 +20,9 @@ LIGHT = {
     "metrics": "import structbench.metrics",
     "stats": "import structbench.stats",
     "report": "import structbench.report",
-    "config": "import structbench.config, structbench.conditions, structbench.cells",
+    "llm_steps": "import structbench.shards, structbench.llm_stats, structbench.llm",
+    "config": "import structbench.config, structbench.conditions, structbench.cells;"
+              "structbench.config.check_llm_config({'llms': {'m': {'backend': 'transformers', 'model': 'x'}}}, {})",
     "api": "import structbench, structbench.api, structbench.cli;"
            "structbench.chunk_markdown('# T\\n\\n## A\\n\\nSome text here.')",
 }

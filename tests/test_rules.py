@@ -25,10 +25,12 @@ from structbench import defaults
 from structbench.embed import PACKAGED_MODELS
 
 RULES = parse_rules()
-GPU_RULES = {"embed_texts", "embed_queries", "semantic_chunks", "rerank"}
+GPU_RULES = {"embed_texts", "embed_queries", "semantic_chunks", "rerank", "induce_structure", "chunk_contexts"}
 # Packages the library locates with importlib.util.find_spec (model files), not by importing them.
 LOCATED_PACKAGES = {"structbench.tokens": [defaults.TOKENIZER], "structbench.embed": list(PACKAGED_MODELS)}
 # Conda package names for the same distribution as a pip name.
+# Packages that only GPU nodes install (not in this test environment): module -> distribution.
+GPU_ONLY_DISTRIBUTIONS = {"vllm": "vllm"}
 CONDA_ALIASES = {"pytorch": "torch", "faiss-gpu": "faiss-cpu", "faiss": "faiss-cpu"}
 
 
@@ -105,6 +107,9 @@ def distributions_needed(script: Path) -> set[str]:
     by_module = installed_distributions()
     needed = set()
     for module in third_party:
+        if module in GPU_ONLY_DISTRIBUTIONS and module not in by_module:
+            needed.add(GPU_ONLY_DISTRIBUTIONS[module])
+            continue
         assert module in by_module, f"{script}: imports {module!r}, which no installed distribution provides"
         needed.add(normalized(by_module[module][0]))
     for module, packages in LOCATED_PACKAGES.items():

@@ -46,14 +46,13 @@ AXES: dict[str, tuple[Kind, ...]] = {
     ),
     "structure": (
         Kind("gold", description="the document's own heading tree"),
-        Kind("induced", r"[A-Za-z0-9_]+", needs="the LLM layer (structure induction)",
-             description="a structure induced by the named inducer"),
+        Kind("induced", r"[A-Za-z0-9_]+", description="a structure induced by the named inducer (config inducers.<name>)"),
     ),
     "prefix": (
         Kind("none", description="the content alone"),
         Kind("path", "[1-9]", description="the real heading path cut to depth d"),
         Kind("placebo", "[1-9]", description="a real path of another document, same depth"),
-        Kind("context", needs="the LLM layer (situating contexts)", description="an LLM-written situating context"),
+        Kind("context", description="an LLM-written situating context (config contexts.llm)"),
     ),
     "retrieval": (
         Kind("flat", description="corpus-wide top-k over every chunk"),

@@ -8,7 +8,8 @@ key (``chunking.t_min``, ``contrasts.C1``), never minutes into it.
 - :func:`validate_config` checks a config against it and fills the schema's defaults in place (the
   rules and the library then read every value from the config and restate none).
 - :func:`check_config` adds the cross-key checks: t_min <= t_max, a primary metric that is computed,
-  contrasts of declared and distinct conditions, selections of declared names.
+  contrasts of declared and distinct conditions, selections of declared names, and the LLM steps'
+  keys (:func:`check_llm_config`).
 """
 
 from __future__ import annotations
@@ -116,7 +117,39 @@ def check_config(config: dict, metric_names: list[str]) -> tuple[dict, dict]:
         if unknown:
             raise ConfigError(f"select.{kind} names {unknown}, which config.{kind} does not declare "
                               f"({list(config[kind])})")
+    check_llm_config(config, conditions)
     return conditions, contrasts
+
+
+def check_llm_config(config: dict, conditions: dict) -> None:
+    """The LLM steps' cross-key checks: every ``llms.<name>`` entry is a valid ``LLMSpec``
+    (:meth:`structbench.llm.LLMSpec.from_config`, whose errors name ``llms.<name>``), inducers and
+    contexts name declared LLMs, a condition's ``induced:<x>`` names a declared inducer, and a
+    ``context`` prefix has ``contexts.llm`` set."""
+    from structbench.llm.spec import LLMSpec
+
+    llms = config.get("llms") or {}
+    for name, entry in llms.items():
+        try:
+            LLMSpec.from_config(entry, name)
+        except (TypeError, ValueError) as error:
+            raise ConfigError(str(error)) from None
+    declared = f"(declared: {sorted(llms)})"
+    for name, inducer in (config.get("inducers") or {}).items():
+        if inducer["llm"] not in llms:
+            raise ConfigError(f"inducers.{name}.llm = {inducer['llm']!r} names no llms entry {declared}")
+    context_llm = (config.get("contexts") or {}).get("llm")
+    if context_llm is not None and context_llm not in llms:
+        raise ConfigError(f"contexts.llm = {context_llm!r} names no llms entry {declared}")
+    inducers = config.get("inducers") or {}
+    for name, condition in conditions.items():
+        kind, inducer = axes.parse_value("structure", condition.structure)
+        if kind.name == "induced" and inducer not in inducers:
+            raise ConfigError(f"conditions.{name}.structure = {condition.structure!r} names inducer {inducer!r}, "
+                              f"which inducers does not declare (declared: {sorted(inducers)})")
+        if condition.prefix == "context" and context_llm is None:
+            raise ConfigError(f"conditions.{name}.prefix = 'context' needs contexts.llm (the llms entry that "
+                              "writes the situating contexts), which is not set")
 
 
 # Room left for a rendered prefix when judging whether chunks fit the embedder: a depth-3 heading path

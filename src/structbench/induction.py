@@ -49,6 +49,7 @@ import polars as pl
 from structbench.corpus.build import build_tables
 from structbench.corpus.verify import verify_sections
 from structbench.llm import LLM, ChatRequest, ChatResponse, load_prompt
+from structbench.llm_stats import identical_span_share  # noqa: F401  (defined with the other statistics)
 from structbench.tables import MAX_LEVEL, ParsedDocument, SectionSpec
 
 log = logging.getLogger(__name__)
@@ -419,17 +420,3 @@ def _sections_table(documents: pl.DataFrame, texts_by_doc: dict[str, list[str]],
         if text != flat[doc_id]:
             raise ValueError(f"{doc_id}: paragraph table does not rebuild the document's flat text")
     return sections
-
-
-def identical_span_share(induced_chunks: pl.DataFrame, gold_chunks: pl.DataFrame) -> float:
-    """Share of induced chunk spans byte-identical to a gold chunk span (seed 000, table 9).
-
-    A span is ``(doc_id, start, end)``; since both chunk sets tile the same flat texts, equal offsets
-    mean byte-identical text. Only documents present in both tables count; NaN when there are none."""
-    common = set(induced_chunks["doc_id"].unique().to_list()) & set(gold_chunks["doc_id"].unique().to_list())
-    induced = induced_chunks.filter(pl.col("doc_id").is_in(list(common))).select("doc_id", "start", "end")
-    if induced.height == 0:
-        return float("nan")
-    gold = gold_chunks.select("doc_id", "start", "end").unique()
-    matched = induced.join(gold, on=["doc_id", "start", "end"], how="semi").height
-    return matched / induced.height

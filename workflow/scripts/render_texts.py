@@ -1,4 +1,4 @@
-"""Render the text to embed for each chunk under one prefix (none, heading path, placebo)."""
+"""Render the text to embed for each chunk under one prefix (none, heading path, placebo, context)."""
 from structbench.atomic import write_json
 from structbench.logs import step_log
 from structbench.prefixes import render_texts
@@ -13,6 +13,7 @@ with step_log(snakemake.log[0], "texts") as log:
         load_tokenizer(snakemake.params.tokenizer),
         separator=snakemake.params.separator,
         seed=snakemake.params.seed,
+        contexts=read_table(snakemake.input.contexts) if "contexts" in snakemake.input.keys() else None,
     )
     report = {**report, **{key: snakemake.wildcards[key] for key in ("corpus", "boundaries", "structure")}}
     log.info("prefix %s: %s", snakemake.params.prefix, report)

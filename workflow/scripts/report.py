@@ -18,6 +18,8 @@ with step_log(snakemake.log[0], "report") as log:
         primary_metric=snakemake.params.primary_metric,
         bootstrap_iters=snakemake.params.bootstrap_iters,
         contrast_specs=[dict(entry) for entry in snakemake.params.contrasts],
+        induction_stats_paths=list(snakemake.input.induction_stats),
+        context_stats_paths=list(snakemake.input.context_stats),
         report_path=snakemake.output.report,
         means_path=snakemake.output.means,
     )

@@ -52,6 +52,11 @@ class LLM:
         self.spec = spec
         self.cache = cache
         self.backend_calls = 0  # generate() calls made, for tests and logs
+        # What chat() was asked and how it answered, for the workflow's usage reports (:meth:`usage`).
+        self.requests = 0  # requests passed to chat(), duplicates included
+        self.served_from_cache = 0  # distinct requests (per chat() call) answered from the response cache
+        self.generated = 0  # distinct requests the backend answered
+        self.failed = 0  # distinct requests the backend returned an error for (never cached: asked again next run)
 
     @property
     def context_tokens(self) -> int:
@@ -88,6 +93,8 @@ class LLM:
         first_index = {key: index for index, key in reversed(list(enumerate(keys)))}
         missing = [key for key in dict.fromkeys(keys) if key not in completions]
         hits = len(set(keys)) - len(missing)
+        self.requests += len(requests)
+        self.served_from_cache += hits
         log.info("LLM %s %s: %d requests, %d unique, %d cache hits, %d to generate", self.backend.kind,
                  self.spec.model, len(requests), len(set(keys)), hits, len(missing))
         if missing:
@@ -103,11 +110,23 @@ class LLM:
                                        f"for {len(chunk)} requests")
                 for key, completion in zip(chunk, fresh):
                     completions[key] = (completion, False)
+                    self.failed += bool(completion.error)
+                    self.generated += not completion.error
                     if self.cache is not None and not completion.error:
                         self.cache.put(key, materials[first_index[key]], completion.as_dict())
                 progress.update(len(chunk))
             progress.finish()
         return [validated(request, *completions[key]) for request, key in zip(requests, keys)]
+
+
+    def usage(self) -> dict:
+        """Counts since this LLM was built: ``requests`` passed to :meth:`chat` (duplicates included);
+        of the distinct requests within each call, ``served_from_cache``, ``generated`` (answered by the
+        backend, then cached) and ``failed`` (the backend returned an error, e.g. a prompt longer than the
+        context; not cached, so a rerun asks again) — the three sum to the distinct requests; and
+        ``backend_calls`` (``generate`` calls, each carrying up to ``batch_size * STEP_BATCHES`` requests)."""
+        return {"requests": self.requests, "served_from_cache": self.served_from_cache,
+                "generated": self.generated, "failed": self.failed, "backend_calls": self.backend_calls}
 
 
 def validated(request: ChatRequest, completion: Completion, cached: bool) -> ChatResponse:

@@ -1,0 +1,70 @@
+# Structure induction (structure: induced:<inducer>): an LLM reads each document's paragraphs with the
+# headings stripped and states its sections (structbench.induction). One GPU-kind job per document
+# shard (llm_shards), then a CPU merge that verifies the whole corpus's induced sections; the merged
+# table sits where every structure source does, so chunking reads it like the gold one.
+
+
+rule induce_structure:
+    input:
+        documents=f"{R}/{{corpus}}/corpus/documents.parquet",
+        paragraphs=f"{R}/{{corpus}}/corpus/paragraphs.parquet",
+    output:
+        sections=f"{R}/{{corpus}}/structure/induced-{{inducer}}/shards/{{shard}}.sections.parquet",
+        status=f"{R}/{{corpus}}/structure/induced-{{inducer}}/shards/{{shard}}.status.parquet",
+        usage=f"{R}/{{corpus}}/structure/induced-{{inducer}}/shards/{{shard}}.usage.json",
+    log:
+        f"{LOGS}/structure/{{corpus}}/induced-{{inducer}}-{{shard}}.log",
+    params:
+        llm=inducer_llm,
+        llm_name=inducer_name,
+        options=inducer_options,
+        n_shards=config["llm_shards"],
+        cache=LLM_CACHE,
+        code=code_version("induction", "llm", "shards", "corpus"),
+    threads: 4
+    resources:
+        gpu=1,
+        mem_mb=32000,
+        runtime=720,
+    conda:
+        "../envs/gpu-llm.yaml"
+    script:
+        "../workflow/scripts/induce_structure.py"
+
+
+rule merge_structure:
+    input:
+        unpack(induction_shards),
+        paragraphs=f"{R}/{{corpus}}/corpus/paragraphs.parquet",
+    output:
+        sections=f"{R}/{{corpus}}/structure/induced-{{inducer}}/sections.parquet",
+        status=f"{R}/{{corpus}}/structure/induced-{{inducer}}/status.parquet",
+        usage=f"{R}/{{corpus}}/structure/induced-{{inducer}}/usage.json",
+    log:
+        f"{LOGS}/structure/{{corpus}}/induced-{{inducer}}-merge.log",
+    params:
+        code=code_version("shards", "corpus"),
+    conda:
+        "../envs/cpu.yaml"
+    script:
+        "../workflow/scripts/merge_structure.py"
+
+
+rule induction_stats:
+    input:
+        status=rules.merge_structure.output.status,
+        usage=rules.merge_structure.output.usage,
+        sections=rules.merge_structure.output.sections,
+        gold_sections=f"{R}/{{corpus}}/structure/gold/sections.parquet",
+        chunks=f"{R}/{{corpus}}/chunks/structural/induced-{{inducer}}.parquet",
+        gold_chunks=f"{R}/{{corpus}}/chunks/structural/gold.parquet",
+    output:
+        f"{R}/{{corpus}}/structure/induced-{{inducer}}/stats.json",
+    log:
+        f"{LOGS}/structure/{{corpus}}/induced-{{inducer}}-stats.log",
+    params:
+        code=code_version("llm_stats"),
+    conda:
+        "../envs/cpu.yaml"
+    script:
+        "../workflow/scripts/induction_stats.py"

@@ -1,0 +1,68 @@
+"""Statistics of the LLM steps' outputs for the report: induced structure against gold, and the
+situating contexts' lengths.
+
+Pure functions over tables. This module imports nothing of the LLM layer (``structbench.llm`` reaches
+the model libraries), so the CPU jobs that summarize an LLM step stay light.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+INDUCTION_STATUSES = ("usable", "repaired", "failed")
+
+
+def identical_span_share(induced_chunks: pl.DataFrame, gold_chunks: pl.DataFrame) -> float:
+    """Share of induced chunk spans byte-identical to a gold chunk span (seed 000, table 9).
+
+    A span is ``(doc_id, start, end)``; since both chunk sets tile the same flat texts, equal offsets
+    mean byte-identical text. Only documents present in both tables count; NaN when there are none."""
+    common = set(induced_chunks["doc_id"].unique().to_list()) & set(gold_chunks["doc_id"].unique().to_list())
+    induced = induced_chunks.filter(pl.col("doc_id").is_in(list(common))).select("doc_id", "start", "end")
+    if induced.height == 0:
+        return float("nan")
+    gold = gold_chunks.select("doc_id", "start", "end").unique()
+    matched = induced.join(gold, on=["doc_id", "start", "end"], how="semi").height
+    return matched / induced.height
+
+
+def mean_sections_per_document(sections: pl.DataFrame, doc_ids: list[str]) -> float:
+    """Mean number of section rows per document of ``doc_ids`` (a document with none counts 0)."""
+    if not doc_ids:
+        return float("nan")
+    return sections.filter(pl.col("doc_id").is_in(doc_ids)).height / len(doc_ids)
+
+
+def induction_summary(status: pl.DataFrame, induced_sections: pl.DataFrame, gold_sections: pl.DataFrame,
+                      induced_chunks: pl.DataFrame, gold_chunks: pl.DataFrame) -> dict:
+    """One inducer on one corpus: documents per status (``induction.STATUS``: usable = an answer passed
+    the check, repaired = the deterministic repair changed it, failed = single-section fallback), how
+    many needed the correction round, mean sections per document induced vs gold (same documents), and
+    the share of induced structural chunk spans byte-identical to gold ones (:func:`identical_span_share`)."""
+    doc_ids = status["doc_id"].to_list()
+    counts = dict(status["status"].value_counts().iter_rows())
+    unknown = sorted(set(counts) - set(INDUCTION_STATUSES))
+    if unknown:
+        raise ValueError(f"induction status table holds unknown statuses {unknown}")
+    return {
+        "documents": len(doc_ids),
+        **{status_name: int(counts.get(status_name, 0)) for status_name in INDUCTION_STATUSES},
+        "corrected": int((status["rounds"] > 1).sum()),
+        "windows": int(status["windows"].sum()),
+        "mean_sections_induced": mean_sections_per_document(induced_sections, doc_ids),
+        "mean_sections_gold": mean_sections_per_document(gold_sections, doc_ids),
+        "identical_span_share": identical_span_share(induced_chunks, gold_chunks),
+    }
+
+
+def context_summary(contexts: pl.DataFrame) -> dict:
+    """Length distribution of one chunk set's situating contexts (``contexts.CONTEXTS``), in study tokens:
+    mean and max, how many were cut at the cap, how many are empty (a failed request)."""
+    tokens = contexts["context_tokens"]
+    return {
+        "chunks": contexts.height,
+        "mean_context_tokens": float(tokens.mean()) if contexts.height else float("nan"),
+        "max_context_tokens": int(tokens.max()) if contexts.height else 0,
+        "truncated": int(contexts["truncated"].sum()),
+        "empty": int((tokens == 0).sum()),
+    }

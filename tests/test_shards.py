@@ -1,0 +1,118 @@
+"""Document shards of the LLM steps, their merge, the LLM usage counts and the LLM steps' statistics."""
+
+import math
+
+import polars as pl
+import pytest
+from llm_testing import ScriptedBackend
+
+from structbench.llm import LLM, ChatRequest, LLMSpec, ResponseCache
+from structbench.llm_stats import context_summary, induction_summary
+from structbench.report import llm_sections, render_report
+from structbench.shards import merge_rows, merge_sections, merge_usage, select_shard, shard_doc_ids
+from structbench.tables import SCHEMAS
+
+
+@pytest.mark.parametrize("n_docs, n_shards", [(8, 1), (8, 3), (3, 2), (2, 5)])
+def test_shards_partition_the_documents_round_robin(n_docs, n_shards):
+    doc_ids = [f"d{i}" for i in reversed(range(n_docs))]  # unsorted input
+    shards = [shard_doc_ids(doc_ids, shard, n_shards) for shard in range(n_shards)]
+    assert sorted(d for shard in shards for d in shard) == sorted(doc_ids)
+    assert max(map(len, shards)) - min(map(len, shards)) <= 1
+    assert shards[0][0] == "d0" and (n_shards == 1 or n_docs < 2 or shards[1][0] == "d1")
+
+
+def test_a_shard_outside_the_count_is_refused():
+    with pytest.raises(ValueError, match="shard 2 of 2"):
+        shard_doc_ids(["a"], 2, 2)
+
+
+def paragraphs(doc_lengths):
+    rows = [(doc, i, i * 10, i * 10 + 9) for doc, n in doc_lengths.items() for i in range(n)]
+    return pl.DataFrame(rows, schema=["doc_id", "para_idx", "start", "end"], orient="row")
+
+
+def sections(doc_id, spans):
+    """Top-level sections over paragraph ranges [first, last) of one document (10 chars per paragraph)."""
+    rows = [{"doc_id": doc_id, "section_id": i, "title": f"S{i}", "level": 1, "path": ["T", f"S{i}"],
+             "depth": 2, "para_start": first, "para_end": last, "start": first * 10, "end": last * 10 - 1,
+             "top_section_id": i} for i, (first, last) in enumerate(spans)]
+    return pl.DataFrame(rows, schema=SCHEMAS["sections"])
+
+
+def test_merged_sections_must_cover_every_document_once():
+    paras = paragraphs({"a": 3, "b": 2})
+    shard_a, shard_b = sections("a", [(0, 1), (1, 3)]), sections("b", [(0, 2)])
+    merged = merge_sections(paras, [shard_b, shard_a])
+    assert merged.select("doc_id", "section_id").rows() == [("a", 0), ("a", 1), ("b", 0)]
+    with pytest.raises(ValueError, match="b: has paragraphs but no sections"):
+        merge_sections(paras, [shard_a])
+    with pytest.raises(ValueError, match=r"more than one shard: \['a'\]"):
+        merge_sections(paras, [shard_a, shard_b, shard_a])
+
+
+def test_merge_rows_names_missing_and_repeated_keys():
+    left = pl.DataFrame({"chunk_id": [2, 0], "context": ["c", "a"]})
+    right = pl.DataFrame({"chunk_id": [1], "context": ["b"]})
+    assert merge_rows([left, right], [0, 1, 2], "chunk_id", "contexts")["context"].to_list() == ["a", "b", "c"]
+    with pytest.raises(ValueError, match=r"missing \[1\], repeated \[2\]"):
+        merge_rows([left, left.filter(pl.col("chunk_id") == 2)], [0, 1, 2], "chunk_id", "contexts")
+
+
+def test_usage_counts_generated_cached_and_failed_requests(tmp_path):
+    """Generated answers are cached; a second LLM on the same cache generates nothing; an error is
+    counted as failed and is not cached, so it is asked again."""
+    def answer(request):
+        return "" if "bad" in request.messages[0][1] else "fine"
+
+    def run():
+        backend = ScriptedBackend(answer)
+        backend.generate_original = backend.generate
+
+        def generate(requests, caps):  # the backend refuses "bad" prompts, as one over the context
+            completions = backend.generate_original(requests, caps)
+            return [c if "bad" not in r.messages[0][1] else type(c)("", 1, 0, "error", error="too long")
+                    for r, c in zip(requests, completions)]
+
+        backend.generate = generate
+        llm = LLM(backend, LLMSpec("transformers", "scripted"), ResponseCache(tmp_path / "llm"))
+        requests = [ChatRequest.of([{"role": "user", "content": text}]) for text in ("x", "y", "x", "bad")]
+        llm.chat(requests)
+        return llm.usage()
+
+    assert run() == {"requests": 4, "served_from_cache": 0, "generated": 2, "failed": 1, "backend_calls": 1}
+    assert run() == {"requests": 4, "served_from_cache": 2, "generated": 0, "failed": 1, "backend_calls": 1}
+    total = merge_usage([run(), {"requests": 1, "served_from_cache": 1, "generated": 0, "failed": 0,
+                                 "backend_calls": 0}])
+    assert {k: total[k] for k in ("requests", "served_from_cache", "generated", "failed")} == {
+        "requests": 5, "served_from_cache": 3, "generated": 0, "failed": 1}
+    assert len(total["shards"]) == 2
+
+
+def test_induction_summary_by_hand():
+    status = pl.DataFrame({"doc_id": ["a", "b"], "status": ["usable", "failed"], "rounds": [2, 1],
+                           "windows": [1, 3]})
+    induced = pl.concat([sections("a", [(0, 1), (1, 3)]), sections("b", [(0, 2)])])
+    gold = pl.concat([sections("a", [(0, 3)]), sections("b", [(0, 1), (1, 2)]), sections("z", [(0, 1)])])
+    chunks = pl.DataFrame({"doc_id": ["a", "a", "b"], "start": [0, 10, 0], "end": [9, 29, 19]})
+    gold_chunks = pl.DataFrame({"doc_id": ["a", "b", "b"], "start": [0, 0, 10], "end": [9, 9, 19]})
+    summary = induction_summary(status, induced, gold, chunks, gold_chunks)
+    assert summary == {"documents": 2, "usable": 1, "repaired": 0, "failed": 1, "corrected": 1, "windows": 4,
+                       "mean_sections_induced": 1.5, "mean_sections_gold": 1.5,
+                       "identical_span_share": pytest.approx(1 / 3)}
+
+
+def test_context_summary_and_report_sections_only_when_used():
+    contexts = pl.DataFrame({"chunk_id": [0, 1, 2], "context": ["a b", "", "c"], "context_tokens": [2, 0, 80],
+                             "truncated": [False, False, True]})
+    summary = context_summary(contexts)
+    assert summary == {"chunks": 3, "mean_context_tokens": pytest.approx(82 / 3), "max_context_tokens": 80,
+                       "truncated": 1, "empty": 1}
+    assert math.isnan(context_summary(contexts.head(0))["mean_context_tokens"])
+    assert llm_sections([], []) == ""
+    usage = {"requests": 3, "served_from_cache": 1, "generated": 2, "failed": 0, "backend_calls": 1}
+    text = llm_sections([], [summary | {"corpus": "kb", "chunk set": "fixed/gold", "llm": usage}])
+    assert "## Situating contexts" in text and "## LLM calls" in text and "## Structure induction" not in text
+    assert "| contexts | kb | fixed/gold | 3 | 2 | 1 | 0 | 1 |" in text
+    plain, _ = render_report(pl.DataFrame(), pl.DataFrame(), {}, {}, "cov_nDCG@10")
+    assert "## LLM calls" not in plain
