@@ -71,6 +71,7 @@ import numpy as np
 
 from structbench import fingerprint
 from structbench.cache import VectorCache, atomic_write_bytes, atomic_write_text, stable_hash
+from structbench.devices import pick_device
 
 log = logging.getLogger(__name__)
 
@@ -274,16 +275,6 @@ def count_truncated(texts: Sequence[str], spec: EmbedderSpec, location: ModelLoc
 
 
 # ---- the model ---------------------------------------------------------------------------------
-
-
-def pick_device(requested: str) -> str:
-    import torch
-
-    if requested == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if requested == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("embedder device 'cuda' requested but no GPU is visible; use 'auto' or 'cpu'")
-    return requested
 
 
 def device_identity(device: str) -> str:

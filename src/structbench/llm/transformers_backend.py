@@ -22,6 +22,7 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
+from structbench.devices import pick_device
 from structbench.llm.cache import weights_fingerprint
 from structbench.llm.requests import ChatRequest, Completion
 from structbench.llm.spec import LLMSpec
@@ -70,7 +71,7 @@ class TransformersBackend:
         self.directory, self.gguf_file = resolve_model(spec.model, spec.gguf_file)
         weights = self.directory / self.gguf_file if self.gguf_file else self.directory
         self._identity = {"model": spec.model, "weights": weights_fingerprint(weights, memo_root)}
-        self.device = _pick_device(spec.device)
+        self.device = pick_device(spec.device, "LLM")
         extra = {"gguf_file": self.gguf_file} if self.gguf_file else {}
         self.tokenizer = AutoTokenizer.from_pretrained(str(self.directory), **extra)
         self.tokenizer.padding_side = "left"
@@ -157,13 +158,3 @@ def _split_by_cap(batches: list[list[int]], caps: Sequence[int]) -> list[list[in
         if current:
             split.append(current)
     return split
-
-
-def _pick_device(requested: str) -> str:
-    import torch
-
-    if requested == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if requested == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("LLM device 'cuda' requested but no GPU is visible; use 'auto' or 'cpu'")
-    return requested
