@@ -112,7 +112,7 @@ rule chunk_contexts:
         n_shards=config["llm_shards"],
         cache=LLM_CACHE,
         code=code_version("contexts", "llm", "shards", "tokens"),
-    threads: 4
+    threads: lambda wildcards: llm_threads(config["contexts"]["llm"])
     resources:
         gpu=1,
         mem_mb=32000,

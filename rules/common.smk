@@ -19,6 +19,9 @@ validate_config(config, os.path.join(workflow.basedir, "workflow", "schemas", "c
 # a primary metric that is not computed fails the dry run, not a job.
 SCORE_METRICS = metrics_from_config(config["metrics"])
 CONDITIONS, CONTRASTS = check_config(config, SCORE_METRICS)
+if len(CONTRASTS) < len(config["contrasts"]):
+    logger.info("structbench config: select.conditions leaves out the contrasts "
+                f"{sorted(set(config['contrasts']) - set(CONTRASTS))} (a compared condition is not selected)")
 for message in truncation_warnings(config, CONDITIONS):
     logger.warning(f"structbench config: {message}")
 R = config["results"]
@@ -226,6 +229,12 @@ def inducer_llm(wildcards):
 
 def inducer_name(wildcards):
     return config["inducers"][wildcards.inducer]["llm"]
+
+
+def llm_threads(name):
+    """Cores of a job running LLM ``name``: its ``threads`` when set (a CPU run, where one torch thread
+    per job and jobs side by side beat threads fighting over the cores), else 4 (a GPU job's host side)."""
+    return config["llms"][name].get("threads") or 4
 
 
 def inducer_options(wildcards):

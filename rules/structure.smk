@@ -21,7 +21,7 @@ rule induce_structure:
         n_shards=config["llm_shards"],
         cache=LLM_CACHE,
         code=code_version("induction", "llm", "shards", "corpus"),
-    threads: 4
+    threads: lambda wildcards: llm_threads(inducer_name(wildcards))
     resources:
         gpu=1,
         mem_mb=32000,

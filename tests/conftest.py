@@ -1,3 +1,4 @@
+import json
 import os
 import subprocess
 import sys
@@ -19,12 +20,23 @@ def run_snakemake(workdir: Path, *args: str, timeout: int = 1200) -> subprocess.
     return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
 
 
-def kb_config(workdir: Path, extra: str = "") -> Path:
-    """The default config, with the embedded corpus addressed absolutely so the run can live elsewhere."""
+# The default config's gold-structure arm: what workflow tests run unless they need the LLM arm, whose
+# SmolLM2 calls take minutes on a CPU (the README test runs the whole default once).
+GOLD_ARM = ["G2", "G3"]
+
+
+def kb_config(workdir: Path, extra: str = "", select: dict | None = None, whole_default: bool = False) -> Path:
+    """The default config layered with ``extra``, the embedded corpus addressed absolutely so the run can
+    live elsewhere; ``select.conditions`` is the gold arm (plus ``select``'s own entries) unless
+    ``whole_default``."""
+    chosen = dict(select or {})
+    if not whole_default:
+        chosen["conditions"] = GOLD_ARM + chosen.get("conditions", [])
     path = workdir / "config.yaml"
     path.write_text(
         "corpora:\n"
         f"  kb: {{kind: markdown, path: '{REPO / 'data/kb/docs'}', questions: '{REPO / 'data/kb/questions.jsonl'}'}}\n"
+        + (f"select: {json.dumps(chosen)}\n" if chosen else "")
         + extra
     )
     return path

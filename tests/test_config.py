@@ -12,10 +12,16 @@ from structbench.metrics import metrics_from_config
 
 SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
 DEFAULT = yaml.safe_load((REPO / "config/config.yaml").read_text())
+# The default config without its LLM arm: what a config that declares no LLM gets from the schema.
+LLM_KEYS = ("llms", "inducers", "contexts", "llm_shards")
+GOLD = {key: value for key, value in DEFAULT.items() if key not in LLM_KEYS} | {
+    "conditions": {name: DEFAULT["conditions"][name] for name in ("G2", "G3")},
+    "contrasts": {"G3-G2": DEFAULT["contrasts"]["G3-G2"]},
+}
 
 
-def validated(**overrides):
-    config = copy.deepcopy(DEFAULT)
+def validated(base=DEFAULT, **overrides):
+    config = copy.deepcopy(base)
     for key, value in overrides.items():
         section, _, name = key.partition("__")
         if name:
@@ -26,8 +32,8 @@ def validated(**overrides):
     return config
 
 
-def checked(**overrides):
-    config = validated(**overrides)
+def checked(base=DEFAULT, **overrides):
+    config = validated(base, **overrides)
     return check_config(config, metrics_from_config(config["metrics"]))
 
 
@@ -86,11 +92,19 @@ def test_nested_command_line_strings_get_the_schema_type():
         ({"stats__primary_metric": "cov_ndcg"}, r"stats\.primary_metric = 'cov_ndcg' is not computed"),
         ({"contrasts": {"C0": {"treatment": "G3", "control": "G3"}}}, r"contrasts\.C0 compares 'G3' with itself"),
         ({"select": {"corpora": ["nope"]}}, r"select\.corpora names \['nope'\]"),
+        ({"select": {"conditions": ["G3", "G9"]}}, r"select\.conditions names \['G9'\]"),
     ],
 )
 def test_cross_key_errors_name_the_key(overrides, named):
     with pytest.raises(ConfigError, match=named):
         checked(**overrides)
+
+
+def test_select_conditions_keeps_only_contrasts_whose_conditions_all_run():
+    conditions, contrasts = checked(select={"conditions": ["A3", "P", "G3"]})
+    assert list(conditions) == ["A3", "P", "G3"]
+    assert sorted(contrasts) == ["C2", "C3"]  # C1 needs A1, G3-G2 needs G2, the depth slope needs A2..A3-d2
+    assert checked()[1].keys() == checked(select={"conditions": None})[1].keys()
 
 
 def test_every_violation_is_listed_with_its_key():
@@ -134,17 +148,17 @@ CONTEXT = {"A1": {"boundaries": "fixed", "structure": "gold", "prefix": "context
 
 
 def test_llm_keys_default_to_off_and_inducers_get_their_defaults():
-    config = validated(llms=LLMS, inducers={"llm": {"llm": "small"}})
+    config = validated(GOLD, llms=LLMS, inducers={"llm": {"llm": "small"}})
     assert config["inducers"]["llm"] == {"llm": "small", "window_tokens": None, "overlap_paragraphs": 2,
                                          "max_new_tokens": None}
     assert config["contexts"] == {"llm": None, "max_tokens": defaults.CONTEXT_MAX_TOKENS, "max_new_tokens": None}
     assert config["llm_shards"] == 1
-    assert validated()["llms"] == {} and validated()["inducers"] == {}
+    assert validated(GOLD)["llms"] == {} and validated(GOLD)["inducers"] == {}
 
 
 def test_llm_conditions_check_when_declared():
-    conditions, _ = checked(llms=LLMS, inducers={"llm": {"llm": "small"}}, contexts={"llm": "small"},
-                            conditions=DEFAULT["conditions"] | INDUCED | CONTEXT)
+    conditions, _ = checked(GOLD, llms=LLMS, inducers={"llm": {"llm": "small"}}, contexts={"llm": "small"},
+                            conditions=GOLD["conditions"] | INDUCED | CONTEXT)
     assert conditions["A2"].structure_token == "induced-llm" and conditions["A1"].prefix == "context"
 
 
@@ -166,9 +180,9 @@ def test_llm_conditions_check_when_declared():
 )
 def test_llm_cross_key_errors_name_the_key(overrides, named):
     overrides.setdefault("contrasts", {})
-    overrides["conditions"] = DEFAULT["conditions"] | overrides.get("conditions", {})
+    overrides["conditions"] = GOLD["conditions"] | overrides.get("conditions", {})
     with pytest.raises(ConfigError, match=named):
-        checked(**overrides)
+        checked(GOLD, **overrides)
 
 
 def test_an_llm_entry_needs_backend_and_model_in_the_schema():

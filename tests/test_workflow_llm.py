@@ -40,6 +40,7 @@ def llm_config(workdir, docs, questions, model, cache):
         "inducers:\n  llm: {llm: tiny}\n"
         "contexts: {llm: tiny, max_new_tokens: 24}\n"
         "llm_shards: 2\n"
+        "select: {conditions: [A1, A2, G2]}\n"
         "stats: {bootstrap_iters: 1000, primary_metric: cov_nDCG@10, mixedlm: false}\n"
         "conditions:\n"
         "  A1: {boundaries: fixed, structure: 'induced:llm', prefix: context, retrieval: flat}\n"
@@ -116,23 +117,18 @@ def test_induced_structure_and_contexts_end_to_end_then_all_from_cache(tmp_path)
     assert (second / f"{CONTEXTS}.parquet").read_bytes() == (first / f"{CONTEXTS}.parquet").read_bytes()
 
 
-def test_induced_config_plans_one_llm_job_per_shard(tmp_path):
-    """config/induced.yaml on the KB: one induction and one context job per shard, each merged once;
-    the default config plans no LLM job at all."""
+def test_the_default_plans_one_llm_job_per_shard(tmp_path):
+    """The default config on the KB: one induction and one context job per shard, each merged once."""
     from test_workflow import planned_jobs
 
     from conftest import kb_config
 
-    induced = (REPO / "config/induced.yaml").read_text()
     for shards in (1, 3):
-        assert "\nllm_shards: 1\n" in induced
-        config = kb_config(tmp_path, induced.replace("\nllm_shards: 1\n", f"\nllm_shards: {shards}\n"))
+        config = kb_config(tmp_path, f"llm_shards: {shards}\n", whole_default=True)
         result = run_snakemake(tmp_path, "-n", "--configfile", str(config))
         assert result.returncode == 0, result.stderr[-3000:]
         jobs = planned_jobs(result.stdout + result.stderr)
         assert jobs["induce_structure"] == jobs["chunk_contexts"] == shards
         assert jobs["merge_structure"] == jobs["merge_contexts"] == jobs["induction_stats"] == 1
-        # Ten conditions (the nine of the arm plus the default F0): ten text sets, ten cells.
-        assert jobs["texts"] == jobs["embed_texts"] == jobs["score"] == 10
-    default = run_snakemake(tmp_path, "-n", "--configfile", str(kb_config(tmp_path)))
-    assert not {"induce_structure", "chunk_contexts"} & set(planned_jobs(default.stdout + default.stderr))
+        # The nine conditions of the default: nine text sets, nine cells.
+        assert jobs["texts"] == jobs["embed_texts"] == jobs["score"] == 9

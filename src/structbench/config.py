@@ -118,7 +118,24 @@ def check_config(config: dict, metric_names: list[str]) -> tuple[dict, dict]:
             raise ConfigError(f"select.{kind} names {unknown}, which config.{kind} does not declare "
                               f"({list(config[kind])})")
     check_llm_config(config, conditions)
-    return conditions, contrasts
+    return select_conditions(conditions, contrasts, (config.get("select") or {}).get("conditions"))
+
+
+def select_conditions(conditions: dict, contrasts: dict, chosen: list[str] | None) -> tuple[dict, dict]:
+    """The conditions named by ``select.conditions`` (all when None) and the contrasts among them.
+
+    A contrast runs only when every condition it compares is selected: half a contrast is no contrast,
+    and the Holm family is then the selected contrasts of that family (the caller logs the ones left
+    out). A name that is not declared is an error naming it."""
+    if not chosen:
+        return conditions, contrasts
+    unknown = [name for name in chosen if name not in conditions]
+    if unknown:
+        raise ConfigError(f"select.conditions names {unknown}, which config.conditions does not declare "
+                          f"({list(conditions)})")
+    kept = {name: condition for name, condition in conditions.items() if name in chosen}
+    return kept, {name: contrast for name, contrast in contrasts.items()
+                  if all(member in kept for member in contrast.members)}
 
 
 def check_llm_config(config: dict, conditions: dict) -> None:

@@ -6,8 +6,9 @@ chunk, asking for a short context that situates the chunk in the document for se
 ``context_max_tokens`` (the study's 80) counted with the study's tokenizer
 (:func:`structbench.tokens.load_tokenizer`), the one that counts content and prefix tokens everywhere:
 a longer answer is cut at a token boundary and marked ``truncated``. The model's own token cap
-(``max_new_tokens``, default twice the limit, since the model's tokenizer is not the study's) only
-bounds generation time.
+(``max_new_tokens``, default a quarter above the limit, since the model's tokenizer is not the study's)
+only bounds generation time: small models rarely stop on their own, and every token past the cap is
+thrown away, so a loose cap is pure cost (most of a CPU run's LLM time).
 
 **Documents longer than the model's context.** When the prompt with the whole document does not fit
 (the model's context less ``max_new_tokens``), the model sees a window of the document around the chunk
@@ -96,7 +97,7 @@ def situate_chunks(documents: pl.DataFrame, chunks: pl.DataFrame, llm: LLM, *,
     ``render_texts`` embeds. See the module docstring for the cap and for long documents."""
     prompt = load_prompt("situate_chunk")
     counter = load_tokenizer(tokenizer)
-    answer_tokens = max_new_tokens or 2 * context_max_tokens
+    answer_tokens = max_new_tokens or -(-5 * context_max_tokens // 4)
     room = llm.context_tokens - answer_tokens
     texts = dict(zip(documents["doc_id"].to_list(), documents["text"].to_list()))
     ordered = chunks.sort("chunk_id")

@@ -7,7 +7,14 @@ package. Any model directory in the standard layout, or a ``.gguf`` file, works 
 
 Requests are batched with left padding (so every prompt ends where generation starts), sorted by prompt
 length so a batch holds prompts of similar length. Decoding is greedy at temperature 0; otherwise it
-samples under ``torch.manual_seed(seed)`` set before every batch. There is no constrained decoding here:
+samples under ``torch.manual_seed(seed)`` set before every batch.
+
+With ``prompt_lookup_tokens`` > 0 and greedy decoding, requests go one at a time with prompt-lookup
+decoding instead: candidate continuations are n-grams copied from the prompt, and the model checks a
+whole candidate in one forward pass. Greedy output is the same token for token (a verified candidate
+token is exactly the argmax); the gain is large where answers copy from the prompt, as situating
+contexts and paragraph-numbered JSON do, and it beats batching on a CPU, where a long prompt's prefill
+already keeps the cores busy (benchmarks/bench_llm.py measures both). There is no constrained decoding here:
 JSON requests get the schema through their prompt and the client parses the answer leniently.
 
 A greedy answer can differ in the last bits between batched and one-at-a-time runs (padding changes
@@ -87,6 +94,8 @@ class TransformersBackend:
         if eos is None:
             eos = self.tokenizer.eos_token_id
         self.eos_ids = set(eos if isinstance(eos, list) else [eos])
+        # Prompt lookup needs one sequence per generate() call and is defined for greedy decoding only.
+        self.prompt_lookup = spec.prompt_lookup_tokens if spec.temperature == 0 else 0
         log.info("loaded %s on %s (context %d tokens)", spec.model, self.device, self.context_tokens)
 
     def identity(self) -> dict:
@@ -112,7 +121,7 @@ class TransformersBackend:
                 runnable.append(index)
         # Longest first, grouped by token cap: a batch shares one max_new_tokens and pads little.
         runnable.sort(key=lambda index: (max_new_tokens[index], -lengths[index], index))
-        size = self.spec.batch_size
+        size = 1 if self.prompt_lookup else self.spec.batch_size
         batches = [runnable[offset:offset + size] for offset in range(0, len(runnable), size)]
         for batch in _split_by_cap(batches, max_new_tokens):
             for index, completion in zip(batch, self._generate_batch([prompts[i] for i in batch],
@@ -128,7 +137,8 @@ class TransformersBackend:
         sampling = self.spec.temperature > 0
         config = GenerationConfig(
             max_new_tokens=max_new_tokens, do_sample=sampling, pad_token_id=self.tokenizer.pad_token_id,
-            eos_token_id=sorted(self.eos_ids), **({"temperature": self.spec.temperature} if sampling else {}))
+            eos_token_id=sorted(self.eos_ids), **({"temperature": self.spec.temperature} if sampling else {}),
+            **({"prompt_lookup_num_tokens": self.prompt_lookup} if self.prompt_lookup else {}))
         torch.manual_seed(self.spec.seed)
         with torch.inference_mode():
             output = self.model.generate(**encoded, generation_config=config)
