@@ -10,7 +10,7 @@ from conftest import kb_config, run_snakemake
 
 pytestmark = pytest.mark.workflow
 
-CONDITIONS = ("F0", "G2", "G3")
+CONDITIONS = ("F0", "G2", "G3", "G4")
 
 
 def planned_jobs(stdout: str) -> dict[str, int]:
@@ -26,9 +26,11 @@ def test_dry_run_lists_every_cell(tmp_path):
     for condition in CONDITIONS:
         assert f"results/kb/scores/minilm/none/{condition}.parquet" in out
     jobs = planned_jobs(out)
-    assert jobs["score"] == 3 and jobs["retrieve"] == 3 and jobs["contrasts"] == 1
-    # F0 (fixed/none), G2 (structural/none) and G3 (structural/path-3): three text sets, one shared chunk set.
+    assert jobs["score"] == 4 and jobs["retrieve"] == 4 and jobs["contrasts"] == 1
+    # F0 (fixed/none), G2 (structural/none) and G3 (structural/path-3): three text sets, one shared chunk set;
+    # G4 is G3 with two-stage retrieval, so it adds only its stage-1 routing job.
     assert jobs["embed_texts"] == 3 and jobs["structural_chunks"] == 1 and jobs["fixed_chunks"] == 1
+    assert jobs["route_sections"] == 1 and "route_toc" not in jobs and "embed_titles" not in jobs
 
 
 @pytest.mark.parametrize(
@@ -71,7 +73,8 @@ def test_default_workflow_end_to_end_deterministic_and_partial_rebuild(tmp_path)
         assert result.returncode == 0, result.stderr[-4000:]
 
     report = (first / "results/report/report.md").read_text()
-    for needle in ("## Contrasts", "G3-G2", "G3-F0", "## Per-condition means", "cov_nDCG@10"):
+    for needle in ("## Contrasts", "G3-G2", "G3-F0", "G4-G3", "## Per-condition means", "cov_nDCG@10",
+                   "## Routed retrieval"):
         assert needle in report
 
     scores, contrasts = read_cell_tables(first)
@@ -83,7 +86,11 @@ def test_default_workflow_end_to_end_deterministic_and_partial_rebuild(tmp_path)
     ]
     assert "## BM25 non-lexicality" in report
     contrast_table = pl.read_parquet(contrasts[0])
-    assert sorted(contrast_table["contrast"].to_list()) == ["G3-F0", "G3-G2"]
+    assert sorted(contrast_table["contrast"].to_list()) == ["G3-F0", "G3-G2", "G4-G3"]
+    # the two-stage cell carries section recall beside its scores, read from its routing table
+    two_stage = pl.read_parquet(first / "results/kb/scores/minilm/none/G4.parquet")
+    assert two_stage["section_recall"].is_between(0, 1).all()
+    assert pl.read_parquet(first / "results/kb/runs/minilm/G4.routing.parquet").height == 5 * two_stage.height
     row = contrast_table.row(0, named=True)
     assert row["ci_low"] <= row["delta"] <= row["ci_high"]
     assert 0.0 <= row["p_holm"] <= 1.0
@@ -135,7 +142,7 @@ def test_qasper_and_wikitext_build_and_report_on_a_tiny_config(tmp_path, shared_
     # QASPER has native questions and is scored; WikiText has none until query generation, so it is
     # built, verified, chunked and reported but not scored.
     assert sorted(p.stem for p in (tmp_path / "results/qasper/scores/minilm/none").glob("*.parquet")) == [
-        "F0", "G2", "G3", "P3"
+        "F0", "G2", "G3", "G4", "P3"
     ]
     assert not (tmp_path / "results/wikitext/scores").exists()
     wikitext_docs = pl.read_parquet(tmp_path / "results/wikitext/corpus/documents.parquet")

@@ -132,7 +132,9 @@ def test_induced_config_plans_one_llm_job_per_shard(tmp_path):
         jobs = planned_jobs(result.stdout + result.stderr)
         assert jobs["induce_structure"] == jobs["chunk_contexts"] == shards
         assert jobs["merge_structure"] == jobs["merge_contexts"] == jobs["induction_stats"] == 1
-        # Ten conditions (the nine of the arm plus the default F0): ten text sets, ten cells.
-        assert jobs["texts"] == jobs["embed_texts"] == jobs["score"] == 10
+        # Twelve conditions (the ten of the arm plus the default F0 and G4): ten text sets (A4 and G4 rank
+        # the vectors of A3 and G3 by two-stage routing), twelve cells, two stage-1 routing jobs.
+        assert jobs["texts"] == jobs["embed_texts"] == 10 and jobs["score"] == 12
+        assert jobs["route_sections"] == 2
     default = run_snakemake(tmp_path, "-n", "--configfile", str(kb_config(tmp_path)))
     assert not {"induce_structure", "chunk_contexts"} & set(planned_jobs(default.stdout + default.stderr))
