@@ -11,6 +11,8 @@ from structbench.config import check_config, truncation_warnings, validate_confi
 from structbench.corpus import has_queries, source_files
 from structbench.metrics import metrics_from_config
 from structbench.provenance import code_version
+from structbench.retrieval import RETRIEVAL_INPUTS
+from structbench.routing import routing_metrics
 
 
 # Validate against the schema and fill its defaults; then the cross-key checks. Both run before any job.
@@ -202,6 +204,62 @@ def all_text_reports():
 
 def condition_retrieval(wildcards):
     return condition_of(wildcards).retrieval
+
+
+# ---- routed retrieval (two-stage, TOC): a router writes a routing table, retrieval and scoring read it --
+
+
+def routed_condition_pattern(kind):
+    """Wildcard constraint of the conditions whose retrieval is ``kind`` (never matches when there are none)."""
+    return alternation([name for name, c in CONDITIONS.items() if c.retrieval == kind]) or "(?!)"
+
+
+def condition_routing(wildcards):
+    return f"{R}/{wildcards.corpus}/runs/{wildcards.embedder}/{wildcards.condition}.routing.parquet"
+
+
+def condition_sections(wildcards):
+    return f"{R}/{wildcards.corpus}/structure/{condition_of(wildcards).structure_token}/sections.parquet"
+
+
+def condition_title_vectors(wildcards):
+    """The section titles the TOC fallback compares the query with, embedded by the condition's embedder."""
+    return f"{R}/{wildcards.corpus}/vectors/{wildcards.embedder}/titles/{condition_of(wildcards).structure_token}.npy"
+
+
+def retrieve_inputs(wildcards):
+    """The vectors every retrieval kind ranks, plus the tables its kind takes (retrieval.RETRIEVAL_INPUTS)."""
+    inputs = {
+        "chunk_vectors": condition_vectors(wildcards),
+        "query_vectors": f"{R}/{wildcards.corpus}/vectors/{wildcards.embedder}/queries.npy",
+        "queries": f"{R}/{wildcards.corpus}/corpus/queries.parquet",
+    }
+    if "routing" in RETRIEVAL_INPUTS[condition_retrieval(wildcards)]:
+        inputs["routing"] = condition_routing(wildcards)
+    return inputs
+
+
+def score_inputs(wildcards):
+    """A run, its queries and chunk set; for a routed condition also the routing table (section recall)."""
+    inputs = {
+        "runs": condition_runs(wildcards),
+        "queries": f"{R}/{wildcards.corpus}/corpus/queries.parquet",
+        "chunks": condition_chunks(wildcards),
+        "texts": condition_texts(wildcards),
+    }
+    if routing_metrics(condition_retrieval(wildcards)):
+        inputs["routing"] = condition_routing(wildcards)
+    return inputs
+
+
+def score_metrics(wildcards):
+    """The configured metrics, plus the routing diagnostics of a routed condition (structbench.routing)."""
+    return SCORE_METRICS + routing_metrics(condition_retrieval(wildcards))
+
+
+def toc_llm(wildcards):
+    """The ``llms`` entry named by ``retrieval.toc_llm`` (check_config refuses a toc condition without one)."""
+    return llm_entry(config["retrieval"]["toc_llm"])
 
 
 def semantic_embedder_spec(wildcards):

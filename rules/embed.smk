@@ -46,3 +46,26 @@ rule embed_queries:
         "../envs/gpu-embed.yaml"
     script:
         "../workflow/scripts/embed_queries.py"
+
+
+rule embed_titles:
+    input:
+        f"{R}/{{corpus}}/structure/{{structure}}/sections.parquet",
+    output:
+        vectors=f"{R}/{{corpus}}/vectors/{{embedder}}/titles/{{structure}}.npy",
+        report=f"{R}/{{corpus}}/vectors/{{embedder}}/titles/{{structure}}.embed.json",
+    log:
+        f"{LOGS}/embed/{{corpus}}/{{embedder}}-titles-{{structure}}.log",
+    params:
+        embedder=embedder_spec,
+        cache=f"{CACHE}/embeddings",
+        code=code_version("embed", "cache", "routing"),
+    threads: 4
+    resources:
+        gpu=1,
+        mem_mb=16000,
+        runtime=60,
+    conda:
+        "../envs/gpu-embed.yaml"
+    script:
+        "../workflow/scripts/embed_titles.py"

@@ -1,8 +1,64 @@
-rule retrieve:
+# Routed kinds: a router writes the routing table the retrieve rule (and scoring) reads. Two-stage's
+# stage 1 is a CPU job; TOC routing asks an LLM, so it is a GPU-kind job.
+
+
+rule route_sections:
     input:
         chunk_vectors=condition_vectors,
         query_vectors=f"{R}/{{corpus}}/vectors/{{embedder}}/queries.npy",
         queries=f"{R}/{{corpus}}/corpus/queries.parquet",
+        chunks=condition_chunks,
+        sections=condition_sections,
+    output:
+        f"{R}/{{corpus}}/runs/{{embedder}}/{{condition}}.routing.parquet",
+    wildcard_constraints:
+        condition=routed_condition_pattern("two_stage"),
+    log:
+        f"{LOGS}/route/{{corpus}}/{{embedder}}-{{condition}}.log",
+    params:
+        top_sections=config["retrieval"]["hier_top_sections"],
+        code=code_version("routing", "retrieval"),
+    conda:
+        "../envs/cpu.yaml"
+    script:
+        "../workflow/scripts/route_sections.py"
+
+
+rule route_toc:
+    input:
+        chunk_vectors=condition_vectors,
+        query_vectors=f"{R}/{{corpus}}/vectors/{{embedder}}/queries.npy",
+        queries=f"{R}/{{corpus}}/corpus/queries.parquet",
+        chunks=condition_chunks,
+        sections=condition_sections,
+        title_vectors=condition_title_vectors,
+    output:
+        f"{R}/{{corpus}}/runs/{{embedder}}/{{condition}}.routing.parquet",
+    wildcard_constraints:
+        condition=routed_condition_pattern("toc"),
+    log:
+        f"{LOGS}/route/{{corpus}}/{{embedder}}-{{condition}}.log",
+    params:
+        llm=toc_llm,
+        llm_name=config["retrieval"]["toc_llm"],
+        candidate_hits=config["retrieval"]["toc_candidate_hits"],
+        use_gpu=config["retrieval"]["use_gpu"],
+        cache=LLM_CACHE,
+        code=code_version("toc", "routing", "retrieval", "llm"),
+    threads: 4
+    resources:
+        gpu=1,
+        mem_mb=32000,
+        runtime=240,
+    conda:
+        "../envs/gpu-llm.yaml"
+    script:
+        "../workflow/scripts/route_toc.py"
+
+
+rule retrieve:
+    input:
+        unpack(retrieve_inputs),
     output:
         f"{R}/{{corpus}}/runs/{{embedder}}/{{condition}}.parquet",
     log:

@@ -1,16 +1,13 @@
 rule score:
     input:
-        runs=condition_runs,
-        queries=f"{R}/{{corpus}}/corpus/queries.parquet",
-        chunks=condition_chunks,
-        texts=condition_texts,
+        unpack(score_inputs),
     output:
         f"{R}/{{corpus}}/scores/{{embedder}}/{{reranker}}/{{condition}}.parquet",
     log:
         f"{LOGS}/score/{{corpus}}/{{embedder}}-{{reranker}}-{{condition}}.log",
     params:
         cell=dense_cell,
-        metrics=SCORE_METRICS,
+        metrics=score_metrics,
         code=code_version("metrics"),
     conda:
         "../envs/cpu.yaml"

@@ -22,7 +22,7 @@ def run_snakemake(workdir: Path, *args: str, timeout: int = 1200) -> subprocess.
 
 # The default config's gold-structure arm: what workflow tests run unless they need the LLM arm, whose
 # SmolLM2 calls take minutes on a CPU (the README test runs the whole default once).
-GOLD_ARM = ["G2", "G3"]
+GOLD_ARM = ["G2", "G3", "G4"]
 
 
 def kb_config(workdir: Path, extra: str = "", select: dict | None = None, whole_default: bool = False) -> Path:

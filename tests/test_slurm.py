@@ -113,7 +113,7 @@ def cancel_jobs(workdir: Path) -> None:
 def test_ladder_workflow_through_slurm_routes_every_gpu_rule_to_gpu(slurm_cluster, tmp_path):
     """A ladder-style config that runs every GPU-kind rule (embedding, semantic merge, reranking).
 
-    Layered over the default config's gold arm (G2, G3), adding the semantic S2 (select.conditions);
+    Layered over the default config's gold arm (G2, G3, G4), adding the semantic S2 (select.conditions);
     only the reranked cells run (select.rerankers). Not --replace-workflow-config: Snakemake 9.27's Slurm executor does not pass that
     flag on to the job-side Snakemake, which then sees the default conditions and fails."""
     workdir = tmp_path / "run"
@@ -152,9 +152,10 @@ def test_ladder_workflow_through_slurm_routes_every_gpu_rule_to_gpu(slurm_cluste
     assert jobs, "no Slurm job records for this run"
     assert all(job["state"] == "COMPLETED" for job in jobs.values()), jobs
     ran = sorted(rules.values())
-    # G2, G3 and S2: three text sets embedded, one query set, the semantic merge, three reranked runs.
+    # G2, G3 (G4 shares its vectors) and S2: three text sets embedded, one query set, the semantic merge,
+    # four reranked runs.
     assert ran.count("embed_texts") == 3 and ran.count("embed_queries") == 1, ran
-    assert ran.count("semantic_chunks") == 1 and ran.count("rerank") == 3, ran
+    assert ran.count("semantic_chunks") == 1 and ran.count("rerank") == 4, ran
     for job_id, job in jobs.items():
         if rules[job_id] in GPU_RULES:
             assert job["partition"] == "gpu" and "gpu:1" in job["tres"], (rules[job_id], job)

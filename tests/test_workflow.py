@@ -14,7 +14,7 @@ CONDITIONS = ("F0", "G2", "G3")
 # The gold arm of the default config plus fixed windows on gold chunks (F0) and their contrast.
 F0 = ("conditions:\n  F0: {boundaries: fixed, structure: gold, prefix: none, retrieval: flat}\n"
       "contrasts:\n  G3-F0: {treatment: G3, control: F0, family: primary}\n")
-DEFAULT_CONDITIONS = ("A0", "A1", "A2", "A3-d1", "A3-d2", "A3", "P", "G2", "G3")
+DEFAULT_CONDITIONS = ("A0", "A1", "A2", "A3-d1", "A3-d2", "A3", "P", "A4", "G2", "G3", "G4")
 
 
 def planned_jobs(stdout: str) -> dict[str, int]:
@@ -30,12 +30,12 @@ def test_dry_run_of_the_default_lists_every_cell(tmp_path):
     for condition in DEFAULT_CONDITIONS:
         assert f"results/kb/scores/minilm/none/{condition}.parquet" in out
     jobs = planned_jobs(out)
-    assert jobs["score"] == 9 and jobs["retrieve"] == 9 and jobs["contrasts"] == 1
-    # Nine text sets on three chunk sets (gold and induced structural, fixed windows matched to the
+    assert jobs["score"] == 11 and jobs["retrieve"] == 11 and jobs["contrasts"] == 1
+    # Nine text sets (A4 and G4 rank A3's and G3's vectors) on three chunk sets (gold and induced structural, fixed windows matched to the
     # induced chunks); the LLM steps run once per shard (llm_shards: 2) and are merged.
     assert jobs["embed_texts"] == 9 and jobs["structural_chunks"] == 2 and jobs["fixed_chunks"] == 1
     assert jobs["induce_structure"] == 2 and jobs["chunk_contexts"] == 2
-    assert jobs["merge_structure"] == 1 and jobs["merge_contexts"] == 1
+    assert jobs["merge_structure"] == 1 and jobs["merge_contexts"] == 1 and jobs["route_sections"] == 2
 
 
 def test_select_conditions_runs_the_gold_arm_alone(tmp_path):
@@ -45,11 +45,13 @@ def test_select_conditions_runs_the_gold_arm_alone(tmp_path):
     for condition in CONDITIONS:
         assert f"results/kb/scores/minilm/none/{condition}.parquet" in out
     jobs = planned_jobs(out)
-    assert jobs["score"] == 3 and jobs["retrieve"] == 3 and jobs["contrasts"] == 1
-    # F0 (fixed/none), G2 (structural/none) and G3 (structural/path-3): three text sets, one shared chunk set.
+    assert jobs["score"] == 4 and jobs["retrieve"] == 4 and jobs["contrasts"] == 1
+    # F0 (fixed/none), G2 (structural/none) and G3 (structural/path-3): three text sets, one shared chunk set;
+    # G4 is G3 with two-stage retrieval, so it adds only its stage-1 routing job.
     assert jobs["embed_texts"] == 3 and jobs["structural_chunks"] == 1 and jobs["fixed_chunks"] == 1
     assert "induce_structure" not in jobs and "chunk_contexts" not in jobs
-    assert "leaves out the contrasts ['C1', 'C2', 'C3', 'induced-depth']" in out
+    assert "leaves out the contrasts ['C1', 'C2', 'C3', 'C4', 'induced-depth']" in out
+    assert jobs["route_sections"] == 1 and "route_toc" not in jobs and "embed_titles" not in jobs
 
 
 @pytest.mark.parametrize(
@@ -96,7 +98,8 @@ def test_gold_arm_end_to_end_deterministic_and_partial_rebuild(tmp_path):
         assert result.returncode == 0, result.stderr[-4000:]
 
     report = (first / "results/report/report.md").read_text()
-    for needle in ("## Contrasts", "G3-G2", "G3-F0", "## Per-condition means", "cov_nDCG@10"):
+    for needle in ("## Contrasts", "G3-G2", "G3-F0", "G4-G3", "## Per-condition means", "cov_nDCG@10",
+                   "## Routed retrieval"):
         assert needle in report
 
     scores, contrasts = read_cell_tables(first)
@@ -108,7 +111,11 @@ def test_gold_arm_end_to_end_deterministic_and_partial_rebuild(tmp_path):
     ]
     assert "## BM25 non-lexicality" in report
     contrast_table = pl.read_parquet(contrasts[0])
-    assert sorted(contrast_table["contrast"].to_list()) == ["G3-F0", "G3-G2"]
+    assert sorted(contrast_table["contrast"].to_list()) == ["G3-F0", "G3-G2", "G4-G3"]
+    # the two-stage cell carries section recall beside its scores, read from its routing table
+    two_stage = pl.read_parquet(first / "results/kb/scores/minilm/none/G4.parquet")
+    assert two_stage["section_recall"].is_between(0, 1).all()
+    assert pl.read_parquet(first / "results/kb/runs/minilm/G4.routing.parquet").height == 5 * two_stage.height
     row = contrast_table.row(0, named=True)
     assert row["ci_low"] <= row["delta"] <= row["ci_high"]
     assert 0.0 <= row["p_holm"] <= 1.0
@@ -149,7 +156,7 @@ def test_qasper_and_wikitext_build_and_report_on_a_tiny_config(tmp_path, shared_
         "corpora:\n"
         f"  qasper: {{kind: qasper, paths: ['{qasper}'], max_docs: 8}}\n"
         f"  wikitext: {{kind: wikitext, path: '{wikitext}', n_docs: 4}}\n"
-        "select: {corpora: [qasper, wikitext], conditions: [F0, G2, G3, P3]}\n"
+        "select: {corpora: [qasper, wikitext], conditions: [F0, G2, G3, G4, P3]}\n"
         "stats: {bootstrap_iters: 1000, primary_metric: cov_nDCG@10, mixedlm: false}\n"
         "conditions:\n"
         "  P3: {boundaries: structural, structure: gold, prefix: 'placebo:3', retrieval: flat}\n"
@@ -161,7 +168,7 @@ def test_qasper_and_wikitext_build_and_report_on_a_tiny_config(tmp_path, shared_
     # QASPER has native questions and is scored; WikiText has none until query generation, so it is
     # built, verified, chunked and reported but not scored.
     assert sorted(p.stem for p in (tmp_path / "results/qasper/scores/minilm/none").glob("*.parquet")) == [
-        "F0", "G2", "G3", "P3"
+        "F0", "G2", "G3", "G4", "P3"
     ]
     assert not (tmp_path / "results/wikitext/scores").exists()
     wikitext_docs = pl.read_parquet(tmp_path / "results/wikitext/corpus/documents.parquet")

@@ -130,5 +130,7 @@ def test_the_default_plans_one_llm_job_per_shard(tmp_path):
         jobs = planned_jobs(result.stdout + result.stderr)
         assert jobs["induce_structure"] == jobs["chunk_contexts"] == shards
         assert jobs["merge_structure"] == jobs["merge_contexts"] == jobs["induction_stats"] == 1
-        # The nine conditions of the default: nine text sets, nine cells.
-        assert jobs["texts"] == jobs["embed_texts"] == jobs["score"] == 9
+        # The eleven conditions of the default: nine text sets (A4 and G4 rank the vectors of A3 and G3 by
+        # two-stage routing), eleven cells, two stage-1 routing jobs.
+        assert jobs["texts"] == jobs["embed_texts"] == 9 and jobs["score"] == 11
+        assert jobs["route_sections"] == 2

@@ -56,6 +56,10 @@ AXES: dict[str, tuple[Kind, ...]] = {
     ),
     "retrieval": (
         Kind("flat", description="corpus-wide top-k over every chunk"),
+        Kind("two_stage", description="stage 1 keeps the top sections by centroid, stage 2 ranks their chunks, "
+                                      "flat search backfills"),
+        Kind("toc", description="an LLM names a section from the candidate documents' contents (config "
+                                "retrieval.toc_llm); its chunks lead, flat search fills"),
     ),
 }
 FAMILIES = ("primary", "secondary", "exploratory")

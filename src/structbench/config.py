@@ -9,7 +9,7 @@ key (``chunking.t_min``, ``contrasts.C1``), never minutes into it.
   rules and the library then read every value from the config and restate none).
 - :func:`check_config` adds the cross-key checks: t_min <= t_max, a primary metric that is computed,
   contrasts of declared and distinct conditions, selections of declared names, and the LLM steps'
-  keys (:func:`check_llm_config`).
+  keys (:func:`check_llm_config`, which also checks TOC routing's LLM).
 """
 
 from __future__ import annotations
@@ -141,8 +141,9 @@ def select_conditions(conditions: dict, contrasts: dict, chosen: list[str] | Non
 def check_llm_config(config: dict, conditions: dict) -> None:
     """The LLM steps' cross-key checks: every ``llms.<name>`` entry is a valid ``LLMSpec``
     (:meth:`structbench.llm.LLMSpec.from_config`, whose errors name ``llms.<name>``), inducers and
-    contexts name declared LLMs, a condition's ``induced:<x>`` names a declared inducer, and a
-    ``context`` prefix has ``contexts.llm`` set."""
+    contexts name declared LLMs, a condition's ``induced:<x>`` names a declared inducer, a
+    ``context`` prefix has ``contexts.llm`` set, and a ``toc`` retrieval has ``retrieval.toc_llm`` set
+    to a declared LLM."""
     from structbench.llm.spec import LLMSpec
 
     llms = config.get("llms") or {}
@@ -158,8 +159,14 @@ def check_llm_config(config: dict, conditions: dict) -> None:
     context_llm = (config.get("contexts") or {}).get("llm")
     if context_llm is not None and context_llm not in llms:
         raise ConfigError(f"contexts.llm = {context_llm!r} names no llms entry {declared}")
+    toc_llm = (config.get("retrieval") or {}).get("toc_llm")
+    if toc_llm is not None and toc_llm not in llms:
+        raise ConfigError(f"retrieval.toc_llm = {toc_llm!r} names no llms entry {declared}")
     inducers = config.get("inducers") or {}
     for name, condition in conditions.items():
+        if condition.retrieval == "toc" and toc_llm is None:
+            raise ConfigError(f"conditions.{name}.retrieval = 'toc' needs retrieval.toc_llm (the llms entry that reads "
+                              "the table of contents and names a section), which is not set")
         kind, inducer = axes.parse_value("structure", condition.structure)
         if kind.name == "induced" and inducer not in inducers:
             raise ConfigError(f"conditions.{name}.structure = {condition.structure!r} names inducer {inducer!r}, "

@@ -18,3 +18,7 @@ NDCG_K = 10  # cut-off of coverage-nDCG and binary nDCG
 RECALL_K = 50  # cut-off of span recall
 BUDGETS = (512, 1024, 2048)  # token budgets of token-budget coverage
 CONTEXT_MAX_TOKENS = 80  # A1: cap on an LLM situating context, in study tokens (seed 000, table 11)
+HIER_TOP_SECTIONS = 5  # two-stage retrieval: sections stage 1 keeps per query (seed 000, table 11)
+# TOC routing (seed 003; not in seed 000's table): the candidate documents whose contents the LLM reads
+# are those of the top TOC_CANDIDATE_HITS flat hits, so the contents stay a few dozen entries long.
+TOC_CANDIDATE_HITS = 10

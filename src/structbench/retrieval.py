@@ -1,9 +1,16 @@
-"""The retrieval axis (SPEC section 8): flat corpus-wide search over a FAISS inner-product index.
+"""The retrieval axis (SPEC section 8): flat corpus-wide search over a FAISS inner-product index, and the
+routed kinds built on it.
 
 Vectors are L2-normalized, so inner product is cosine. Rankings are sorted by score descending, then
 ``chunk_id`` ascending (SPEC section 17), so equal scores cannot make two runs differ. The other
-strategies of the study (two-stage routing, TOC routing, RRF, query-side title injection) plug in here
-as further functions returning the same ``runs`` table.
+strategies of the study plug in here as further functions returning the same ``runs`` table.
+
+Routed kinds (``two_stage``, ``toc``) rank the chunks of the sections a router kept first and fill the
+rest of the top k from the flat ranking (:func:`routed_search`). The router runs before them and
+writes a routing table (:mod:`structbench.routing`: two-stage's stage 1 on section centroids;
+:mod:`structbench.toc`: the LLM reading a table of contents), which :func:`retrieve` takes as the
+input ``routing``. The split keeps the LLM call of TOC routing in a GPU-kind step and the ranking in
+a CPU-kind one, and it lets the scoring step read the same routing table for section recall.
 """
 
 from __future__ import annotations
@@ -11,7 +18,8 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from structbench.tables import conform
+from structbench.defaults import TOP_K
+from structbench.tables import RUNS, conform
 
 # Extra candidates fetched beyond k so that ties straddling rank k are broken by chunk_id, not by FAISS.
 TIE_MARGIN = 16
@@ -44,24 +52,116 @@ def flat_search(
     use_gpu: bool = False,
 ) -> pl.DataFrame:
     """Top-k chunks per query over the whole corpus; row i of ``chunk_vectors`` is ``chunk_id`` i."""
+    scores, ids = flat_ranking(chunk_vectors, query_vectors, top_k, use_gpu)
+    return runs_from_arrays(qids, scores, ids, stage="flat")
+
+
+def flat_ranking(chunk_vectors: np.ndarray, query_vectors: np.ndarray, top_k: int,
+                 use_gpu: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(scores, chunk_ids), one row per query, of the top ``min(top_k, n_chunks)`` chunks in ranking order."""
     n_chunks = chunk_vectors.shape[0]
     k = min(top_k, n_chunks)
     index = build_index(chunk_vectors, use_gpu)
     scores, ids = index.search(np.ascontiguousarray(query_vectors, dtype=np.float32), min(n_chunks, k + TIE_MARGIN))
-    scores, ids = order_candidates(scores, ids.astype(np.int64), k)
-    return runs_from_arrays(qids, scores, ids, stage="flat")
+    return order_candidates(scores, ids.astype(np.int64), k)
+
+
+def compose_ranking(routed_ids: np.ndarray, routed_scores: np.ndarray, flat_ids: np.ndarray,
+                    flat_scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One query's routed ranking: ``(chunk_ids, scores, routed)`` of length min(k, available).
+
+    The routed chunks come first, by score descending then chunk_id ascending (at most k of them);
+    then the flat ranking (``flat_ids`` in rank order) fills the remaining ranks with the chunks it
+    holds that were not routed, in its order (seed 000, appendix J: "if fewer than k candidates
+    remain, the system backfills from the global ranking"). No chunk appears twice. ``routed`` marks
+    the rows that came from the router."""
+    routed_ids = np.asarray(routed_ids, dtype=np.int64)
+    routed_scores = np.asarray(routed_scores, dtype=np.float32)
+    order = np.lexsort((routed_ids, -routed_scores))[:k]
+    head_ids, head_scores = routed_ids[order], routed_scores[order]
+    if np.unique(head_ids).size != head_ids.size:
+        raise ValueError("routed chunk_ids repeat a chunk")
+    fill = ~np.isin(flat_ids, routed_ids)
+    tail_ids = np.asarray(flat_ids, dtype=np.int64)[fill][: k - head_ids.size]
+    tail_scores = np.asarray(flat_scores, dtype=np.float32)[fill][: k - head_ids.size]
+    routed = np.concatenate((np.ones(head_ids.size, bool), np.zeros(tail_ids.size, bool)))
+    return np.concatenate((head_ids, tail_ids)), np.concatenate((head_scores, tail_scores)), routed
+
+
+def routed_search(chunk_vectors: np.ndarray, query_vectors: np.ndarray, qids: list[str], top_k: int = TOP_K,
+                  use_gpu: bool = False, *, routing: pl.DataFrame, routed_stage: str) -> pl.DataFrame:
+    """Rank each query's routed chunks first, then backfill from the flat ranking (:func:`compose_ranking`).
+
+    ``routing`` is a routing table (:data:`structbench.tables.ROUTING`): the union of ``chunk_ids``
+    over a query's rows is its routed chunk set, scored by inner product with the query (the score
+    flat search gives them). A query without routing rows is ranked by flat search alone. Rows get
+    stage ``routed_stage`` (routed) or ``"backfill"``."""
+    qids = list(qids)
+    unknown = sorted(set(routing["qid"].to_list()) - set(qids))
+    if unknown:
+        raise ValueError(f"routing names queries that are not being ranked: {unknown[:5]}")
+    routed_by_qid = dict(
+        routing.select("qid", "chunk_ids").explode("chunk_ids").drop_nulls().unique(maintain_order=True)
+        .group_by("qid", maintain_order=True).agg("chunk_ids").iter_rows()
+    )
+    n_chunks = chunk_vectors.shape[0]
+    k = min(top_k, n_chunks)
+    most_routed = max((len(ids) for ids in routed_by_qid.values()), default=0)
+    # enough flat hits that k remain after dropping the routed chunks from them
+    flat_scores, flat_ids = flat_ranking(chunk_vectors, query_vectors, k + most_routed, use_gpu)
+    frames = []
+    for row, qid in enumerate(qids):
+        routed_ids = np.asarray(routed_by_qid.get(qid, []), dtype=np.int64)
+        if routed_ids.size and (routed_ids.min() < 0 or routed_ids.max() >= n_chunks):
+            raise ValueError(f"routing of query {qid!r} names chunk_ids outside 0..{n_chunks - 1}")
+        routed_scores = chunk_vectors[routed_ids].astype(np.float32) @ np.asarray(query_vectors[row], dtype=np.float32)
+        valid = flat_ids[row] >= 0
+        ids, scores, routed = compose_ranking(routed_ids, routed_scores, flat_ids[row][valid],
+                                              flat_scores[row][valid], k)
+        frames.append(pl.DataFrame({
+            "qid": [qid] * ids.size,
+            "rank": np.arange(1, ids.size + 1, dtype=np.int32),
+            "chunk_id": ids,
+            "score": scores,
+            "stage": np.where(routed, routed_stage, "backfill").astype(object),
+        }, schema_overrides={"qid": pl.String, "stage": pl.String}))
+    return conform(pl.concat(frames) if frames else pl.DataFrame(schema=RUNS), "runs")
+
+
+def two_stage_search(chunk_vectors: np.ndarray, query_vectors: np.ndarray, qids: list[str], top_k: int = TOP_K,
+                     use_gpu: bool = False, *, routing: pl.DataFrame) -> pl.DataFrame:
+    """Two-stage retrieval (A4, G4): stage 2 ranks the chunks of the sections stage 1 kept
+    (``routing`` from :func:`structbench.routing.route_two_stage`); flat search backfills to k."""
+    return routed_search(chunk_vectors, query_vectors, qids, top_k, use_gpu, routing=routing, routed_stage="stage2")
+
+
+def toc_search(chunk_vectors: np.ndarray, query_vectors: np.ndarray, qids: list[str], top_k: int = TOP_K,
+               use_gpu: bool = False, *, routing: pl.DataFrame) -> pl.DataFrame:
+    """TOC routing (seed 003): the chunks of the section the LLM named (``routing`` from
+    :func:`structbench.toc.route_toc`) lead the ranking; flat search fills the rest."""
+    return routed_search(chunk_vectors, query_vectors, qids, top_k, use_gpu, routing=routing, routed_stage="toc")
 
 
 # One function per retrieval kind of structbench.conditions.AXES["retrieval"] (a test checks they agree).
-RETRIEVERS = {"flat": flat_search}
+RETRIEVERS = {"flat": flat_search, "two_stage": two_stage_search, "toc": toc_search}
+# The tables each kind takes beyond the vectors, as keyword arguments of retrieve() (the workflow's
+# retrieve rule declares them as inputs of that kind's conditions).
+RETRIEVAL_INPUTS = {"flat": (), "two_stage": ("routing",), "toc": ("routing",)}
 
 
 def retrieve(kind: str, chunk_vectors: np.ndarray, query_vectors: np.ndarray, qids: list[str], top_k: int,
-             use_gpu: bool = False) -> pl.DataFrame:
-    """The runs table of one retrieval kind (the ``retrieval`` axis value of a condition)."""
+             use_gpu: bool = False, **inputs) -> pl.DataFrame:
+    """The runs table of one retrieval kind (the ``retrieval`` axis value of a condition).
+
+    ``inputs`` are the tables the kind takes (:data:`RETRIEVAL_INPUTS`), e.g. ``routing=`` for the
+    routed kinds; a missing or foreign one is an error naming the kind."""
     if kind not in RETRIEVERS:
         raise ValueError(f"retrieval {kind!r} has no implementation; implemented: {sorted(RETRIEVERS)}")
-    return RETRIEVERS[kind](chunk_vectors, query_vectors, qids, top_k=top_k, use_gpu=use_gpu)
+    needed = RETRIEVAL_INPUTS[kind]
+    missing, foreign = [n for n in needed if n not in inputs], sorted(set(inputs) - set(needed))
+    if missing or foreign:
+        raise ValueError(f"retrieval {kind!r} takes the inputs {list(needed)}; missing {missing}, not taken {foreign}")
+    return RETRIEVERS[kind](chunk_vectors, query_vectors, qids, top_k=top_k, use_gpu=use_gpu, **inputs)
 
 
 def runs_from_arrays(qids: list[str], scores: np.ndarray, ids: np.ndarray, stage: str) -> pl.DataFrame:

@@ -87,6 +87,21 @@ RUNS = {
     "score": pl.Float32,
     "stage": pl.String,  # which retrieval stage placed it (e.g. "flat", "stage2", "backfill", "rerank")
 }
+# Routed retrieval (structbench.routing): one row per (query, section the router kept). A "section" here
+# is a routing unit, a document plus a top-level heading with its subsections.
+ROUTING = {
+    "qid": pl.String,
+    "route_rank": pl.Int32,  # 1 = the router's first choice
+    "doc_id": pl.String,
+    "top_section_id": pl.Int32,
+    "start": pl.Int64,  # the unit's whole content span, subsections included
+    "end": pl.Int64,
+    "score": pl.Float32,  # two-stage: cosine of query and centroid; TOC: cosine of query and unit title
+    "source": pl.String,  # "centroid" (two-stage), "llm" (TOC reply in range), "fallback" (TOC: nearest title)
+    "chunk_ids": pl.List(pl.Int64),  # the unit's chunks, ascending
+    "toc_entries": pl.Int32,  # TOC: entries in the contents the LLM read; null for two-stage
+    "reply": pl.String,  # TOC: the LLM's raw reply; null for two-stage
+}
 
 SCHEMAS = {
     "documents": DOCUMENTS,
@@ -96,6 +111,7 @@ SCHEMAS = {
     "chunks": CHUNKS,
     "texts": TEXTS,
     "runs": RUNS,
+    "routing": ROUTING,
 }
 
 

@@ -6,12 +6,15 @@ from structbench.metrics import score_run
 from structbench.tables import read_table, write_table
 
 with step_log(snakemake.log[0], "score") as log:
+    # a routed condition is also scored on its routing table, the sections its router kept (section_recall)
+    routed = "routing" in snakemake.input.keys()
     scores = score_run(
         read_table(snakemake.input.runs, "runs"),
         read_table(snakemake.input.queries, "queries"),
         read_table(snakemake.input.chunks, "chunks"),
         read_table(snakemake.input.texts, "texts"),
         metrics=list(snakemake.params.metrics),
+        inputs={"kept_sections": read_table(snakemake.input.routing, "routing")} if routed else None,
     )
     cell = dict(snakemake.params.cell)
     scores = scores.with_columns([pl.lit(value).alias(key) for key, value in cell.items()])

@@ -30,6 +30,7 @@ from structbench.metrics.diagnostics import (  # isort: skip
     section_recall,
     section_recall_per_query,
     summarize_run_comparison,
+    toc_fallback,
 )
 from structbench.metrics.evidence import RunEvidence, align_run
 from structbench.metrics.registry import (
@@ -76,4 +77,5 @@ __all__ = [
     "section_recall_per_query",
     "span_recall",
     "summarize_run_comparison",
+    "toc_fallback",
 ]

@@ -1,8 +1,11 @@
-"""Retrieval diagnostics (SPEC section 10): two-stage section recall and seed 004's run comparison.
+"""Retrieval diagnostics (SPEC section 10): routed section recall and seed 004's run comparison.
 
 The BM25 gold-top-1 probe is :func:`structbench.metrics.measures.gold_top1` (a ``score_run`` column).
 Section recall is also a registered metric (``section_recall``), outside the default set: it needs
-the sections stage 1 kept, which ``score_run`` takes as the extra input ``kept_sections``.
+the sections a router kept, which ``score_run`` takes as the extra input ``kept_sections`` (a routing
+table, :data:`structbench.tables.ROUTING`). Both routers are scored by it: two-stage's stage 1 keeps 5
+sections, TOC routing keeps 1, for which section recall is the routed-section hit rate. ``toc_fallback``
+counts the TOC queries whose LLM reply named no section and were routed by the embedding fallback.
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ from structbench.metrics.registry import ExtraInput, register
 
 KEPT_SECTIONS = ExtraInput(
     "kept_sections",
-    "the sections stage 1 of two-stage retrieval kept, one row per (query, section): qid, doc_id, start, end",
+    "the sections a router kept (two-stage stage 1, TOC), one row per (query, section): qid, doc_id, start, end "
+    "(a routing table, structbench.tables.ROUTING)",
 )
 
 
@@ -41,8 +45,8 @@ def section_recall(kept_sections: pl.DataFrame, queries: pl.DataFrame) -> pl.Dat
 @register(
     "section_recall",
     label="section recall",
-    description="Two-stage retrieval: 1 when stage 1 kept a section of the query's document that overlaps "
-    "its gold evidence.",
+    description="Routed retrieval: 1 when the router (two-stage stage 1, TOC) kept a section of the query's "
+    "document that overlaps its gold evidence; for TOC, which keeps one section, the routed-section hit rate.",
     requires=(KEPT_SECTIONS,),
 )
 def section_recall_per_query(evidence: RunEvidence, kept_sections: pl.DataFrame) -> np.ndarray:
@@ -60,6 +64,23 @@ def section_recall_per_query(evidence: RunEvidence, kept_sections: pl.DataFrame)
     )
     hit_ids = _queries_with_a_kept_hit(kept_sections, spans)
     return pl.Series(evidence.qid, dtype=pl.String).is_in(hit_ids.implode()).cast(pl.Float64).to_numpy()
+
+
+@register(
+    "toc_fallback",
+    label="TOC fallback",
+    description="TOC routing: 1 when the LLM's reply named no section of the contents and the section whose "
+    "title embedding is nearest the query was routed instead.",
+    requires=(KEPT_SECTIONS,),
+)
+def toc_fallback(evidence: RunEvidence, kept_sections: pl.DataFrame) -> np.ndarray:
+    """1.0 when the query's routed section came from the embedding fallback (``source == "fallback"``
+    in the routing table: the reply was not a number in range), else 0.0; one float per query in the
+    evidence's order. Its mean is the fallback share. A query absent from the table scores 0."""
+    if "source" not in kept_sections.columns:
+        raise ValueError("kept_sections is missing column 'source' (toc_fallback reads a TOC routing table)")
+    fell_back = kept_sections.filter(pl.col("source") == "fallback")["qid"].unique()
+    return pl.Series(evidence.qid, dtype=pl.String).is_in(fell_back.implode()).cast(pl.Float64).to_numpy()
 
 
 def _queries_with_a_kept_hit(kept_sections: pl.DataFrame, spans: pl.DataFrame) -> pl.Series:

@@ -1,0 +1,10 @@
+"""Embed the section titles TOC routing falls back to (row u = unit u of structbench.routing.section_units)."""
+from structbench.embed import embed_with_cache
+from structbench.logs import step_log
+from structbench.routing import section_units
+from structbench.tables import read_table
+
+with step_log(snakemake.log[0], "embed_titles"):
+    titles = section_units(read_table(snakemake.input[0], "sections"))["title"].to_list()
+    embed_with_cache(titles, dict(snakemake.params.embedder), snakemake.params.cache, snakemake.output.vectors,
+                     report_json=snakemake.output.report, threads=snakemake.threads)
