@@ -18,3 +18,6 @@ NDCG_K = 10  # cut-off of coverage-nDCG and binary nDCG
 RECALL_K = 50  # cut-off of span recall
 BUDGETS = (512, 1024, 2048)  # token budgets of token-budget coverage
 CONTEXT_MAX_TOKENS = 80  # A1: cap on an LLM situating context, in study tokens (seed 000, table 11)
+RRF_K = 60  # reciprocal rank fusion constant (Cormack et al. 2009; SPEC section 8)
+RESCORE_CANDIDATES = 20  # seed 004 section 6: per-candidate evaluation is bounded to each index's top 20
+BM25_ANALYZER = "english"  # Lucene's EnglishAnalyzer (structbench.lexical); "words" is plain word tokens
