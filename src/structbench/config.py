@@ -8,8 +8,9 @@ key (``chunking.t_min``, ``contrasts.C1``), never minutes into it.
 - :func:`validate_config` checks a config against it and fills the schema's defaults in place (the
   rules and the library then read every value from the config and restate none).
 - :func:`check_config` adds the cross-key checks: t_min <= t_max, a primary metric that is computed,
-  contrasts of declared and distinct conditions, selections of declared names, and the LLM steps'
-  keys (:func:`check_llm_config`, which also checks TOC routing's LLM).
+  contrasts of declared and distinct conditions, selections of declared names, the LLM steps'
+  keys (:func:`check_llm_config`, which also checks TOC routing's LLM), and the retrieval kinds' inputs
+  and run comparisons (:func:`check_retrieval_config`).
 """
 
 from __future__ import annotations
@@ -118,6 +119,7 @@ def check_config(config: dict, metric_names: list[str]) -> tuple[dict, dict]:
             raise ConfigError(f"select.{kind} names {unknown}, which config.{kind} does not declare "
                               f"({list(config[kind])})")
     check_llm_config(config, conditions)
+    check_retrieval_config(config, conditions)
     return select_conditions(conditions, contrasts, (config.get("select") or {}).get("conditions"))
 
 
@@ -136,6 +138,45 @@ def select_conditions(conditions: dict, contrasts: dict, chosen: list[str] | Non
     kept = {name: condition for name, condition in conditions.items() if name in chosen}
     return kept, {name: contrast for name, contrast in contrasts.items()
                   if all(member in kept for member in contrast.members)}
+
+
+def check_retrieval_config(config: dict, conditions: dict) -> None:
+    """The retrieval kinds' and run comparisons' cross-key checks: an ``rrf`` condition's sources are
+    legal and distinct from its own run (a ``context`` source needs ``contexts.llm``); a
+    ``per_candidate:<reranker>`` condition names a declared cross-encoder and has a prefix (its
+    unprefixed version is the other candidate); ``report.compare_runs`` pairs two different declared
+    conditions of one chunk set (chunk_id is the identity the comparison counts)."""
+    from structbench.fusion import fusion_sources
+
+    for name, condition in conditions.items():
+        kind, parameter = axes.parse_value("retrieval", condition.retrieval)
+        where = f"conditions.{name}.retrieval = {condition.retrieval!r}"
+        if kind.name == "rrf":
+            try:
+                sources = fusion_sources(parameter, condition.prefix)
+            except ValueError as error:
+                raise ConfigError(f"{where}: {error}") from None
+            if "context" in sources and (config.get("contexts") or {}).get("llm") is None:
+                raise ConfigError(f"{where} fuses the context text set, which needs contexts.llm (not set)")
+        if kind.name == "per_candidate":
+            declared = sorted(n for n, entry in config["rerankers"].items() if entry is not None)
+            if parameter not in declared:
+                raise ConfigError(f"{where} names reranker {parameter!r}, which is no declared cross-encoder "
+                                  f"(declared: {declared})")
+            if condition.prefix == "none":
+                raise ConfigError(f"{where} needs a prefixed condition (the candidates are its prefixed and its "
+                                  "unprefixed version); this one has prefix 'none'")
+    for position, pair in enumerate((config.get("report") or {}).get("compare_runs") or []):
+        where = f"report.compare_runs[{position}] = {pair}"
+        unknown = [member for member in pair if member not in conditions]
+        if unknown:
+            raise ConfigError(f"{where} names {unknown}, no declared condition (declared: {sorted(conditions)})")
+        first, second = (conditions[member] for member in pair)
+        if first.name == second.name:
+            raise ConfigError(f"{where} compares a condition with itself")
+        if first.chunkset != second.chunkset:
+            raise ConfigError(f"{where} compares different chunk sets ({first.chunkset} and {second.chunkset}): "
+                              "the comparison counts shared chunk_ids, so both must rank one chunk set")
 
 
 def check_llm_config(config: dict, conditions: dict) -> None:

@@ -22,3 +22,6 @@ HIER_TOP_SECTIONS = 5  # two-stage retrieval: sections stage 1 keeps per query (
 # TOC routing (seed 003; not in seed 000's table): the candidate documents whose contents the LLM reads
 # are those of the top TOC_CANDIDATE_HITS flat hits, so the contents stay a few dozen entries long.
 TOC_CANDIDATE_HITS = 10
+RRF_K = 60  # reciprocal rank fusion constant (Cormack et al. 2009; SPEC section 8)
+RESCORE_CANDIDATES = 20  # seed 004 section 6: per-candidate evaluation is bounded to each index's top 20
+BM25_ANALYZER = "english"  # Lucene's EnglishAnalyzer (structbench.lexical); "words" is plain word tokens

@@ -253,6 +253,19 @@ def bm25_section(bm25_scores: pl.DataFrame, primary_metric: str) -> str:
     return markdown_table(table) + "\n"
 
 
+def run_comparisons_section(comparisons: pl.DataFrame) -> str:
+    """Seed 004's retrieval-layer comparison (table 1) of the run pairs ``report.compare_runs`` names:
+    per cell, the shares of queries whose rank-1 chunk changed, whose top-5 share no chunk, and whose
+    top-5 hold the same chunks, and the mean top-5 overlap (``metrics.run_comparison_table``)."""
+    if comparisons.is_empty():
+        return ""
+    table = comparisons.select(
+        "corpus", "embedder", "reranker", pl.concat_str("run_a", pl.lit(" vs "), "run_b").alias("runs"), "n_queries",
+        pl.col("top1_changed").alias("top-1 changed"), pl.col("mean_overlap").alias("mean top-5 overlap"),
+        pl.col("fully_different").alias("top-5 fully different"), pl.col("identical").alias("top-5 identical"))
+    return "## Retrieval-layer comparison\n\n" + markdown_table(table) + "\n"
+
+
 def render_report(
     scores: pl.DataFrame,
     contrasts: pl.DataFrame,
@@ -268,6 +281,7 @@ def render_report(
     embed_reports: list[dict] = (),
     induction_stats: list[dict] = (),
     context_stats: list[dict] = (),
+    run_comparisons: pl.DataFrame | None = None,
 ) -> tuple[str, pl.DataFrame]:
     """The report's Markdown text and the per-condition means table. ``bootstrap_iters`` (config
     ``stats.bootstrap_iters``, optional) is the B of the contrasts' bootstrap, used to print p-values
@@ -305,6 +319,7 @@ def render_report(
             "values mean keyword overlap does not solve the benchmark.",
             "",
             bm25_section(bm25_scores if bm25_scores is not None else pl.DataFrame(), primary_metric),
+            run_comparisons_section(run_comparisons if run_comparisons is not None else pl.DataFrame()),
             "## Chunk sets (size matching)",
             "",
             chunk_sets_section(list(size_matches)),
@@ -482,6 +497,7 @@ def write_report(
     t_min: int = T_MIN,
     induction_stats_paths: list[str] = (),
     context_stats_paths: list[str] = (),
+    run_comparison_paths: list[str] = (),
 ) -> None:
     """Read every input and write the report and the means table.
 
@@ -515,6 +531,7 @@ def write_report(
         ],
         induction_stats=[json.loads(Path(p).read_text()) for p in induction_stats_paths],
         context_stats=[json.loads(Path(p).read_text()) for p in context_stats_paths],
+        run_comparisons=concat(run_comparison_paths),
     )
     write_text(report_path, text)
     write_table(means, means_path)

@@ -7,6 +7,6 @@ with step_log(snakemake.log[0], "bm25") as log:
     texts = read_table(snakemake.input.texts, "texts").sort("chunk_id")
     queries = read_table(snakemake.input.queries, "queries")
     runs = bm25_search(texts["text_for_embedding"].to_list(), queries["text"].to_list(), queries["qid"].to_list(),
-                       top_k=snakemake.params.top_k)
-    log.info("%d queries over %d chunks", queries.height, texts.height)
+                       top_k=snakemake.params.top_k, analyzer_name=snakemake.params.analyzer)
+    log.info("%d queries over %d chunks, analyzer %s", queries.height, texts.height, snakemake.params.analyzer)
     write_table(runs, snakemake.output[0])

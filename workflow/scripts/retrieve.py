@@ -1,12 +1,12 @@
 """Rank the corpus's chunks for every query with the condition's retrieval kind (corpus-wide top k)."""
 from structbench.logs import step_log
-from structbench.retrieval import RETRIEVAL_INPUTS, retrieve
+from structbench.retrieval import kind_inputs, retrieve
 from structbench.tables import read_table, read_vectors, write_table
 
 with step_log(snakemake.log[0], "retrieve") as log:
     queries = read_table(snakemake.input.queries, "queries")
     # a routed kind also takes its router's table; each input is named after the table it holds
-    tables = {name: read_table(snakemake.input[name], name) for name in RETRIEVAL_INPUTS[snakemake.params.retrieval]}
+    tables = {name: read_table(snakemake.input[name], name) for name in kind_inputs(snakemake.params.retrieval)[0]}
     runs = retrieve(
         snakemake.params.retrieval,
         read_vectors(snakemake.input.chunk_vectors),

@@ -27,6 +27,7 @@ from structbench.metrics.measures import (  # isort: skip
 )
 from structbench.metrics.diagnostics import (  # isort: skip
     compare_runs,
+    run_comparison_table,
     section_recall,
     section_recall_per_query,
     summarize_run_comparison,
@@ -56,6 +57,7 @@ __all__ = [
     "binary_ndcg",
     "budget_coverage",
     "compare_runs",
+    "run_comparison_table",
     "coverage_dcg",
     "coverage_ndcg",
     "gold_top1",

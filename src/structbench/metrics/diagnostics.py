@@ -158,3 +158,20 @@ def summarize_run_comparison(run_a: pl.DataFrame, run_b: pl.DataFrame, depth: in
         "fully_different": mean("fully_different"),
         "identical": mean("identical"),
     }
+
+
+RUN_COMPARISON_COLUMNS = ("n_queries", "n_dropped", "top1_changed", "mean_overlap", "fully_different", "identical")
+
+
+def run_comparison_table(comparisons, depth: int = 5) -> pl.DataFrame:
+    """Seed 004's retrieval-layer table: one row per compared pair of runs.
+
+    ``comparisons`` yields ``(labels, run_a, run_b)``: ``labels`` a dict of string columns that identify
+    the row (e.g. corpus, embedder, reranker, run_a, run_b), the same keys for every row. Each row adds
+    :func:`summarize_run_comparison`'s numbers at ``depth``; the rows keep the input order."""
+    rows = [{**labels, **summarize_run_comparison(run_a, run_b, depth)} for labels, run_a, run_b in comparisons]
+    if not rows:
+        return pl.DataFrame(schema={column: (pl.Int64 if column.startswith("n_") else pl.Float64)
+                                    for column in RUN_COMPARISON_COLUMNS} | {"depth": pl.Int64})
+    return pl.DataFrame(rows).with_columns(pl.col("n_queries", "n_dropped").cast(pl.Int64),
+                                           pl.lit(depth, dtype=pl.Int64).alias("depth"))

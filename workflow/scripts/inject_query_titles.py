@@ -1,0 +1,29 @@
+"""Query-side title injection: rescore the flat run's top candidates with title-carrying query embeddings."""
+from structbench.embed import EmbedderSpec, embed_texts
+from structbench.logs import step_log
+from structbench.rescoring import title_blocks
+from structbench.retrieval import retrieve
+from structbench.tables import read_table, read_vectors, write_table
+
+with step_log(snakemake.log[0], "inject_query_titles") as log:
+    queries = read_table(snakemake.input.queries, "queries")
+    spec = EmbedderSpec.from_config(dict(snakemake.params.embedder))
+
+    def encode_queries(texts):
+        return embed_texts([spec.query_prefix + text for text in texts], spec, snakemake.params.cache,
+                           threads=snakemake.threads).vectors
+
+    runs = retrieve(
+        snakemake.params.retrieval,
+        read_vectors(snakemake.input.chunk_vectors),
+        read_vectors(snakemake.input.query_vectors),
+        queries["qid"].to_list(),
+        top_k=snakemake.params.top_k,
+        use_gpu=snakemake.params.use_gpu,
+        query_texts=dict(zip(queries["qid"].to_list(), queries["text"].to_list())),
+        titles=title_blocks(read_table(snakemake.input.chunks, "chunks"), snakemake.params.depth, snakemake.params.separator),
+        encode_queries=encode_queries,
+        candidates=snakemake.params.candidates,
+    )
+    log.info("%s: %d queries, top %d rescored", snakemake.params.retrieval, queries.height, snakemake.params.candidates)
+    write_table(runs, snakemake.output[0])
