@@ -2,6 +2,7 @@
 # the library decides (structbench.config, .conditions, .corpus, .cells), the workflow asks.
 import os
 import re
+import time
 
 from snakemake.logging import logger
 
@@ -9,8 +10,11 @@ from structbench import cells
 from structbench.conditions import from_token, parse_value, wildcard_constraints as axis_constraints
 from structbench.config import check_config, truncation_warnings, validate_config
 from structbench.corpus import has_queries, source_files
+from structbench.figures import FIGURES
+from structbench.metrics.diagnostics import retrieval_layer_pairs
 from structbench.metrics import metrics_from_config
 from structbench.provenance import code_version
+from structbench.report import TABLES
 
 
 # Validate against the schema and fill its defaults; then the cross-key checks. Both run before any job.
@@ -37,6 +41,8 @@ SCORED_CORPORA = [name for name in CORPORA if has_queries(config["corpora"][name
 EMBEDDERS = selected("embedders")
 RERANKERS = selected("rerankers")
 REPORT = f"{R}/report/report.md"
+SUMMARY = f"{R}/report/summary.txt"
+STARTED = time.time()  # the end-of-run summary is printed only if this run wrote it
 # LLM responses are content-addressed (structbench.llm.cache), so every workflow pointing at one cache
 # folder shares them: a rerun, or another config with the same prompts, asks the model nothing new.
 LLM_CACHE = f"{CACHE}/llm"
@@ -105,10 +111,14 @@ def embedder_spec(wildcards):
 # ---- runs, scores, contrasts -----------------------------------------------------------------
 
 
+def runs_path(corpus, embedder, reranker, condition):
+    if reranker == "none":
+        return f"{R}/{corpus}/runs/{embedder}/{condition}.parquet"
+    return f"{R}/{corpus}/runs/{embedder}/reranked/{reranker}/{condition}.parquet"
+
+
 def condition_runs(wildcards):
-    if wildcards.reranker == "none":
-        return f"{R}/{wildcards.corpus}/runs/{wildcards.embedder}/{wildcards.condition}.parquet"
-    return f"{R}/{wildcards.corpus}/runs/{wildcards.embedder}/reranked/{wildcards.reranker}/{wildcards.condition}.parquet"
+    return runs_path(wildcards.corpus, wildcards.embedder, wildcards.reranker, wildcards.condition)
 
 
 def reranker_spec(wildcards):
@@ -174,8 +184,10 @@ def all_size_matches():
 
 
 def all_chunk_sets():
-    """(corpus, chunk set) -> chunks table, for every chunk set a condition uses."""
-    chunksets = sorted({c.chunkset for c in CONDITIONS.values()})
+    """(corpus, chunk set) -> chunks table, for every chunk set a condition uses and the structural set
+    each fixed set is size-matched to."""
+    chunksets = {c.chunkset for c in CONDITIONS.values()}
+    chunksets = sorted(chunksets | {f"structural/{c.structure_token}" for c in CONDITIONS.values() if c.boundaries == "fixed"})
     return {(corpus, chunkset): f"{R}/{corpus}/chunks/{chunkset}.parquet" for corpus in CORPORA for chunkset in chunksets}
 
 
@@ -272,3 +284,48 @@ def all_induction_stats():
 def all_context_stats():
     chunksets = sorted({c.chunkset for c in CONDITIONS.values() if c.prefix == "context"})
     return [f"{R}/{corpus}/contexts/{chunkset}.stats.json" for corpus in CORPORA for chunkset in chunksets]
+
+
+# ---- report ------------------------------------------------------------------------------------------
+
+# Seed 004's retrieval-layer comparison: each prefixed condition against the unprefixed condition that
+# ranks the same chunk set (structbench.metrics.diagnostics.retrieval_layer_pairs), per scored cell.
+RETRIEVAL_LAYER_PAIRS = [list(pair) for pair in retrieval_layer_pairs(config["conditions"])]
+
+
+def retrieval_layer_conditions():
+    """The conditions of the retrieval-layer pairs, each once, in pair order."""
+    return list(dict.fromkeys(name for pair in RETRIEVAL_LAYER_PAIRS for name in pair))
+
+
+def retrieval_layer_runs(wildcards):
+    return [runs_path(wildcards.corpus, wildcards.embedder, wildcards.reranker, name)
+            for name in retrieval_layer_conditions()]
+
+
+def all_retrieval_layers():
+    if not RETRIEVAL_LAYER_PAIRS:
+        return []
+    return [
+        f"{R}/{corpus}/diagnostics/{embedder}/{reranker}/retrieval_layer.parquet"
+        for corpus in SCORED_CORPORA
+        for embedder in EMBEDDERS
+        for reranker in RERANKERS
+    ]
+
+
+def table_captions():
+    """Report table name -> caption, for the captions of ``snakemake --report``."""
+    return {name: spec.caption for name, spec in TABLES.items()}
+
+
+def figure_captions():
+    """Report figure name -> caption, naming the table that holds its numbers."""
+    return {name: f"{spec.caption} Its numbers: tables/{spec.table}.csv." for name, spec in FIGURES.items()}
+
+
+def print_run_summary():
+    """Print the report's one-line summary (structbench.report_bundle.run_summary) when this run wrote it."""
+    if os.path.exists(SUMMARY) and os.path.getmtime(SUMMARY) >= STARTED - 1:  # 1 s: file system timestamps may be coarse
+        with open(SUMMARY, encoding="utf-8") as summary:
+            print(summary.read().strip(), flush=True)

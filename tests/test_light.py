@@ -19,7 +19,7 @@ LIGHT = {
     "prefixes": "import structbench.prefixes",
     "metrics": "import structbench.metrics",
     "stats": "import structbench.stats",
-    "report": "import structbench.report",
+    "report": "import structbench.report, structbench.figures, structbench.report_html, structbench.report_bundle",
     "llm_steps": "import structbench.shards, structbench.llm_stats, structbench.llm",
     "config": "import structbench.config, structbench.conditions, structbench.cells;"
               "structbench.config.check_llm_config({'llms': {'m': {'backend': 'transformers', 'model': 'x'}}}, {})",

@@ -18,3 +18,5 @@ NDCG_K = 10  # cut-off of coverage-nDCG and binary nDCG
 RECALL_K = 50  # cut-off of span recall
 BUDGETS = (512, 1024, 2048)  # token budgets of token-budget coverage
 CONTEXT_MAX_TOKENS = 80  # A1: cap on an LLM situating context, in study tokens (seed 000, table 11)
+BOOTSTRAP_ITERS = 10_000  # B of the document-clustered bootstrap (seed 000, table 11)
+ALPHA = 0.05  # family-wise error rate: a contrast is Holm-significant when its Holm-adjusted p < ALPHA
