@@ -572,7 +572,8 @@ def section_recall_table(inputs: ReportInputs) -> TableContent:
     data = pl.concat([by_type.sort(keys + ["qtype"]), overall.select(by_type.columns).sort(keys)])
     data = data.sort(keys, maintain_order=True)
     qtypes = sorted(by_type["qtype"].unique().to_list()) + [ALL_QTYPES]
-    shown = data.with_columns(pl.format("{} (n={})", pl.col("section_recall").round(3), "n_queries").alias("v")).pivot(
+    shown = data.with_columns(pl.struct("section_recall", "n_queries").map_elements(
+        lambda r: f"{r['section_recall']:.3f} (n={r['n_queries']})", return_dtype=pl.String).alias("v")).pivot(
         on="qtype", index=keys, values="v").select(keys + [q for q in qtypes if q in data["qtype"].unique().to_list()])
     return TableContent(data, blocks_by(shown, CELL, cell_heading))
 
