@@ -1,8 +1,11 @@
 # Entry points for a fresh machine (see README.md):
-#   make run     - install, run the default workflow end to end, print where the report is
+#   make run     - install, run the default workflow end to end; its last line names the report, the
+#                  number of cells and what came from the caches (the workflow's end-of-run summary)
 #   make resume  - after a crash: check nothing of the old run is alive, remove its stale lock,
 #                  rerun the jobs it left incomplete, finish the workflow (workflow/resume.py)
 #   make test    - install, run the test suite (unit tests + the whole default workflow on tiny configs)
+#   make fidelity QASPER=<file> - the gold-structure arms and the placebo on ~20 real QASPER papers
+#                  (tests/fidelity/qasper.yaml), then their means and contrasts beside seed 000's QASPER row
 # ARGS passes snakemake arguments to run, dryrun and resume alike, e.g. ARGS='--configfile my.yaml';
 # resume a crashed run with the ARGS it was started with.
 PYTHON ?= python3
@@ -12,7 +15,7 @@ ARGS ?=
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.structbench-installed
 
-.PHONY: install run resume dryrun test clean
+.PHONY: install run resume dryrun test fidelity clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,17 +33,21 @@ run: $(STAMP)
 	$(BIN)/snakemake --cores $(CORES) $(ARGS) || { \
 	  echo "If an earlier run was killed (Directory cannot be locked, IncompleteFilesException): make resume, with the same ARGS"; \
 	  exit 1; }
-	@echo "Report: $$(pwd)/results/report/report.md"
 
 resume: $(STAMP)
 	$(BIN)/python workflow/resume.py --cores $(CORES) $(ARGS)
-	@echo "Report: $$(pwd)/results/report/report.md"
 
 dryrun: $(STAMP)
 	$(BIN)/snakemake -n $(ARGS)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+# The corpus file is an argument, never written into the config (QASPER JSON, e.g. the dev split).
+fidelity: $(STAMP)
+	@test -n "$(QASPER)" || { echo "make fidelity needs QASPER=<QASPER JSON file>, e.g. QASPER=../shared/data/qasper/qasper-dev-v0.3.rebuilt.json"; exit 2; }
+	$(BIN)/snakemake --cores $(CORES) --configfile tests/fidelity/qasper.yaml --config 'corpora={qasper: {paths: [$(QASPER)]}}' $(ARGS)
+	$(BIN)/python tests/fidelity/compare.py results/fidelity/report
 
 clean:
 	rm -rf results logs .snakemake

@@ -2,7 +2,7 @@
 # the library decides (structbench.config, .conditions, .corpus, .cells), the workflow asks.
 import os
 import re
-from types import SimpleNamespace
+import time
 
 from snakemake.logging import logger
 
@@ -10,9 +10,12 @@ from structbench import cells
 from structbench.conditions import from_token, parse_value, to_token, wildcard_constraints as axis_constraints
 from structbench.config import check_config, truncation_warnings, validate_config
 from structbench.corpus import has_queries, source_files
+from structbench.figures import FIGURES
 from structbench.fusion import LEXICAL_SOURCE, fusion_sources
 from structbench.metrics import metrics_from_config
+from structbench.metrics.diagnostics import retrieval_layer_pairs
 from structbench.provenance import code_version
+from structbench.report import TABLES
 from structbench.retrieval import kind_inputs
 from structbench.routing import routing_metrics
 
@@ -44,6 +47,8 @@ SCORED_CORPORA = [name for name in CORPORA if has_queries(config["corpora"][name
 EMBEDDERS = selected("embedders")
 RERANKERS = selected("rerankers")
 REPORT = f"{R}/report/report.md"
+SUMMARY = f"{R}/report/summary.txt"
+STARTED = time.time()  # the end-of-run summary is printed only if this run wrote it
 # LLM responses are content-addressed (structbench.llm.cache), so every workflow pointing at one cache
 # folder shares them: a rerun, or another config with the same prompts, asks the model nothing new.
 LLM_CACHE = f"{CACHE}/llm"
@@ -112,10 +117,14 @@ def embedder_spec(wildcards):
 # ---- runs, scores, contrasts -----------------------------------------------------------------
 
 
+def runs_path(corpus, embedder, reranker, condition):
+    if reranker == "none":
+        return f"{R}/{corpus}/runs/{embedder}/{condition}.parquet"
+    return f"{R}/{corpus}/runs/{embedder}/reranked/{reranker}/{condition}.parquet"
+
+
 def condition_runs(wildcards):
-    if wildcards.reranker == "none":
-        return f"{R}/{wildcards.corpus}/runs/{wildcards.embedder}/{wildcards.condition}.parquet"
-    return f"{R}/{wildcards.corpus}/runs/{wildcards.embedder}/reranked/{wildcards.reranker}/{wildcards.condition}.parquet"
+    return runs_path(wildcards.corpus, wildcards.embedder, wildcards.reranker, wildcards.condition)
 
 
 def reranker_spec(wildcards):
@@ -181,8 +190,10 @@ def all_size_matches():
 
 
 def all_chunk_sets():
-    """(corpus, chunk set) -> chunks table, for every chunk set a condition uses."""
-    chunksets = sorted({c.chunkset for c in CONDITIONS.values()})
+    """(corpus, chunk set) -> chunks table, for every chunk set a condition uses and the structural set
+    each fixed set is size-matched to."""
+    chunksets = {c.chunkset for c in CONDITIONS.values()}
+    chunksets = sorted(chunksets | {f"structural/{c.structure_token}" for c in CONDITIONS.values() if c.boundaries == "fixed"})
     return {(corpus, chunkset): f"{R}/{corpus}/chunks/{chunkset}.parquet" for corpus in CORPORA for chunkset in chunksets}
 
 
@@ -386,18 +397,49 @@ def title_depth(wildcards):
     return int(retrieval_parameter(wildcards))
 
 
-def run_comparison_cells():
-    """One entry per (scored corpus, embedder, reranker, ``report.compare_runs`` pair): its labels and
-    the two run files, in config order."""
+# ---- report ------------------------------------------------------------------------------------------
+
+# Seed 004's retrieval-layer comparison, per scored cell: the pairs report.compare_runs names, or else each
+# prefixed condition against the unprefixed one that ranks the same chunk set
+# (structbench.metrics.diagnostics.retrieval_layer_pairs).
+RETRIEVAL_LAYER_PAIRS = [list(pair) for pair in config["report"]["compare_runs"]] or [
+    list(pair) for pair in retrieval_layer_pairs({name: config["conditions"][name] for name in CONDITIONS})
+]
+
+
+def retrieval_layer_conditions():
+    """The conditions of the retrieval-layer pairs, each once, in pair order."""
+    return list(dict.fromkeys(name for pair in RETRIEVAL_LAYER_PAIRS for name in pair))
+
+
+def retrieval_layer_runs(wildcards):
+    return [runs_path(wildcards.corpus, wildcards.embedder, wildcards.reranker, name)
+            for name in retrieval_layer_conditions()]
+
+
+def all_retrieval_layers():
+    if not RETRIEVAL_LAYER_PAIRS:
+        return []
     return [
-        {"labels": {"corpus": corpus, "embedder": embedder, "reranker": reranker, "run_a": a, "run_b": b},
-         "paths": [condition_runs(SimpleNamespace(corpus=corpus, embedder=embedder, reranker=reranker, condition=name))
-                   for name in (a, b)]}
-        for corpus in SCORED_CORPORA for embedder in EMBEDDERS for reranker in RERANKERS
-        for a, b in config["report"]["compare_runs"]
+        f"{R}/{corpus}/diagnostics/{embedder}/{reranker}/retrieval_layer.parquet"
+        for corpus in SCORED_CORPORA
+        for embedder in EMBEDDERS
+        for reranker in RERANKERS
     ]
 
 
-def all_run_comparisons():
-    """The run-comparison table, when ``report.compare_runs`` names any pair."""
-    return [f"{R}/report/run_comparisons.parquet"] if run_comparison_cells() else []
+def table_captions():
+    """Report table name -> caption, for the captions of ``snakemake --report``."""
+    return {name: spec.caption for name, spec in TABLES.items()}
+
+
+def figure_captions():
+    """Report figure name -> caption, naming the table that holds its numbers."""
+    return {name: f"{spec.caption} Its numbers: tables/{spec.table}.csv." for name, spec in FIGURES.items()}
+
+
+def print_run_summary():
+    """Print the report's one-line summary (structbench.report_bundle.run_summary) when this run wrote it."""
+    if os.path.exists(SUMMARY) and os.path.getmtime(SUMMARY) >= STARTED - 1:  # 1 s: file system timestamps may be coarse
+        with open(SUMMARY, encoding="utf-8") as summary:
+            print(summary.read().strip(), flush=True)

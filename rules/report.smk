@@ -1,3 +1,20 @@
+rule retrieval_layer:
+    input:
+        runs=retrieval_layer_runs,
+    output:
+        f"{R}/{{corpus}}/diagnostics/{{embedder}}/{{reranker}}/retrieval_layer.parquet",
+    log:
+        f"{LOGS}/diagnostics/{{corpus}}/{{embedder}}-{{reranker}}-retrieval_layer.log",
+    params:
+        conditions=retrieval_layer_conditions(),
+        pairs=RETRIEVAL_LAYER_PAIRS,
+        code=code_version("metrics"),
+    conda:
+        "../envs/cpu.yaml"
+    script:
+        "../workflow/scripts/retrieval_layer.py"
+
+
 rule report:
     input:
         scores=all_cells(),
@@ -10,10 +27,26 @@ rule report:
         embed_reports=list(all_embed_reports().values()),
         induction_stats=all_induction_stats(),
         context_stats=all_context_stats(),
-        run_comparisons=all_run_comparisons(),
+        retrieval_layer=all_retrieval_layers(),
     output:
         report=report(REPORT, category="Report", caption="../workflow/report/report.rst"),
-        means=f"{R}/report/condition_means.parquet",
+        html=f"{R}/report/index.html",
+        tables=report(
+            directory(f"{R}/report/tables"),
+            patterns=["{name}.csv"],
+            category="Tables",
+            caption="../workflow/report/table.rst",
+            labels={"table": "{name}"},
+        ),
+        figures=report(
+            directory(f"{R}/report/figures"),
+            patterns=["{name}.png"],
+            category="Figures",
+            caption="../workflow/report/figure.rst",
+            labels={"figure": "{name}"},
+        ),
+        manifest=f"{R}/report/manifest.json",
+        summary=SUMMARY,
     log:
         f"{LOGS}/report.log",
     params:
@@ -24,10 +57,17 @@ rule report:
         t_min=config["chunking"]["t_min"],
         primary_metric=config["stats"]["primary_metric"],
         bootstrap_iters=config["stats"]["bootstrap_iters"],
+        seed=config["seed"],
         conditions=config["conditions"],
         contrasts=contrast_params,
-        code=code_version("report", "boundaries", "cells"),
+        table_captions=table_captions(),
+        figure_captions=figure_captions(),
+        code=code_version("report", "figures", "report_html", "report_bundle", "boundaries", "cells", "stats"),
     conda:
         "../envs/cpu.yaml"
     script:
         "../workflow/scripts/report.py"
+
+
+onsuccess:
+    print_run_summary()

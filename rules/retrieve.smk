@@ -209,19 +209,3 @@ rule choose_per_candidate:
         "../envs/gpu-retrieve.yaml"
     script:
         "../workflow/scripts/choose_per_candidate.py"
-
-
-rule compare_runs:
-    input:
-        [path for cell in run_comparison_cells() for path in cell["paths"]],
-    output:
-        f"{R}/report/run_comparisons.parquet",
-    log:
-        f"{LOGS}/report/run_comparisons.log",
-    params:
-        labels=[cell["labels"] for cell in run_comparison_cells()],
-        code=code_version("metrics"),
-    conda:
-        "../envs/cpu.yaml"
-    script:
-        "../workflow/scripts/compare_runs.py"

@@ -19,8 +19,8 @@ LIGHT = {
     "prefixes": "import structbench.prefixes",
     "metrics": "import structbench.metrics",
     "stats": "import structbench.stats",
-    "report": "import structbench.report",
-    "routing": "import structbench.routing",
+    "report": "import structbench.report, structbench.figures, structbench.report_html, structbench.report_bundle",
+    "routing": "import structbench.routing, structbench.fusion",
     "llm_steps": "import structbench.shards, structbench.llm_stats, structbench.llm",
     "config": "import structbench.config, structbench.conditions, structbench.cells;"
               "structbench.config.check_llm_config({'llms': {'m': {'backend': 'transformers', 'model': 'x'}}}, {})",

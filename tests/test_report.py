@@ -1,20 +1,30 @@
 import numpy as np
 import polars as pl
 import pytest
+from report_testing import B, CONDITIONS, CONTRAST_SPECS, synthetic_inputs, synthetic_runs, synthetic_scores
 
 from structbench.metrics import metric_names, parse_metric
+from structbench.metrics.diagnostics import retrieval_layer_pairs, retrieval_layer_table
 from structbench.report import (
-    bm25_section,
+    TABLES,
+    Omit,
+    Omitted,
+    ReportInputs,
+    Table,
+    TableContent,
+    TableSpec,
+    build_tables,
+    condition_mean_cis,
     condition_means,
-    contrasts_section,
+    dose_series,
     format_p,
-    ladder_section,
     markdown_table,
     metric_columns,
     metric_legend,
-    render_report,
+    render_markdown,
+    report_table,
 )
-from structbench.stats import contrast_table
+from structbench.stats import bootstrap_draws, contrast_table
 
 
 def scores_frame():
@@ -28,6 +38,15 @@ def scores_frame():
     return pl.DataFrame(rows)
 
 
+CONDITIONS_AB = {name: {"boundaries": "structural", "structure": "gold", "prefix": "none", "retrieval": "flat"}
+                 for name in "BA"}  # declared B first: tables follow declared order, not names
+
+
+def tables_of(inputs, *names):
+    built = {t.spec.name: t for t in build_tables(inputs)}
+    return [built[name] for name in names]
+
+
 def test_condition_means_are_unweighted_per_query_means_with_counts():
     means = condition_means(scores_frame())
     row = means.filter(pl.col("condition") == "B").row(0, named=True)
@@ -36,31 +55,10 @@ def test_condition_means_are_unweighted_per_query_means_with_counts():
     assert "qid" not in means.columns
 
 
-def test_report_has_every_table_and_formats_p_values():
-    contrasts = pl.DataFrame(
-        [{"corpus": "c", "embedder": "e", "reranker": "none", "contrast": "B-A", "treatment": "B", "control": "A",
-          "metric": "cov_nDCG@10", "label": "primary", "delta": 0.1, "ci_low": 0.1, "ci_high": 0.1,
-          "p_holm": 0.0001, "dz": float("inf"), "p_mixedlm": float("nan"), "p_mixedlm_nested": 0.04,
-          "n_queries": 3, "n_docs": 2}]
-    )
-    conditions = {name: {"boundaries": "structural", "structure": "gold", "prefix": "none", "retrieval": "flat"}
-                  for name in "AB"}
-    text, means = render_report(scores_frame(), contrasts, {"c": {"documents": 2, "funnel": []}}, conditions, "cov_nDCG@10")
-    for heading in ("## Contrasts", "## Per-condition means", "## Metric ladder", "## Corpora"):
-        assert heading in text
-    assert "| B-A | B − A | cov_nDCG@10 | primary | 0.1 [0.1, 0.1] | <0.001 |" in text
-    assert "n/a" in text  # the NaN MixedLM p is shown, not hidden
-    assert means.height == 2
-
-
 def test_markdown_table_and_p_formatting():
     assert markdown_table(pl.DataFrame({"a": [1.23456], "b": [None]})) == "| a | b |\n|---|---|\n| 1.235 | – |"
+    assert markdown_table(pl.DataFrame({"a": ["x|y"]})).endswith("| x\\|y |")  # a pipe cannot break the row
     assert format_p(0.0004) == "<0.001" and format_p(0.0123) == "0.012" and format_p(float("nan")) == "n/a"
-
-
-def test_a_run_with_no_scored_corpus_still_reports_the_corpora():
-    text, means = render_report(pl.DataFrame(), pl.DataFrame(), {"w": {"documents": 4}}, {}, "cov_nDCG@10")
-    assert "nothing was scored" in text and "| statistic | w |" in text
 
 
 @pytest.mark.parametrize(
@@ -90,21 +88,165 @@ def test_format_p_rejects_a_meaningless_B():
         format_p(0.0, 0)
 
 
-def test_a_zero_bootstrap_p_from_stats_is_reported_as_below_one_over_B():
-    # treatment beats control on every query: no replicate of the mean delta reaches zero, so p = 0
+def ab_inputs(B=2_000, **overrides):
     scores = scores_frame()
-    B = 2_000
     contrasts = contrast_table(scores, [{"name": "B-A", "treatment": "B", "control": "A", "family": "primary"}],
                                ["cov_nDCG@10"], B=B, seed=1, mixedlm=False)
-    assert contrasts["p"].item() == 0.0 and contrasts["p_holm"].item() == 0.0
-    assert "bootstrap_iters" not in contrasts.columns  # B reaches the report as a parameter
     contrasts = contrasts.with_columns(corpus=pl.lit("c"), embedder=pl.lit("e"), reranker=pl.lit("none"))
-    section = contrasts_section(contrasts, bootstrap_iters=B)
-    assert "| < 0.0005 |" in section and "<0.001" not in section
-    assert "| <0.001 |" in contrasts_section(contrasts)  # the old signature still works, as before
-    conditions = {name: {"boundaries": "structural", "structure": "gold", "prefix": "none", "retrieval": "flat"} for name in "AB"}
-    text, _ = render_report(scores, contrasts, {}, conditions, "cov_nDCG@10", bootstrap_iters=B)
-    assert "| < 0.0005 |" in text and "B = 2000 replicates" in text
+    values = dict(scores=scores, contrasts=contrasts, conditions=CONDITIONS_AB, primary_metric="cov_nDCG@10",
+                  contrast_specs=[{"name": "B-A", "treatment": "B", "control": "A", "family": "primary"}],
+                  bootstrap_iters=B, seed=1)
+    return ReportInputs(**(values | overrides))
+
+
+def test_a_zero_bootstrap_p_from_stats_is_reported_as_below_one_over_B():
+    # treatment beats control on every query: no replicate of the mean delta reaches zero, so p = 0
+    inputs = ab_inputs()
+    assert inputs.contrasts["p"].item() == 0.0 and inputs.contrasts["p_holm"].item() == 0.0
+    (table1,) = tables_of(inputs, "table1_contrasts")
+    row = table1.content.blocks[0].frame.row(0, named=True)
+    assert row["p (Holm)"] == "< 0.0005" and row["contrast"] == "B-A: B − A" and row["Δ"] == "+0.1000"
+    text = render_markdown(build_tables(inputs), primary_metric="cov_nDCG@10", bootstrap_iters=2_000)
+    assert "| < 0.0005 |" in text and "B = 2000 replicates" in text and "<0.001" not in text.split("## Contrasts")[1].split("##")[0]
+
+
+def test_table1_has_the_paper_layout_with_family_labels_and_holm_marks():
+    inputs = synthetic_inputs()
+    (table1,) = tables_of(inputs, "table1_contrasts")
+    data = table1.content.data
+    # contrasts in declared order, each with its corpora; one row per (contrast, corpus)
+    assert data.select("contrast", "corpus").rows() == [(s["name"], c) for s in CONTRAST_SPECS for c in ("alpha", "beta")]
+    assert data["family"].to_list() == [s["family"] for s in CONTRAST_SPECS for _ in "ab"]
+    expected = [(f in ("primary", "secondary")) and p < 0.05 for f, p in data.select("family", "p_holm").rows()]
+    assert data["holm_significant"].to_list() == expected and any(expected)
+    shown = table1.content.blocks[0].frame
+    assert shown.columns == ["contrast", "corpus", "family", "Δ", "95% CI", "p", "p (Holm)", "dz", "p (MixedLM)",
+                             "p (MixedLM, nested)", "queries / docs"]
+    depth = shown.filter(pl.col("contrast").str.starts_with("depth")).row(0, named=True)
+    assert depth["contrast"] == "depth: slope over G2 → G3-d1 → G3" and depth["p (Holm)"] == "– (exploratory)"
+    first = data.row(0, named=True)
+    assert shown.row(0, named=True)["95% CI"] == f"[{first['ci_low']:+.4f}, {first['ci_high']:+.4f}]".replace("-", "−")
+    # a contrast that is not Holm-significant says so
+    weak = synthetic_inputs(contrasts=inputs.contrasts.with_columns(p_holm=pl.lit(0.3)))
+    assert tables_of(weak, "table1_contrasts")[0].content.blocks[0].frame["p (Holm)"][0] == "0.300 (n.s.)"
+
+
+def test_table2_is_one_row_per_corpus_with_conditions_in_declared_order():
+    inputs = synthetic_inputs()
+    (table2,) = tables_of(inputs, "table2_condition_means")
+    data = table2.content.data
+    assert data.columns == ["corpus", "embedder", "reranker", *CONDITIONS]
+    assert data["corpus"].to_list() == ["alpha", "beta"]
+    g3_alpha = inputs.scores.filter((pl.col("corpus") == "alpha") & (pl.col("condition") == "G3"))["cov_nDCG@10"].mean()
+    assert data.filter(pl.col("corpus") == "alpha")["G3"].item() == pytest.approx(g3_alpha)
+    assert tables_of(ab_inputs(), "table2_condition_means")[0].content.data.columns[3:] == ["B", "A"]
+
+
+def test_condition_mean_cis_match_an_independent_cluster_bootstrap():
+    scores = synthetic_scores(corpora=("alpha",))
+    cis = condition_mean_cis(scores, "cov_nDCG@10", n_boot=300, seed=5)
+    row = cis.filter(pl.col("condition") == "G2").row(0, named=True)
+    g2 = scores.filter(pl.col("condition") == "G2").sort("qid")
+    assert row["mean"] == pytest.approx(g2["cov_nDCG@10"].mean()) and row["n_docs"] == 12 and row["n_queries"] == 48
+    # the same draws, by hand: per-document sums and counts, replicate mean = drawn sums / drawn counts
+    docs = sorted(g2["doc_id"].unique().to_list())
+    sums = np.array([g2.filter(pl.col("doc_id") == d)["cov_nDCG@10"].sum() for d in docs])
+    counts = np.array([g2.filter(pl.col("doc_id") == d).height for d in docs])
+    draws = bootstrap_draws(len(docs), 300, seed=5)
+    replicates = sums[draws].sum(axis=1) / counts[draws].sum(axis=1)
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx(tuple(np.percentile(replicates, [2.5, 97.5])))
+    assert row["ci_low"] < row["mean"] < row["ci_high"]
+
+
+def test_dose_series_are_declared_contrasts_then_conditions_that_differ_only_in_depth():
+    series = dose_series(CONDITIONS, CONTRAST_SPECS)
+    assert [(s.name, s.conditions, s.depths, s.declared) for s in series] == [
+        ("depth", ("G2", "G3-d1", "G3"), (0.0, 1.0, 3.0), True)]  # the derived G2/G3-d1/G3 group is the same one
+    undeclared = dose_series(CONDITIONS, [])
+    assert [(s.name, s.conditions, s.depths) for s in undeclared] == [
+        ("G2 → G3-d1 → G3", ("G2", "G3-d1", "G3"), (0.0, 1.0, 3.0))]  # placebo and two-stage are not on the path axis
+    assert dose_series({"F0": CONDITIONS["F0"], "G2": CONDITIONS["G2"]}, []) == []  # one depth per group: no series
+
+
+def test_dose_response_slope_is_the_contrast_tables_slope():
+    inputs = synthetic_inputs()
+    (dose,) = tables_of(inputs, "dose_response")
+    data = dose.content.data
+    for corpus in ("alpha", "beta"):
+        row = data.filter(pl.col("corpus") == corpus).row(0, named=True)
+        contrast = inputs.contrasts.filter((pl.col("corpus") == corpus) & (pl.col("contrast") == "depth")).row(0, named=True)
+        for ours, theirs in (("slope", "delta"), ("slope_ci_low", "ci_low"), ("slope_ci_high", "ci_high"), ("slope_p", "p")):
+            assert row[ours] == pytest.approx(contrast[theirs]), (corpus, ours)
+        means = data.filter(pl.col("corpus") == corpus).sort("depth")
+        x, y = means["depth"].to_numpy(), means["mean"].to_numpy()
+        assert row["slope"] == pytest.approx(np.polyfit(x, y, 1)[0])  # = the OLS slope of the condition means
+
+
+def test_section_recall_by_query_type_is_the_share_of_queries():
+    inputs = synthetic_inputs()
+    (table,) = tables_of(inputs, "section_recall")
+    data = table.content.data
+    g4 = inputs.scores.filter((pl.col("condition") == "G4") & (pl.col("corpus") == "alpha"))
+    for qtype in ("factoid", "multihop", "all"):
+        subset = g4 if qtype == "all" else g4.filter(pl.col("qtype") == qtype)
+        row = data.filter((pl.col("corpus") == "alpha") & (pl.col("qtype") == qtype)).row(0, named=True)
+        assert row["n_queries"] == subset.height and row["section_recall"] == pytest.approx(subset["section_recall"].mean())
+    assert set(data["condition"].unique().to_list()) == {"G4"}
+
+
+def test_tables_without_input_are_omitted_with_their_reason():
+    flat_only = {k: v for k, v in CONDITIONS.items() if k != "G4"}
+    inputs = synthetic_inputs(conditions=flat_only, size_matches=[], retrieval_layer=pl.DataFrame())
+    omitted = {t.spec.name: t.reason for t in build_tables(inputs) if isinstance(t, Omitted)}
+    assert omitted["section_recall"] == "no routed conditions (retrieval two_stage or toc) in this config"
+    assert omitted["chunk_size_matching"] == "no fixed-window condition in this config"
+    assert omitted["induction"] == "no induced structure in this config"
+    assert omitted["llm_calls"] == "no LLM step in this config"
+    assert omitted["retrieval_layer"].startswith("no pair of conditions ranks one chunk set with and without a prefix")
+    routed_unscored = synthetic_inputs(scores=synthetic_scores().drop("section_recall"))
+    reason = {t.spec.name: t for t in build_tables(routed_unscored)}["section_recall"].reason
+    assert reason == "the routed conditions G4 were scored without section recall"
+    text = render_markdown(build_tables(inputs), primary_metric="cov_nDCG@10")
+    assert "## Section recall of routed retrieval" in text and "*Omitted: no routed conditions" in text
+
+
+def test_nothing_scored_still_reports_the_corpora():
+    inputs = ReportInputs(scores=pl.DataFrame(), contrasts=pl.DataFrame(), conditions={}, primary_metric="cov_nDCG@10",
+                          corpus_stats={"w": {"documents": 4}})
+    built = {t.spec.name: t for t in build_tables(inputs)}
+    assert built["table1_contrasts"].reason == "no corpus with queries is selected: nothing was scored"
+    text = render_markdown(list(built.values()), primary_metric="cov_nDCG@10")
+    assert "nothing was scored" in text and "| statistic | w |" in text
+
+
+def test_every_table_is_written_for_a_complete_input():
+    built = build_tables(synthetic_inputs())
+    assert [t.spec.name for t in built] == list(TABLES)
+    omitted = {t.spec.name for t in built if isinstance(t, Omitted)}
+    assert omitted == {"induction", "situating_contexts", "llm_calls"}  # the synthetic run has no LLM step
+    for table in built:
+        if isinstance(table, Table):
+            assert table.content.data.height > 0, table.spec.name
+
+
+def test_adding_a_table_is_one_function_and_one_registration():
+    def qtype_counts(inputs: ReportInputs) -> TableContent:
+        if inputs.scores.is_empty():
+            raise Omit("nothing scored")
+        return TableContent(inputs.scores.group_by("qtype").len().sort("qtype"))
+
+    spec = TableSpec("qtypes", "Queries by type", "How many scored rows per query type.", qtype_counts)
+    (table,) = build_tables(synthetic_inputs(), [spec])
+    assert table.content.data["qtype"].to_list() == ["factoid", "multihop", "structural"]
+    assert table.content.data["len"].sum() == synthetic_scores().height
+    register = report_table("qtypes_test", "t", "c")
+    register(qtype_counts)
+    try:
+        assert TABLES["qtypes_test"].build is qtype_counts
+        with pytest.raises(ValueError, match="registered twice"):
+            report_table("qtypes_test", "t", "c")(qtype_counts)
+    finally:
+        del TABLES["qtypes_test"]
 
 
 def test_metric_columns_come_from_the_registry():
@@ -115,13 +257,16 @@ def test_metric_columns_come_from_the_registry():
 
 
 def test_ladder_is_labelled_and_explained_by_the_registry():
-    means = condition_means(scores_frame())
-    ladder = ladder_section(means)
-    assert "| condition | coverage-nDCG@10 | MRR |" in ladder
-    a_mean = means.filter(pl.col("condition") == "A")["cov_nDCG@10"].item()
-    assert f"| A | {a_mean:.3f} | {np.mean([1, 1 / 2, 1 / 3]):.3f} |" in ladder
-    assert f"- **coverage-nDCG@10** (`cov_nDCG@10`): {parse_metric('cov_nDCG@10').description}" in ladder
-    assert "- **MRR** (`MRR`)" in ladder
+    (ladder,) = tables_of(ab_inputs(), "metric_ladder")
+    block = ladder.content.blocks[0]
+    assert block.heading == "c · e · reranker: none"
+    assert block.frame.columns == ["condition", "coverage-nDCG@10", "MRR"]
+    assert block.frame["condition"].to_list() == ["B", "A"]  # declared order
+    assert block.frame["MRR"][1] == pytest.approx(np.mean([1, 1 / 2, 1 / 3]))
+    assert f"**coverage-nDCG@10** (`cov_nDCG@10`): {parse_metric('cov_nDCG@10').description}" in ladder.content.notes
+    # a metric only some conditions have (section recall: routed ones) is shown where any condition has it
+    (full,) = tables_of(synthetic_inputs(), "metric_ladder")
+    assert "section recall" in full.content.blocks[0].frame.columns
 
 
 def test_the_legend_lists_a_family_once():
@@ -130,16 +275,17 @@ def test_the_legend_lists_a_family_once():
     assert "- **budget coverage@512, budget coverage@1024, budget coverage@2048** (`budget_cov@512`, `budget_cov@1024`, `budget_cov@2048`): " in legend
 
 
-def test_bm25_section_uses_registry_labels():
+def test_bm25_table_uses_registry_labels():
     bm25 = pl.DataFrame(
         {"corpus": ["c"] * 4, "condition": ["bm25:structural/gold"] * 4, "qid": list("abcd"),
          "gold_top1": [1.0, 0.0, 0.0, 1.0], "MRR": [1.0, 0.5, 0.25, 1.0], "cov_nDCG@10": [0.9, 0.1, 0.2, 0.6]}
     )
-    section = bm25_section(bm25, "cov_nDCG@10")
-    assert "| corpus | chunk set | n_queries | BM25 gold top-1 | BM25 MRR | BM25 coverage-nDCG@10 |" in section
-    assert "| c | structural/gold | 4 | 0.500 | 0.688 | 0.450 |" in section
-    # a primary metric that is already shown is not shown twice
-    assert bm25_section(bm25, "MRR").count("BM25 MRR") == 1
+    (table,) = tables_of(ab_inputs(bm25_scores=bm25), "bm25_nonlexicality")
+    assert table.content.data.columns == ["corpus", "chunk set", "n_queries", "BM25 gold top-1", "BM25 MRR",
+                                          "BM25 coverage-nDCG@10"]
+    assert table.content.data.row(0) == ("c", "structural/gold", 4, 0.5, 0.6875, pytest.approx(0.45))
+    (table,) = tables_of(ab_inputs(bm25_scores=bm25, primary_metric="MRR"), "bm25_nonlexicality")
+    assert table.content.data.columns.count("BM25 MRR") == 1  # a primary metric already shown is not shown twice
 
 
 def test_every_default_metric_has_a_label_for_the_report():
@@ -148,30 +294,34 @@ def test_every_default_metric_has_a_label_for_the_report():
                       "budget coverage@1024", "budget coverage@2048", "gold top-1"]
 
 
-def test_routing_section_gives_section_recall_per_routed_condition_and_query_type():
-    from structbench.report import routing_section
+def test_retrieval_layer_pairs_each_prefixed_condition_with_its_unprefixed_twin():
+    assert retrieval_layer_pairs(CONDITIONS) == [("G3-d1", "G2"), ("G3", "G2"), ("P3", "G2")]  # G4 routes: no twin
+    twin = {"G4b": CONDITIONS["G4"] | {"prefix": "none"}}
+    assert retrieval_layer_pairs(CONDITIONS | twin)[-1] == ("G4", "G4b")
 
-    cell = {"corpus": "c", "embedder": "e", "reranker": "none", "doc_id": "d1"}
-    qtypes = ["factoid", "factoid", "multihop"]
-    flat = pl.DataFrame([{**cell, "qid": f"q{i}", "qtype": t, "condition": "A", "cov_nDCG@10": 0.5}
-                         for i, t in enumerate(qtypes)])
-    two_stage = pl.DataFrame([{**cell, "qid": f"q{i}", "qtype": t, "condition": "R", "cov_nDCG@10": 0.3,
-                               "section_recall": r} for i, (t, r) in enumerate(zip(qtypes, [1.0, 0.0, 1.0]))])
-    toc = pl.DataFrame([{**cell, "qid": f"q{i}", "qtype": t, "condition": "T", "cov_nDCG@10": 0.4,
-                         "section_recall": r, "toc_fallback": f}
-                        for i, (t, r, f) in enumerate(zip(qtypes, [0.0, 0.0, 1.0], [1.0, 0.0, 0.0]))])
-    scores = pl.concat([flat, two_stage, toc], how="diagonal_relaxed")
-    conditions = {"A": {"retrieval": "flat"}, "R": {"retrieval": "two_stage"}, "T": {"retrieval": "toc"}}
-    text = routing_section(scores, conditions, "cov_nDCG@10")
-    assert "| condition | retrieval | qtype | n_queries | section recall | TOC fallback | coverage-nDCG@10 |" in text
-    rows = [line for line in text.splitlines() if line.startswith("| R ") or line.startswith("| T ")]
-    assert rows == [
-        "| R | two_stage | factoid | 2 | 0.500 | – | 0.300 |",
-        "| R | two_stage | multihop | 1 | 1.000 | – | 0.300 |",
-        "| R | two_stage | all | 3 | 0.667 | – | 0.300 |",
-        "| T | toc | factoid | 2 | 0.000 | 0.500 | 0.400 |",
-        "| T | toc | multihop | 1 | 1.000 | 0.000 | 0.400 |",
-        "| T | toc | all | 3 | 0.333 | 0.333 | 0.400 |",
-    ]
-    assert "| A " not in text  # flat conditions have no router
-    assert routing_section(flat, conditions, "cov_nDCG@10") == ""
+
+def test_retrieval_layer_table_counts_changed_rankings():
+    runs = synthetic_runs(synthetic_scores(), "alpha")  # condition i rotates G2's ranking by i places
+    table = retrieval_layer_table(runs, [("G3-d1", "G2"), ("P3", "G2")])
+    shift1, shift3 = table.rows(named=True)
+    assert shift1["top1_changed"] == 1.0 and shift1["mean_overlap"] == 4.0  # rotated by one: 4 of 5 shared
+    assert shift3["mean_overlap"] == 2.0 and shift3["fully_different"] == 0.0 and shift3["identical"] == 0.0
+    assert shift1["n_queries"] == 48 and shift1["depth"] == 5
+
+
+def test_funnels_split_documents_from_queries():
+    corpus_funnel, query_funnel = tables_of(synthetic_inputs(), "corpus_funnel", "query_funnel")
+    assert set(corpus_funnel.content.data["unit"].to_list()) == {"documents"}
+    assert query_funnel.content.data.filter(pl.col("corpus") == "alpha").select("step", "reason", "count").rows() == [
+        ("in", "", 60), ("dropped", "unanswerable", 12), ("out", "", 48)]
+
+
+def test_markdown_places_each_figure_after_its_table():
+    from structbench.figures import FIGURES
+
+    inputs = synthetic_inputs()
+    tables = build_tables(inputs)
+    figures = [Omitted(spec, "not drawn in this test") for spec in FIGURES.values()]
+    text = render_markdown(tables, figures, primary_metric="cov_nDCG@10", bootstrap_iters=B)
+    assert text.index("## Contrasts (Table 1)") < text.index("### Figure: Every contrast") < text.index("## Per-condition means (Table 2)")
+    assert text.count("*Omitted: not drawn in this test.*") == len(FIGURES)

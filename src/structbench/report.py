@@ -1,23 +1,46 @@
-"""The Markdown report (SPEC section 15): contrasts (seed 000 Table 1 layout), per-condition means
-(Table 2 layout), the metric ladder and the corpus statistics. Pure functions from tables to text."""
+"""The report (SPEC section 15): the paper's tables, each one registered function of the run's outputs.
+
+A table is a function ``build(inputs: ReportInputs) -> TableContent`` registered with
+:func:`report_table` (a file stem, a title, a caption). It returns the table's ``data`` (the numbers,
+written as Parquet and CSV for readers with and without Arrow) and the ``blocks`` the report shows
+(formatted frames under sub-headings), or raises :class:`Omit` with the reason the table has nothing
+to show for this configuration ("no routed conditions in this config"), which the report states in its
+place. Adding a table is one function and one decorator; figures (:mod:`structbench.figures`) are
+views of a table's data, registered the same way. :mod:`structbench.report_bundle` reads the run's
+files into :class:`ReportInputs` and writes everything; this module only computes (pure functions
+from tables to tables and text, no file access).
+
+Seed 000's layouts: Table 1 (one row per contrast and corpus: delta, 95% CI, Holm p, dz, MixedLM p's,
+with its family as label) and Table 2 (one row per corpus, one column per condition).
+"""
 
 from __future__ import annotations
 
-import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, Context, Decimal
-from pathlib import Path
 
+import numpy as np
 import polars as pl
 
-from structbench.atomic import write_text
 from structbench.boundaries import bounds_report
 from structbench.cells import lexical_chunkset
-from structbench.defaults import T_MAX, T_MIN
+from structbench.conditions import AXES, parse_value
+from structbench.defaults import ALPHA, BOOTSTRAP_ITERS, SEED, T_MAX, T_MIN
 from structbench.metrics.registry import is_metric, metric_label, parse_metric
-from structbench.tables import read_table, write_table
+from structbench.stats.bootstrap import cluster_bootstrap
+from structbench.stats.contrasts import HOLM_FAMILIES, depth_slopes
 
 CELL = ["corpus", "embedder", "reranker"]
 ID_COLUMNS = {"qid", "doc_id", "qtype", "corpus", "condition", "embedder", "reranker"}
+# Retrieval kinds that route a query to sections before ranking chunks; their score tables carry the
+# per-query ``section_recall`` diagnostic (structbench.metrics.diagnostics).
+ROUTED_RETRIEVALS = ("two_stage", "toc")
+ALL_QTYPES = "all"
+
+
+# ---- formatting ----------------------------------------------------------------------------------
 
 
 def metric_columns(scores: pl.DataFrame) -> list[str]:
@@ -41,33 +64,22 @@ def metric_legend(metrics: list[str]) -> str:
     return "\n".join(lines)
 
 
-def condition_means(scores: pl.DataFrame) -> pl.DataFrame:
-    """Mean of every metric per (corpus, embedder, reranker, condition), with query and document counts."""
-    metrics = metric_columns(scores)
-    return (
-        scores.group_by(CELL + ["condition"])
-        .agg(
-            pl.len().alias("n_queries"),
-            pl.col("doc_id").n_unique().alias("n_docs"),
-            *[pl.col(m).mean().alias(m) for m in metrics],
-        )
-        .sort(CELL + ["condition"])
-    )
+def format_cell(value, float_digits: int = 3) -> str:
+    """One table cell as text: ``–`` for a missing value, ``n/a`` for NaN, floats at ``float_digits``."""
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        if value != value:  # NaN
+            return "n/a"
+        return f"{value:.{float_digits}f}"
+    return str(value)
 
 
 def markdown_table(frame: pl.DataFrame, float_digits: int = 3) -> str:
-    def cell(value) -> str:
-        if value is None:
-            return "–"
-        if isinstance(value, float):
-            if value != value:  # NaN
-                return "n/a"
-            return f"{value:.{float_digits}f}"
-        return str(value)
-
     header = "| " + " | ".join(frame.columns) + " |"
     rule = "|" + "|".join("---" for _ in frame.columns) + "|"
-    rows = ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.iter_rows()]
+    rows = ["| " + " | ".join(format_cell(v, float_digits).replace("|", "\\|") for v in row) + " |"
+            for row in frame.iter_rows()]
     return "\n".join([header, rule, *rows])
 
 
@@ -100,6 +112,23 @@ def _resolution(bootstrap_iters: int) -> str:
     return format(bound.normalize(), "f")
 
 
+def signed(value: float | None, digits: int = 4) -> str:
+    """A signed decimal as the paper prints effects: ``+0.0161``, ``−0.0147`` (a true minus sign)."""
+    if value is None or value != value:
+        return "n/a"
+    return f"{value:+.{digits}f}".replace("-", "−")
+
+
+def p_text(p: float | None, bootstrap_iters: int | None = None) -> str:
+    """``p = 0.012`` or ``p < 0.0001``: :func:`format_p` with the relation spelled out, for running text."""
+    shown = format_p(p, bootstrap_iters)
+    return f"p {shown}" if shown.startswith("<") else f"p = {shown}"
+
+
+def cell_heading(corpus: str, embedder: str, reranker: str) -> str:
+    return f"{corpus} · {embedder} · reranker: {reranker}"
+
+
 def comparison_labels(contrast_specs: list[dict]) -> pl.DataFrame:
     """What each contrast compares, in words: "G3 − G2", or "slope over G2 → G3-d1 → G3" for a dose-response."""
     labels = [
@@ -107,96 +136,628 @@ def comparison_labels(contrast_specs: list[dict]) -> pl.DataFrame:
         else f"{spec['treatment']} − {spec['control']}"
         for spec in contrast_specs
     ]
-    return pl.DataFrame({"contrast": [spec["name"] for spec in contrast_specs], "comparison": labels}, schema={"contrast": pl.String, "comparison": pl.String})
+    return pl.DataFrame({"contrast": [spec["name"] for spec in contrast_specs], "comparison": labels},
+                        schema={"contrast": pl.String, "comparison": pl.String})
 
 
-def contrasts_section(contrasts: pl.DataFrame, contrast_specs: list[dict] = (), bootstrap_iters: int | None = None) -> str:
-    """Seed 000 Table 1: one row per contrast, delta with 95% CI, Holm p, dz, MixedLM p's, n.
+def condition_means(scores: pl.DataFrame) -> pl.DataFrame:
+    """Mean of every metric per (corpus, embedder, reranker, condition), with query and document counts."""
+    metrics = metric_columns(scores)
+    return (
+        scores.group_by(CELL + ["condition"])
+        .agg(
+            pl.len().alias("n_queries"),
+            pl.col("doc_id").n_unique().alias("n_docs"),
+            *[pl.col(m).mean().alias(m) for m in metrics],
+        )
+        .sort(CELL + ["condition"])
+    )
 
-    ``bootstrap_iters`` is the B the contrasts were bootstrapped with (config ``stats.bootstrap_iters``;
-    the contrasts table does not carry it): it sets how the Holm p, a bootstrap p, is printed
-    (:func:`format_p`). MixedLM fits that failed or sat on a boundary are footnoted with the reason
-    statsmodels gave."""
-    lines = []
+
+# ---- the registry ----------------------------------------------------------------------------------
+
+
+@dataclass
+class ReportInputs:
+    """Everything the report reads, as plain tables and dicts (:func:`structbench.report_bundle.load_inputs`
+    builds it from the run's files).
+
+    ``scores``: every dense cell's per-query scores, concatenated; ``contrasts``: every cell's contrasts
+    table with its cell columns; ``conditions``: name -> axes as declared (declared order is the order
+    every table and figure shows them in); ``contrast_specs``: the contrasts as the statistics step got
+    them; ``bootstrap_iters`` and ``seed``: the statistics settings (also used for the bootstrap CIs of
+    the per-condition means); ``chunk_sets``: (corpus, chunk set) -> chunks table;
+    ``retrieval_layer``: seed 004's run comparisons (:func:`structbench.metrics.diagnostics.retrieval_layer_table`).
+    """
+
+    scores: pl.DataFrame
+    contrasts: pl.DataFrame
+    conditions: dict[str, dict]
+    primary_metric: str
+    contrast_specs: list[dict] = field(default_factory=list)
+    bootstrap_iters: int | None = None
+    seed: int = SEED
+    bm25_scores: pl.DataFrame = field(default_factory=pl.DataFrame)
+    corpus_stats: dict[str, dict] = field(default_factory=dict)
+    size_matches: list[dict] = field(default_factory=list)
+    text_reports: list[dict] = field(default_factory=list)
+    chunk_sets: dict[tuple[str, str], pl.DataFrame] = field(default_factory=dict)
+    embed_reports: list[dict] = field(default_factory=list)
+    induction_stats: list[dict] = field(default_factory=list)
+    context_stats: list[dict] = field(default_factory=list)
+    retrieval_layer: pl.DataFrame = field(default_factory=pl.DataFrame)
+    t_max: int = T_MAX
+    t_min: int = T_MIN
+
+    @property
+    def scored(self) -> bool:
+        return not self.scores.is_empty()
+
+    @property
+    def n_boot(self) -> int:
+        return self.bootstrap_iters or BOOTSTRAP_ITERS
+
+    def condition_order(self, present: Sequence[str]) -> list[str]:
+        """``present`` conditions in declared order (any undeclared ones after, by name)."""
+        declared = [name for name in self.conditions if name in set(present)]
+        return declared + sorted(set(present) - set(declared))
+
+
+class Omit(Exception):
+    """Raised by a table or figure that has nothing to show for this configuration; the message is the
+    reason the report prints in its place."""
+
+
+@dataclass(frozen=True)
+class Block:
+    """One formatted frame the report shows, under an optional sub-heading."""
+
+    heading: str
+    frame: pl.DataFrame
+
+
+@dataclass(frozen=True)
+class TableContent:
+    """What a table builder returns: ``data`` is written as Parquet + CSV; ``blocks`` are shown (none:
+    the data is shown as it is, unless ``inline`` is False, for a table too long to read in a page);
+    ``notes`` follow the blocks as a list."""
+
+    data: pl.DataFrame
+    blocks: tuple[Block, ...] = ()
+    notes: tuple[str, ...] = ()
+    float_digits: int = 3
+    inline: bool = True
+
+    def shown(self) -> tuple[Block, ...]:
+        if not self.inline:
+            return ()
+        return self.blocks or (Block("", self.data),)
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    name: str  # file stem: tables/<name>.parquet and .csv
+    title: str
+    caption: str
+    build: Callable[[ReportInputs], TableContent]
+
+
+@dataclass(frozen=True)
+class Table:
+    spec: TableSpec
+    content: TableContent
+
+
+@dataclass(frozen=True)
+class Omitted:
+    """A table or figure left out, with the reason."""
+
+    spec: object  # TableSpec or figures.FigureSpec
+    reason: str
+
+
+TABLES: dict[str, TableSpec] = {}
+
+
+def report_table(name: str, title: str, caption: str):
+    """Register ``build(inputs) -> TableContent`` as the report table ``name`` (returned unchanged).
+    Tables appear in registration order."""
+
+    def register(build: Callable[[ReportInputs], TableContent]):
+        if name in TABLES:
+            raise ValueError(f"report table {name!r} is registered twice")
+        TABLES[name] = TableSpec(name, title, caption, build)
+        return build
+
+    return register
+
+
+def build_tables(inputs: ReportInputs, specs: Sequence[TableSpec] | None = None) -> list[Table | Omitted]:
+    """Every registered table (or ``specs``), built or omitted with its reason, in registration order."""
+    built: list[Table | Omitted] = []
+    for spec in specs if specs is not None else TABLES.values():
+        try:
+            built.append(Table(spec, spec.build(inputs)))
+        except Omit as reason:
+            built.append(Omitted(spec, str(reason)))
+    return built
+
+
+def require_scores(inputs: ReportInputs) -> None:
+    if not inputs.scored:
+        raise Omit("no corpus with queries is selected: nothing was scored")
+
+
+def blocks_by(frame: pl.DataFrame, keys: list[str], heading: Callable[..., str]) -> tuple[Block, ...]:
+    """One block per distinct ``keys`` (in the frame's order), without the key columns."""
+    blocks = []
+    for values, group in frame.group_by(keys, maintain_order=True):
+        blocks.append(Block(heading(*values), group.drop(keys)))
+    return tuple(blocks)
+
+
+# ---- conditions, contrasts, means ----------------------------------------------------------------
+
+
+@report_table("conditions", "Conditions",
+              "Each condition is a point on four axes: where chunks are cut (boundaries), whose heading "
+              "tree (structure), what is prepended to each chunk before embedding (prefix) and how search "
+              "runs (retrieval).")
+def conditions_table(inputs: ReportInputs) -> TableContent:
+    if not inputs.conditions:
+        raise Omit("no condition is declared")
+    rows = [{"condition": name, **{axis: str(axes.get(axis, "")) for axis in AXES}} for name, axes in inputs.conditions.items()]
+    return TableContent(pl.DataFrame(rows, schema={"condition": pl.String, **{axis: pl.String for axis in AXES}}))
+
+
+def contrast_rows(contrasts: pl.DataFrame, contrast_specs: Sequence[dict]) -> pl.DataFrame:
+    """Table 1's data: one row per (contrast, corpus, embedder, reranker, metric), contrasts in
+    declared order, with what each compares and whether it is Holm-significant (``p_holm`` < ALPHA
+    within a Holm family; exploratory rows never are)."""
+    order = {spec["name"]: i for i, spec in enumerate(contrast_specs)}
     labels = comparison_labels(list(contrast_specs))
-    for (corpus, embedder, reranker), cell in contrasts.sort(CELL).group_by(CELL, maintain_order=True):
-        lines.append(f"### {corpus} · {embedder} · reranker: {reranker}\n")
-        cell = cell.join(labels, on="contrast", how="left").with_columns(
-            pl.coalesce("comparison", pl.col("treatment") + " − " + pl.col("control")).alias("comparison")
-        )
-        table = cell.select(
-            pl.col("contrast"),
-            pl.col("comparison"),
-            pl.col("metric"),
-            pl.col("label"),
-            pl.format("{} [{}, {}]", *[pl.col(c).round(4) for c in ("delta", "ci_low", "ci_high")]).alias(
-                "Δ [95% CI]"
-            ),
-            pl.col("p_holm").map_elements(lambda p: format_p(p, bootstrap_iters), return_dtype=pl.String).alias("Holm p"),
-            pl.col("dz").round(3),
-            pl.col("p_mixedlm").map_elements(format_p, return_dtype=pl.String).alias("MixedLM p"),
-            pl.col("p_mixedlm_nested").map_elements(format_p, return_dtype=pl.String).alias("MixedLM p (nested)"),
-            pl.col("n_queries"),
-            pl.col("n_docs"),
-        )
-        lines.append(markdown_table(table))
-        if "mixedlm_note" in cell.columns:
-            for name, note in cell.select("contrast", "mixedlm_note").iter_rows():
-                if note:
-                    lines.append(f"\n- {name}: {note}")
-        lines.append("")
-    return "\n".join(lines)
-
-
-def means_section(means: pl.DataFrame, primary_metric: str, conditions: dict) -> str:
-    lines = []
-    axes = pl.DataFrame(
-        [{"condition": name, **{k: str(v) for k, v in axes.items()}} for name, axes in conditions.items()]
+    frame = contrasts.join(labels, on="contrast", how="left").with_columns(
+        pl.coalesce("comparison", pl.col("treatment") + " − " + pl.col("control")).alias("comparison"),
+        pl.col("contrast").replace_strict(order, default=len(order), return_dtype=pl.Int64).alias("_order"),
     )
-    for (corpus, embedder, reranker), cell in means.group_by(CELL, maintain_order=True):
-        lines.append(f"### {corpus} · {embedder} · reranker: {reranker}\n")
-        table = cell.join(axes, on="condition", how="left").select(
-            "condition", "boundaries", "structure", "prefix", "retrieval", primary_metric, "n_queries", "n_docs"
-        )
-        lines.append(markdown_table(table))
-        lines.append("")
-    return "\n".join(lines)
+    significant = pl.col("label").is_in(list(HOLM_FAMILIES)) & pl.col("p_holm").is_not_nan() & (pl.col("p_holm") < ALPHA)
+    columns = ["embedder", "reranker", "contrast", "comparison", "treatment", "control", "corpus",
+               pl.col("label").alias("family"), "metric", "delta", "ci_low", "ci_high", "p", "p_holm",
+               significant.fill_null(False).alias("holm_significant"), "dz", "p_mixedlm", "p_mixedlm_nested",
+               "n_queries", "n_docs", "n_dropped", "mixedlm_note"]
+    return frame.sort("embedder", "reranker", "_order", "contrast", "corpus", "metric").select(
+        [c for c in columns if not isinstance(c, str) or c in frame.columns])
 
 
-def ladder_section(means: pl.DataFrame) -> str:
-    """Every metric's mean per condition, one table per cell, headed by the metrics' registry labels
-    and followed by a legend of their definitions."""
-    lines = []
-    metrics = metric_columns(means)
-    labelled = [pl.col(name).alias(metric_label(name)) for name in metrics]
-    for (corpus, embedder, reranker), cell in means.group_by(CELL, maintain_order=True):
-        lines.append(f"### {corpus} · {embedder} · reranker: {reranker}\n")
-        lines.append(markdown_table(cell.select(pl.col("condition"), *labelled)))
-        lines.append("")
-    if metrics:
-        lines += [metric_legend(metrics), ""]
-    return "\n".join(lines)
+@report_table("table1_contrasts", "Contrasts (Table 1)",
+              "Seed 000's Table 1 layout: each declared contrast per corpus. Δ is the mean paired per-query "
+              "difference (treatment − control; for a dose-response, the mean per-query slope per path level), "
+              "the 95% CI and p come from the document-clustered bootstrap, p (Holm) is adjusted within the "
+              "contrast's family (primary or secondary; exploratory rows are outside any family), dz is "
+              "Cohen's dz, and the MixedLM p's are the secondary model (random intercept per document; "
+              "nested: plus a per-query effect). n.s.: not Holm-significant at 0.05.")
+def contrasts_table(inputs: ReportInputs) -> TableContent:
+    require_scores(inputs)
+    if inputs.contrasts.is_empty():
+        raise Omit("no contrast is declared")
+    data = contrast_rows(inputs.contrasts, inputs.contrast_specs)
+    B = inputs.bootstrap_iters
 
+    def holm_text(p_holm, family, significant):
+        if family not in HOLM_FAMILIES:
+            return "– (exploratory)"
+        text = format_p(p_holm, B)
+        return text if significant or text == "n/a" else f"{text} (n.s.)"
 
-def corpus_section(stats_by_corpus: dict[str, dict]) -> str:
-    """One table of scalar statistics (a column per corpus), then each corpus's histograms and funnel."""
-    corpora = sorted(stats_by_corpus)
-    keys = sorted({k for stats in stats_by_corpus.values() for k, v in stats.items() if not isinstance(v, (dict, list))})
-    overview = pl.DataFrame(
-        {"statistic": keys, **{c: [_short(stats_by_corpus[c].get(k)) for k in keys] for c in corpora}}
+    shown = data.select(
+        "embedder", "reranker", "metric",
+        (pl.col("contrast") + ": " + pl.col("comparison")).alias("contrast"),
+        "corpus", "family",
+        pl.col("delta").map_elements(signed, return_dtype=pl.String).alias("Δ"),
+        pl.struct("ci_low", "ci_high").map_elements(
+            lambda ci: f"[{signed(ci['ci_low'])}, {signed(ci['ci_high'])}]", return_dtype=pl.String).alias("95% CI"),
+        pl.col("p").map_elements(lambda p: format_p(p, B), return_dtype=pl.String).alias("p"),
+        pl.struct("p_holm", "family", "holm_significant").map_elements(
+            lambda r: holm_text(r["p_holm"], r["family"], r["holm_significant"]), return_dtype=pl.String).alias("p (Holm)"),
+        pl.col("dz").map_elements(lambda v: signed(v, 2), return_dtype=pl.String).alias("dz"),
+        pl.col("p_mixedlm").map_elements(format_p, return_dtype=pl.String).alias("p (MixedLM)"),
+        pl.col("p_mixedlm_nested").map_elements(format_p, return_dtype=pl.String).alias("p (MixedLM, nested)"),
+        pl.format("{} / {}", "n_queries", "n_docs").alias("queries / docs"),
     )
-    lines = [markdown_table(overview), ""]
-    for corpus in corpora:
-        lines.append(f"### {corpus}\n")
-        for key, value in sorted(stats_by_corpus[corpus].items()):
-            if isinstance(value, dict) and value:
-                lines.append(f"- {key}: " + ", ".join(f"{k}: {v}" for k, v in value.items()))
-        for key, value in sorted(stats_by_corpus[corpus].items()):
-            if isinstance(value, list) and value and isinstance(value[0], dict):
-                lines.append(f"\n{key}:\n")
-                lines.append(markdown_table(pl.DataFrame(value)))
-        lines.append("")
-    return "\n".join(lines)
+    blocks = blocks_by(shown, ["embedder", "reranker", "metric"],
+                       lambda e, r, m: f"{e} · reranker: {r} · {metric_label(m)}")
+    notes = tuple(
+        f"{name} · {corpus} · {embedder} · {reranker}: {note}"
+        for name, corpus, embedder, reranker, note
+        in data.select("contrast", "corpus", "embedder", "reranker", "mixedlm_note").iter_rows()
+        if note
+    )
+    return TableContent(data, blocks, notes)
+
+
+@report_table("table2_condition_means", "Per-condition means (Table 2)",
+              "Seed 000's Table 2 layout: the primary metric's mean over queries, one row per corpus and one "
+              "column per condition.")
+def means_table(inputs: ReportInputs) -> TableContent:
+    require_scores(inputs)
+    metric = inputs.primary_metric
+    means = condition_means(inputs.scores)
+    order = inputs.condition_order(means["condition"].unique().to_list())
+    wide = means.pivot(on="condition", index=CELL, values=metric).sort(CELL)
+    conditions = [c for c in order if c in wide.columns]
+    data = wide.select(CELL + conditions)
+    blocks = blocks_by(data.select("embedder", "reranker", "corpus", *conditions), ["embedder", "reranker"],
+                       lambda e, r: f"{e} · reranker: {r} · {metric_label(metric)}")
+    return TableContent(data, blocks)
+
+
+def condition_mean_cis(scores: pl.DataFrame, metric: str, n_boot: int, seed: int) -> pl.DataFrame:
+    """Each condition's mean of ``metric`` per cell with its 95% document-clustered bootstrap CI
+    (:func:`structbench.stats.bootstrap.cluster_bootstrap`: documents resampled with replacement, the
+    replicate mean = drawn documents' score sums / their query counts; percentile interval).
+
+    Queries with a missing score are left out. Returns ``corpus, embedder, reranker, condition, metric,
+    mean, ci_low, ci_high, n_queries, n_docs`` sorted by cell and condition."""
+    rows = []
+    valid = scores.filter(pl.col(metric).is_not_null() & pl.col(metric).is_not_nan())
+    for (corpus, embedder, reranker, condition), group in valid.sort(CELL + ["condition", "qid"]).group_by(
+            CELL + ["condition"], maintain_order=True):
+        result = cluster_bootstrap(group[metric].to_numpy(), group["doc_id"].to_numpy(), n_boot=n_boot, seed=seed)
+        rows.append({"corpus": corpus, "embedder": embedder, "reranker": reranker, "condition": condition,
+                     "metric": metric, "mean": float(result.estimate[0]), "ci_low": float(result.ci_low[0]),
+                     "ci_high": float(result.ci_high[0]), "n_queries": result.n_queries, "n_docs": result.n_docs})
+    schema = {"corpus": pl.String, "embedder": pl.String, "reranker": pl.String, "condition": pl.String,
+              "metric": pl.String, "mean": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
+              "n_queries": pl.Int64, "n_docs": pl.Int64}
+    return pl.DataFrame(rows, schema=schema)
+
+
+@report_table("condition_means_ci", "Per-condition means with 95% CIs",
+              "The primary metric's mean per condition with a 95% document-clustered bootstrap interval "
+              "(the statistics step's B and seed): the uncertainty of each condition on its own. Whether two "
+              "conditions differ is Table 1's paired test, which is much tighter than overlapping intervals "
+              "suggest.")
+def means_ci_table(inputs: ReportInputs) -> TableContent:
+    require_scores(inputs)
+    data = condition_mean_cis(inputs.scores, inputs.primary_metric, inputs.n_boot, inputs.seed)
+    order = {name: i for i, name in enumerate(inputs.condition_order(data["condition"].unique().to_list()))}
+    data = data.with_columns(pl.col("condition").replace_strict(order, return_dtype=pl.Int64).alias("_order")).sort(
+        CELL + ["_order"]).drop("_order")
+    shown = data.select(
+        *CELL, "condition", "mean",
+        pl.struct("ci_low", "ci_high").map_elements(lambda ci: f"[{ci['ci_low']:.3f}, {ci['ci_high']:.3f}]",
+                                                    return_dtype=pl.String).alias("95% CI"),
+        "n_queries", "n_docs")
+    return TableContent(data, blocks_by(shown, CELL, cell_heading))
+
+
+@report_table("metric_ladder", "Metric ladder",
+              "Every metric's mean per condition, in each cell (corpus · embedder · reranker).")
+def ladder_table(inputs: ReportInputs) -> TableContent:
+    require_scores(inputs)
+    data = condition_means(inputs.scores)
+    order = {name: i for i, name in enumerate(inputs.condition_order(data["condition"].unique().to_list()))}
+    data = data.with_columns(pl.col("condition").replace_strict(order, return_dtype=pl.Int64).alias("_order")).sort(
+        CELL + ["_order"]).drop("_order")
+    metrics = metric_columns(data)
+    blocks = []
+    for (corpus, embedder, reranker), cell in data.group_by(CELL, maintain_order=True):
+        shown = [m for m in metrics if cell[m].null_count() < cell.height]  # e.g. section recall: routed only
+        blocks.append(Block(cell_heading(corpus, embedder, reranker),
+                            cell.select("condition", *[pl.col(m).alias(metric_label(m)) for m in shown])))
+    legend = tuple(line.removeprefix("- ") for line in metric_legend(metrics).splitlines()) if metrics else ()
+    return TableContent(data, tuple(blocks), legend)
+
+
+# ---- dose-response ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DoseSeries:
+    """Conditions ordered by heading-path depth: a declared dose-response contrast, or one derived from
+    the declared conditions (same boundaries, structure and retrieval; prefix none = depth 0, path:d = d)."""
+
+    name: str
+    conditions: tuple[str, ...]
+    depths: tuple[float, ...]
+    declared: bool
+
+
+def path_depth(prefix: str) -> int | None:
+    """The heading-path depth a prefix injects: 0 for none, d for path:d; None for any other prefix."""
+    kind, parameter = parse_value("prefix", prefix)
+    if kind.name == "none":
+        return 0
+    if kind.name == "path":
+        return int(parameter)
+    return None
+
+
+def dose_series(conditions: dict[str, dict], contrast_specs: Sequence[dict]) -> list[DoseSeries]:
+    """The declared dose-response contrasts, then every group of declared conditions that differ only in
+    path depth (at least two depths) and is not already a declared series. The first condition declared
+    at a depth represents it."""
+    series = [
+        DoseSeries(spec["name"], tuple(spec["conditions"]),
+                   tuple(float(d) for d in (spec.get("depths") or range(len(spec["conditions"])))), True)
+        for spec in contrast_specs if spec.get("conditions")
+    ]
+    covered = {frozenset(s.conditions) for s in series}
+    groups: dict[tuple, dict[int, str]] = {}
+    for name, axes in conditions.items():
+        depth = path_depth(str(axes["prefix"]))
+        if depth is not None:
+            groups.setdefault((axes["boundaries"], axes["structure"], axes["retrieval"]), {}).setdefault(depth, name)
+    for by_depth in groups.values():
+        members = tuple(by_depth[d] for d in sorted(by_depth))
+        if len(members) >= 2 and frozenset(members) not in covered:
+            series.append(DoseSeries(" → ".join(members), members, tuple(float(d) for d in sorted(by_depth)), False))
+    return series
+
+
+@report_table("dose_response", "Heading-path dose-response",
+              "Exploratory (seed 000, section 6.6): the primary metric against the depth of the injected "
+              "heading path (0 = no prefix). The slope is the mean per-query OLS slope per path level over "
+              "queries scored under every member (it equals the slope of the condition means), with a "
+              "document-clustered bootstrap CI and p. Declared series are the config's dose-response "
+              "contrasts (Table 1 shows the same slope); derived series are conditions that differ only in "
+              "path depth.")
+def dose_response_table(inputs: ReportInputs) -> TableContent:
+    require_scores(inputs)
+    all_series = dose_series(inputs.conditions, inputs.contrast_specs)
+    if not all_series:
+        raise Omit("no dose-response contrast and no conditions that differ only in heading-path depth in this config")
+    metric = inputs.primary_metric
+    means = condition_mean_cis(inputs.scores, metric, inputs.n_boot, inputs.seed)
+    rows = []
+    for (corpus, embedder, reranker), cell in inputs.scores.group_by(CELL, maintain_order=True):
+        present = set(cell["condition"].unique().to_list())
+        for series in all_series:
+            if not set(series.conditions) <= present:
+                continue
+            slopes = depth_slopes(cell, series.conditions, metric, series.depths)
+            boot = cluster_bootstrap(slopes.delta, slopes.doc_id, n_boot=inputs.n_boot, seed=inputs.seed)
+            for condition, depth in zip(series.conditions, series.depths):
+                mean = means.filter((pl.col("corpus") == corpus) & (pl.col("embedder") == embedder)
+                                    & (pl.col("reranker") == reranker) & (pl.col("condition") == condition)).row(0, named=True)
+                rows.append({"corpus": corpus, "embedder": embedder, "reranker": reranker, "series": series.name,
+                             "declared": series.declared, "condition": condition, "depth": depth, "mean": mean["mean"],
+                             "ci_low": mean["ci_low"], "ci_high": mean["ci_high"], "slope": float(boot.estimate[0]),
+                             "slope_ci_low": float(boot.ci_low[0]), "slope_ci_high": float(boot.ci_high[0]),
+                             "slope_p": float(boot.p[0]), "slope_n_queries": slopes.n_queries})
+    if not rows:
+        raise Omit("no cell scored every member of a dose-response series")
+    data = pl.DataFrame(rows).sort(CELL, maintain_order=True)
+    B = inputs.bootstrap_iters
+    shown = (
+        data.group_by(CELL + ["series"], maintain_order=True)
+        .agg(pl.col("declared").first(),
+             pl.struct("depth", "mean").map_elements(lambda r: f"{r['depth']:g}: {r['mean']:.3f}", return_dtype=pl.String)
+             .str.join(" · ").alias("mean by depth"),
+             pl.col("slope").first(), pl.col("slope_ci_low").first(), pl.col("slope_ci_high").first(),
+             pl.col("slope_p").first(), pl.col("slope_n_queries").first().alias("queries"))
+        .select(*CELL, "series", pl.when("declared").then(pl.lit("declared contrast")).otherwise(pl.lit("derived")).alias("source"),
+                "mean by depth",
+                pl.struct("slope", "slope_ci_low", "slope_ci_high").map_elements(
+                    lambda s: f"{signed(s['slope'])} [{signed(s['slope_ci_low'])}, {signed(s['slope_ci_high'])}]",
+                    return_dtype=pl.String).alias("slope per level [95% CI]"),
+                pl.col("slope_p").map_elements(lambda p: format_p(p, B), return_dtype=pl.String).alias("p"),
+                "queries")
+    )
+    return TableContent(data, blocks_by(shown, CELL, cell_heading))
+
+
+# ---- diagnostics: section recall, retrieval layer, BM25 ------------------------------------------------
+
+
+@report_table("section_recall", "Section recall of routed retrieval",
+              "Routed retrieval (two-stage, TOC) first keeps some sections and ranks chunks only inside them: "
+              "section recall is the share of queries for which a kept section overlaps the gold evidence "
+              "(seed 000, section 6.4). Whatever stage 1 drops, stage 2 cannot recover. By query type, and "
+              "over all queries.")
+def section_recall_table(inputs: ReportInputs) -> TableContent:
+    routed = [name for name, axes in inputs.conditions.items() if retrieval_kind(axes) in ROUTED_RETRIEVALS]
+    if not routed:
+        raise Omit(f"no routed conditions (retrieval {' or '.join(ROUTED_RETRIEVALS)}) in this config")
+    require_scores(inputs)
+    if "section_recall" not in inputs.scores.columns:
+        raise Omit(f"the routed conditions {', '.join(routed)} were scored without section recall")
+    scored = inputs.scores.filter(pl.col("section_recall").is_not_null() & pl.col("section_recall").is_not_nan())
+    if scored.is_empty():
+        raise Omit(f"the routed conditions {', '.join(routed)} were scored without section recall")
+    keys = CELL + ["condition"]
+    by_type = scored.group_by(keys + ["qtype"]).agg(pl.len().alias("n_queries"), pl.col("section_recall").mean())
+    overall = scored.group_by(keys).agg(pl.lit(ALL_QTYPES).alias("qtype"), pl.len().alias("n_queries"),
+                                        pl.col("section_recall").mean())
+    data = pl.concat([by_type.sort(keys + ["qtype"]), overall.select(by_type.columns).sort(keys)])
+    data = data.sort(keys, maintain_order=True)
+    qtypes = sorted(by_type["qtype"].unique().to_list()) + [ALL_QTYPES]
+    shown = data.with_columns(pl.struct("section_recall", "n_queries").map_elements(
+        lambda r: f"{r['section_recall']:.3f} (n={r['n_queries']})", return_dtype=pl.String).alias("v")).pivot(
+        on="qtype", index=keys, values="v").select(keys + [q for q in qtypes if q in data["qtype"].unique().to_list()])
+    return TableContent(data, blocks_by(shown, CELL, cell_heading))
+
+
+def retrieval_kind(axes: dict) -> str:
+    """The kind of a condition's retrieval value (``toc:llm`` -> ``toc``)."""
+    return str(axes["retrieval"]).split(":", 1)[0]
+
+
+@report_table("retrieval_layer", "Retrieval-layer comparison (prefixed vs unprefixed index)",
+              "Seed 004's annotation-free check that a prefix restructures retrieval: each prefixed condition "
+              "against the condition that ranks the same chunks with no prefix. Shares of queries whose rank-1 "
+              "chunk changed, whose top 5 share no chunk or the same set, and the mean top-5 overlap "
+              "(seed 004: 86.9% top-1 changed, overlap 2.11 / 5).")
+def retrieval_layer_report(inputs: ReportInputs) -> TableContent:
+    require_scores(inputs)
+    data = inputs.retrieval_layer
+    if data.is_empty():
+        raise Omit("no pair of conditions ranks one chunk set with and without a prefix (same boundaries, "
+                   "structure and retrieval) in this config")
+    data = data.sort(CELL, maintain_order=True)
+    top = "top-" + "/".join(str(d) for d in data["depth"].unique().sort().to_list())
+    shown = data.select(
+        *CELL, pl.format("{} vs {}", "condition", "baseline").alias("prefixed vs unprefixed"),
+        pl.col("n_queries").alias("queries"), pl.col("top1_changed").alias("top-1 changed"),
+        pl.struct("mean_overlap", "depth").map_elements(lambda r: f"{r['mean_overlap']:.2f} / {r['depth']}",
+                                                        return_dtype=pl.String).alias(f"mean {top} overlap"),
+        pl.col("fully_different").alias(f"{top} fully different"), pl.col("identical").alias(f"{top} identical"))
+    return TableContent(data, blocks_by(shown, CELL, cell_heading))
+
+
+@report_table("bm25_nonlexicality", "BM25 non-lexicality",
+              "Share of queries whose rank-1 BM25 chunk (content only, no prefix) is binary-relevant "
+              "(seed 000, appendix I): low values mean keyword overlap does not solve the benchmark.")
+def bm25_table(inputs: ReportInputs) -> TableContent:
+    bm25 = inputs.bm25_scores
+    if bm25.is_empty():
+        raise Omit("no corpus with queries is selected: BM25 ranked nothing")
+    shown = [m for m in dict.fromkeys(["gold_top1", "MRR", inputs.primary_metric]) if m in bm25.columns]
+    data = (
+        bm25.with_columns(pl.col("condition").map_elements(lexical_chunkset, return_dtype=pl.String).alias("chunk set"))
+        .group_by("corpus", "chunk set")
+        .agg(pl.len().alias("n_queries"), *[pl.col(m).mean().alias(f"BM25 {metric_label(m)}") for m in shown])
+        .sort("corpus", "chunk set")
+    )
+    return TableContent(data)
+
+
+# ---- chunk sets ---------------------------------------------------------------------------------------------
+
+
+@report_table("chunk_size_matching", "Chunk sets (size matching)",
+              "Realized mean content tokens of each fixed-window chunk set and the structural set it is "
+              "size-matched to, per document (seed 000 reports gaps of at most 4 tokens).")
+def size_matching_table(inputs: ReportInputs) -> TableContent:
+    if not inputs.size_matches:
+        raise Omit("no fixed-window condition in this config")
+    data = pl.DataFrame(inputs.size_matches, infer_schema_length=None).select(
+        "corpus", "structure", "documents", "reference_chunks", "fixed_chunks",
+        pl.col("reference_mean_tokens").alias("structural mean tokens"),
+        pl.col("fixed_mean_tokens").alias("fixed mean tokens"),
+        pl.col("difference").alias("fixed − structural"),
+        pl.col("max_doc_difference").alias("max per-document gap"),
+    ).sort("corpus", "structure")
+    return TableContent(data, float_digits=1)
+
+
+def chunk_size_rows(chunk_sets: dict[tuple[str, str], pl.DataFrame]) -> pl.DataFrame:
+    """One row per chunk of every chunk set: ``corpus, chunk set, doc_id, chunk_id, n_tokens``."""
+    frames = [chunks.select(pl.lit(corpus).alias("corpus"), pl.lit(chunkset).alias("chunk set"), "doc_id", "chunk_id",
+                            pl.col("n_tokens").cast(pl.Int64))
+              for (corpus, chunkset), chunks in sorted(chunk_sets.items())]
+    return pl.concat(frames) if frames else pl.DataFrame()
+
+
+@report_table("chunk_sizes", "Realized chunk sizes",
+              "Content tokens per chunk of every chunk set (prefix tokens excluded): the distribution's "
+              "quantiles here, every chunk in the table's files.")
+def chunk_sizes_table(inputs: ReportInputs) -> TableContent:
+    data = chunk_size_rows(inputs.chunk_sets)
+    if data.is_empty():
+        raise Omit("no chunk set")
+    tokens = pl.col("n_tokens")
+    shown = data.group_by("corpus", "chunk set", maintain_order=True).agg(
+        pl.len().alias("chunks"), tokens.mean().alias("mean"), tokens.quantile(0.1, "nearest").alias("p10"),
+        tokens.median().alias("median"), tokens.quantile(0.9, "nearest").alias("p90"), tokens.min().alias("min"),
+        tokens.max().alias("max"))
+    return TableContent(data, (Block("", shown),), float_digits=1)
+
+
+@report_table("chunk_bounds", "Chunk bounds",
+              "Every chunk set against its token bounds: how many chunks exceed t_max (always 0: it is a hard "
+              "bound) or fall under t_min, and how each chunk's end was cut. line, word and token are the "
+              "fallbacks taken where no sentence boundary served (code, lists, tables, unpunctuated text).")
+def chunk_bounds_table(inputs: ReportInputs) -> TableContent:
+    if not inputs.chunk_sets:
+        raise Omit("no chunk set")
+    frame = pl.DataFrame(
+        [{"corpus": corpus, "chunk set": chunkset, **bounds_report(chunks, t_max=inputs.t_max, t_min=inputs.t_min)}
+         for (corpus, chunkset), chunks in sorted(inputs.chunk_sets.items())], infer_schema_length=None)
+    cuts = [c for c in frame.columns if c.startswith("cut_")]
+    data = frame.select(
+        "corpus", "chunk set", "chunks", "mean_tokens", "max_tokens", "over_t_max", "under_t_min", "fallback_cuts",
+        *[pl.col(c).alias(c.removeprefix("cut_")) for c in cuts],
+    ).sort("corpus", "chunk set")
+    return TableContent(data, float_digits=1)
+
+
+@report_table("prefixes", "Prefixes",
+              "Prefix tokens per text set; for path and placebo sets, how many chunks have a path shorter than "
+              "the depth (rendered whole: capped) and the deepest path; for placebo sets, the residual "
+              "same-document assignments of the permutation.")
+def prefixes_table(inputs: ReportInputs) -> TableContent:
+    if not inputs.text_reports:
+        raise Omit("no text set")
+    frame = pl.DataFrame(inputs.text_reports, infer_schema_length=None)
+    columns = ["corpus", "boundaries", "structure", "prefix", "chunks", "mean_content_tokens", "mean_prefix_tokens"]
+    columns += [c for c in ("capped_chunks", "max_path_depth", "residual_same_doc", "placebo_pairs") if c in frame.columns]
+    return TableContent(frame.select(columns).sort("corpus", "boundaries", "structure", "prefix"), float_digits=1)
+
+
+@report_table("embedder_input", "Embedder input length",
+              "Texts longer than the embedder's max_seq_length (counted with the embedder's own tokenizer, "
+              "special tokens included) are truncated by the model: a truncation that grows with the prefix "
+              "would confound every prefix contrast, so the shipped configs truncate nothing. n_from_cache: "
+              "vectors served from the content-addressed embedding cache.")
+def embedder_input_table(inputs: ReportInputs) -> TableContent:
+    if not inputs.embed_reports:
+        raise Omit("no text set was embedded")
+    frame = pl.DataFrame(inputs.embed_reports, infer_schema_length=None)
+    columns = [c for c in ("corpus", "embedder", "text set", "n_texts", "max_seq_length", "max_tokens",
+                           "n_truncated", "n_encoded", "n_from_cache", "n_quarantined") if c in frame.columns]
+    return TableContent(frame.select(columns).sort(columns[:3]), float_digits=1)
+
+
+# ---- LLM steps ---------------------------------------------------------------------------------------------
+
+
+@report_table("induction", "Structure induction",
+              "Per document: usable = an answer passed the tiling check (first round or after the one correction "
+              "round), repaired = the deterministic repair changed the answer, failed = no usable section "
+              "(single-section fallback); corrected counts the documents whose first answer failed the check "
+              "and went to the correction round, whatever the outcome. identical spans is the share of the "
+              "induced structural chunks whose span is byte-identical to a gold structural chunk (seed 000, "
+              "table 9).")
+def induction_table(inputs: ReportInputs) -> TableContent:
+    if not inputs.induction_stats:
+        raise Omit("no induced structure in this config")
+    data = pl.DataFrame(inputs.induction_stats, infer_schema_length=None).select(
+        "corpus", "inducer", "documents", "usable", "repaired", "failed", "corrected",
+        pl.col("mean_sections_induced").alias("sections/doc induced"),
+        pl.col("mean_sections_gold").alias("sections/doc gold"),
+        pl.col("identical_span_share").alias("identical spans"),
+    ).sort("corpus", "inducer")
+    return TableContent(data, float_digits=2)
+
+
+@report_table("situating_contexts", "Situating contexts",
+              "Context length in study tokens (the tokenizer of every other count), after the cap "
+              "contexts.max_tokens; truncated were cut at the cap, empty had no usable answer.")
+def contexts_table(inputs: ReportInputs) -> TableContent:
+    if not inputs.context_stats:
+        raise Omit("no situating-context prefix in this config")
+    data = pl.DataFrame(inputs.context_stats, infer_schema_length=None).select(
+        "corpus", "chunk set", "chunks", "mean_context_tokens", "max_context_tokens", "truncated", "empty",
+    ).sort("corpus", "chunk set")
+    return TableContent(data, float_digits=1)
+
+
+@report_table("llm_calls", "LLM calls",
+              "Distinct requests per step, generated by the model or served from the shared response cache "
+              "(<cache>/llm): a rerun with the same cache generates nothing. failed requests (the backend "
+              "returned an error, e.g. a prompt over the model's context) are not cached and are asked again.")
+def llm_calls_table(inputs: ReportInputs) -> TableContent:
+    rows = [{"step": "induction", "corpus": s["corpus"], "of": s["inducer"], **s["llm"]} for s in inputs.induction_stats]
+    rows += [{"step": "contexts", "corpus": s["corpus"], "of": s["chunk set"], **s["llm"]} for s in inputs.context_stats]
+    if not rows:
+        raise Omit("no LLM step in this config")
+    data = pl.DataFrame(rows, infer_schema_length=None).select(
+        "step", "corpus", "of", "requests", "generated", "served_from_cache", "failed", "backend_calls")
+    return TableContent(data)
+
+
+# ---- corpora and funnels ------------------------------------------------------------------------------------
 
 
 def _short(value) -> str:
@@ -207,266 +768,86 @@ def _short(value) -> str:
     return str(value)
 
 
-def chunk_sets_section(size_matches: list[dict]) -> str:
-    """Realized mean content tokens of each fixed set and the structural set it is size-matched to."""
-    if not size_matches:
-        return "No fixed-window condition is declared.\n"
-    table = pl.DataFrame(size_matches).select(
-        "corpus",
-        "structure",
-        "documents",
-        "reference_chunks",
-        "fixed_chunks",
-        pl.col("reference_mean_tokens").alias("structural mean tokens"),
-        pl.col("fixed_mean_tokens").alias("fixed mean tokens"),
-        pl.col("difference").alias("fixed − structural"),
-        pl.col("max_doc_difference").alias("max per-document gap"),
+@report_table("corpus_overview", "Corpora",
+              "Each corpus's scalar statistics (SPEC section 4): documents, paragraphs, sections, words, queries "
+              "and spans, with per-document means.")
+def corpus_overview_table(inputs: ReportInputs) -> TableContent:
+    if not inputs.corpus_stats:
+        raise Omit("no corpus is selected")
+    corpora = sorted(inputs.corpus_stats)
+    keys = sorted({k for stats in inputs.corpus_stats.values() for k, v in stats.items() if not isinstance(v, (dict, list))})
+    data = pl.DataFrame({"statistic": keys, **{c: [_short(inputs.corpus_stats[c].get(k)) for k in keys] for c in corpora}},
+                        schema={"statistic": pl.String, **{c: pl.String for c in corpora}})
+    return TableContent(data)
+
+
+@report_table("corpus_distributions", "Corpus distributions",
+              "Each corpus's histograms: document depth (the title counts as level 1), section levels, queries "
+              "by type, how evidence spans were matched, skipped documents by reason.")
+def corpus_distributions_table(inputs: ReportInputs) -> TableContent:
+    rows = [{"corpus": corpus, "distribution": key, "value": str(value), "count": int(count)}
+            for corpus, stats in sorted(inputs.corpus_stats.items())
+            for key, histogram in sorted(stats.items()) if isinstance(histogram, dict)
+            for value, count in histogram.items()]
+    if not rows:
+        raise Omit("no corpus statistics with histograms")
+    data = pl.DataFrame(rows)
+    shown = data.group_by("corpus", "distribution", maintain_order=True).agg(
+        pl.format("{}: {}", "value", "count").str.join(", ").alias("counts"))
+    return TableContent(data, (Block("", shown),))
+
+
+def funnel_rows(corpus_stats: dict[str, dict], units: Callable[[str], bool]) -> pl.DataFrame:
+    """The corpora's funnel rows (``unit, step, reason, count``, in the loader's order) whose unit passes."""
+    rows = [{"corpus": corpus, "unit": row["unit"], "step": row["step"], "reason": row.get("reason") or "",
+             "count": int(row["count"])}
+            for corpus, stats in sorted(corpus_stats.items()) for row in stats.get("funnel") or [] if units(row["unit"])]
+    return pl.DataFrame(rows, schema={"corpus": pl.String, "unit": pl.String, "step": pl.String, "reason": pl.String,
+                                      "count": pl.Int64})
+
+
+@report_table("corpus_funnel", "Corpus funnel",
+              "Documents in, skipped (with the reason) and out, per corpus: every document a loader met is "
+              "accounted for.")
+def corpus_funnel_table(inputs: ReportInputs) -> TableContent:
+    data = funnel_rows(inputs.corpus_stats, lambda unit: unit == "documents")
+    if data.is_empty():
+        raise Omit("no corpus reported a document funnel")
+    return TableContent(data, blocks_by(data, ["corpus"], str))
+
+
+@report_table("query_funnel", "Query funnel",
+              "Questions and their evidence in, dropped (with the reason) and out, and how evidence spans were "
+              "matched to the flat text (exact, fuzzy, section fallback), per corpus (seed 000: QASPER 5,049 → "
+              "4,303 usable questions).")
+def query_funnel_table(inputs: ReportInputs) -> TableContent:
+    data = funnel_rows(inputs.corpus_stats, lambda unit: unit != "documents")
+    if data.is_empty():
+        raise Omit("no corpus with queries reported a query funnel")
+    return TableContent(data, blocks_by(data, ["corpus"], str))
+
+
+@report_table("per_query_scores", "Per-query scores",
+              "Every metric for every query under every condition, embedder and reranker: the data every other "
+              "table is computed from (too long to show here).")
+def per_query_table(inputs: ReportInputs) -> TableContent:
+    require_scores(inputs)
+    ids = [c for c in ("corpus", "embedder", "reranker", "condition", "qid", "doc_id", "qtype") if c in inputs.scores.columns]
+    data = inputs.scores.select(ids + [c for c in inputs.scores.columns if c not in ids]).sort(ids[:5])
+    return TableContent(data, inline=False)
+
+
+# ---- Markdown ---------------------------------------------------------------------------------------------------
+
+
+def intro(primary_metric: str, bootstrap_iters: int | None) -> str:
+    """The report's opening paragraph: what is tested and how."""
+    return (
+        f"Primary metric: `{primary_metric}`. Contrasts are paired per query (treatment − control), tested "
+        "with a document-clustered bootstrap; p-values are Holm-adjusted within each cell's declared family. "
+        "MixedLM p-values are secondary (pre-registered random intercept per document; 'nested' adds a "
+        "per-query effect)." + _resolution_note(bootstrap_iters)
     )
-    return markdown_table(table.sort("corpus", "structure"), float_digits=1) + "\n"
-
-
-def prefixes_section(text_reports: list[dict]) -> str:
-    """Prefix tokens per text set; for path and placebo sets, how many chunks have a path shorter than the
-    depth (rendered whole: "capped") and the deepest path; for placebo sets, the residual same-document
-    assignments."""
-    if not text_reports:
-        return ""
-    frame = pl.DataFrame(text_reports, infer_schema_length=None)
-    columns = ["corpus", "boundaries", "structure", "prefix", "chunks", "mean_content_tokens", "mean_prefix_tokens"]
-    columns += [c for c in ("capped_chunks", "max_path_depth", "residual_same_doc", "placebo_pairs") if c in frame.columns]
-    return markdown_table(frame.select(columns).sort("corpus", "boundaries", "structure", "prefix"), 1) + "\n"
-
-
-def bm25_section(bm25_scores: pl.DataFrame, primary_metric: str) -> str:
-    """Seed 000 appendix I: how often plain keyword overlap (BM25) puts a relevant chunk first."""
-    if bm25_scores.is_empty():
-        return ""
-    shown = [m for m in dict.fromkeys(["gold_top1", "MRR", primary_metric]) if m in bm25_scores.columns]
-    table = (
-        bm25_scores.with_columns(
-            pl.col("condition").map_elements(lexical_chunkset, return_dtype=pl.String).alias("chunk set")
-        )
-        .group_by("corpus", "chunk set")
-        .agg(pl.len().alias("n_queries"), *[pl.col(m).mean().alias(f"BM25 {metric_label(m)}") for m in shown])
-        .sort("corpus", "chunk set")
-    )
-    return markdown_table(table) + "\n"
-
-
-def run_comparisons_section(comparisons: pl.DataFrame) -> str:
-    """Seed 004's retrieval-layer comparison (table 1) of the run pairs ``report.compare_runs`` names:
-    per cell, the shares of queries whose rank-1 chunk changed, whose top-5 share no chunk, and whose
-    top-5 hold the same chunks, and the mean top-5 overlap (``metrics.run_comparison_table``)."""
-    if comparisons.is_empty():
-        return ""
-    table = comparisons.select(
-        "corpus", "embedder", "reranker", pl.concat_str("run_a", pl.lit(" vs "), "run_b").alias("runs"), "n_queries",
-        pl.col("top1_changed").alias("top-1 changed"), pl.col("mean_overlap").alias("mean top-5 overlap"),
-        pl.col("fully_different").alias("top-5 fully different"), pl.col("identical").alias("top-5 identical"))
-    return "## Retrieval-layer comparison\n\n" + markdown_table(table) + "\n"
-
-
-def render_report(
-    scores: pl.DataFrame,
-    contrasts: pl.DataFrame,
-    stats_by_corpus: dict[str, dict],
-    conditions: dict,
-    primary_metric: str,
-    size_matches: list[dict] = (),
-    text_reports: list[dict] = (),
-    contrast_specs: list[dict] = (),
-    bm25_scores: pl.DataFrame | None = None,
-    bootstrap_iters: int | None = None,
-    chunk_bounds: list[dict] = (),
-    embed_reports: list[dict] = (),
-    induction_stats: list[dict] = (),
-    context_stats: list[dict] = (),
-    run_comparisons: pl.DataFrame | None = None,
-) -> tuple[str, pl.DataFrame]:
-    """The report's Markdown text and the per-condition means table. ``bootstrap_iters`` (config
-    ``stats.bootstrap_iters``, optional) is the B of the contrasts' bootstrap, used to print p-values
-    at its resolution (:func:`format_p`); without it p's under 0.001 print as ``<0.001``."""
-    if scores.is_empty():
-        means = pl.DataFrame()
-        no_cells = "No corpus with queries is selected: nothing was scored.\n"
-        contrast_text = means_text = ladder_text = no_cells
-    else:
-        means = condition_means(scores)
-        contrast_text = contrasts_section(contrasts, contrast_specs, bootstrap_iters)
-        means_text = means_section(means, primary_metric, conditions)
-        ladder_text = ladder_section(means)
-    text = "\n".join(
-        [
-            "# structbench report",
-            "",
-            f"Primary metric: `{primary_metric}`. Contrasts are paired per query (treatment − control), "
-            "tested with a document-clustered bootstrap; p-values are Holm-adjusted within each cell's "
-            "declared family. MixedLM p-values are secondary (pre-registered random intercept per document; "
-            "'nested' adds a per-query effect)." + _resolution_note(bootstrap_iters),
-            "",
-            "## Contrasts",
-            "",
-            contrast_text,
-            "## Per-condition means",
-            "",
-            means_text,
-            "## Metric ladder",
-            "",
-            ladder_text,
-            "## BM25 non-lexicality",
-            "",
-            "Share of queries whose rank-1 BM25 chunk (content only, no prefix) is binary-relevant: low "
-            "values mean keyword overlap does not solve the benchmark.",
-            "",
-            bm25_section(bm25_scores if bm25_scores is not None else pl.DataFrame(), primary_metric),
-            run_comparisons_section(run_comparisons if run_comparisons is not None else pl.DataFrame()),
-            "## Chunk sets (size matching)",
-            "",
-            chunk_sets_section(list(size_matches)),
-            "## Chunk bounds",
-            "",
-            "Every chunk set against its token bounds: how many chunks exceed `t_max` (always 0: it is a "
-            "hard bound) or fall under `t_min`, and how each chunk's end was cut. `line`, `word` and `token` "
-            "are the fallbacks taken where no sentence boundary served (code, lists, tables, unpunctuated "
-            "text).",
-            "",
-            chunk_bounds_section(list(chunk_bounds)),
-            "## Embedder input length",
-            "",
-            "Texts longer than the embedder's `max_seq_length` (counted with the embedder's own tokenizer, "
-            "special tokens included) are truncated by the model: a truncation that grows with the prefix "
-            "would confound every prefix contrast, so the shipped configs truncate nothing.",
-            "",
-            truncation_section(list(embed_reports)),
-            "## Prefixes",
-            "",
-            prefixes_section(list(text_reports)),
-            routing_section(scores, conditions, primary_metric),
-            llm_sections(list(induction_stats), list(context_stats)),
-            "## Corpora",
-            "",
-            corpus_section(stats_by_corpus),
-        ]
-    )
-    return text, means
-
-
-def routing_section(scores: pl.DataFrame, conditions: dict, primary_metric: str) -> str:
-    """Routed retrieval (two-stage, TOC), one table per cell: per routed condition and query type (and
-    ``all``), the share of queries whose router kept a section overlapping the gold evidence
-    (``section_recall``; for TOC, which keeps one section, the routed-section hit rate), the share of TOC
-    replies that fell back to the nearest title (``toc_fallback``), and the primary metric beside them.
-    Empty when no scored condition is routed."""
-    routed = [name for name, axes in conditions.items() if axes["retrieval"] in ("two_stage", "toc")]
-    if scores.is_empty() or "section_recall" not in scores.columns:
-        return ""
-    frame = scores.filter(pl.col("condition").is_in(routed) & pl.col("section_recall").is_not_null())
-    if frame.is_empty():
-        return ""
-    if "toc_fallback" not in frame.columns:
-        frame = frame.with_columns(pl.lit(None, dtype=pl.Float64).alias("toc_fallback"))
-    frame = pl.concat([frame, frame.with_columns(pl.lit("all").alias("qtype"))], how="vertical_relaxed")
-    table = (
-        frame.group_by(CELL + ["condition", "qtype"])
-        .agg(
-            pl.len().alias("n_queries"),
-            pl.col("section_recall").mean().alias(metric_label("section_recall")),
-            pl.col("toc_fallback").mean().alias(metric_label("toc_fallback")),
-            pl.col(primary_metric).mean().alias(metric_label(primary_metric)),
-        )
-        .with_columns(pl.col("condition").replace_strict({n: conditions[n]["retrieval"] for n in routed}).alias("retrieval"))
-        .sort(CELL + ["condition", pl.col("qtype") == "all", "qtype"])
-    )
-    lines = ["## Routed retrieval", "",
-             "Section recall: the share of queries whose router kept a section (a document plus a top-level "
-             "heading) that overlaps the gold evidence; two-stage keeps 5 sections, TOC routing 1, so for TOC it "
-             "is the routed-section hit rate. A query the router misses can still be served by the backfill. "
-             "TOC fallback: the share of LLM replies that named no section in range, routed by the nearest "
-             "section title instead.", ""]
-    for (corpus, embedder, reranker), cell in table.group_by(CELL, maintain_order=True):
-        lines.append(f"### {corpus} · {embedder} · reranker: {reranker}\n")
-        lines.append(markdown_table(cell.drop(CELL).select("condition", "retrieval", pl.exclude("condition", "retrieval"))))
-        lines.append("")
-    return "\n".join(lines)
-
-
-def induction_section(induction_stats: list[dict]) -> str:
-    """One row per (corpus, inducer): document statuses, sections per document against gold, and the
-    share of induced structural chunk spans byte-identical to gold ones (``llm_stats.induction_summary``)."""
-    frame = pl.DataFrame(induction_stats, infer_schema_length=None)
-    table = frame.select(
-        "corpus", "inducer", "documents", "usable", "repaired", "failed", "corrected",
-        pl.col("mean_sections_induced").alias("sections/doc induced"),
-        pl.col("mean_sections_gold").alias("sections/doc gold"),
-        pl.col("identical_span_share").alias("identical spans"),
-    ).sort("corpus", "inducer")
-    return markdown_table(table, float_digits=2) + "\n"
-
-
-def contexts_section(context_stats: list[dict]) -> str:
-    """One row per (corpus, chunk set) with situating contexts: length in study tokens, cut and empty."""
-    frame = pl.DataFrame(context_stats, infer_schema_length=None)
-    table = frame.select("corpus", "chunk set", "chunks", "mean_context_tokens", "max_context_tokens", "truncated",
-                         "empty").sort("corpus", "chunk set")
-    return markdown_table(table, float_digits=1) + "\n"
-
-
-def llm_usage_section(induction_stats: list[dict], context_stats: list[dict]) -> str:
-    """LLM requests per step: generated by the model vs served from the response cache."""
-    rows = [{"step": "induction", "corpus": s["corpus"], "of": s["inducer"], **s["llm"]} for s in induction_stats]
-    rows += [{"step": "contexts", "corpus": s["corpus"], "of": s["chunk set"], **s["llm"]} for s in context_stats]
-    table = pl.DataFrame(rows, infer_schema_length=None).select(
-        "step", "corpus", "of", "requests", "generated", "served_from_cache", "failed", "backend_calls")
-    return markdown_table(table) + "\n"
-
-
-def llm_sections(induction_stats: list[dict], context_stats: list[dict]) -> str:
-    """The report's LLM part; empty when the config uses neither induced structure nor contexts."""
-    if not induction_stats and not context_stats:
-        return ""
-    parts = []
-    if induction_stats:
-        parts += ["## Structure induction", "",
-                  "Per document: `usable` = an answer passed the tiling check (first round or after the one "
-                  "correction round), `repaired` = the deterministic repair changed the answer, `failed` = no "
-                  "usable section (single-section fallback); `corrected` counts the documents whose first answer "
-                  "failed the check and went to the correction round, whatever the outcome. "
-                  "`identical spans` is the share of the induced structural chunks whose span is byte-identical "
-                  "to a gold structural chunk.", "", induction_section(induction_stats)]
-    if context_stats:
-        parts += ["## Situating contexts", "",
-                  "Context length in study tokens (the tokenizer of every other count), after the cap "
-                  "`contexts.max_tokens`; `truncated` were cut at the cap, `empty` had no usable answer.", "",
-                  contexts_section(context_stats)]
-    parts += ["## LLM calls", "",
-              "Distinct requests per step, generated by the model or served from the shared response cache "
-              "(`<cache>/llm`): a rerun with the same cache generates nothing. `failed` requests (the backend "
-              "returned an error, e.g. a prompt over the model's context) are not cached and are asked again.", "",
-              llm_usage_section(induction_stats, context_stats)]
-    return "\n".join(parts)
-
-
-def chunk_bounds_section(chunk_bounds: list[dict]) -> str:
-    """One row per (corpus, chunk set): size distribution, bound violations and cut kinds."""
-    if not chunk_bounds:
-        return "No chunk set.\n"
-    frame = pl.DataFrame(chunk_bounds, infer_schema_length=None)
-    cuts = [c for c in frame.columns if c.startswith("cut_")]
-    table = frame.select(
-        "corpus", "chunk set", "chunks", "mean_tokens", "max_tokens", "over_t_max", "under_t_min", "fallback_cuts",
-        *[pl.col(c).alias(c.removeprefix("cut_")) for c in cuts],
-    ).sort("corpus", "chunk set")
-    return markdown_table(table, float_digits=1) + "\n"
-
-
-def truncation_section(embed_reports: list[dict]) -> str:
-    """One row per embedded text set: how many texts the embedder truncated (should be 0)."""
-    if not embed_reports:
-        return "No text set was embedded.\n"
-    frame = pl.DataFrame(embed_reports, infer_schema_length=None)
-    columns = [c for c in ("corpus", "embedder", "text set", "n_texts", "max_seq_length", "max_tokens",
-                           "n_truncated", "n_encoded", "n_from_cache", "n_quarantined") if c in frame.columns]
-    return markdown_table(frame.select(columns).sort(columns[:3]), float_digits=1) + "\n"
 
 
 def _resolution_note(bootstrap_iters: int | None) -> str:
@@ -478,60 +859,50 @@ def _resolution_note(bootstrap_iters: int | None) -> str:
     )
 
 
-def write_report(
-    score_paths: list[str],
-    contrast_paths: list[str],
-    corpus_stats_paths: dict[str, str],
-    conditions: dict,
-    primary_metric: str,
-    report_path: str,
-    means_path: str,
-    size_match_paths: list[str] = (),
-    text_report_paths: list[str] = (),
-    contrast_specs: list[dict] = (),
-    bm25_score_paths: list[str] = (),
-    bootstrap_iters: int | None = None,
-    chunk_paths: dict[tuple[str, str], str] | None = None,
-    embed_reports: dict[tuple[str, str, str], str] | None = None,
-    t_max: int = T_MAX,
-    t_min: int = T_MIN,
-    induction_stats_paths: list[str] = (),
-    context_stats_paths: list[str] = (),
-    run_comparison_paths: list[str] = (),
-) -> None:
-    """Read every input and write the report and the means table.
+def table_markdown(item: Table | Omitted, files: Sequence[str] = ()) -> str:
+    """One table's section: heading, caption, its blocks and notes (or the reason it is omitted), and
+    links to its files."""
+    spec = item.spec
+    lines = [f"## {spec.title}", "", spec.caption, ""]
+    if isinstance(item, Omitted):
+        return "\n".join(lines + [f"*Omitted: {item.reason}.*", ""])
+    content = item.content
+    for block in content.shown():
+        if block.heading:
+            lines += [f"### {block.heading}", ""]
+        lines += [markdown_table(block.frame, content.float_digits), ""]
+    if not content.inline:
+        lines += [f"{content.data.height} rows × {content.data.width} columns.", ""]
+    lines += [f"- {note}" for note in content.notes]
+    if content.notes:
+        lines.append("")
+    if files:
+        lines += ["Data: " + " · ".join(f"[{name.rsplit('/', 1)[-1]}]({name})" for name in files), ""]
+    return "\n".join(lines)
 
-    ``chunk_paths`` maps (corpus, chunk set) to a chunks table, for the chunk-bounds section;
-    ``embed_reports`` maps (corpus, embedder, text set) to an embedding step's JSON report (input length,
-    truncation, cache use). ``induction_stats_paths`` and ``context_stats_paths`` are the LLM steps'
-    summaries (``llm_stats``); the LLM sections appear only when there are some."""
-    def concat(paths):
-        return pl.concat([read_table(p) for p in paths], how="diagonal_relaxed") if paths else pl.DataFrame()
 
-    scores, contrasts, bm25_scores = concat(score_paths), concat(contrast_paths), concat(bm25_score_paths)
-    stats_by_corpus = {corpus: json.loads(Path(p).read_text()) for corpus, p in corpus_stats_paths.items()}
-    text, means = render_report(
-        scores,
-        contrasts,
-        stats_by_corpus,
-        conditions,
-        primary_metric,
-        [json.loads(Path(p).read_text()) for p in size_match_paths],
-        [json.loads(Path(p).read_text()) for p in text_report_paths],
-        contrast_specs,
-        bm25_scores,
-        bootstrap_iters,
-        chunk_bounds=[
-            {"corpus": corpus, "chunk set": chunkset, **bounds_report(read_table(path, "chunks"), t_max=t_max, t_min=t_min)}
-            for (corpus, chunkset), path in (chunk_paths or {}).items()
-        ],
-        embed_reports=[
-            {"corpus": corpus, "embedder": embedder, "text set": textset, **json.loads(Path(path).read_text())}
-            for (corpus, embedder, textset), path in (embed_reports or {}).items()
-        ],
-        induction_stats=[json.loads(Path(p).read_text()) for p in induction_stats_paths],
-        context_stats=[json.loads(Path(p).read_text()) for p in context_stats_paths],
-        run_comparisons=concat(run_comparison_paths),
-    )
-    write_text(report_path, text)
-    write_table(means, means_path)
+def figure_markdown(item, path: str | None) -> str:
+    """A figure's section: its title, the image (relative ``path``) and caption, or why it is omitted."""
+    spec = item.spec
+    lines = [f"### Figure: {spec.title}", ""]
+    if isinstance(item, Omitted):
+        return "\n".join(lines + [f"*Omitted: {item.reason}.*", ""])
+    return "\n".join(lines + [f"![{spec.title}]({path})", "", spec.caption, ""])
+
+
+def render_markdown(tables: Sequence[Table | Omitted], figures: Sequence = (), primary_metric: str = "",
+                    bootstrap_iters: int | None = None, files: dict[str, list[str]] | None = None,
+                    figure_paths: dict[str, str] | None = None) -> str:
+    """The whole Markdown report: the introduction, then each table followed by the figures drawn from it.
+
+    ``figures`` are built figures or :class:`Omitted` ones (their ``spec.table`` names the source table);
+    ``files`` maps a table name to its data files and ``figure_paths`` a figure name to its image, both
+    relative to the report."""
+    files, figure_paths = files or {}, figure_paths or {}
+    parts = ["# structbench report", "", intro(primary_metric, bootstrap_iters), ""]
+    for table in tables:
+        parts.append(table_markdown(table, files.get(table.spec.name, ())))
+        for figure in figures:
+            if figure.spec.table == table.spec.name:
+                parts.append(figure_markdown(figure, figure_paths.get(figure.spec.name)))
+    return "\n".join(parts).rstrip("\n") + "\n"

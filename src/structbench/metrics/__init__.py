@@ -27,7 +27,6 @@ from structbench.metrics.measures import (  # isort: skip
 )
 from structbench.metrics.diagnostics import (  # isort: skip
     compare_runs,
-    run_comparison_table,
     section_recall,
     section_recall_per_query,
     summarize_run_comparison,
@@ -57,7 +56,6 @@ __all__ = [
     "binary_ndcg",
     "budget_coverage",
     "compare_runs",
-    "run_comparison_table",
     "coverage_dcg",
     "coverage_ndcg",
     "gold_top1",

@@ -160,18 +160,29 @@ def summarize_run_comparison(run_a: pl.DataFrame, run_b: pl.DataFrame, depth: in
     }
 
 
-RUN_COMPARISON_COLUMNS = ("n_queries", "n_dropped", "top1_changed", "mean_overlap", "fully_different", "identical")
+def retrieval_layer_pairs(conditions: dict[str, dict]) -> list[tuple[str, str]]:
+    """Seed 004's prefixed vs unprefixed pairs among declared conditions: ``(prefixed, unprefixed)`` for
+    every condition with a prefix whose boundaries, structure and retrieval match a declared condition
+    with prefix ``none`` (the first such declared), in declared order. Both rank the same chunk set, so
+    :func:`compare_runs` applies."""
+    def key(axes):
+        return str(axes["boundaries"]), str(axes["structure"]), str(axes["retrieval"])
+
+    unprefixed: dict[tuple, str] = {}
+    for name, axes in conditions.items():
+        if str(axes["prefix"]) == "none":
+            unprefixed.setdefault(key(axes), name)
+    return [(name, unprefixed[key(axes)]) for name, axes in conditions.items()
+            if str(axes["prefix"]) != "none" and key(axes) in unprefixed]
 
 
-def run_comparison_table(comparisons, depth: int = 5) -> pl.DataFrame:
-    """Seed 004's retrieval-layer table: one row per compared pair of runs.
-
-    ``comparisons`` yields ``(labels, run_a, run_b)``: ``labels`` a dict of string columns that identify
-    the row (e.g. corpus, embedder, reranker, run_a, run_b), the same keys for every row. Each row adds
-    :func:`summarize_run_comparison`'s numbers at ``depth``; the rows keep the input order."""
-    rows = [{**labels, **summarize_run_comparison(run_a, run_b, depth)} for labels, run_a, run_b in comparisons]
-    if not rows:
-        return pl.DataFrame(schema={column: (pl.Int64 if column.startswith("n_") else pl.Float64)
-                                    for column in RUN_COMPARISON_COLUMNS} | {"depth": pl.Int64})
-    return pl.DataFrame(rows).with_columns(pl.col("n_queries", "n_dropped").cast(pl.Int64),
-                                           pl.lit(depth, dtype=pl.Int64).alias("depth"))
+def retrieval_layer_table(runs: dict[str, pl.DataFrame], pairs: list[tuple[str, str]], depth: int = 5) -> pl.DataFrame:
+    """:func:`summarize_run_comparison` of each ``(condition, baseline)`` pair of ``runs`` (condition ->
+    runs table of one cell), one row per pair: ``condition, baseline, depth, n_queries, n_dropped,
+    top1_changed, mean_overlap, fully_different, identical``."""
+    rows = [{"condition": condition, "baseline": baseline, "depth": depth,
+             **summarize_run_comparison(runs[condition], runs[baseline], depth)} for condition, baseline in pairs]
+    schema = {"condition": pl.String, "baseline": pl.String, "depth": pl.Int64, "n_queries": pl.Int64,
+              "n_dropped": pl.Int64, "top1_changed": pl.Float64, "mean_overlap": pl.Float64,
+              "fully_different": pl.Float64, "identical": pl.Float64}
+    return pl.DataFrame(rows, schema=schema)

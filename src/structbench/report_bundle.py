@@ -1,0 +1,208 @@
+"""Read a run's outputs into :class:`structbench.report.ReportInputs`, and write the report folder:
+
+    report.md             the Markdown report (tables, figure links, omissions with their reasons)
+    index.html            the same as one standalone page (opens from disk, no server)
+    tables/<name>.parquet every built table's data, and tables/<name>.csv for readers without Arrow
+    figures/<name>.png    every drawn figure
+    manifest.json         each table and figure: written (with its files) or omitted (with the reason)
+    summary.txt           the one-line end-of-run summary (:func:`run_summary`)
+
+Every file is written atomically, and the same inputs give the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from structbench.atomic import write_bytes, write_json, write_text
+from structbench.defaults import SEED, T_MAX, T_MIN
+from structbench.figures import RenderedFigure, render_figures
+from structbench.report import Omitted, ReportInputs, Table, build_tables, render_markdown
+from structbench.report_html import render_html
+from structbench.tables import read_table, write_table
+
+log = logging.getLogger(__name__)
+
+
+def _concat(paths: Sequence[str]) -> pl.DataFrame:
+    return pl.concat([read_table(p) for p in paths], how="diagonal_relaxed") if paths else pl.DataFrame()
+
+
+def _json(path: str) -> dict:
+    try:
+        return json.loads(Path(path).read_text())
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path}: not a readable JSON report ({error}); delete it and rerun the rule that writes it") from error
+
+
+def load_inputs(
+    *,
+    score_paths: Sequence[str],
+    contrast_paths: Sequence[str],
+    conditions: dict,
+    primary_metric: str,
+    contrast_specs: Sequence[dict] = (),
+    bootstrap_iters: int | None = None,
+    seed: int = SEED,
+    corpus_stats_paths: dict[str, str] | None = None,
+    size_match_paths: Sequence[str] = (),
+    text_report_paths: Sequence[str] = (),
+    bm25_score_paths: Sequence[str] = (),
+    chunk_paths: dict[tuple[str, str], str] | None = None,
+    embed_report_paths: dict[tuple[str, str, str], str] | None = None,
+    induction_stats_paths: Sequence[str] = (),
+    context_stats_paths: Sequence[str] = (),
+    retrieval_layer_paths: Sequence[str] = (),
+    t_max: int = T_MAX,
+    t_min: int = T_MIN,
+) -> ReportInputs:
+    """The report's inputs from the run's files. ``chunk_paths`` maps (corpus, chunk set) to a chunks
+    table; ``embed_report_paths`` maps (corpus, embedder, text set) to an embedding step's JSON report."""
+    return ReportInputs(
+        scores=_concat(score_paths),
+        contrasts=_concat(contrast_paths),
+        conditions={name: dict(axes) for name, axes in conditions.items()},
+        primary_metric=primary_metric,
+        contrast_specs=[dict(spec) for spec in contrast_specs],
+        bootstrap_iters=bootstrap_iters,
+        seed=seed,
+        bm25_scores=_concat(bm25_score_paths),
+        corpus_stats={corpus: _json(path) for corpus, path in (corpus_stats_paths or {}).items()},
+        size_matches=[_json(p) for p in size_match_paths],
+        text_reports=[_json(p) for p in text_report_paths],
+        chunk_sets={key: read_table(path, "chunks") for key, path in (chunk_paths or {}).items()},
+        embed_reports=[{"corpus": corpus, "embedder": embedder, "text set": textset, **_json(path)}
+                       for (corpus, embedder, textset), path in (embed_report_paths or {}).items()],
+        induction_stats=[_json(p) for p in induction_stats_paths],
+        context_stats=[_json(p) for p in context_stats_paths],
+        retrieval_layer=_concat(retrieval_layer_paths),
+        t_max=t_max,
+        t_min=t_min,
+    )
+
+
+@dataclass(frozen=True)
+class ReportPaths:
+    """Where the report's files go (the workflow's rule outputs). ``tables`` and ``figures`` are folders."""
+
+    markdown: str
+    html: str
+    tables: str
+    figures: str
+    manifest: str
+    summary: str
+
+    @classmethod
+    def under(cls, folder: str | os.PathLike) -> "ReportPaths":
+        folder = Path(folder)
+        return cls(str(folder / "report.md"), str(folder / "index.html"), str(folder / "tables"),
+                   str(folder / "figures"), str(folder / "manifest.json"), str(folder / "summary.txt"))
+
+
+def _relative(path: str, start: str) -> str:
+    return Path(os.path.relpath(path, Path(start).parent)).as_posix()
+
+
+def csv_bytes(frame: pl.DataFrame) -> bytes:
+    """A table as CSV (UTF-8, header row, full float precision); list or struct columns as JSON text."""
+    nested = [c for c, dtype in frame.schema.items() if dtype.is_nested()]
+    if nested:
+        frame = frame.with_columns(
+            pl.col(c).map_elements(lambda v: json.dumps(v.to_list() if hasattr(v, "to_list") else v), return_dtype=pl.String)
+            for c in nested)
+    return frame.write_csv().encode("utf-8")
+
+
+def cache_counts(inputs: ReportInputs) -> dict[str, int]:
+    """What the run took from the content-addressed caches: texts whose vector came from the embedding
+    cache (of all texts embedded) and LLM requests answered from the response cache (of all requests)."""
+    return {
+        "embedded_texts": sum(int(r.get("n_texts", 0)) for r in inputs.embed_reports),
+        "embeddings_from_cache": sum(int(r.get("n_from_cache", 0)) for r in inputs.embed_reports),
+        "llm_requests": sum(int(s["llm"].get("requests", 0)) for s in inputs.induction_stats + inputs.context_stats),
+        "llm_from_cache": sum(int(s["llm"].get("served_from_cache", 0)) for s in inputs.induction_stats + inputs.context_stats),
+    }
+
+
+def _count(n: int, noun: str, plural: str | None = None) -> str:
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
+def run_summary(inputs: ReportInputs, paths: ReportPaths, tables: Sequence, figures: Sequence) -> str:
+    """One line: where the report is, how many cells were scored (corpus × condition × embedder ×
+    reranker), how many tables and figures were written or omitted, and what came from the caches
+    (:func:`cache_counts`; the embedding steps' own counts, from the run that computed the vectors)."""
+    scores = inputs.scores
+    if scores.is_empty():
+        cells = "no scored cell (no corpus with queries)"
+    else:
+        dims = [scores[c].n_unique() for c in ("corpus", "condition", "embedder", "reranker")]
+        n_cells = scores.select("corpus", "condition", "embedder", "reranker").unique().height
+        cells = (f"{_count(n_cells, 'cell')} ({_count(dims[0], 'corpus', 'corpora')} × "
+                 f"{_count(dims[1], 'condition')} × {_count(dims[2], 'embedder')} × {_count(dims[3], 'reranker')})")
+    built = [sum(not isinstance(t, Omitted) for t in items) for items in (tables, figures)]
+    omitted = [len(items) - n for items, n in zip((tables, figures), built)]
+    cache = cache_counts(inputs)
+    llm = (f"{cache['llm_from_cache']} of {cache['llm_requests']} LLM requests" if cache["llm_requests"]
+           else "no LLM requests")
+    return (f"structbench report: {paths.html} (Markdown: {paths.markdown}); {cells}; "
+            f"{_count(built[0], 'table')} and {_count(built[1], 'figure')} written, {_count(omitted[0], 'table')} and "
+            f"{_count(omitted[1], 'figure')} omitted (reasons in the report); served from cache: "
+            f"{cache['embeddings_from_cache']} of {cache['embedded_texts']} embedded texts, {llm}")
+
+
+def write_report_bundle(inputs: ReportInputs, paths: ReportPaths) -> str:
+    """Build every table and figure and write the report folder (module docstring); returns the summary line."""
+    tables = build_tables(inputs)
+    figures = render_figures(tables, inputs)
+    files: dict[str, list[str]] = {}
+    Path(paths.tables).mkdir(parents=True, exist_ok=True)
+    Path(paths.figures).mkdir(parents=True, exist_ok=True)
+    for table in tables:
+        if isinstance(table, Table):
+            parquet = Path(paths.tables) / f"{table.spec.name}.parquet"
+            csv = Path(paths.tables) / f"{table.spec.name}.csv"
+            write_table(table.content.data, parquet)
+            write_bytes(csv, csv_bytes(table.content.data))
+            files[table.spec.name] = [str(csv), str(parquet)]
+    figure_files: dict[str, str] = {}
+    for figure in figures:
+        if isinstance(figure, RenderedFigure):
+            path = Path(paths.figures) / f"{figure.spec.name}.png"
+            write_bytes(path, figure.png)
+            figure_files[figure.spec.name] = str(path)
+    summary = run_summary(inputs, paths, tables, figures)
+
+    def relative_to(document: str):
+        return ({name: [_relative(f, document) for f in names] for name, names in files.items()},
+                {name: _relative(path, document) for name, path in figure_files.items()})
+
+    common = {"primary_metric": inputs.primary_metric, "bootstrap_iters": inputs.bootstrap_iters}
+    md_files, md_figures = relative_to(paths.markdown)
+    write_text(paths.markdown, render_markdown(tables, figures, files=md_files, figure_paths=md_figures, **common))
+    html_files, html_figures = relative_to(paths.html)
+    write_text(paths.html, render_html(tables, figures, files=html_files, figure_paths=html_figures, summary=summary, **common))
+    write_json(paths.manifest, manifest(tables, figures, files, figure_files))
+    write_text(paths.summary, summary + "\n")
+    for item in [*tables, *figures]:
+        if isinstance(item, Omitted):
+            log.info("omitted %s: %s", item.spec.name, item.reason)
+    return summary
+
+
+def manifest(tables: Sequence, figures: Sequence, files: dict[str, list[str]], figure_files: dict[str, str]) -> dict:
+    """Each table and figure by name: title, whether it was written (its files) or omitted (the reason)."""
+    def entry(item, paths):
+        written = not isinstance(item, Omitted)
+        return {"name": item.spec.name, "title": item.spec.title, "written": written,
+                **({"files": paths} if written else {"reason": item.reason})}
+
+    return {"tables": [entry(t, files.get(t.spec.name, [])) for t in tables],
+            "figures": [entry(f, [figure_files[f.spec.name]] if f.spec.name in figure_files else []) for f in figures]}

@@ -1,0 +1,65 @@
+"""The fidelity run's config and its printer: the corpus file comes only from the command line, the plan
+is the four arms on QASPER, and compare.py matches our conditions to seed 000's and checks orderings.
+(The run itself is ``make fidelity``, which .ci/run calls after the suite.)"""
+
+import importlib.util
+import pytest
+import yaml
+from conftest import REPO, run_snakemake
+from report_testing import synthetic_inputs
+from test_workflow import planned_jobs
+
+from structbench.report_bundle import ReportPaths, write_report_bundle
+
+FIDELITY = REPO / "tests/fidelity/qasper.yaml"
+spec = importlib.util.spec_from_file_location("fidelity_compare", REPO / "tests/fidelity/compare.py")
+compare = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(compare)
+
+
+def test_the_config_names_no_corpus_file():
+    config = yaml.safe_load(FIDELITY.read_text())
+    assert "paths" not in config["corpora"]["qasper"] and config["corpora"]["qasper"]["max_docs"] == 20
+
+
+def test_fidelity_plan_is_four_arms_on_the_qasper_file_given_as_an_override(tmp_path, shared_data):
+    qasper = shared_data / "qasper/qasper-dev-v0.3.rebuilt.json"
+    result = run_snakemake(tmp_path, "-n", "--configfile", str(FIDELITY), "--config", f"corpora={{qasper: {{paths: [{qasper}]}}}}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = result.stdout + result.stderr
+    for condition in ("F0", "G2", "G3", "P3"):
+        assert f"results/fidelity/qasper/scores/minilm/none/{condition}.parquet" in out
+    jobs = planned_jobs(out)
+    assert jobs["score"] == 4 and jobs["contrasts"] == 1 and jobs["retrieval_layer"] == 1 and "induce_structure" not in jobs
+    missing = run_snakemake(tmp_path, "-n", "--configfile", str(FIDELITY))
+    assert missing.returncode != 0 and "paths" in missing.stdout + missing.stderr
+
+
+@pytest.mark.parametrize("axes, analog", [
+    ({"boundaries": "fixed", "structure": "gold", "prefix": "none", "retrieval": "flat"}, "A0"),
+    ({"boundaries": "fixed", "structure": "induced:llm", "prefix": "context", "retrieval": "flat"}, "A1"),
+    ({"boundaries": "structural", "structure": "gold", "prefix": "placebo:3", "retrieval": "flat"}, "P"),
+    ({"boundaries": "structural", "structure": "gold", "prefix": "none", "retrieval": "flat"}, "G2"),
+    ({"boundaries": "structural", "structure": "induced:llm", "prefix": "path:3", "retrieval": "flat"}, "A3"),
+    ({"boundaries": "structural", "structure": "gold", "prefix": "path:3", "retrieval": "two_stage"}, "G4"),
+    ({"boundaries": "structural", "structure": "gold", "prefix": "path:1", "retrieval": "flat"}, None),
+    ({"boundaries": "semantic", "structure": "gold", "prefix": "none", "retrieval": "flat"}, None),
+])
+def test_paper_analogs(axes, analog):
+    assert compare.paper_analog(axes) == analog
+
+
+def test_ordering_agreement_counts_pairs():
+    ours = {"F0": 0.10, "P3": 0.12, "G2": 0.11, "G3": 0.13}
+    paper = {"F0": 0.098, "P3": 0.109, "G2": 0.120, "G3": 0.126}
+    assert compare.ordering_agreement(ours, paper) == (5, 6, ["G2/P3"])
+
+
+def test_compare_prints_means_beside_the_paper_and_the_contrast_signs(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    write_report_bundle(synthetic_inputs(), ReportPaths.under("report"))
+    assert compare.main(tmp_path / "report") == 0
+    out = capsys.readouterr().out
+    assert "Fidelity run: alpha, 48 questions over 12 papers" in out
+    assert "G3-d1" in out and "ordering, seed 000: F0 < P3 < G4 < G2 < G3" in out  # G3-d1 has no analog
+    assert "G3-P3" in out and "(G3 − P, Table 2)" in out

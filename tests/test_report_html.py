@@ -1,0 +1,108 @@
+"""Both HTML reports open in a real browser (headless Chromium) with every figure loaded: the standalone
+``results/report/index.html`` and the one ``snakemake --report`` bundles. One tiny run of the default
+workflow also checks the end-of-run summary line, that the default run writes every table and figure
+its config has input for (and states why the others are omitted), and that rerunning the report gives
+byte-identical figures.
+
+Without Chromium these tests skip, saying so; under ``.ci/run`` (which installs Debian's ``chromium``
+and sets ``STRUCTBENCH_REQUIRE_BROWSER=1``) a missing browser is a failure.
+"""
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+from browser import IMAGES_OF_PAGE, PNG_RESULTS_OF_SNAKEMAKE_REPORT, Browser, chromium_binary
+from conftest import kb_config, run_snakemake
+from report_testing import synthetic_inputs
+
+from structbench.figures import FIGURES
+from structbench.report import TABLES
+from structbench.report_bundle import ReportPaths, write_report_bundle
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    binary = chromium_binary()
+    if binary is None:
+        if os.environ.get("STRUCTBENCH_REQUIRE_BROWSER"):
+            pytest.fail("STRUCTBENCH_REQUIRE_BROWSER is set but no Chromium is installed (.ci/run installs Debian's chromium)")
+        pytest.skip("no headless browser: install Debian's chromium (apt-get install chromium) to open the HTML reports")
+    with Browser(binary) as browser:
+        yield browser
+
+
+def loaded_images(browser: Browser, page: Path) -> list[dict]:
+    return browser.open(page).evaluate(IMAGES_OF_PAGE)
+
+
+def test_standalone_page_loads_every_figure(chromium, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write_report_bundle(synthetic_inputs(), ReportPaths.under("report"))
+    images = loaded_images(chromium, tmp_path / "report/index.html")
+    assert sorted(image["src"] for image in images) == sorted(f"figures/{name}.png" for name in FIGURES)
+    assert all(image["width"] > 0 and image["height"] > 0 for image in images), images
+
+
+def test_a_missing_figure_is_caught(chromium, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write_report_bundle(synthetic_inputs(), ReportPaths.under("report"))
+    (tmp_path / "report/figures/forest_contrasts.png").write_bytes(b"not a png")
+    broken = [i for i in loaded_images(chromium, tmp_path / "report/index.html") if i["width"] == 0]
+    assert [i["src"] for i in broken] == ["figures/forest_contrasts.png"]
+
+
+SUMMARY = re.compile(
+    r"^structbench report: results/report/index\.html \(Markdown: results/report/report\.md\); "
+    r"3 cells \(1 corpus × 3 conditions × 1 embedder × 1 reranker\); (\d+) tables and (\d+) figures written, "
+    r"(\d+) tables and (\d+) figures? omitted \(reasons in the report\); served from cache: (\d+) of (\d+) embedded "
+    r"texts, no LLM requests$", re.M)
+# The default config (F0, G2, G3 on the KB) has no routed condition and no LLM step: these have no input.
+OMITTED_BY_DEFAULT = {"section_recall": "no routed conditions (retrieval two_stage or toc) in this config",
+                      "induction": "no induced structure in this config",
+                      "situating_contexts": "no situating-context prefix in this config",
+                      "llm_calls": "no LLM step in this config"}
+
+
+@pytest.mark.workflow
+def test_default_run_writes_the_report_and_both_html_reports_show_every_figure(chromium, tmp_path):
+    config = kb_config(tmp_path, "stats: {bootstrap_iters: 500, primary_metric: cov_nDCG@10, mixedlm: false}\n")
+    result = run_snakemake(tmp_path, "--cores", "2", "--configfile", str(config))
+    assert result.returncode == 0, result.stderr[-4000:]
+    summary = SUMMARY.search(result.stdout)
+    assert summary, result.stdout[-2000:]
+    assert (tmp_path / "results/report/summary.txt").read_text().strip() == summary.group(0)
+    tables, figures, omitted_tables, omitted_figures, from_cache, texts = map(int, summary.groups())
+    assert (tables + omitted_tables, figures + omitted_figures) == (len(TABLES), len(FIGURES))
+    assert texts == 35 + 89 + 90 + 90 and 0 <= from_cache < texts  # queries + three text sets, fresh cache
+
+    report = tmp_path / "results/report"
+    manifest = json.loads((report / "manifest.json").read_text())
+    omitted = {item["name"]: item["reason"] for item in manifest["tables"] + manifest["figures"] if not item["written"]}
+    assert omitted == OMITTED_BY_DEFAULT
+    for item in manifest["tables"] + manifest["figures"]:
+        for path in item.get("files", []):
+            assert (tmp_path / path).stat().st_size > 0, path
+    written_figures = sorted(item["name"] for item in manifest["figures"] if item["written"])
+    assert written_figures == sorted(set(FIGURES) - {"section_recall"})
+
+    # The report again, from the same inputs: the same bytes, figures included.
+    before = {p: p.read_bytes() for p in sorted(report.rglob("*")) if p.is_file()}
+    again = run_snakemake(tmp_path, "--cores", "2", "--configfile", str(config), "--forcerun", "report")
+    assert again.returncode == 0, again.stderr[-4000:]
+    assert re.search(r"^report\s+1$", again.stdout + again.stderr, re.M) and SUMMARY.search(again.stdout)
+    assert {p: p.read_bytes() for p in sorted(report.rglob("*")) if p.is_file()} == before
+
+    images = loaded_images(chromium, report / "index.html")
+    assert sorted(Path(i["src"]).stem for i in images) == written_figures
+    assert all(i["width"] > 0 and i["height"] > 0 for i in images), images
+
+    bundled = run_snakemake(tmp_path, "--configfile", str(config), "--report", str(tmp_path / "report.html"))
+    assert bundled.returncode == 0, bundled.stderr[-4000:]
+    pngs = chromium.open(tmp_path / "report.html").evaluate(PNG_RESULTS_OF_SNAKEMAKE_REPORT)
+    assert sorted(Path(png["name"]).stem for png in pngs) == written_figures
+    assert all(png["width"] > 0 and png["height"] > 0 for png in pngs), pngs
+    captions = {Path(png["name"]).stem: png["caption"] for png in pngs}
+    assert "Holm-significant" in captions["forest_contrasts"] and "tables/table1_contrasts.csv" in captions["forest_contrasts"]
