@@ -9,6 +9,7 @@ README order, so ``make run`` really runs the default workflow end to end there.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -90,6 +91,21 @@ def run(command: str, cwd: Path, timeout: int = 1800) -> subprocess.CompletedPro
 GUIDE = "# Guide\n\nIntro text of the guide.\n\n## Setup\n\nInstall it first. Then run it.\n\n## Use\n\nCall the tool.\n"
 
 
+def assert_default_run_from_caches(workdir, cold):
+    """The default run's LLM steps and embeddings: all computed on a cold run, none on a cached one."""
+    usages = [json.loads(p.read_text()) for p in (workdir / "results").rglob("*.usage.json") if "shards" not in p.parts]
+    embeds = [json.loads(p.read_text()) for p in (workdir / "results").rglob("*.embed.json")]
+    assert len(usages) == 2 and len(embeds) == 10  # induction and contexts; nine text sets and the queries
+    generated, embedded = sum(u["generated"] for u in usages), sum(e["n_encoded"] for e in embeds)
+    if cold:
+        assert generated > 0 and embedded > 0
+        stats = json.loads((workdir / "results/kb/structure/induced-llm/stats.json").read_text())
+        assert stats["documents"] == 8 == stats["usable"] + stats["repaired"] + stats["failed"]
+    else:
+        assert generated == 0 and embedded == 0, (usages, embeds)
+        assert all(u["served_from_cache"] == u["requests"] > 0 for u in usages)
+
+
 @pytest.mark.workflow
 def test_readme_commands_run_as_written(repo_copy):
     (repo_copy / "my.yaml").write_text("stats: {bootstrap_iters: 2000}\n")
@@ -102,6 +118,12 @@ def test_readme_commands_run_as_written(repo_copy):
         assert result.returncode == 0, f"{command}\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
         if command == "make run":
             assert (repo_copy / "results/report/report.md").is_file()
+            assert_default_run_from_caches(repo_copy, cold=True)
+            # A second run with the results deleted is served entirely from the caches.
+            shutil.rmtree(repo_copy / "results")
+            again = run(command, repo_copy)
+            assert again.returncode == 0, again.stderr[-3000:]
+            assert_default_run_from_caches(repo_copy, cold=False)
             assert "results/report/report.md" in result.stdout
         if command.endswith("--configfile my.yaml"):
             # my.yaml changes one statistics value: only the contrasts and the report were rerun.

@@ -59,9 +59,8 @@ SUMMARY = re.compile(
     r"3 cells \(1 corpus × 3 conditions × 1 embedder × 1 reranker\); (\d+) tables and (\d+) figures written, "
     r"(\d+) tables and (\d+) figures? omitted \(reasons in the report\); served from cache: (\d+) of (\d+) embedded "
     r"texts, no LLM requests$", re.M)
-# The default config (F0, G2, G3 on the KB) has no routed condition and no LLM step: these have no input.
-OMITTED_BY_DEFAULT = {"section_recall": "no routed conditions (retrieval two_stage or toc) in this config",
-                      "induction": "no induced structure in this config",
+# The default config's gold arm (G2, G3, G4 on the KB: conftest.kb_config) has no LLM step: these have no input.
+OMITTED_BY_DEFAULT = {"induction": "no induced structure in this config",
                       "situating_contexts": "no situating-context prefix in this config",
                       "llm_calls": "no LLM step in this config"}
 
