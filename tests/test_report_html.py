@@ -56,10 +56,11 @@ def test_a_missing_figure_is_caught(chromium, tmp_path, monkeypatch):
 
 SUMMARY = re.compile(
     r"^structbench report: results/report/index\.html \(Markdown: results/report/report\.md\); "
-    r"3 cells \(1 corpus × 3 conditions × 1 embedder × 1 reranker\); (\d+) tables and (\d+) figures written, "
+    r"4 cells \(1 corpus × 4 conditions × 1 embedder × 1 reranker\); (\d+) tables and (\d+) figures written, "
     r"(\d+) tables and (\d+) figures? omitted \(reasons in the report\); served from cache: (\d+) of (\d+) embedded "
     r"texts, no LLM requests$", re.M)
-# The default config's gold arm (G2, G3, G4 on the KB: conftest.kb_config) has no LLM step: these have no input.
+# The default config's gold arm (G2, G3, G4 on the KB: conftest.kb_config) plus fixed windows on gold (F0) has
+# no LLM step: these have no input.
 OMITTED_BY_DEFAULT = {"induction": "no induced structure in this config",
                       "situating_contexts": "no situating-context prefix in this config",
                       "llm_calls": "no LLM step in this config"}
@@ -67,7 +68,9 @@ OMITTED_BY_DEFAULT = {"induction": "no induced structure in this config",
 
 @pytest.mark.workflow
 def test_default_run_writes_the_report_and_both_html_reports_show_every_figure(chromium, tmp_path):
-    config = kb_config(tmp_path, "stats: {bootstrap_iters: 500, primary_metric: cov_nDCG@10, mixedlm: false}\n")
+    config = kb_config(tmp_path, "stats: {bootstrap_iters: 500, primary_metric: cov_nDCG@10, mixedlm: false}\n"
+                       "conditions: {F0: {boundaries: fixed, structure: gold, prefix: none, retrieval: flat}}\n",
+                       select={"conditions": ["F0"]})
     result = run_snakemake(tmp_path, "--cores", "2", "--configfile", str(config))
     assert result.returncode == 0, result.stderr[-4000:]
     summary = SUMMARY.search(result.stdout)
@@ -75,7 +78,7 @@ def test_default_run_writes_the_report_and_both_html_reports_show_every_figure(c
     assert (tmp_path / "results/report/summary.txt").read_text().strip() == summary.group(0)
     tables, figures, omitted_tables, omitted_figures, from_cache, texts = map(int, summary.groups())
     assert (tables + omitted_tables, figures + omitted_figures) == (len(TABLES), len(FIGURES))
-    assert texts == 35 + 89 + 90 + 90 and 0 <= from_cache < texts  # queries + three text sets, fresh cache
+    assert texts == 35 + 89 + 90 + 90 and 0 <= from_cache < texts  # queries + F0, G2, G3 (G4 ranks G3's), fresh cache
 
     report = tmp_path / "results/report"
     manifest = json.loads((report / "manifest.json").read_text())
@@ -85,7 +88,7 @@ def test_default_run_writes_the_report_and_both_html_reports_show_every_figure(c
         for path in item.get("files", []):
             assert (tmp_path / path).stat().st_size > 0, path
     written_figures = sorted(item["name"] for item in manifest["figures"] if item["written"])
-    assert written_figures == sorted(set(FIGURES) - {"section_recall"})
+    assert written_figures == sorted(FIGURES)  # G4 is routed: section recall is drawn too
 
     # The report again, from the same inputs: the same bytes, figures included.
     before = {p: p.read_bytes() for p in sorted(report.rglob("*")) if p.is_file()}
