@@ -8,9 +8,10 @@ from snakemake.logging import logger
 from structbench import cells
 from structbench.conditions import from_token, parse_value, wildcard_constraints as axis_constraints
 from structbench.config import check_config, truncation_warnings, validate_config
-from structbench.corpus import has_queries, source_files
+from structbench.corpus import generates_queries, has_queries, source_files
 from structbench.metrics import metrics_from_config
 from structbench.provenance import code_version
+from structbench.querygen.settings import QuerygenSettings
 
 
 # Validate against the schema and fill its defaults; then the cross-key checks. Both run before any job.
@@ -272,3 +273,42 @@ def all_induction_stats():
 def all_context_stats():
     chunksets = sorted({c.chunkset for c in CONDITIONS.values() if c.prefix == "context"})
     return [f"{R}/{corpus}/contexts/{chunkset}.stats.json" for corpus in CORPORA for chunkset in chunksets]
+
+
+# ---- query generation (corpora with queries: generated) ----------------------------------------
+
+
+def scored_queries(wildcards):
+    """The queries a corpus is scored on: its own (the corpus step's table) or, for a corpus with
+    ``queries: generated``, the balanced generated ones (structbench.querygen)."""
+    if generates_queries(corpus_spec(wildcards)):
+        return f"{R}/{wildcards.corpus}/queries/queries.parquet"
+    return f"{R}/{wildcards.corpus}/corpus/queries.parquet"
+
+
+def querygen_llm(wildcards):
+    """The ``llms`` entry named by ``querygen.llm`` (check_config refuses generated queries without one)."""
+    return llm_entry(config["querygen"]["llm"])
+
+
+def querygen_settings(wildcards):
+    """Every ``querygen`` threshold (structbench.querygen.settings); a null seed is the global seed."""
+    return QuerygenSettings.from_config(config["querygen"], config["seed"]).as_config()
+
+
+def querygen_generation(wildcards):
+    """The settings a generation shard uses: all but ``per_type``, which only the merge's balancing
+    reads, so changing it reruns no LLM job."""
+    return {key: value for key, value in querygen_settings(wildcards).items() if key != "per_type"}
+
+
+def querygen_shards(wildcards):
+    base = f"{R}/{wildcards.corpus}/queries/shards"
+    return {
+        "candidates": [f"{base}/{shard}.candidates.parquet" for shard in LLM_SHARDS],
+        "usage": [f"{base}/{shard}.usage.json" for shard in LLM_SHARDS],
+    }
+
+
+def all_querygen_stats():
+    return [f"{R}/{corpus}/queries/stats.json" for corpus in CORPORA if generates_queries(config["corpora"][corpus])]

@@ -10,6 +10,7 @@ rule report:
         embed_reports=list(all_embed_reports().values()),
         induction_stats=all_induction_stats(),
         context_stats=all_context_stats(),
+        querygen_stats=all_querygen_stats(),
     output:
         report=report(REPORT, category="Report", caption="../workflow/report/report.rst"),
         means=f"{R}/report/condition_means.parquet",

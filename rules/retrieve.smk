@@ -2,7 +2,7 @@ rule retrieve:
     input:
         chunk_vectors=condition_vectors,
         query_vectors=f"{R}/{{corpus}}/vectors/{{embedder}}/queries.npy",
-        queries=f"{R}/{{corpus}}/corpus/queries.parquet",
+        queries=scored_queries,
     output:
         f"{R}/{{corpus}}/runs/{{embedder}}/{{condition}}.parquet",
     log:
@@ -21,7 +21,7 @@ rule retrieve:
 rule rerank:
     input:
         runs=f"{R}/{{corpus}}/runs/{{embedder}}/{{condition}}.parquet",
-        queries=f"{R}/{{corpus}}/corpus/queries.parquet",
+        queries=scored_queries,
         texts=condition_texts,
     output:
         f"{R}/{{corpus}}/runs/{{embedder}}/reranked/{{reranker}}/{{condition}}.parquet",
@@ -44,7 +44,7 @@ rule rerank:
 rule bm25:
     input:
         texts=f"{R}/{{corpus}}/texts/{{boundaries}}/{{structure}}/none.parquet",
-        queries=f"{R}/{{corpus}}/corpus/queries.parquet",
+        queries=scored_queries,
     output:
         f"{R}/{{corpus}}/runs/bm25/{{boundaries}}/{{structure}}.parquet",
     log:

@@ -1,7 +1,7 @@
 rule score:
     input:
         runs=condition_runs,
-        queries=f"{R}/{{corpus}}/corpus/queries.parquet",
+        queries=scored_queries,
         chunks=condition_chunks,
         texts=condition_texts,
     output:
@@ -21,7 +21,7 @@ rule score:
 rule score_bm25:
     input:
         runs=f"{R}/{{corpus}}/runs/bm25/{{boundaries}}/{{structure}}.parquet",
-        queries=f"{R}/{{corpus}}/corpus/queries.parquet",
+        queries=scored_queries,
         chunks=f"{R}/{{corpus}}/chunks/{{boundaries}}/{{structure}}.parquet",
         texts=f"{R}/{{corpus}}/texts/{{boundaries}}/{{structure}}/none.parquet",
     output:

@@ -25,7 +25,8 @@ from structbench import defaults
 from structbench.embed import PACKAGED_MODELS
 
 RULES = parse_rules()
-GPU_RULES = {"embed_texts", "embed_queries", "semantic_chunks", "rerank", "induce_structure", "chunk_contexts"}
+GPU_RULES = {"embed_texts", "embed_queries", "semantic_chunks", "rerank", "induce_structure", "chunk_contexts",
+             "generate_queries"}
 # Packages the library locates with importlib.util.find_spec (model files), not by importing them.
 LOCATED_PACKAGES = {"structbench.tokens": [defaults.TOKENIZER], "structbench.embed": list(PACKAGED_MODELS)}
 # Conda package names for the same distribution as a pip name.

@@ -18,3 +18,8 @@ NDCG_K = 10  # cut-off of coverage-nDCG and binary nDCG
 RECALL_K = 50  # cut-off of span recall
 BUDGETS = (512, 1024, 2048)  # token budgets of token-budget coverage
 CONTEXT_MAX_TOKENS = 80  # A1: cap on an LLM situating context, in study tokens (seed 000, table 11)
+# Query generation (seed 000, appendix F and table 11; SPEC section 9).
+QUERIES_PER_TYPE = 250  # balanced finals per query type
+ROUGE_MAX = 0.35  # a query whose ROUGE-L F1 against its gold span exceeds this is rejected
+NGRAM_BLOCK = 4  # a query sharing any normalized n-gram of this length with its gold span is rejected
+QUERIES_PER_DOCUMENT = 3  # gold targets sampled per document and type (seed 000: 2,306 over 200 documents)

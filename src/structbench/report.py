@@ -268,13 +268,15 @@ def render_report(
     embed_reports: list[dict] = (),
     induction_stats: list[dict] = (),
     context_stats: list[dict] = (),
+    querygen_stats: list[dict] = (),
 ) -> tuple[str, pl.DataFrame]:
     """The report's Markdown text and the per-condition means table. ``bootstrap_iters`` (config
     ``stats.bootstrap_iters``, optional) is the B of the contrasts' bootstrap, used to print p-values
     at its resolution (:func:`format_p`); without it p's under 0.001 print as ``<0.001``."""
     if scores.is_empty():
         means = pl.DataFrame()
-        no_cells = "No corpus with queries is selected: nothing was scored.\n"
+        no_cells = ("No selected corpus has queries, or query generation kept none (see Query generation): "
+                    "nothing was scored.\n")
         contrast_text = means_text = ladder_text = no_cells
     else:
         means = condition_means(scores)
@@ -327,6 +329,7 @@ def render_report(
             "",
             prefixes_section(list(text_reports)),
             llm_sections(list(induction_stats), list(context_stats)),
+            querygen_section(list(querygen_stats)),
             "## Corpora",
             "",
             corpus_section(stats_by_corpus),
@@ -391,6 +394,57 @@ def llm_sections(induction_stats: list[dict], context_stats: list[dict]) -> str:
     return "\n".join(parts)
 
 
+def querygen_section(querygen_stats: list[dict]) -> str:
+    """Seed 000 appendix F, per corpus with generated queries: the funnel per type (generated → survivors →
+    balanced finals) beside seed 000's, the rejections by stage and reason, and the ROUGE-L of the shipped
+    queries against their gold spans (``querygen.funnel.querygen_summary``). Empty without such a corpus."""
+    if not querygen_stats:
+        return ""
+    seed = querygen_stats[0]["seed_000"]
+    finals_000 = seed["finals_by_type"]
+    low, high = seed["typical_rouge_l"]
+    lines = ["## Query generation", "",
+             "The pipeline samples each query's gold spans; the LLM writes a question about them, which is "
+             "rejected when its ROUGE-L F1 against a gold span exceeds `rouge_max` or it shares a normalized "
+             "`ngram_block`-gram with one; a question that passes is paraphrased, and the paraphrase, screened "
+             "the same way, is the query that ships. Survivors are balanced to `per_type` per type with a seed. "
+             f"Seed 000 (200 Wikipedia Featured Articles): {seed['generated']:,} generated → {seed['survivors']:,} "
+             f"survivors → {seed['finals']:,} finals over {seed['documents_with_queries']} documents; its shipped "
+             f"queries' ROUGE-L is typically {low}–{high}.", ""]
+    for stats in sorted(querygen_stats, key=lambda item: item["corpus"]):
+        settings = stats.get("settings", {})
+        total = stats["by_type"][-1]
+        lines += [f"### {stats['corpus']}", "",
+                  f"{stats['documents']} documents, {stats['documents_with_targets']} with gold targets; "
+                  + ", ".join(f"`{key}` = {settings[key]}" for key in ("per_document", "per_type", "rouge_max",
+                                                                        "ngram_block", "seed") if key in settings)
+                  + ".", ""]
+        if total["finals"] == 0:
+            lines += [f"**No generated query survived** ({total['generated']} generated): corpus "
+                      f"`{stats['corpus']}` has no queries, so its cells hold no scores and it has no contrasts.", ""]
+        funnel = pl.DataFrame(stats["by_type"]).select(
+            "qtype", "generated", pl.col("rejected_question").alias("rejected (question)"), "paraphrased",
+            pl.col("rejected_paraphrase").alias("rejected (paraphrase)"), "survivors", "finals", "documents",
+        ).with_columns(pl.col("qtype").replace_strict(finals_000 | {"all": seed["finals"]}, default=None,
+                                                       return_dtype=pl.Int64).alias("seed 000 finals"))
+        seed_row = pl.DataFrame([{"qtype": "seed 000 (all)", "generated": seed["generated"], "survivors": seed["survivors"],
+                                  "finals": seed["finals"], "documents": seed["documents_with_queries"],
+                                  "seed 000 finals": seed["finals"]}])
+        lines += [markdown_table(pl.concat([funnel, seed_row], how="diagonal_relaxed").select(funnel.columns)), ""]
+        if stats["rejections"]:
+            lines += ["Rejections by stage and reason:", "",
+                      markdown_table(pl.DataFrame(stats["rejections"]).select("qtype", "stage", "reason", "count")), ""]
+        lines += [f"ROUGE-L F1 of the shipped queries against their gold spans (seed 000: typically {low}–{high}):", "",
+                  markdown_table(pl.DataFrame(stats["rouge_l"], infer_schema_length=None).select(
+                      "qtype", "n", "mean", "min", "p25", "median", "p75", "max"), float_digits=3), ""]
+        usage = stats.get("llm") or {}
+        if usage:
+            lines += [f"LLM requests: {usage.get('requests', 0)}; of the distinct ones, {usage.get('generated', 0)} "
+                      f"generated, {usage.get('served_from_cache', 0)} from the cache, {usage.get('failed', 0)} "
+                      "failed.", ""]
+    return "\n".join(lines)
+
+
 def chunk_bounds_section(chunk_bounds: list[dict]) -> str:
     """One row per (corpus, chunk set): size distribution, bound violations and cut kinds."""
     if not chunk_bounds:
@@ -442,13 +496,15 @@ def write_report(
     t_min: int = T_MIN,
     induction_stats_paths: list[str] = (),
     context_stats_paths: list[str] = (),
+    querygen_stats_paths: list[str] = (),
 ) -> None:
     """Read every input and write the report and the means table.
 
     ``chunk_paths`` maps (corpus, chunk set) to a chunks table, for the chunk-bounds section;
     ``embed_reports`` maps (corpus, embedder, text set) to an embedding step's JSON report (input length,
     truncation, cache use). ``induction_stats_paths`` and ``context_stats_paths`` are the LLM steps'
-    summaries (``llm_stats``); the LLM sections appear only when there are some."""
+    summaries (``llm_stats``); the LLM sections appear only when there are some, and so does the query
+    generation section (``querygen_stats_paths``: the merged query generation's ``stats.json`` per corpus)."""
     def concat(paths):
         return pl.concat([read_table(p) for p in paths], how="diagonal_relaxed") if paths else pl.DataFrame()
 
@@ -475,6 +531,7 @@ def write_report(
         ],
         induction_stats=[json.loads(Path(p).read_text()) for p in induction_stats_paths],
         context_stats=[json.loads(Path(p).read_text()) for p in context_stats_paths],
+        querygen_stats=[json.loads(Path(p).read_text()) for p in querygen_stats_paths],
     )
     write_text(report_path, text)
     write_table(means, means_path)

@@ -20,6 +20,7 @@ with step_log(snakemake.log[0], "report") as log:
         contrast_specs=[dict(entry) for entry in snakemake.params.contrasts],
         induction_stats_paths=list(snakemake.input.induction_stats),
         context_stats_paths=list(snakemake.input.context_stats),
+        querygen_stats_paths=list(snakemake.input.querygen_stats),
         report_path=snakemake.output.report,
         means_path=snakemake.output.means,
     )
