@@ -96,5 +96,7 @@ def test_generated_queries_are_sampled_screened_balanced_and_scored(tmp_path):
         assert sorted(scores["qid"].to_list()) == sorted(queries["qid"].to_list())
     contrasts = pl.read_parquet(work / "results/contrasts/kb/minilm/none/contrasts.parquet")
     assert contrasts.height == 2 and set(contrasts["n_queries"].to_list()) == {queries.height}
+    corpus_stats = json.loads((work / "results/kb/corpus/stats.json").read_text())
+    assert corpus_stats["queries"] == queries.height  # the corpus reports the queries it is scored on
     report = (work / "results/report/report.md").read_text()
     assert "## Query generation" in report and "seed 000 (all)" in report

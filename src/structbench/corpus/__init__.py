@@ -9,7 +9,7 @@ all kinds
     ``kind`` (required): ``markdown`` | ``qasper`` | ``wikitext`` | ``wikipedia``;
     ``name`` (optional): the ``corpus`` column value, default the kind;
     ``queries`` (optional, null): ``generated`` scores the corpus on LLM-generated queries
-    (``structbench.querygen``) instead of its own questions, which are still loaded, verified and counted.
+    (``structbench.querygen``) instead of its own questions, which are still loaded and verified.
 ``markdown`` (``markdown.py``)
     ``path`` (required): folder of ``*.md`` files, searched recursively (``doc_id`` = file stem);
     ``questions`` (optional, null): JSONL questions file with verbatim evidence quotes.
