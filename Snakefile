@@ -1,5 +1,6 @@
 # structbench: does document structure help dense retrieval?
-# The plan: corpus -> structure -> chunks -> texts (prefixes) -> vectors -> runs -> scores -> contrasts -> report.
+# The plan: corpus (-> generated queries) -> structure -> chunks -> texts (prefixes) -> vectors -> runs -> scores
+# -> contrasts -> report.
 import os
 
 from snakemake.utils import min_version
@@ -14,6 +15,7 @@ configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 include: "rules/common.smk"
 include: "rules/corpus.smk"
 include: "rules/structure.smk"
+include: "rules/queries.smk"
 include: "rules/chunks.smk"
 include: "rules/embed.smk"
 include: "rules/retrieve.smk"

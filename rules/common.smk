@@ -12,12 +12,14 @@ from structbench.config import check_config, truncation_warnings, validate_confi
 from structbench.corpus import has_queries, source_files
 from structbench.figures import FIGURES
 from structbench.fusion import LEXICAL_SOURCE, fusion_sources
+from structbench.corpus import generates_queries, has_queries, source_files
 from structbench.metrics import metrics_from_config
 from structbench.metrics.diagnostics import retrieval_layer_pairs
 from structbench.provenance import code_version
 from structbench.report import TABLES
 from structbench.retrieval import kind_inputs
 from structbench.routing import routing_metrics
+from structbench.querygen.settings import QuerygenSettings
 
 
 # Validate against the schema and fill its defaults; then the cross-key checks. Both run before any job.
@@ -443,3 +445,40 @@ def print_run_summary():
     if os.path.exists(SUMMARY) and os.path.getmtime(SUMMARY) >= STARTED - 1:  # 1 s: file system timestamps may be coarse
         with open(SUMMARY, encoding="utf-8") as summary:
             print(summary.read().strip(), flush=True)
+# ---- query generation (corpora with queries: generated) ----------------------------------------
+
+
+def scored_queries(wildcards):
+    """The queries a corpus is scored on: its own (the corpus step's table) or, for a corpus with
+    ``queries: generated``, the balanced generated ones (structbench.querygen)."""
+    if generates_queries(corpus_spec(wildcards)):
+        return f"{R}/{wildcards.corpus}/queries/queries.parquet"
+    return f"{R}/{wildcards.corpus}/corpus/queries.parquet"
+
+
+def querygen_llm(wildcards):
+    """The ``llms`` entry named by ``querygen.llm`` (check_config refuses generated queries without one)."""
+    return llm_entry(config["querygen"]["llm"])
+
+
+def querygen_settings(wildcards):
+    """Every ``querygen`` threshold (structbench.querygen.settings); a null seed is the global seed."""
+    return QuerygenSettings.from_config(config["querygen"], config["seed"]).as_config()
+
+
+def querygen_generation(wildcards):
+    """The settings a generation shard uses: all but ``per_type``, which only the merge's balancing
+    reads, so changing it reruns no LLM job."""
+    return {key: value for key, value in querygen_settings(wildcards).items() if key != "per_type"}
+
+
+def querygen_shards(wildcards):
+    base = f"{R}/{wildcards.corpus}/queries/shards"
+    return {
+        "candidates": [f"{base}/{shard}.candidates.parquet" for shard in LLM_SHARDS],
+        "usage": [f"{base}/{shard}.usage.json" for shard in LLM_SHARDS],
+    }
+
+
+def all_querygen_stats():
+    return [f"{R}/{corpus}/queries/stats.json" for corpus in CORPORA if generates_queries(config["corpora"][corpus])]

@@ -23,7 +23,7 @@ rule corpus_stats:
     input:
         documents=rules.corpus.output.documents,
         paragraphs=rules.corpus.output.paragraphs,
-        queries=rules.corpus.output.queries,
+        queries=scored_queries,
         funnel=rules.corpus.output.funnel,
         skipped=rules.corpus.output.skipped,
         sections=rules.corpus.output.sections,

@@ -27,7 +27,7 @@ rule embed_texts:
 
 rule embed_queries:
     input:
-        f"{R}/{{corpus}}/corpus/queries.parquet",
+        scored_queries,
     output:
         vectors=f"{R}/{{corpus}}/vectors/{{embedder}}/queries.npy",
         report=f"{R}/{{corpus}}/vectors/{{embedder}}/queries.embed.json",

@@ -28,6 +28,7 @@ rule report:
         induction_stats=all_induction_stats(),
         context_stats=all_context_stats(),
         retrieval_layer=all_retrieval_layers(),
+        querygen_stats=all_querygen_stats(),
     output:
         report=report(REPORT, category="Report", caption="../workflow/report/report.rst"),
         html=f"{R}/report/index.html",

@@ -6,7 +6,7 @@ rule route_sections:
     input:
         chunk_vectors=condition_vectors,
         query_vectors=f"{R}/{{corpus}}/vectors/{{embedder}}/queries.npy",
-        queries=f"{R}/{{corpus}}/corpus/queries.parquet",
+        queries=scored_queries,
         chunks=condition_chunks,
         sections=condition_sections,
     output:
@@ -28,7 +28,7 @@ rule route_toc:
     input:
         chunk_vectors=condition_vectors,
         query_vectors=f"{R}/{{corpus}}/vectors/{{embedder}}/queries.npy",
-        queries=f"{R}/{{corpus}}/corpus/queries.parquet",
+        queries=scored_queries,
         chunks=condition_chunks,
         sections=condition_sections,
         title_vectors=condition_title_vectors,
@@ -77,7 +77,7 @@ rule retrieve:
 rule rerank:
     input:
         runs=f"{R}/{{corpus}}/runs/{{embedder}}/{{condition}}.parquet",
-        queries=f"{R}/{{corpus}}/corpus/queries.parquet",
+        queries=scored_queries,
         texts=condition_texts,
     output:
         f"{R}/{{corpus}}/runs/{{embedder}}/reranked/{{reranker}}/{{condition}}.parquet",
@@ -100,7 +100,7 @@ rule rerank:
 rule bm25:
     input:
         texts=f"{R}/{{corpus}}/texts/{{boundaries}}/{{structure}}/none.parquet",
-        queries=f"{R}/{{corpus}}/corpus/queries.parquet",
+        queries=scored_queries,
     output:
         f"{R}/{{corpus}}/runs/bm25/{{boundaries}}/{{structure}}.parquet",
     log:
@@ -127,7 +127,7 @@ rule fuse_runs:
         unpack(fusion_inputs),
         chunk_vectors=condition_vectors,
         query_vectors=f"{R}/{{corpus}}/vectors/{{embedder}}/queries.npy",
-        queries=f"{R}/{{corpus}}/corpus/queries.parquet",
+        queries=scored_queries,
     output:
         f"{R}/{{corpus}}/runs/{{embedder}}/{{condition}}.parquet",
     log:
@@ -150,7 +150,7 @@ rule inject_query_titles:
     input:
         chunk_vectors=condition_vectors,
         query_vectors=f"{R}/{{corpus}}/vectors/{{embedder}}/queries.npy",
-        queries=f"{R}/{{corpus}}/corpus/queries.parquet",
+        queries=scored_queries,
         chunks=condition_chunks,
     output:
         f"{R}/{{corpus}}/runs/{{embedder}}/{{condition}}.parquet",
@@ -184,7 +184,7 @@ rule choose_per_candidate:
         chunk_vectors=condition_vectors,
         unprefixed_vectors=unprefixed_vectors,
         query_vectors=f"{R}/{{corpus}}/vectors/{{embedder}}/queries.npy",
-        queries=f"{R}/{{corpus}}/corpus/queries.parquet",
+        queries=scored_queries,
         texts=condition_texts,
         unprefixed_texts=unprefixed_texts,
     output:

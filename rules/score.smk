@@ -18,7 +18,7 @@ rule score:
 rule score_bm25:
     input:
         runs=f"{R}/{{corpus}}/runs/bm25/{{boundaries}}/{{structure}}.parquet",
-        queries=f"{R}/{{corpus}}/corpus/queries.parquet",
+        queries=scored_queries,
         chunks=f"{R}/{{corpus}}/chunks/{{boundaries}}/{{structure}}.parquet",
         texts=f"{R}/{{corpus}}/texts/{{boundaries}}/{{structure}}/none.parquet",
     output:

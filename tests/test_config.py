@@ -84,6 +84,11 @@ def test_schema_defaults_agree_with_the_defaults_module():
     assert properties["retrieval"]["properties"]["candidates"]["default"] == defaults.RESCORE_CANDIDATES
     assert properties["retrieval"]["properties"]["bm25_analyzer"]["default"] == defaults.BM25_ANALYZER
     assert properties["contexts"]["properties"]["max_tokens"]["default"] == defaults.CONTEXT_MAX_TOKENS
+    querygen = properties["querygen"]["properties"]
+    assert querygen["per_type"]["default"] == defaults.QUERIES_PER_TYPE
+    assert querygen["rouge_max"]["default"] == defaults.ROUGE_MAX
+    assert querygen["ngram_block"]["default"] == defaults.NGRAM_BLOCK
+    assert querygen["per_document"]["default"] == defaults.QUERIES_PER_DOCUMENT
 
 
 def test_nested_command_line_strings_get_the_schema_type():
@@ -254,3 +259,50 @@ def test_retrieval_values_outside_the_declared_forms_fail_the_schema():
         validated(retrieval={"use_gpu": "cuda"})
     with pytest.raises(ConfigError, match=r"retrieval\.bm25_analyzer: 'porter' is not one of"):
         validated(retrieval={"bm25_analyzer": "porter"})
+# ---- query generation (querygen, queries: generated) ----------------------------------------------
+
+WIKITEXT = {"wikitext": {"kind": "wikitext", "path": "wiki.test.raw", "queries": "generated"}}
+
+
+def test_querygen_defaults_fill_and_agree_with_the_settings_class():
+    from structbench.querygen.settings import QuerygenSettings
+
+    config = validated()
+    assert config["querygen"]["llm"] is None and config["querygen"]["seed"] is None
+    settings = QuerygenSettings.from_config(config["querygen"], config["seed"])
+    assert settings == QuerygenSettings() and settings.as_config() == {
+        **{k: v for k, v in config["querygen"].items() if k != "llm"}, "seed": defaults.SEED}
+    # The default config keeps its hand-written questions: no corpus generates queries.
+    assert all(corpus.get("queries") is None for corpus in config["corpora"].values())
+
+
+def test_generated_queries_without_an_llm_is_a_named_error_before_any_job():
+    with pytest.raises(ConfigError, match=r"corpora\.wikitext\.queries = 'generated' needs querygen\.llm"):
+        checked(GOLD, corpora=WIKITEXT)
+    with pytest.raises(ConfigError, match=r"querygen\.llm = 'big' names no llms entry"):
+        checked(GOLD, corpora=WIKITEXT, llms=LLMS, querygen={"llm": "big"})
+    with pytest.raises(ConfigError, match=r"querygen\.max_query_words \(2\) is below querygen\.min_query_words"):
+        checked(GOLD, llms=LLMS, querygen={"llm": "small", "min_query_words": 3, "max_query_words": 2})
+    with pytest.raises(ConfigError, match=r"corpora\.kb\.queries: 'made_up' is not one of"):
+        validated(corpora={"kb": {"kind": "markdown", "path": "d", "queries": "made_up"}})
+    with pytest.raises(ConfigError, match=r"querygen\.types\.1: 'trivia' is not one of"):
+        validated(querygen={"types": ["factoid", "trivia"]})
+    checked(GOLD, corpora=WIKITEXT, llms=LLMS, querygen={"llm": "small"})
+    # A generated corpus that select.corpora leaves out needs no LLM.
+    checked(GOLD, corpora=GOLD["corpora"] | WIKITEXT, select={"corpora": ["kb"]})
+
+
+def test_the_wikitext_arm_config_names_its_file_on_the_command_line():
+    """config/wikitext.yaml leaves the WikiText path to an override (never a ../shared path in a config);
+    without one, the schema names the missing key."""
+    arm = yaml.safe_load((REPO / "config/wikitext.yaml").read_text())
+    assert "path" not in arm["corpora"]["wikitext"] and arm["corpora"]["wikitext"]["queries"] == "generated"
+    config = copy.deepcopy(DEFAULT)
+    config.update(copy.deepcopy(arm))
+    with pytest.raises(ConfigError, match=r"corpora\.wikitext: 'path' is a required property"):
+        validate_config(copy.deepcopy(config), SCHEMA)
+    config["corpora"]["wikitext"]["path"] = "wiki.test.raw"
+    validate_config(config, SCHEMA)
+    conditions, contrasts = check_config(config, metrics_from_config(config["metrics"]))
+    assert set(conditions) == set(DEFAULT["conditions"]) and config["querygen"]["llm"] == "smollm2"
+

@@ -22,6 +22,8 @@ LIGHT = {
     "report": "import structbench.report, structbench.figures, structbench.report_html, structbench.report_bundle",
     "routing": "import structbench.routing, structbench.fusion",
     "llm_steps": "import structbench.shards, structbench.llm_stats, structbench.llm",
+    "querygen": "import structbench.querygen.funnel, structbench.querygen.spans, structbench.querygen.leakage, "
+                "structbench.querygen.generate",
     "config": "import structbench.config, structbench.conditions, structbench.cells;"
               "structbench.config.check_llm_config({'llms': {'m': {'backend': 'transformers', 'model': 'x'}}}, {})",
     "api": "import structbench, structbench.api, structbench.cli;"

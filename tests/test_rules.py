@@ -26,7 +26,7 @@ from structbench.embed import PACKAGED_MODELS
 
 RULES = parse_rules()
 GPU_RULES = {"embed_texts", "embed_queries", "embed_titles", "semantic_chunks", "rerank", "induce_structure",
-             "chunk_contexts", "route_toc", "inject_query_titles", "choose_per_candidate"}
+             "chunk_contexts", "route_toc", "inject_query_titles", "choose_per_candidate", "generate_queries"}
 # Packages the library locates with importlib.util.find_spec (model files), not by importing them.
 LOCATED_PACKAGES = {"structbench.tokens": [defaults.TOKENIZER], "structbench.embed": list(PACKAGED_MODELS)}
 # Conda package names for the same distribution as a pip name.

@@ -99,7 +99,7 @@ def test_gold_arm_end_to_end_deterministic_and_partial_rebuild(tmp_path):
 
     report = (first / "results/report/report.md").read_text()
     for needle in ("## Contrasts", "G3-G2", "G3-F0", "G4-G3", "## Per-condition means", "cov_nDCG@10",
-                   "## Routed retrieval"):
+                   "## Section recall of routed retrieval"):
         assert needle in report
 
     scores, contrasts = read_cell_tables(first)

@@ -9,8 +9,9 @@ key (``chunking.t_min``, ``contrasts.C1``), never minutes into it.
   rules and the library then read every value from the config and restate none).
 - :func:`check_config` adds the cross-key checks: t_min <= t_max, a primary metric that is computed,
   contrasts of declared and distinct conditions, selections of declared names, the LLM steps'
-  keys (:func:`check_llm_config`, which also checks TOC routing's LLM), and the retrieval kinds' inputs
-  and run comparisons (:func:`check_retrieval_config`).
+  keys (:func:`check_llm_config`, which also checks TOC routing's LLM), query generation's
+  (:func:`check_querygen_config`), and the retrieval kinds' inputs and run comparisons
+  (:func:`check_retrieval_config`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 import yaml
 
 from structbench import conditions as axes
+from structbench.defaults import SEED
 
 
 class ConfigError(ValueError):
@@ -119,6 +121,7 @@ def check_config(config: dict, metric_names: list[str]) -> tuple[dict, dict]:
             raise ConfigError(f"select.{kind} names {unknown}, which config.{kind} does not declare "
                               f"({list(config[kind])})")
     check_llm_config(config, conditions)
+    check_querygen_config(config)
     check_retrieval_config(config, conditions)
     return select_conditions(conditions, contrasts, (config.get("select") or {}).get("conditions"))
 
@@ -215,6 +218,28 @@ def check_llm_config(config: dict, conditions: dict) -> None:
         if condition.prefix == "context" and context_llm is None:
             raise ConfigError(f"conditions.{name}.prefix = 'context' needs contexts.llm (the llms entry that "
                               "writes the situating contexts), which is not set")
+
+
+def check_querygen_config(config: dict) -> None:
+    """Query generation's cross-key checks: a selected corpus with ``queries: generated`` needs
+    ``querygen.llm``, which must name a declared ``llms`` entry, and the ``querygen`` thresholds must
+    make a valid :class:`structbench.querygen.settings.QuerygenSettings`."""
+    from structbench.querygen.settings import QuerygenSettings
+
+    querygen = config.get("querygen") or {}
+    llm = querygen.get("llm")
+    llms = config.get("llms") or {}
+    if llm is not None and llm not in llms:
+        raise ConfigError(f"querygen.llm = {llm!r} names no llms entry (declared: {sorted(llms)})")
+    selected = (config.get("select") or {}).get("corpora") or list(config["corpora"])
+    generated = [name for name in selected if (config["corpora"][name] or {}).get("queries") == "generated"]
+    if generated and llm is None:
+        raise ConfigError(f"corpora.{generated[0]}.queries = 'generated' needs querygen.llm (the llms entry that "
+                          "writes the queries), which is not set")
+    try:
+        QuerygenSettings.from_config(querygen, config.get("seed", SEED))
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
 
 
 # Room left for a rendered prefix when judging whether chunks fit the embedder: a depth-3 heading path

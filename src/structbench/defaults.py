@@ -27,3 +27,8 @@ RESCORE_CANDIDATES = 20  # seed 004 section 6: per-candidate evaluation is bound
 BM25_ANALYZER = "english"  # Lucene's EnglishAnalyzer (structbench.lexical); "words" is plain word tokens
 BOOTSTRAP_ITERS = 10_000  # B of the document-clustered bootstrap (seed 000, table 11)
 ALPHA = 0.05  # family-wise error rate: a contrast is Holm-significant when its Holm-adjusted p < ALPHA
+# Query generation (seed 000, appendix F and table 11; SPEC section 9).
+QUERIES_PER_TYPE = 250  # balanced finals per query type
+ROUGE_MAX = 0.35  # a query whose ROUGE-L F1 against its gold span exceeds this is rejected
+NGRAM_BLOCK = 4  # a query sharing any normalized n-gram of this length with its gold span is rejected
+QUERIES_PER_DOCUMENT = 3  # gold targets sampled per document and type (seed 000: 2,306 over 200 documents)

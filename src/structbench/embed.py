@@ -439,8 +439,10 @@ def embed_texts(texts: Sequence[str], spec: EmbedderSpec, cache_root: str | Path
     lookup = cache.get_or_compute(texts, compute, verb="encoded")
     vectors = lookup.vectors
     if not texts:
-        dimension = embedding_dimension(loaded["model"]) if "model" in loaded else 0
-        vectors = np.zeros((0, dimension), dtype=np.float32)
+        # No text (a corpus whose query generation kept none) still needs the model's width: retrieval
+        # searches a (0, d) query matrix against d-wide chunk vectors.
+        model = loaded["model"] if "model" in loaded else load_model(spec, location)
+        vectors = np.zeros((0, embedding_dimension(model)), dtype=np.float32)
     report = {
         "n_texts": len(texts),
         "n_distinct": lookup.n_computed + lookup.n_from_cache,

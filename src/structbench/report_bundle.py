@@ -58,6 +58,7 @@ def load_inputs(
     chunk_paths: dict[tuple[str, str], str] | None = None,
     embed_report_paths: dict[tuple[str, str, str], str] | None = None,
     induction_stats_paths: Sequence[str] = (),
+    querygen_stats_paths: Sequence[str] = (),
     context_stats_paths: Sequence[str] = (),
     retrieval_layer_paths: Sequence[str] = (),
     t_max: int = T_MAX,
@@ -81,6 +82,7 @@ def load_inputs(
         embed_reports=[{"corpus": corpus, "embedder": embedder, "text set": textset, **_json(path)}
                        for (corpus, embedder, textset), path in (embed_report_paths or {}).items()],
         induction_stats=[_json(p) for p in induction_stats_paths],
+        querygen_stats=[_json(p) for p in querygen_stats_paths],
         context_stats=[_json(p) for p in context_stats_paths],
         retrieval_layer=_concat(retrieval_layer_paths),
         t_max=t_max,
@@ -126,8 +128,8 @@ def cache_counts(inputs: ReportInputs) -> dict[str, int]:
     return {
         "embedded_texts": sum(int(r.get("n_texts", 0)) for r in inputs.embed_reports),
         "embeddings_from_cache": sum(int(r.get("n_from_cache", 0)) for r in inputs.embed_reports),
-        "llm_requests": sum(int(s["llm"].get("requests", 0)) for s in inputs.induction_stats + inputs.context_stats),
-        "llm_from_cache": sum(int(s["llm"].get("served_from_cache", 0)) for s in inputs.induction_stats + inputs.context_stats),
+        "llm_requests": sum(int((s.get("llm") or {}).get("requests", 0)) for s in inputs.induction_stats + inputs.context_stats + inputs.querygen_stats),
+        "llm_from_cache": sum(int((s.get("llm") or {}).get("served_from_cache", 0)) for s in inputs.induction_stats + inputs.context_stats + inputs.querygen_stats),
     }
 
 

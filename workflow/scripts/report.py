@@ -22,6 +22,7 @@ with step_log(snakemake.log[0], "report") as log:
         retrieval_layer_paths=list(snakemake.input.retrieval_layer),
         t_max=snakemake.params.t_max,
         t_min=snakemake.params.t_min,
+        querygen_stats_paths=list(snakemake.input.querygen_stats),
     )
     paths = ReportPaths(markdown=snakemake.output.report, html=snakemake.output.html, tables=snakemake.output.tables,
                         figures=snakemake.output.figures, manifest=snakemake.output.manifest,

@@ -7,7 +7,9 @@ key or a missing required one is a ``ValueError`` naming it):
 
 all kinds
     ``kind`` (required): ``markdown`` | ``qasper`` | ``wikitext`` | ``wikipedia``;
-    ``name`` (optional): the ``corpus`` column value, default the kind.
+    ``name`` (optional): the ``corpus`` column value, default the kind;
+    ``queries`` (optional, null): ``generated`` scores the corpus on LLM-generated queries
+    (``structbench.querygen``) instead of its own questions, which are still loaded and verified.
 ``markdown`` (``markdown.py``)
     ``path`` (required): folder of ``*.md`` files, searched recursively (``doc_id`` = file stem);
     ``questions`` (optional, null): JSONL questions file with verbatim evidence quotes.
@@ -50,6 +52,9 @@ _KEYS = {
 }
 
 
+QUERY_SOURCES = (None, "generated")
+
+
 def _check_keys(spec: dict) -> str:
     if not isinstance(spec, dict):
         raise ValueError(f"corpus spec must be a mapping, got {type(spec).__name__}")
@@ -60,19 +65,28 @@ def _check_keys(spec: dict) -> str:
     for key in sorted(required):
         if spec.get(key) in (None, "", []):
             raise ValueError(f"corpus spec ({kind}) is missing required key {key!r}")
-    unknown = sorted(set(spec) - required - optional - {"kind", "name"})
+    unknown = sorted(set(spec) - required - optional - {"kind", "name", "queries"})
     if unknown:
         raise ValueError(f"corpus spec ({kind}) has unknown key(s) {unknown}")
+    if spec.get("queries") not in QUERY_SOURCES:
+        raise ValueError(f"corpus spec key 'queries' must be 'generated' or null, got {spec.get('queries')!r}")
     return kind
 
 
-def has_queries(spec: dict) -> bool:
-    """Whether a corpus brings its own questions (QASPER; Markdown with a questions file).
+def generates_queries(spec: dict) -> bool:
+    """Whether the corpus is scored on generated queries (``queries: generated``)."""
+    _check_keys(spec)
+    return spec.get("queries") == "generated"
 
-    The others (WikiText, Wikipedia-FA, Markdown without questions) get theirs from query generation;
-    until then they are built, verified, chunked and reported, but not scored."""
+
+def has_queries(spec: dict) -> bool:
+    """Whether the corpus is scored: it brings its own questions (QASPER; Markdown with a questions
+    file) or has them generated (``queries: generated``).
+
+    The others (WikiText, Wikipedia-FA, Markdown without questions, none of them with ``queries:
+    generated``) are built, verified, chunked and reported, but not scored."""
     kind = _check_keys(spec)
-    return kind == "qasper" or (kind == "markdown" and bool(spec.get("questions")))
+    return generates_queries(spec) or kind == "qasper" or (kind == "markdown" and bool(spec.get("questions")))
 
 
 def source_files(spec: dict) -> list[str]:
@@ -150,6 +164,7 @@ __all__ = [
     "CorpusTables",
     "assert_verified",
     "build_tables",
+    "generates_queries",
     "has_queries",
     "load_corpus",
     "source_files",

@@ -123,12 +123,17 @@ def contrast_table(
     ``p_mixedlm_nested`` = the pre-registered and nested MixedLM (only when ``mixedlm`` and the metric is
     in ``mixedlm_metrics``, default all; else NaN); ``label`` = the family. ``mixedlm_note`` (an addition
     to the listed columns) records why a MixedLM p is NaN or what the fit warned. Deterministic: the same
-    inputs and seed give byte-identical output. See the module docstring for the shared-draws and Holm
+    inputs and seed give byte-identical output. ``scores`` without a row (a cell with no query) give a
+    table without a row. See the module docstring for the shared-draws and Holm
     decisions.
     """
     for column in ("qid", "doc_id", "condition", *metrics):
         if column not in scores.columns:
             raise ValueError(f"scores are missing column {column!r}")
+    if scores.is_empty():
+        # A cell without a single scored query (e.g. query generation kept none): no contrast to test,
+        # and no row of NaN estimates either; the report says why the cell is empty.
+        return pl.DataFrame(schema=CONTRAST_COLUMNS)
     conditions = set(scores["condition"].unique().to_list())
     for contrast in contrasts:
         _check_contrast(contrast, conditions)
