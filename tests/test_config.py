@@ -4,6 +4,7 @@ import copy
 
 import pytest
 import yaml
+from snakemake.utils import update_config
 
 from conftest import REPO
 from structbench import defaults
@@ -38,15 +39,62 @@ def checked(base=DEFAULT, **overrides):
     return check_config(config, metrics_from_config(config["metrics"]))
 
 
+def layered(extra):
+    """The default with ``config/<extra>`` layered over it the way ``--configfile`` does (Snakemake's own
+    recursive merge), validated."""
+    config = copy.deepcopy(DEFAULT)
+    if extra:
+        update_config(config, yaml.safe_load((REPO / "config" / extra).read_text()))
+    validate_config(config, SCHEMA)
+    return config
+
+
 def test_the_shipped_configs_validate_and_check():
-    for extra in (None, "ladder.yaml", "qasper.yaml"):
-        config = copy.deepcopy(DEFAULT)
-        if extra:
-            for key, value in yaml.safe_load((REPO / "config" / extra).read_text()).items():
-                config[key] = value
-        validate_config(config, SCHEMA)
+    for extra in (None, "ladder.yaml", "qasper.yaml", "paper.yaml"):
+        config = layered(extra)
         conditions, contrasts = check_config(config, metrics_from_config(config["metrics"]))
         assert conditions and contrasts
+
+
+PAPER_CONDITIONS = ["A0", "A1", "A2", "A3-d1", "A3-d2", "A3", "P", "A4", "G2", "G3", "G4"]
+
+
+def test_the_paper_config_is_seed_000s_grid():
+    """config/paper.yaml over the default: seed 000's eleven conditions and four primary contrasts (plus
+    the exploratory family of seeds 003/004), its embedders, reranker, LLM and every Table 11 number."""
+    config = layered("paper.yaml")
+    conditions, contrasts = check_config(config, metrics_from_config(config["metrics"]))
+    assert list(conditions)[:11] == PAPER_CONDITIONS
+    assert set(conditions) - set(PAPER_CONDITIONS) == {"S2", "S3", "T3", "D3", "H3", "Q3", "PC3"}
+    # the default's own declarations are the paper's under the same names: select keeps them identical
+    assert all(config["conditions"][name] == DEFAULT["conditions"][name] for name in PAPER_CONDITIONS)
+    primary = {name: (c.treatment, c.control) for name, c in contrasts.items() if c.family == "primary"}
+    assert primary == {"C1": ("A3", "A1"), "C2": ("A3", "P"), "C3": ("G3", "A3"), "C4": ("A4", "A3")}
+    # a contrast involving a seed 003/004 condition never joins a Holm family
+    assert all(c.family == "exploratory" for c in contrasts.values() if set(c.members) - set(PAPER_CONDITIONS))
+    select = config["select"]
+    assert select["corpora"] == ["qasper", "wikipedia"]
+    assert {config["corpora"][name]["kind"] for name in select["corpora"]} == {"qasper", "wikipedia"}
+    assert config["corpora"]["qasper"]["splits"] == ["train", "dev", "test"]
+    assert [config["embedders"][name]["model"] for name in select["embedders"]] == [
+        "BAAI/bge-small-en-v1.5", "BAAI/bge-large-en-v1.5"]
+    assert [config["rerankers"][name] and config["rerankers"][name]["model"] for name in select["rerankers"]] == [
+        None, "BAAI/bge-reranker-v2-m3"]
+    assert config["rerankers"]["bge_reranker"]["top_n"] == 50
+    # every LLM step on one vLLM-served model
+    llm_names = {config["inducers"]["llm"]["llm"], config["contexts"]["llm"], config["retrieval"]["toc_llm"]}
+    assert len(llm_names) == 1 and config["llms"][llm_names.pop()]["backend"] == "vllm"
+    # Table 11
+    assert config["seed"] == defaults.SEED
+    assert (config["chunking"]["t_max"], config["chunking"]["t_min"], config["chunking"]["fixed_snap_tokens"]) == (
+        defaults.T_MAX, defaults.T_MIN, defaults.FIXED_SNAP_TOKENS)
+    assert config["prefix"]["separator"] == defaults.SEPARATOR
+    assert config["retrieval"]["top_k"] == 100 and config["retrieval"]["hier_top_sections"] == 5
+    assert config["metrics"] == {"ndcg_k": 10, "recall_k": 50, "budgets": [512, 1024, 2048]}
+    assert config["stats"]["bootstrap_iters"] == 10_000 and config["contexts"]["max_tokens"] == 80
+    wikipedia = config["corpora"]["wikipedia"]
+    assert [wikipedia[key] for key in ("n_docs", "min_words", "min_depth", "min_sections", "max_per_bucket")] == [
+        200, 3000, 3, 12, 60]
 
 
 def test_the_schema_fills_every_default_from_a_minimal_config():

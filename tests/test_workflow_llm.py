@@ -31,7 +31,7 @@ def three_document_kb(root):
     return docs, root / "questions.jsonl"
 
 
-def llm_config(workdir, docs, questions, model, cache):
+def llm_config(workdir, docs, questions, model, cache, extra=""):
     path = workdir / "config.yaml"
     path.write_text(
         f"corpora:\n  kb: {{kind: markdown, path: '{docs}', questions: '{questions}'}}\n"
@@ -46,6 +46,7 @@ def llm_config(workdir, docs, questions, model, cache):
         "  A1: {boundaries: fixed, structure: 'induced:llm', prefix: context, retrieval: flat}\n"
         "  A2: {boundaries: structural, structure: 'induced:llm', prefix: none, retrieval: flat}\n"
         "contrasts:\n  A2-G2: {treatment: A2, control: G2, family: primary}\n"
+        + extra
     )
     return path
 
@@ -115,6 +116,21 @@ def test_induced_structure_and_contexts_end_to_end_then_all_from_cache(tmp_path)
         assert usage["served_from_cache"] == first_usage[name]["generated"], name
     assert (second / INDUCED / "sections.parquet").read_bytes() == (first / INDUCED / "sections.parquet").read_bytes()
     assert (second / f"{CONTEXTS}.parquet").read_bytes() == (first / f"{CONTEXTS}.parquet").read_bytes()
+
+    # A new chunk bound on the completed run: chunking and everything downstream of it is planned again
+    # (the contexts are of chunks, so they too), nothing upstream: not the corpus, not structure induction.
+    from test_workflow import planned_jobs, planned_outputs
+
+    config = llm_config(first, docs, questions, model, cache, extra="chunking: {t_max: 300}\n")
+    result = run_snakemake(first, "-n", "--configfile", str(config))
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out[-3000:]
+    assert planned_jobs(out) == {
+        "structural_chunks": 2, "fixed_chunks": 1, "chunk_contexts": 2, "merge_contexts": 1,  # gold + induced
+        # four text sets: the three conditions' and the BM25 probe's unprefixed text of A1's chunk set
+        "texts": 4, "embed_texts": 3, "retrieve": 3, "score": 3, "bm25": 3, "score_bm25": 3,
+        "induction_stats": 1, "contrasts": 1, "report": 1, "all": 1}
+    assert f"{INDUCED}/sections.parquet" not in planned_outputs(out)
 
 
 def test_the_default_plans_one_llm_job_per_shard(tmp_path):
