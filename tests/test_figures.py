@@ -81,7 +81,7 @@ def test_figures_and_every_report_file_are_byte_identical_across_processes(bundl
 def test_tables_are_written_as_parquet_and_csv_with_the_same_content(bundle):
     manifest = json.loads((bundle / "manifest.json").read_text())
     written = [t for t in manifest["tables"] if t["written"]]
-    assert {t["name"] for t in written} == set(TABLES) - {"induction", "situating_contexts", "llm_calls"}
+    assert {t["name"] for t in written} == set(TABLES) - {"induction", "situating_contexts", "llm_calls", "query_generation"}
     for table in written:
         parquet = pl.read_parquet(bundle / "tables" / f"{table['name']}.parquet")
         csv = pl.read_csv(bundle / "tables" / f"{table['name']}.csv", schema=parquet.schema)
@@ -138,7 +138,7 @@ def test_run_summary_names_the_report_cells_and_cache_use():
     assert "\n" not in line
     assert line.startswith("structbench report: results/report/index.html (Markdown: results/report/report.md); ")
     assert "12 cells (2 corpora × 6 conditions × 1 embedder × 1 reranker)" in line
-    assert f"{len(TABLES) - 3} tables and {len(FIGURES) - 1} figures written, 3 tables and 1 figure omitted" in line
+    assert f"{len(TABLES) - 4} tables and {len(FIGURES) - 1} figures written, 4 tables and 1 figure omitted" in line
     assert line.endswith("served from cache: 3 of 8 embedded texts, no LLM requests")
     llm = synthetic_inputs(induction_stats=[{"llm": {"requests": 10, "served_from_cache": 4}}])
     assert run_summary(llm, ReportPaths.under("r"), tables, figures).endswith("4 of 10 LLM requests")
