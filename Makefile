@@ -41,7 +41,7 @@ dryrun: $(STAMP)
 	$(BIN)/snakemake -n $(ARGS)
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=25
 
 # The corpus file is an argument, never written into the config (QASPER JSON, e.g. the dev split).
 fidelity: $(STAMP)
