@@ -32,10 +32,11 @@ threads                null            transformers on CPU: torch threads (``tor
 prompt_lookup_tokens   0               transformers, greedy only: > 0 generates one request at a time
                                        with prompt-lookup decoding (n-gram candidates of this length
                                        drawn from the prompt, verified by the model in one forward
-                                       pass). Greedy output is unchanged; answers that copy from the
-                                       prompt (situating contexts, JSON over numbered paragraphs) come
-                                       several times faster than batching on a CPU
-                                       (benchmarks/bench_llm.py). 0 batches by ``batch_size``.
+                                       pass). Greedy output is unchanged; it helps answers that copy
+                                       from a long prompt (situating contexts: 1.13x one-at-a-time
+                                       decoding on 2 CPU cores, where batching gave 1.03x; short chat
+                                       prompts batch better, 1.8x: benchmarks/bench_llm.py).
+                                       0 batches by ``batch_size``.
 base_url               http://127.0.0.1:8000/v1   openai: the server's API root.
 api_key_env            null            openai: name of the environment variable holding an API key.
 timeout_s              300             openai: seconds to wait for one response.

@@ -12,9 +12,9 @@ samples under ``torch.manual_seed(seed)`` set before every batch.
 With ``prompt_lookup_tokens`` > 0 and greedy decoding, requests go one at a time with prompt-lookup
 decoding instead: candidate continuations are n-grams copied from the prompt, and the model checks a
 whole candidate in one forward pass. Greedy output is the same token for token (a verified candidate
-token is exactly the argmax); the gain is large where answers copy from the prompt, as situating
-contexts and paragraph-numbered JSON do, and it beats batching on a CPU, where a long prompt's prefill
-already keeps the cores busy (benchmarks/bench_llm.py measures both). There is no constrained decoding here:
+token is exactly the argmax). It gains where answers copy from a long prompt, as situating contexts
+do, and there it beats batching on a CPU, where the prompt's prefill already keeps the cores busy
+(benchmarks/bench_llm.py measures both; short prompts batch better). There is no constrained decoding here:
 JSON requests get the schema through their prompt and the client parses the answer leniently.
 
 A greedy answer can differ in the last bits between batched and one-at-a-time runs (padding changes
