@@ -8,7 +8,7 @@ from llm_testing import ScriptedBackend
 
 from structbench.llm import LLM, ChatRequest, LLMSpec, ResponseCache
 from structbench.llm_stats import context_summary, induction_summary
-from structbench.report import llm_sections, render_report
+from structbench.report import TABLES, Omitted, ReportInputs, build_tables
 from structbench.shards import merge_rows, merge_sections, merge_usage, select_shard, shard_doc_ids
 from structbench.tables import SCHEMAS
 
@@ -109,10 +109,15 @@ def test_context_summary_and_report_sections_only_when_used():
     assert summary == {"chunks": 3, "mean_context_tokens": pytest.approx(82 / 3), "max_context_tokens": 80,
                        "truncated": 1, "empty": 1}
     assert math.isnan(context_summary(contexts.head(0))["mean_context_tokens"])
-    assert llm_sections([], []) == ""
     usage = {"requests": 3, "served_from_cache": 1, "generated": 2, "failed": 0, "backend_calls": 1}
-    text = llm_sections([], [summary | {"corpus": "kb", "chunk set": "fixed/gold", "llm": usage}])
-    assert "## Situating contexts" in text and "## LLM calls" in text and "## Structure induction" not in text
-    assert "| contexts | kb | fixed/gold | 3 | 2 | 1 | 0 | 1 |" in text
-    plain, _ = render_report(pl.DataFrame(), pl.DataFrame(), {}, {}, "cov_nDCG@10")
-    assert "## LLM calls" not in plain
+    llm_tables = [TABLES[name] for name in ("induction", "situating_contexts", "llm_calls")]
+
+    def built(context_stats):
+        inputs = ReportInputs(pl.DataFrame(), pl.DataFrame(), {}, "cov_nDCG@10", context_stats=context_stats)
+        return {table.spec.name: table for table in build_tables(inputs, llm_tables)}
+
+    plain = built([])
+    assert all(isinstance(table, Omitted) for table in plain.values())
+    used = built([summary | {"corpus": "kb", "chunk set": "fixed/gold", "llm": usage}])
+    assert isinstance(used["induction"], Omitted) and not isinstance(used["situating_contexts"], Omitted)
+    assert used["llm_calls"].content.data.row(0) == ("contexts", "kb", "fixed/gold", 3, 2, 1, 0, 1)
