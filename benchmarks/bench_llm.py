@@ -85,7 +85,7 @@ def default_run(workdir: Path) -> tuple[float, dict]:
     elapsed = time.perf_counter() - started
     if result.returncode:
         raise SystemExit(f"default run failed:\n{result.stderr[-3000:]}")
-    usages = [json.loads(p.read_text()) for p in (workdir / "results").rglob("*.usage.json") if "shards" not in p.parts]
+    usages = [json.loads(p.read_text()) for p in (workdir / "results").rglob("shards/*.usage.json")]
     embeds = [json.loads(p.read_text()) for p in (workdir / "results").rglob("*.embed.json")]
     return elapsed, {"llm_generated": sum(u["generated"] for u in usages),
                      "llm_from_cache": sum(u["served_from_cache"] for u in usages),

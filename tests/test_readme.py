@@ -93,9 +93,9 @@ GUIDE = "# Guide\n\nIntro text of the guide.\n\n## Setup\n\nInstall it first. Th
 
 def assert_default_run_from_caches(workdir, cold):
     """The default run's LLM steps and embeddings: all computed on a cold run, none on a cached one."""
-    usages = [json.loads(p.read_text()) for p in (workdir / "results").rglob("*.usage.json") if "shards" not in p.parts]
+    usages = [json.loads(p.read_text()) for p in (workdir / "results").rglob("shards/*.usage.json")]
     embeds = [json.loads(p.read_text()) for p in (workdir / "results").rglob("*.embed.json")]
-    assert len(usages) == 2 and len(embeds) == 10  # induction and contexts; nine text sets and the queries
+    assert len(usages) == 4 and len(embeds) == 10  # 2 induction + 2 context shards; nine text sets, the queries
     generated, embedded = sum(u["generated"] for u in usages), sum(e["n_encoded"] for e in embeds)
     if cold:
         assert generated > 0 and embedded > 0
