@@ -63,7 +63,8 @@ SUMMARY = re.compile(
 # no LLM step: these have no input.
 OMITTED_BY_DEFAULT = {"induction": "no induced structure in this config",
                       "situating_contexts": "no situating-context prefix in this config",
-                      "llm_calls": "no LLM step in this config"}
+                      "llm_calls": "no LLM step in this config",
+                      "query_generation": "no corpus with queries: generated in this config"}
 
 
 @pytest.mark.workflow
