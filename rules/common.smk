@@ -247,7 +247,7 @@ def retrieve_inputs(wildcards):
     inputs = {
         "chunk_vectors": condition_vectors(wildcards),
         "query_vectors": f"{R}/{wildcards.corpus}/vectors/{wildcards.embedder}/queries.npy",
-        "queries": f"{R}/{wildcards.corpus}/corpus/queries.parquet",
+        "queries": scored_queries(wildcards),
     }
     if "routing" in kind_inputs(condition_retrieval(wildcards))[0]:
         inputs["routing"] = condition_routing(wildcards)
@@ -258,7 +258,7 @@ def score_inputs(wildcards):
     """A run, its queries and chunk set; for a routed condition also the routing table (section recall)."""
     inputs = {
         "runs": condition_runs(wildcards),
-        "queries": f"{R}/{wildcards.corpus}/corpus/queries.parquet",
+        "queries": scored_queries(wildcards),
         "chunks": condition_chunks(wildcards),
         "texts": condition_texts(wildcards),
     }

@@ -12,7 +12,7 @@ from conftest import REPO, SNAKEMAKE, kb_config, run_snakemake
 
 pytestmark = pytest.mark.workflow
 
-CONDITIONS = ("F0", "G2", "G3")
+CONDITIONS = ("F0", "G2", "G3", "G4")
 # The gold arm of the default config plus fixed windows on gold chunks (F0) and their contrast.
 F0 = ("conditions:\n  F0: {boundaries: fixed, structure: gold, prefix: none, retrieval: flat}\n"
       "contrasts:\n  G3-F0: {treatment: G3, control: F0, family: primary}\n")

@@ -45,6 +45,10 @@ def config(workdir, docs, model):
         "require_question: false}\n"
         "llm_shards: 2\n"
         "stats: {bootstrap_iters: 1000, primary_metric: cov_nDCG@10, mixedlm: false}\n"
+        # the gold arm with fixed windows: the default's induced-structure arm is not under test here
+        "select: {conditions: [F0, G2, G3]}\n"
+        "conditions:\n  F0: {boundaries: fixed, structure: gold, prefix: none, retrieval: flat}\n"
+        "contrasts:\n  G3-F0: {treatment: G3, control: F0, family: primary}\n"
     )
     return path
 
