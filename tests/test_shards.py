@@ -9,7 +9,7 @@ from llm_testing import ScriptedBackend
 from structbench.llm import LLM, ChatRequest, LLMSpec, ResponseCache
 from structbench.llm_stats import context_summary, induction_summary
 from structbench.report import TABLES, Omitted, ReportInputs, build_tables
-from structbench.shards import merge_rows, merge_sections, merge_usage, select_shard, shard_doc_ids
+from structbench.shards import merge_rows, merge_sections, merge_usage, shard_doc_ids
 from structbench.tables import SCHEMAS
 
 

@@ -16,12 +16,10 @@ with its family as label) and Table 2 (one row per corpus, one column per condit
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, Context, Decimal
 
-import numpy as np
 import polars as pl
 
 from structbench.boundaries import bounds_report
