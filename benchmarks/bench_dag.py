@@ -21,6 +21,13 @@ and both as ratios to ``baseline`` measured in the same run. Jobs are counted fr
 times (LLM work is split into a fixed number of document shards, ``structbench.shards``), so a bigger
 corpus is expected to leave both the job count and the dry-run time unchanged, and more shards to add
 only the LLM shard jobs.
+
+Where a Slurm client is installed, every Snakemake start-up (a dry run too) waits for the Slurm executor
+plugin, which Snakemake imports whenever it is installed, to run ``scontrol show config``; with no
+controller answering (a laptop or CI machine with Slurm's packages, or a cluster whose controller is
+slow) that is a timeout of up to 10 s, which is not the workflow's planning. So every variant is also
+timed with that probe answered at once ("no probe": an ``scontrol`` that exits 1 first on PATH, which is
+what the plugin sees on a machine without Slurm), and the probe's own time is printed.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -71,9 +79,12 @@ def variants(qasper_dir: Path) -> dict[str, list[str]]:
     }
 
 
-def dry_run(args: list[str], repeat: int) -> tuple[dict[str, int], float]:
-    """Jobs per rule and the best wall time of ``repeat`` dry runs, each in a fresh empty work directory."""
+def dry_run(args: list[str], repeat: int, path_first: str | None = None) -> tuple[dict[str, int], float]:
+    """Jobs per rule and the best wall time of ``repeat`` dry runs, each in a fresh empty work directory;
+    ``path_first`` is put in front of PATH."""
     env = os.environ | {"PYTHONPATH": str(REPO / "src")}  # plan with this checkout's library
+    if path_first:
+        env["PATH"] = path_first + os.pathsep + env["PATH"]
     best, jobs = float("inf"), {}
     for _ in range(repeat):
         with tempfile.TemporaryDirectory(prefix="bench_dag_") as workdir:
@@ -93,7 +104,19 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1)
     options = parser.parse_args()
 
-    measured = {name: dry_run(args, options.repeat) for name, args in variants(options.qasper_dir).items()}
+    probe_s = None
+    if shutil.which("scontrol"):
+        started = time.perf_counter()
+        subprocess.run(["scontrol", "show", "config"], capture_output=True, timeout=30)
+        probe_s = time.perf_counter() - started
+    with tempfile.TemporaryDirectory(prefix="bench_dag_noprobe_") as shim:
+        fail_at_once = Path(shim) / "scontrol"
+        fail_at_once.write_text("#!/bin/sh\nexit 1\n")
+        fail_at_once.chmod(0o755)
+        runs = {name: (dry_run(args, options.repeat), dry_run(args, options.repeat, path_first=shim))
+                for name, args in variants(options.qasper_dir).items()}
+    measured = {name: with_probe for name, (with_probe, _) in runs.items()}
+    unprobed = {name: wall for name, (_, (_, wall)) in runs.items()}
     names = list(measured)
     rules = sorted({rule for jobs, _ in measured.values() for rule in jobs},
                    key=lambda rule: -measured["baseline"][0].get(rule, 0))
@@ -105,8 +128,12 @@ def main() -> None:
     seconds = {name: wall for name, (_, wall) in measured.items()}
     print("total".ljust(width) + "".join(f"{totals[name]:>12}" for name in names))
     print("dry run, s".ljust(width) + "".join(f"{seconds[name]:>12.1f}" for name in names))
+    print("no probe, s".ljust(width) + "".join(f"{unprobed[name]:>12.1f}" for name in names))
     print("jobs / baseline".ljust(width) + "".join(f"{totals[name] / totals['baseline']:>12.2f}" for name in names))
     print("time / baseline".ljust(width) + "".join(f"{seconds[name] / seconds['baseline']:>12.2f}" for name in names))
+    print("no probe / baseline".ljust(width)
+          + "".join(f"{unprobed[name] / unprobed['baseline']:>12.2f}" for name in names))
+    print("scontrol show config: " + ("not installed" if probe_s is None else f"{probe_s:.1f} s"))
     changed = {rule: (measured["baseline"][0].get(rule, 0), n) for rule, n in measured["shards x2"][0].items()
                if n != measured["baseline"][0].get(rule, 0)}
     print(f"rules whose count changes with llm_shards 4 -> 8: {changed}")

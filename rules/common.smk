@@ -9,7 +9,6 @@ from snakemake.logging import logger
 from structbench import cells
 from structbench.conditions import from_token, parse_value, to_token, wildcard_constraints as axis_constraints
 from structbench.config import check_config, truncation_warnings, validate_config
-from structbench.corpus import has_queries, source_files
 from structbench.figures import FIGURES
 from structbench.fusion import LEXICAL_SOURCE, fusion_sources
 from structbench.corpus import generates_queries, has_queries, source_files

@@ -2,6 +2,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -14,10 +15,26 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
+# Snakemake imports every installed executor plugin at start-up, and the Slurm plugin then runs
+# `scontrol show config` (for the controller's MinJobAge). Where Slurm's client is installed but no
+# controller answers (CI installs Slurm for tests/test_slurm.py, which alone starts a controller), that
+# waits for its 10 s timeout on every Snakemake start-up, dry runs included. Local runs never use Slurm:
+# their PATH starts with a folder whose `scontrol` fails at once, which is what the plugin meets on a
+# machine without Slurm. tests/test_slurm.py does not use it.
+_NO_SLURM_BIN = Path(tempfile.mkdtemp(prefix="structbench-no-slurm-"))
+(_NO_SLURM_BIN / "scontrol").write_text("#!/bin/sh\nexit 1\n")
+(_NO_SLURM_BIN / "scontrol").chmod(0o755)
+
+
+def local_env(**extra: str) -> dict[str, str]:
+    """The environment of a local (non-Slurm) Snakemake run: see _NO_SLURM_BIN."""
+    return {**os.environ, "PATH": f"{_NO_SLURM_BIN}{os.pathsep}{os.environ.get('PATH', '')}", **extra}
+
+
 def run_snakemake(workdir: Path, *args: str, timeout: int = 1200) -> subprocess.CompletedProcess:
     """Run the project's workflow in ``workdir`` (outputs, logs and cache land there)."""
     command = [str(SNAKEMAKE), "-s", str(REPO / "Snakefile"), "-d", str(workdir), *args]
-    return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=local_env())
 
 
 # The default config's gold-structure arm: what workflow tests run unless they need the LLM arm, whose

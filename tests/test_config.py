@@ -95,6 +95,9 @@ def test_the_paper_config_is_seed_000s_grid():
     wikipedia = config["corpora"]["wikipedia"]
     assert [wikipedia[key] for key in ("n_docs", "min_words", "min_depth", "min_sections", "max_per_bucket")] == [
         200, 3000, 3, 12, 60]
+    # Wikipedia-FA is scored on generated queries (appendix F) by the same model, under Table 11's filters
+    assert wikipedia["queries"] == "generated" and config["querygen"]["llm"] == config["contexts"]["llm"]
+    assert [config["querygen"][key] for key in ("per_type", "rouge_max", "ngram_block")] == [250, 0.35, 4]
 
 
 def test_the_schema_fills_every_default_from_a_minimal_config():

@@ -20,7 +20,7 @@ from pathlib import Path, PurePath
 import psutil
 import pytest
 
-from conftest import REPO, kb_config
+from conftest import REPO, kb_config, local_env
 
 VENV = Path(sys.executable).parent.parent
 # `-o STAMP`: use the environment running these tests as it is, never reinstall into it.
@@ -162,7 +162,8 @@ def make(target: str, workdir: Path) -> list[str]:
 
 
 def make_resume(workdir: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(make("resume", workdir), check=False, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    return subprocess.run(make("resume", workdir), check=False, capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
+                          env=local_env())
 
 
 def measured_files(workdir: Path) -> dict[str, bytes]:
@@ -283,7 +284,8 @@ KILL_POINTS = {
 def start_run(workdir: Path) -> subprocess.Popen:
     """`make run` in a process group of its own, as a terminal session would hold it."""
     with (workdir / "run.out").open("w") as log:
-        return subprocess.Popen(make("run", workdir), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        return subprocess.Popen(make("run", workdir), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                env=local_env())
 
 
 def wait_for(point: KillPoint, workdir: Path, run: subprocess.Popen) -> psutil.Process:
@@ -302,7 +304,8 @@ def reference(tmp_path_factory):
     """One uninterrupted run with a fresh cache: the bytes every resumed run must reproduce."""
     workdir = tmp_path_factory.mktemp("reference")
     kb_config(workdir, TINY)
-    result = subprocess.run(make("run", workdir), check=False, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    result = subprocess.run(make("run", workdir), check=False, capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
+                            env=local_env())
     assert result.returncode == 0, result.stderr[-4000:]
     files = measured_files(workdir)
     assert any("/scores/minilm/" in p for p in files) and any(p.startswith("results/contrasts/") for p in files)

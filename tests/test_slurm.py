@@ -9,12 +9,15 @@ executor's per-job Slurm logs under .snakemake/slurm_logs/rule_<rule>/<wildcards
 
 import os
 import shutil
+import signal
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, SNAKEMAKE, kb_config
+from conftest import REPO, SNAKEMAKE, kb_config, run_snakemake
 
 CLUSTER_SH = REPO / "tests/slurm/cluster.sh"
 SBIN_PATH = os.environ.get("PATH", "") + os.pathsep + "/usr/sbin"
@@ -23,8 +26,12 @@ NODE_CPUS, NODE_MEM_MB = 2, 4096
 JOB_MEM_MB, JOB_RUNTIME_MIN = 1500, 30
 HARD_TIMEOUT_S = 900
 # Rules whose declared memory or runtime exceeds the test node (the GPU-kind rules and contrasts).
-SIZED_RULES = ("embed_texts", "embed_queries", "semantic_chunks", "rerank", "contrasts")
-GPU_RULES = {"embed_texts", "embed_queries", "semantic_chunks", "rerank"}
+SIZED_RULES = ("embed_texts", "embed_queries", "semantic_chunks", "rerank", "induce_structure", "chunk_contexts",
+               "contrasts")
+GPU_RULES = {"embed_texts", "embed_queries", "semantic_chunks", "rerank", "induce_structure", "chunk_contexts"}
+LLM_RULES = {"induce_structure", "chunk_contexts"}
+# Score jobs travel in bundles (profiles/slurm: groups, group-components); on the 2-CPU test node, 2 a bundle.
+SCORING_BUNDLE = 2
 
 pytestmark = [
     pytest.mark.skipif(bool(MISSING), reason=f"Slurm not installed (missing: {', '.join(MISSING)})"),
@@ -64,6 +71,10 @@ def make_test_profile(directory: Path) -> Path:
     capped = lambda resources: {k: cap(v, caps[k]) if k in caps else v for k, v in resources.items()}
     profile["default-resources"] = capped(profile.get("default-resources", {}))
     profile["set-resources"] = {rule: {"mem_mb": JOB_MEM_MB, "runtime": JOB_RUNTIME_MIN} for rule in SIZED_RULES}
+    # Scoring bundles sized to the node: a bundle asks for its members' summed CPUs and memory.
+    profile["set-resources"].update({rule: {"mem_mb": JOB_MEM_MB // SCORING_BUNDLE, "runtime": 10}
+                                     for rule in profile["groups"]})
+    profile["group-components"] = {"scoring": SCORING_BUNDLE}
     profile.update(
         {
             "jobs": 4,
@@ -104,10 +115,35 @@ def slurm_jobs(workdir: Path) -> dict[str, dict[str, str]]:
     return jobs
 
 
+def live_jobs(workdir: Path) -> dict[str, dict[str, str]]:
+    return {job_id: job for job_id, job in slurm_jobs(workdir).items()
+            if job["state"] in ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING")}
+
+
 def cancel_jobs(workdir: Path) -> None:
-    ids = [job_id for job_id, job in slurm_jobs(workdir).items() if job["state"] in ("PENDING", "RUNNING")]
+    ids = list(live_jobs(workdir))
     if ids:
         subprocess.run(["scancel", *ids], capture_output=True)
+
+
+def job_name(job: dict[str, str]) -> str:
+    """Snakemake's name of a submitted job: its rule, or for a bundle ``<group>_<its rules joined by _>``."""
+    return job["comment"].removeprefix("rule_").split("_wildcards_")[0]
+
+
+def rule_of(job: dict[str, str]) -> str:
+    """The rule a Slurm job ran, or ``scoring`` for a bundle of score jobs."""
+    name = job_name(job)
+    return "scoring" if name.startswith("scoring_") else name
+
+
+def assert_routed_by_declared_resources(jobs: dict[str, dict[str, str]]) -> None:
+    """GPU-kind rules ran on the gpu partition with one GPU and the rule's threads; the rest on cpu."""
+    for job in jobs.values():
+        if rule_of(job) in GPU_RULES:
+            assert job["partition"] == "gpu" and "gpu:1" in job["tres"], (rule_of(job), job)
+        else:
+            assert job["partition"] == "cpu" and "gpu" not in job["tres"], (rule_of(job), job)
 
 
 def test_ladder_workflow_through_slurm_routes_every_gpu_rule_to_gpu(slurm_cluster, tmp_path):
@@ -148,7 +184,7 @@ def test_ladder_workflow_through_slurm_routes_every_gpu_rule_to_gpu(slurm_cluste
     assert "## Contrasts" in report and "S2-G2" in report and "reranker: ce" in report
 
     jobs = slurm_jobs(workdir)
-    rules = {job_id: job["comment"].removeprefix("rule_").split("_wildcards_")[0] for job_id, job in jobs.items()}
+    rules = {job_id: rule_of(job) for job_id, job in jobs.items()}
     assert jobs, "no Slurm job records for this run"
     assert all(job["state"] == "COMPLETED" for job in jobs.values()), jobs
     ran = sorted(rules.values())
@@ -156,18 +192,94 @@ def test_ladder_workflow_through_slurm_routes_every_gpu_rule_to_gpu(slurm_cluste
     # four reranked runs.
     assert ran.count("embed_texts") == 3 and ran.count("embed_queries") == 1, ran
     assert ran.count("semantic_chunks") == 1 and ran.count("rerank") == 4, ran
+    assert_routed_by_declared_resources(jobs)
     for job_id, job in jobs.items():
         if rules[job_id] in GPU_RULES:
-            assert job["partition"] == "gpu" and "gpu:1" in job["tres"], (rules[job_id], job)
             # The rule's threads (capped to the node) become --cpus-per-task: no cpus_per_task default.
             assert job["cpus"] == str(NODE_CPUS), (rules[job_id], job)
-        else:
-            assert job["partition"] == "cpu" and "gpu" not in job["tres"], (rules[job_id], job)
-    assert {"corpus", "texts", "retrieve", "score", "contrasts", "report"} <= set(rules.values()), rules
+    assert {"corpus", "texts", "retrieve", "contrasts", "report"} <= set(rules.values()), rules
+    # Every score job (the four reranked cells, BM25 on the two chunk sets) ran in a bundle of two.
+    score_files = list((workdir / "results/kb/scores").rglob("*.parquet"))
+    assert len(score_files) == 6 and ran.count("score") == ran.count("score_bm25") == 0, (score_files, ran)
+    assert ran.count("scoring") == len(score_files) // SCORING_BUNDLE, ran
 
-    # The executor's own per-job logs agree: .snakemake/slurm_logs/rule_<rule>/<wildcards>/<jobid>.log
+    # The executor's own per-job logs agree: .snakemake/slurm_logs/<rule_ or group_><name>/<wildcards>/<jobid>.log
     logs = {p.stem: p.relative_to(workdir / ".snakemake/slurm_logs").parts[0] for p in (workdir / ".snakemake/slurm_logs").rglob("*.log")}
-    assert logs == {job_id: f"rule_{rule}" for job_id, rule in rules.items()}
+    assert logs == {job_id: ("group_" if rule == "scoring" else "rule_") + job_name(jobs[job_id])
+                    for job_id, rule in rules.items()}
+
+
+def running_rules(workdir: Path) -> set[str]:
+    """Rules of this workdir's RUNNING Slurm jobs (one cheap squeue call, no scontrol)."""
+    listing = subprocess.run(["squeue", "-h", "-t", "RUNNING", "-o", "%k|%Z"], capture_output=True, text=True).stdout
+    return {comment.removeprefix("rule_").split("_wildcards_")[0]
+            for comment, _, job_workdir in (line.partition("|") for line in listing.splitlines())
+            if Path(job_workdir) == workdir}
+
+
+def test_llm_stage_through_slurm_killed_mid_run_then_resumed_to_identical_tables(slurm_cluster, tmp_path):
+    """Structure induction and situating contexts (a tiny random-weight model) run as GPU-kind Slurm jobs;
+    while a context job runs, every job of the run is cancelled (scancel) and Snakemake gets SIGTERM;
+    workflow/resume.py with the same profile finishes it, and every table equals an uninterrupted run's."""
+    from test_workflow import measured_files
+    from test_workflow_llm import CONTEXTS, INDUCED, llm_config, tiny_llm_study
+
+    docs, questions, model, cache = tiny_llm_study(tmp_path)
+    workdir, reference = tmp_path / "run", tmp_path / "reference"
+    workdir.mkdir()
+    reference.mkdir()
+    config = llm_config(workdir, docs, questions, model, cache)
+    profile = make_test_profile(tmp_path)
+    args = ["-s", str(REPO / "Snakefile"), "-d", str(workdir), "--profile", str(profile), "--configfile", str(config)]
+    env = {**os.environ, "PATH": SBIN_PATH}
+
+    with (tmp_path / "killed.out").open("w") as out:
+        run = subprocess.Popen([str(SNAKEMAKE), *args], stdout=out, stderr=subprocess.STDOUT, env=env, cwd=workdir,
+                               start_new_session=True)
+    try:
+        deadline = time.monotonic() + HARD_TIMEOUT_S
+        while "chunk_contexts" not in running_rules(workdir):
+            log = (tmp_path / "killed.out").read_text()
+            assert run.poll() is None, "the run ended before a context job ran:\n" + log[-4000:]
+            assert time.monotonic() < deadline, "no context job started"
+            time.sleep(0.2)
+        cancel_jobs(workdir)  # the jobs die mid-way (Slurm sends them SIGTERM, then SIGKILL)
+        run.send_signal(signal.SIGTERM)
+        assert run.wait(timeout=300) != 0, "a run whose jobs were cancelled reported success"
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+        cancel_jobs(workdir)
+    deadline = time.monotonic() + 120
+    while live_jobs(workdir) and time.monotonic() < deadline:
+        time.sleep(1)
+    killed = slurm_jobs(workdir)
+    assert any(rule_of(job) == "chunk_contexts" and job["state"] == "CANCELLED" for job in killed.values()), killed
+    assert not (workdir / "results/report/report.md").exists()
+
+    # The resume: the same arguments through workflow/resume.py (it checks no job of the run is alive).
+    resume = [sys.executable, str(REPO / "workflow/resume.py"), *args]
+    resumed = subprocess.run(["timeout", "-k", "30", str(HARD_TIMEOUT_S), *resume],
+                             capture_output=True, text=True, env=env, cwd=workdir)
+    try:
+        assert resumed.returncode == 0, (resumed.stdout + resumed.stderr)[-4000:]
+    finally:
+        cancel_jobs(workdir)
+    jobs = slurm_jobs(workdir)
+    assert all(job["state"] == "COMPLETED" for job_id, job in jobs.items() if job_id not in killed), jobs
+    assert_routed_by_declared_resources(jobs)
+    assert {rule_of(job) for job in jobs.values()} >= LLM_RULES | {"merge_structure", "merge_contexts", "report"}
+
+    # An uninterrupted local run of the same config on the same cache: the same tables, byte for byte.
+    reference_config = llm_config(reference, docs, questions, model, cache)
+    result = run_snakemake(reference, "--cores", "2", "--configfile", str(reference_config))
+    assert result.returncode == 0, result.stderr[-4000:]
+    expected = measured_files(reference)
+    assert any("/scores/" in path for path in expected)
+    assert any(path.startswith("results/contrasts/") for path in expected)
+    assert measured_files(workdir) == expected
+    for table in (f"{INDUCED}/sections.parquet", f"{CONTEXTS}.parquet"):
+        assert (workdir / table).read_bytes() == (reference / table).read_bytes(), table
 
 
 def test_every_gpu_kind_rule_declares_the_gpu_resource():

