@@ -36,6 +36,9 @@ HOW = {
     ".venv/bin/snakemake --cores 2 --configfile config/ladder.yaml": "dry-run",  # test_slurm: ladder run
     ".venv/bin/structbench chunk guide.md --json": "run",
     "snakemake --profile profiles/slurm --configfile config/qasper.yaml": "dry-run",  # test_slurm
+    # test_workflow: a second checkout on another run's cache embeds nothing
+    "snakemake --profile profiles/slurm --configfile config/qasper.yaml --config cache=/shared/lab/structbench-cache":
+        "dry-run",
     "make resume": "run",
 }
 PYTHON_SNIPPET = "python"  # the README's python block runs as a script in the copy
