@@ -4,7 +4,11 @@ Skipped unless slurmctld, slurmd and munge(d) are installed and the test runs as
 real profiles/slurm/config.yaml with resources capped to the one node (2 CPUs), squeue status checks (the
 cluster has no accounting, so sacct does not work) and no account. Partition routing is read back without
 sacct: from slurmctld's job records (squeue --states=all, kept for MinJobAge=600 s), matched against the
-executor's per-job Slurm logs under .snakemake/slurm_logs/rule_<rule>/<wildcards>/<jobid>.log.
+executor's per-job Slurm logs under .snakemake/slurm_logs/rule_<rule>/<wildcards>/<jobid>.log (group_<name>/
+for the bundles of score jobs).
+
+Two runs: a ladder config whose every GPU-kind rule is checked for its partition, and a config with the
+LLM steps (a tiny random-weight model) that is cancelled mid-way and resumed to byte-identical tables.
 """
 
 import os
