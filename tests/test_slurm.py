@@ -216,7 +216,7 @@ def test_ladder_workflow_through_slurm_routes_every_gpu_rule_to_gpu(slurm_cluste
 def running_rules(workdir: Path) -> set[str]:
     """Rules of this workdir's RUNNING Slurm jobs (one cheap squeue call, no scontrol)."""
     listing = subprocess.run(["squeue", "-h", "-t", "RUNNING", "-o", "%k|%Z"], capture_output=True, text=True).stdout
-    return {comment.removeprefix("rule_").split("_wildcards_")[0]
+    return {job_name({"comment": comment})
             for comment, _, job_workdir in (line.partition("|") for line in listing.splitlines())
             if Path(job_workdir) == workdir}
 
