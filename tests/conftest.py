@@ -1,5 +1,7 @@
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -24,6 +26,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 _NO_SLURM_BIN = Path(tempfile.mkdtemp(prefix="structbench-no-slurm-"))
 (_NO_SLURM_BIN / "scontrol").write_text("#!/bin/sh\nexit 1\n")
 (_NO_SLURM_BIN / "scontrol").chmod(0o755)
+atexit.register(shutil.rmtree, _NO_SLURM_BIN, True)
 
 
 def local_env(**extra: str) -> dict[str, str]:
@@ -31,10 +34,12 @@ def local_env(**extra: str) -> dict[str, str]:
     return {**os.environ, "PATH": f"{_NO_SLURM_BIN}{os.pathsep}{os.environ.get('PATH', '')}", **extra}
 
 
-def run_snakemake(workdir: Path, *args: str, timeout: int = 1200) -> subprocess.CompletedProcess:
-    """Run the project's workflow in ``workdir`` (outputs, logs and cache land there)."""
-    command = [str(SNAKEMAKE), "-s", str(REPO / "Snakefile"), "-d", str(workdir), *args]
-    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=local_env())
+def run_snakemake(workdir: Path, *args: str, timeout: int = 1200, checkout: Path = REPO,
+                  **env: str) -> subprocess.CompletedProcess:
+    """Run the workflow of ``checkout`` (this repository unless given) in ``workdir`` (outputs, logs and
+    cache land there), with ``env`` added to the environment."""
+    command = [str(SNAKEMAKE), "-s", str(checkout / "Snakefile"), "-d", str(workdir), *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=local_env(**env))
 
 
 # The default config's gold-structure arm: what workflow tests run unless they need the LLM arm, whose

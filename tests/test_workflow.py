@@ -3,11 +3,10 @@
 import json
 import re
 import shutil
-import subprocess
 
 import polars as pl
 import pytest
-from conftest import REPO, SNAKEMAKE, kb_config, local_env, run_snakemake
+from conftest import REPO, kb_config, run_snakemake
 
 pytestmark = pytest.mark.workflow
 
@@ -158,9 +157,7 @@ def test_gold_arm_end_to_end_deterministic_and_partial_rebuild(tmp_path):
     checkout, third = workflow_copy(tmp_path / "checkout"), tmp_path / "third"
     third.mkdir()
     shared_cache = gold_f0(third, f"cache: '{second / 'cache'}'\n")
-    result = subprocess.run([str(SNAKEMAKE), "-s", str(checkout / "Snakefile"), "-d", str(third), "--cores", "2",
-                             "--configfile", str(shared_cache)], capture_output=True, text=True, timeout=1200,
-                            env=local_env())
+    result = run_snakemake(third, "--cores", "2", "--configfile", str(shared_cache), checkout=checkout)
     assert result.returncode == 0, result.stderr[-4000:]
     assert not (third / "cache").exists()
     assert measured_files(third) == measured
@@ -235,10 +232,8 @@ def assert_exact_partial_rebuilds(first, root):
 
     # Edited metric code (structbench.metrics, in a copy of the checkout): scoring and what reads scores.
     copy = edited_copy(root, "metrics/measures.py")
-    command = [str(SNAKEMAKE), "-s", str(copy / "Snakefile"), "-d", str(first), "-n",
-               "--configfile", str(gold_f0(first))]
-    edited = subprocess.run(command, capture_output=True, text=True, timeout=600,
-                            env=local_env(PYTHONPATH=str(copy / "src")))
+    edited = run_snakemake(first, "-n", "--configfile", str(gold_f0(first)), timeout=600, checkout=copy,
+                           PYTHONPATH=str(copy / "src"))
     out = edited.stdout + edited.stderr
     assert edited.returncode == 0, out[-3000:]
     assert planned_jobs(out) == {"score": 4, "score_bm25": 2, "retrieval_layer": 1, "contrasts": 1,

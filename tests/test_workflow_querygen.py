@@ -10,6 +10,7 @@ import pytest
 from llm_testing import build_tiny_model
 
 from conftest import REPO, run_snakemake
+from test_workflow import F0
 from structbench.corpus.verify import verify_queries
 from structbench.querygen.leakage import normalized_tokens
 
@@ -47,8 +48,7 @@ def config(workdir, docs, model):
         "stats: {bootstrap_iters: 1000, primary_metric: cov_nDCG@10, mixedlm: false}\n"
         # the gold arm with fixed windows: the default's induced-structure arm is not under test here
         "select: {conditions: [F0, G2, G3]}\n"
-        "conditions:\n  F0: {boundaries: fixed, structure: gold, prefix: none, retrieval: flat}\n"
-        "contrasts:\n  G3-F0: {treatment: G3, control: F0, family: primary}\n"
+        + F0
     )
     return path
 
