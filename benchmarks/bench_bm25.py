@@ -1,4 +1,4 @@
-"""BM25 at full QASPER scale: bm25s (what structbench.lexical runs) against rank-bm25, the named baseline.
+"""BM25 at full QASPER scale: bm25s (what structbench.retrieval.bm25 runs) against rank-bm25, the named baseline.
 
     .venv/bin/python benchmarks/bench_bm25.py [--qasper-dir ../shared/data/qasper] [--work /tmp/bench_bm25]
         [--queries 4303] [--baseline-queries 4303] [--subset-docs 60] [--analyzers words,english]
@@ -8,14 +8,14 @@ study's t_max / t_min, content only (prefix ``none``): exactly what the workflow
 The built tables are kept under ``--work`` so a rerun skips the ~1 minute of chunking. Queries: the
 usable questions, cycled to ``--queries`` (default 4,303, the study's QASPER question count).
 
-Contenders, per analyzer (``structbench.lexical.ANALYZERS``), both ranking top 100 per query with ties
+Contenders, per analyzer (``structbench.retrieval.bm25.ANALYZERS``), both ranking top 100 per query with ties
 broken by chunk_id (``retrieval.top_k_by_score``):
 
 - baseline ``rank-bm25``: ``BM25Okapi(tokens, k1=1.5, b=0.75, epsilon=0)`` on pre-analyzed chunks, and
   ``get_scores`` per query. ``epsilon=0`` clamps a negative idf (a term in over half the chunks) at 0,
-  the formula of ``structbench.lexical``; rank-bm25's default 0.25 floors it at 0.25 x the mean idf
+  the formula of ``structbench.retrieval.bm25``; rank-bm25's default 0.25 floors it at 0.25 x the mean idf
   instead (a term in 51% of the chunks then outweighs one in 49% by far).
-- ``bm25s``: ``structbench.lexical.BM25Index`` (bm25s, ``robertson`` idf, float64 scores); its index
+- ``bm25s``: ``structbench.retrieval.bm25.BM25Index`` (bm25s, ``robertson`` idf, float64 scores); its index
   time includes analyzing the chunks, which the baseline is given for free.
 
 rank-bm25 ranks in pure Python, about 0.1-0.4 s per query at this scale on a busy 2-core machine: with
@@ -56,12 +56,12 @@ import polars as pl
 
 from structbench.boundaries import structural_chunks
 from structbench.corpus import load_corpus
+from structbench.datamodel import read_table, write_table
 from structbench.defaults import T_MAX, T_MIN, TOKENIZER, TOP_K
-from structbench.lexical import ANALYZERS, BM25Index
 from structbench.metrics import score_run
 from structbench.prefixes import render_texts
-from structbench.retrieval import runs_from_arrays, top_k_by_score
-from structbench.tables import read_table, write_table
+from structbench.retrieval.bm25 import ANALYZERS, BM25Index
+from structbench.retrieval.search import runs_from_arrays, top_k_by_score
 from structbench.tokens import load_tokenizer
 
 SPLITS = ("qasper-train-v0.3.rebuilt.json", "qasper-dev-v0.3.rebuilt.json")

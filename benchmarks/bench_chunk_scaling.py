@@ -42,9 +42,7 @@ import polars as pl
 
 REPO = Path(__file__).resolve().parents[1]
 BASELINE_COMMIT = "dabaef8"
-WORDS = ("model data results method training language task performance approach baseline dataset "
-         "features network attention layer encoder decoder sentence token corpus evaluation accuracy "
-         "retrieval query document structure section heading chunk embedding vector semantic").split()
+WORDS = ["model", "data", "results", "method", "training", "language", "task", "performance", "approach", "baseline", "dataset", "features", "network", "attention", "layer", "encoder", "decoder", "sentence", "token", "corpus", "evaluation", "accuracy", "retrieval", "query", "document", "structure", "section", "heading", "chunk", "embedding", "vector", "semantic"]
 
 
 def prose(n_chars: int, seed: int) -> str:
@@ -64,7 +62,7 @@ def unpunctuated(n_chars: int, seed: int) -> str:
 
 def one_paragraph_tables(text: str):
     """Documents, paragraphs and sections tables of one document that is one paragraph."""
-    from structbench.tables import DOCUMENTS, PARAGRAPHS, SECTIONS
+    from structbench.datamodel import DOCUMENTS, PARAGRAPHS, SECTIONS
 
     documents = pl.DataFrame([dict(corpus="bench", doc_id="d", title="T", text=text, n_chars=len(text), meta="{}")],
                              schema=DOCUMENTS)
@@ -82,7 +80,7 @@ def load_baseline():
     except (OSError, subprocess.CalledProcessError) as error:
         print(f"baseline {BASELINE_COMMIT} unavailable ({error}); quoting its recorded times instead", file=sys.stderr)
         return None
-    from structbench.tables import CHUNKS
+    from structbench.datamodel import CHUNKS
 
     folder = Path(tempfile.mkdtemp(prefix="bench_chunk_scaling_"))
     path = folder / "boundaries_baseline.py"

@@ -38,11 +38,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-WORDS = ("model data results method training language task performance approach baseline dataset "
-         "features network attention layer encoder decoder sentence token corpus evaluation accuracy "
-         "retrieval query document structure section heading chunk embedding vector semantic lexical "
-         "annotation question answer paper previous work proposed show improve significant analysis "
-         "large small number different table figure experiment setting parameter learning neural").split()
+WORDS = ["model", "data", "results", "method", "training", "language", "task", "performance", "approach", "baseline", "dataset", "features", "network", "attention", "layer", "encoder", "decoder", "sentence", "token", "corpus", "evaluation", "accuracy", "retrieval", "query", "document", "structure", "section", "heading", "chunk", "embedding", "vector", "semantic", "lexical", "annotation", "question", "answer", "paper", "previous", "work", "proposed", "show", "improve", "significant", "analysis", "large", "small", "number", "different", "table", "figure", "experiment", "setting", "parameter", "learning", "neural"]
 ABBREVIATIONS = ["e.g.", "i.e.", "et al.", "Fig. 2", "Sec. 3", "vs.", "approx. 3.5%", "Dr. Lee", "U.S."]
 SECTION_NAMES = ["Introduction", "Related Work", "Method", "Model", "Training", "Data", "Experiments",
                  "Setup", "Results", "Analysis", "Ablation", "Error Analysis", "Discussion", "Conclusion"]

@@ -11,7 +11,7 @@ rule structural_chunks:
         tokenizer=config["tokenizer"],
         t_max=config["chunking"]["t_max"],
         t_min=config["chunking"]["t_min"],
-        code=code_version("boundaries", "tokens", "sentences"),
+        code=script_code("structural_chunks"),
     conda:
         "../envs/cpu.yaml"
     script:
@@ -34,7 +34,7 @@ rule fixed_chunks:
         snap_tokens=config["chunking"]["fixed_snap_tokens"],
         t_min=config["chunking"]["t_min"],
         t_max=config["chunking"]["t_max"],
-        code=code_version("boundaries", "tokens", "sentences"),
+        code=script_code("fixed_chunks"),
     conda:
         "../envs/cpu.yaml"
     script:
@@ -56,7 +56,7 @@ rule texts:
         tokenizer=config["tokenizer"],
         separator=config["prefix"]["separator"],
         seed=config["seed"],
-        code=code_version("prefixes", "tokens"),
+        code=script_code("render_texts"),
     conda:
         "../envs/cpu.yaml"
     script:
@@ -79,7 +79,7 @@ rule semantic_chunks:
         threshold=config["chunking"]["semantic_threshold"],
         embedder=semantic_embedder_spec,
         cache=f"{CACHE}/embeddings",
-        code=code_version("boundaries", "tokens", "sentences", "embed", "cache"),
+        code=script_code("semantic_chunks"),
     threads: 8
     resources:
         gpu=1,
@@ -111,7 +111,7 @@ rule chunk_contexts:
         tokenizer=config["tokenizer"],
         n_shards=config["llm_shards"],
         cache=LLM_CACHE,
-        code=code_version("contexts", "llm", "shards", "tokens"),
+        code=script_code("chunk_contexts"),
     threads: lambda wildcards: llm_threads(config["contexts"]["llm"])
     resources:
         gpu=1,
@@ -133,7 +133,7 @@ rule merge_contexts:
     log:
         f"{LOGS}/contexts/{{corpus}}/{{boundaries}}-{{structure}}-merge.log",
     params:
-        code=code_version("shards", "llm_stats"),
+        code=script_code("merge_contexts"),
     conda:
         "../envs/cpu.yaml"
     script:

@@ -9,15 +9,15 @@ from snakemake.logging import logger
 from structbench import cells
 from structbench.conditions import from_token, parse_value, to_token, wildcard_constraints as axis_constraints
 from structbench.config import check_config, truncation_warnings, validate_config
-from structbench.figures import FIGURES
-from structbench.fusion import LEXICAL_SOURCE, fusion_sources
+from structbench.report.figures import FIGURES
+from structbench.retrieval.fusion import LEXICAL_SOURCE, fusion_sources
 from structbench.corpus import generates_queries, has_queries, source_files
 from structbench.metrics import metrics_from_config
 from structbench.metrics.diagnostics import retrieval_layer_pairs
 from structbench.provenance import code_version
-from structbench.report import TABLES
-from structbench.retrieval import kind_inputs
-from structbench.routing import routing_metrics
+from structbench.report.tables import TABLES
+from structbench.retrieval.search import kind_inputs
+from structbench.retrieval.routing import routing_metrics
 from structbench.querygen.settings import QuerygenSettings
 
 
@@ -36,6 +36,12 @@ R = config["results"]
 CACHE = config["cache"]
 LOGS = config["logs"]
 SELECT = config.get("select") or {}
+
+
+def script_code(script):
+    """What a rule's rerun depends on in the library: every structbench module its script reaches
+    (structbench.provenance), derived from the script's imports, so no list can drift."""
+    return code_version(os.path.join(workflow.basedir, "workflow", "scripts", f"{script}.py"))
 
 
 def selected(kind):
@@ -267,7 +273,7 @@ def score_inputs(wildcards):
 
 
 def score_metrics(wildcards):
-    """The configured metrics, plus the routing diagnostics of a routed condition (structbench.routing)."""
+    """The configured metrics, plus the routing diagnostics of a routed condition (structbench.retrieval.routing)."""
     return SCORE_METRICS + routing_metrics(condition_retrieval(wildcards))
 
 
@@ -310,7 +316,7 @@ def llm_threads(name):
 
 
 def inducer_options(wildcards):
-    """The inducer's keyword arguments of structbench.induction.induce_structure."""
+    """The inducer's keyword arguments of structbench.structure.induction.induce_structure."""
     inducer = config["inducers"][wildcards.inducer]
     return {key: inducer[key] for key in ("window_tokens", "overlap_paragraphs", "max_new_tokens")}
 
@@ -369,7 +375,7 @@ def retrieval_parameter(wildcards):
 
 
 def fusion_inputs(wildcards):
-    """The runs an ``rrf:<sources>`` condition fuses with its own (structbench.fusion): the vectors of the
+    """The runs an ``rrf:<sources>`` condition fuses with its own (structbench.retrieval.fusion): the vectors of the
     other text sets of its chunk set under the same embedder, and the chunk set's BM25 run."""
     condition = condition_of(wildcards)
     sources = fusion_sources(retrieval_parameter(wildcards), condition.prefix)
@@ -440,7 +446,7 @@ def figure_captions():
 
 
 def print_run_summary():
-    """Print the report's one-line summary (structbench.report_bundle.run_summary) when this run wrote it."""
+    """Print the report's one-line summary (structbench.report.bundle.run_summary) when this run wrote it."""
     if os.path.exists(SUMMARY) and os.path.getmtime(SUMMARY) >= STARTED - 1:  # 1 s: file system timestamps may be coarse
         with open(SUMMARY, encoding="utf-8") as summary:
             print(summary.read().strip(), flush=True)

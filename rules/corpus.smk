@@ -12,7 +12,7 @@ rule corpus:
         f"{LOGS}/corpus/{{corpus}}.log",
     params:
         spec=corpus_spec,
-        code=code_version("corpus"),
+        code=script_code("build_corpus"),
     conda:
         "../envs/cpu.yaml"
     script:
@@ -32,7 +32,7 @@ rule corpus_stats:
     log:
         f"{LOGS}/corpus_stats/{{corpus}}.log",
     params:
-        code=code_version("corpus"),
+        code=script_code("corpus_stats"),
     conda:
         "../envs/cpu.yaml"
     script:

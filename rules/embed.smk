@@ -13,7 +13,7 @@ rule embed_texts:
     params:
         embedder=embedder_spec,
         cache=f"{CACHE}/embeddings",
-        code=code_version("embed", "cache"),
+        code=script_code("embed_texts"),
     threads: 8
     resources:
         gpu=1,
@@ -36,7 +36,7 @@ rule embed_queries:
     params:
         embedder=embedder_spec,
         cache=f"{CACHE}/embeddings",
-        code=code_version("embed", "cache"),
+        code=script_code("embed_queries"),
     threads: 4
     resources:
         gpu=1,
@@ -59,7 +59,7 @@ rule embed_titles:
     params:
         embedder=embedder_spec,
         cache=f"{CACHE}/embeddings",
-        code=code_version("embed", "cache", "routing"),
+        code=script_code("embed_titles"),
     threads: 4
     resources:
         gpu=1,

@@ -21,7 +21,7 @@ rule generate_queries:
         settings=querygen_generation,
         n_shards=config["llm_shards"],
         cache=LLM_CACHE,
-        code=code_version("querygen", "llm", "shards", "corpus"),
+        code=script_code("generate_queries"),
     threads: 4
     resources:
         gpu=1,
@@ -46,7 +46,7 @@ rule merge_queries:
         f"{LOGS}/queries/{{corpus}}/merge.log",
     params:
         settings=querygen_settings,
-        code=code_version("querygen", "shards"),
+        code=script_code("merge_queries"),
     conda:
         "../envs/cpu.yaml"
     script:

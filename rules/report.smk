@@ -8,7 +8,7 @@ rule retrieval_layer:
     params:
         conditions=retrieval_layer_conditions(),
         pairs=RETRIEVAL_LAYER_PAIRS,
-        code=code_version("metrics"),
+        code=script_code("retrieval_layer"),
     conda:
         "../envs/cpu.yaml"
     script:
@@ -63,7 +63,7 @@ rule report:
         contrasts=contrast_params,
         table_captions=table_captions(),
         figure_captions=figure_captions(),
-        code=code_version("report", "figures", "report_html", "report_bundle", "boundaries", "cells", "stats"),
+        code=script_code("report"),
     conda:
         "../envs/cpu.yaml"
     script:

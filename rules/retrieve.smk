@@ -17,7 +17,7 @@ rule route_sections:
         f"{LOGS}/route/{{corpus}}/{{embedder}}-{{condition}}.log",
     params:
         top_sections=config["retrieval"]["hier_top_sections"],
-        code=code_version("routing", "retrieval"),
+        code=script_code("route_sections"),
     conda:
         "../envs/cpu.yaml"
     script:
@@ -44,7 +44,7 @@ rule route_toc:
         candidate_hits=config["retrieval"]["toc_candidate_hits"],
         use_gpu=config["retrieval"]["use_gpu"],
         cache=LLM_CACHE,
-        code=code_version("toc", "routing", "retrieval", "llm"),
+        code=script_code("route_toc"),
     threads: 4
     resources:
         gpu=1,
@@ -67,7 +67,7 @@ rule retrieve:
         retrieval=condition_retrieval,
         top_k=config["retrieval"]["top_k"],
         use_gpu=config["retrieval"]["use_gpu"],
-        code=code_version("retrieval"),
+        code=script_code("retrieve"),
     conda:
         "../envs/cpu.yaml"
     script:
@@ -85,7 +85,7 @@ rule rerank:
         f"{LOGS}/rerank/{{corpus}}/{{embedder}}-{{reranker}}-{{condition}}.log",
     params:
         reranker=reranker_spec,
-        code=code_version("rerank", "embed"),
+        code=script_code("rerank"),
     threads: 8
     resources:
         gpu=1,
@@ -108,7 +108,7 @@ rule bm25:
     params:
         top_k=config["retrieval"]["top_k"],
         analyzer=config["retrieval"]["bm25_analyzer"],
-        code=code_version("lexical", "retrieval"),
+        code=script_code("bm25"),
     conda:
         "../envs/cpu.yaml"
     script:
@@ -139,7 +139,7 @@ rule fuse_runs:
         top_k=config["retrieval"]["top_k"],
         use_gpu=config["retrieval"]["use_gpu"],
         rrf_k=config["retrieval"]["rrf_k"],
-        code=code_version("retrieval", "fusion"),
+        code=script_code("fuse_runs"),
     conda:
         "../envs/cpu.yaml"
     script:
@@ -167,7 +167,7 @@ rule inject_query_titles:
         candidates=config["retrieval"]["candidates"],
         embedder=embedder_spec,
         cache=f"{CACHE}/embeddings",
-        code=code_version("retrieval", "rescoring", "embed", "cache"),
+        code=script_code("inject_query_titles"),
     threads: 4
     resources:
         gpu=1,
@@ -199,7 +199,7 @@ rule choose_per_candidate:
         use_gpu=config["retrieval"]["use_gpu"],
         candidates=config["retrieval"]["candidates"],
         reranker=candidate_reranker,
-        code=code_version("retrieval", "rescoring", "rerank"),
+        code=script_code("choose_per_candidate"),
     threads: 8
     resources:
         gpu=1,

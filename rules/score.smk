@@ -8,7 +8,7 @@ rule score:
     params:
         cell=dense_cell,
         metrics=score_metrics,
-        code=code_version("metrics"),
+        code=script_code("score"),
     conda:
         "../envs/cpu.yaml"
     script:
@@ -28,7 +28,7 @@ rule score_bm25:
     params:
         cell=lexical_cell,
         metrics=SCORE_METRICS,
-        code=code_version("metrics"),
+        code=script_code("score"),
     conda:
         "../envs/cpu.yaml"
     script:

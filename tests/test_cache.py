@@ -238,10 +238,9 @@ def test_atomic_writes_leave_only_the_target_and_clean_up_on_failure(tmp_path):
     assert len(set(temps)) == 20
     atomic_write_text(target, "x")
     assert [p.name for p in tmp_path.iterdir()] == ["out.npy"] and target.read_text() == "x"
-    with pytest.raises(RuntimeError):
-        with atomic_path(target) as tmp:
-            tmp.write_text("half")
-            raise RuntimeError("writer died")
+    with pytest.raises(RuntimeError), atomic_path(target) as tmp:
+        tmp.write_text("half")
+        raise RuntimeError("writer died")
     assert [p.name for p in tmp_path.iterdir()] == ["out.npy"] and target.read_text() == "x"
 
 

@@ -1,8 +1,8 @@
 import re
 
 import pytest
-
 from conftest import REPO
+
 from structbench.conditions import (
     AXES,
     from_token,
@@ -59,7 +59,7 @@ def test_dose_response_contrast_is_exploratory_by_default():
 def test_every_declared_kind_is_implemented():
     """conditions.AXES declares the kinds; each prefix kind has a renderer and each retrieval kind a retriever."""
     from structbench.prefixes import RENDERERS
-    from structbench.retrieval import RETRIEVERS
+    from structbench.retrieval.search import RETRIEVERS
 
     assert set(RENDERERS) == {kind.name for kind in AXES["prefix"]}
     assert set(RETRIEVERS) == {kind.name for kind in AXES["retrieval"]}

@@ -4,9 +4,9 @@ import copy
 
 import pytest
 import yaml
+from conftest import REPO
 from snakemake.utils import update_config
 
-from conftest import REPO
 from structbench import defaults
 from structbench.config import ConfigError, check_config, load_schema, validate_config
 from structbench.metrics import metrics_from_config

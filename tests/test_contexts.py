@@ -3,13 +3,13 @@ and document windows for documents longer than the model's context."""
 
 import polars as pl
 import pytest
-
 from llm_testing import ScriptedBackend, build_tiny_model
-from structbench.contexts import CONTEXTS, cap_tokens, document_window, situate_chunks
+
 from structbench.corpus.build import build_tables
+from structbench.datamodel import CHUNKS, ParsedDocument, SectionSpec
 from structbench.llm import LLM, LLMSpec, ResponseCache, load_llm, load_prompt
 from structbench.prefixes import render_texts
-from structbench.tables import CHUNKS, ParsedDocument, SectionSpec
+from structbench.prefixes.contexts import CONTEXTS, cap_tokens, document_window, situate_chunks
 from structbench.tokens import load_tokenizer
 
 PARAGRAPHS = [f"Paragraph {i}: the keeper checks hive {i} for queen cells and stores." for i in range(12)]

@@ -21,7 +21,7 @@ from structbench.corpus.verify import (
     verify_queries,
     verify_sections,
 )
-from structbench.tables import MAX_LEVEL, SCHEMAS, ParsedDocument, SectionSpec
+from structbench.datamodel import MAX_LEVEL, SCHEMAS, ParsedDocument, SectionSpec
 
 
 def _doc(doc_id="d", title="Doc", paragraphs=None, headings=()):
@@ -170,7 +170,7 @@ def test_any_heading_sequence_tiles_and_verifies(paragraphs, heading_data):
 
 
 def test_damaged_or_missing_tables_and_vectors_name_the_file(tmp_path):
-    from structbench.tables import DamagedInput, read_table, read_vectors
+    from structbench.datamodel import DamagedInput, read_table, read_vectors
 
     damaged = tmp_path / "chunks.parquet"
     damaged.write_bytes(b"not parquet at all")

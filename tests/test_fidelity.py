@@ -3,13 +3,14 @@ is the four arms on QASPER, and compare.py matches our conditions to seed 000's 
 (The run itself is ``make fidelity``, which .ci/run calls after the suite.)"""
 
 import importlib.util
+
 import pytest
 import yaml
 from conftest import REPO, run_snakemake
 from report_testing import synthetic_inputs
 from test_workflow import planned_jobs
 
-from structbench.report_bundle import ReportPaths, write_report_bundle
+from structbench.report.bundle import ReportPaths, write_report_bundle
 
 FIDELITY = REPO / "tests/fidelity/qasper.yaml"
 spec = importlib.util.spec_from_file_location("fidelity_compare", REPO / "tests/fidelity/compare.py")

@@ -13,16 +13,16 @@ import polars as pl
 import pytest
 from report_testing import CONDITIONS, synthetic_inputs
 
-from structbench.figures import FIGURES, PALETTE, RenderedFigure, condition_styles, render_figures
-from structbench.report import TABLES, Omitted, build_tables
-from structbench.report_bundle import ReportPaths, csv_bytes, run_summary, write_report_bundle
+from structbench.report.bundle import ReportPaths, csv_bytes, run_summary, write_report_bundle
+from structbench.report.figures import FIGURES, PALETTE, RenderedFigure, condition_styles, render_figures
+from structbench.report.tables import TABLES, Omitted, build_tables
 
 TESTS = Path(__file__).parent
 RENDER = """
 import os, sys
 sys.path.insert(0, {tests!r})
 from report_testing import synthetic_inputs
-from structbench.report_bundle import ReportPaths, write_report_bundle
+from structbench.report.bundle import ReportPaths, write_report_bundle
 os.chdir(sys.argv[1])  # the report names its files relative to the working directory, as in the workflow
 write_report_bundle(synthetic_inputs(), ReportPaths.under("report"))
 """
@@ -124,7 +124,7 @@ def test_palette_is_okabe_ito_and_a_condition_keeps_its_style_across_figures():
 
 
 def test_importing_the_figures_module_does_not_import_matplotlib():
-    code = "import sys, structbench.figures, structbench.report_bundle; print('matplotlib' in sys.modules)"
+    code = "import sys, structbench.report.figures, structbench.report.bundle; print('matplotlib' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.stdout.strip() == "False", result.stderr
 

@@ -4,10 +4,10 @@ import numpy as np
 import polars as pl
 import pytest
 
-from structbench.fusion import fusion_sources, reciprocal_rank_fusion
-from structbench.lexical import bm25_search
-from structbench.retrieval import flat_search, retrieve
-from structbench.tables import conform
+from structbench.datamodel import conform
+from structbench.retrieval.bm25 import bm25_search
+from structbench.retrieval.fusion import fusion_sources, reciprocal_rank_fusion
+from structbench.retrieval.search import flat_search, retrieve
 
 
 def run(rankings: dict[str, list[int]], stage: str = "flat") -> pl.DataFrame:

@@ -9,11 +9,13 @@ import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from llm_testing import ScriptedBackend
+
 from structbench.corpus.build import build_tables
 from structbench.corpus.verify import verify_sections
-from structbench.induction import (
+from structbench.datamodel import SECTIONS, ParsedDocument, SectionSpec
+from structbench.llm import LLM, LLMSpec, ResponseCache
+from structbench.structure.induction import (
     STATUS,
     UNTITLED,
     InducedSection,
@@ -23,8 +25,6 @@ from structbench.induction import (
     repair_sections,
     stitch,
 )
-from structbench.llm import LLM, LLMSpec, ResponseCache
-from structbench.tables import SECTIONS, ParsedDocument, SectionSpec
 
 S = InducedSection
 
@@ -258,6 +258,7 @@ def test_smollm2_induces_legal_structure_for_two_kb_documents(tmp_path):
     """End to end with the packaged SmolLM2-135M on the first paragraphs of two real KB documents.
     A 135M model answers poorly; what must hold is that every outcome is legal and labelled."""
     from conftest import REPO
+
     from structbench.corpus import load_corpus
     from structbench.llm import load_llm
 

@@ -4,7 +4,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from structbench.lexical import BM25Index, bm25_search, english_tokens, word_tokens
+from structbench.retrieval.bm25 import BM25Index, bm25_search, english_tokens, word_tokens
 
 
 def test_bm25_ranks_the_keyword_match_first_and_breaks_ties_by_chunk_id():
@@ -50,11 +50,11 @@ def test_unknown_analyzer_is_named():
 @pytest.mark.parametrize("analyzer", ["words", "english"])
 def test_bm25s_ranks_exactly_as_rank_bm25_with_the_same_formula(shared_data, analyzer):
     """The independent implementation: rank-bm25's BM25Okapi with epsilon = 0 (negative idf clamped at 0,
-    structbench.lexical's formula) gives the same scores up to its constant factor k1 + 1, so the same
+    structbench.retrieval.bm25's formula) gives the same scores up to its constant factor k1 + 1, so the same
     rankings, on real QASPER paragraphs and questions."""
     from rank_bm25 import BM25Okapi
 
-    from structbench.lexical import ANALYZERS
+    from structbench.retrieval.bm25 import ANALYZERS
 
     path = shared_data / "qasper" / "sample-train10" / "qasper-train-first10.official-format.json"
     papers = json.loads(path.read_text())

@@ -19,9 +19,9 @@ LIGHT = {
     "prefixes": "import structbench.prefixes",
     "metrics": "import structbench.metrics",
     "stats": "import structbench.stats",
-    "report": "import structbench.report, structbench.figures, structbench.report_html, structbench.report_bundle",
-    "routing": "import structbench.routing, structbench.fusion",
-    "llm_steps": "import structbench.shards, structbench.llm_stats, structbench.llm",
+    "report": "import structbench.report.tables, structbench.report.figures, structbench.report.html, structbench.report.bundle",
+    "routing": "import structbench.retrieval.routing, structbench.retrieval.fusion",
+    "llm_steps": "import structbench.shards, structbench.structure.stats, structbench.llm",
     "querygen": "import structbench.querygen.funnel, structbench.querygen.spans, structbench.querygen.leakage, "
                 "structbench.querygen.generate",
     "config": "import structbench.config, structbench.conditions, structbench.cells;"
@@ -40,6 +40,6 @@ def test_light_part_imports_no_model_library(part):
 
 
 def test_the_check_can_fail():
-    code = f"import sys\nimport structbench.retrieval, faiss\nprint(sorted(m for m in {HEAVY!r} if m in sys.modules))"
+    code = f"import sys\nimport structbench.retrieval.search, faiss\nprint(sorted(m for m in {HEAVY!r} if m in sys.modules))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.stdout.strip() == "['faiss']"

@@ -2,8 +2,8 @@
 and the client's handling of failures (never an exception for a bad answer)."""
 
 import pytest
-
 from llm_testing import ScriptedBackend
+
 from structbench.llm import (
     LLM,
     ChatRequest,

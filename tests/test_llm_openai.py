@@ -12,8 +12,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
 from llm_testing import CountingBackend, build_tiny_model
+
 from structbench.llm import ChatRequest, LLMSpec, load_llm
 from structbench.llm.openai_backend import OpenAIBackend, ServerUnavailable
 

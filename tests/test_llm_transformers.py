@@ -4,8 +4,8 @@ SmolLM2 locator."""
 import importlib.util
 
 import pytest
-
 from llm_testing import build_tiny_model
+
 from structbench.llm import ChatRequest, load_llm
 from structbench.llm.transformers_backend import resolve_model
 

@@ -8,8 +8,8 @@ import os
 import zipfile
 
 import pytest
-
 from llm_testing import build_tiny_model
+
 from structbench.llm import ChatRequest, LLMSpec, load_llm, weights_fingerprint
 from structbench.llm.vllm_backend import engine_kwargs, model_identity, sampling_kwargs
 

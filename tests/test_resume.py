@@ -19,7 +19,6 @@ from pathlib import Path, PurePath
 
 import psutil
 import pytest
-
 from conftest import REPO, kb_config, local_env
 
 VENV = Path(sys.executable).parent.parent

@@ -2,7 +2,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from structbench.retrieval import flat_search, order_candidates, runs_from_arrays
+from structbench.retrieval.search import flat_search, order_candidates, runs_from_arrays
 
 
 def normalized(rows):
@@ -63,7 +63,7 @@ class FakeFaiss:
 
 
 def test_faiss_gpu_selection():
-    from structbench.retrieval import use_faiss_gpu
+    from structbench.retrieval.search import use_faiss_gpu
 
     # This machine: faiss-cpu, no GPU -> auto searches on the CPU, true is an error naming the key.
     assert use_faiss_gpu("auto") is False and use_faiss_gpu(False) is False
@@ -87,7 +87,7 @@ def test_auto_gives_the_cpu_ranking_here():
 
 
 def test_top_k_by_score_keeps_the_lowest_chunk_ids_of_a_straddling_tie():
-    from structbench.retrieval import top_k_by_score
+    from structbench.retrieval.search import top_k_by_score
 
     scores = np.array([0.5, 0.9, 0.5, 0.1, 0.5, 0.9])
     kept_scores, kept_ids = top_k_by_score(scores, 3)

@@ -1,4 +1,4 @@
-"""Routed retrieval: two-stage section routing and TOC routing (structbench.routing, .toc, .retrieval).
+"""Routed retrieval: two-stage section routing and TOC routing (structbench.retrieval.routing, .toc, .retrieval).
 
 One hand-built corpus serves every test: two documents, five routing units (a document plus a top-level
 heading), six chunks, and vectors chosen so that each result can be worked out by hand."""
@@ -6,12 +6,12 @@ heading), six chunks, and vectors chosen so that each result can be worked out b
 import numpy as np
 import polars as pl
 import pytest
-
 from llm_testing import ScriptedBackend, build_tiny_model
+
+from structbench.datamodel import CHUNKS, QUERIES, ROUTING, SECTIONS
 from structbench.llm import LLM, LLMSpec, load_llm, load_prompt
 from structbench.metrics import score_run, section_recall
-from structbench.retrieval import compose_ranking, flat_search, retrieve
-from structbench.routing import (
+from structbench.retrieval.routing import (
     choose_entry,
     chunk_units,
     nearest_title,
@@ -22,8 +22,8 @@ from structbench.routing import (
     toc_contents,
     top_rows,
 )
-from structbench.tables import CHUNKS, QUERIES, ROUTING, SECTIONS
-from structbench.toc import REPLY_TOKENS, route_toc
+from structbench.retrieval.search import compose_ranking, flat_search, retrieve
+from structbench.retrieval.toc import REPLY_TOKENS, route_toc
 
 # doc a "Alpha": lead [0,100), Methods [102,200) with subsection Setup [202,300), Results [302,400)
 # doc b "Beta":  Intro [0,150), Data [152,300)

@@ -8,12 +8,10 @@ rule's ``conda:`` file — directly, or through ``-e ..[extras]`` expanded with 
 
 from __future__ import annotations
 
-import ast
 import functools
 import importlib.metadata
 import importlib.util
 import re
-import sys
 import tomllib
 from pathlib import Path
 
@@ -23,6 +21,7 @@ from workflow_rules import REPO, parse_rules
 
 from structbench import defaults
 from structbench.embed import PACKAGED_MODELS
+from structbench.provenance import reached_modules
 
 RULES = parse_rules()
 GPU_RULES = {"embed_texts", "embed_queries", "embed_titles", "semantic_chunks", "rerank", "induce_structure",
@@ -39,72 +38,13 @@ def normalized(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def module_file(module: str) -> Path | None:
-    """The source file of a structbench module, or None for a name that is a function or class."""
-    try:
-        spec = importlib.util.find_spec(module)
-    except (ImportError, AttributeError):
-        return None
-    return Path(spec.origin) if spec and spec.origin and spec.origin.endswith(".py") else None
-
-
-def _catches_import_error(node: ast.Try) -> bool:
-    names = set()
-    for handler in node.handlers:
-        for expr in ([handler.type] if not isinstance(handler.type, ast.Tuple) else handler.type.elts):
-            if isinstance(expr, ast.Name):
-                names.add(expr.id)
-    return bool(names & {"ImportError", "ModuleNotFoundError"})
-
-
-def imports_of(path: Path, package: str | None) -> set[str]:
-    """Absolute module names imported anywhere in ``path`` (relative imports resolved against ``package``)."""
-    found = set()
-    tree = ast.parse(path.read_text())
-    optional = {id(inner) for node in ast.walk(tree) if isinstance(node, ast.Try) and _catches_import_error(node)
-                for statement in node.body for inner in ast.walk(statement)}
-    for node in ast.walk(tree):
-        if id(node) in optional:  # try: import x / except ImportError: an optional dependency
-            continue
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = (package or "").split(".")
-                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
-            found.add(base)
-            # ``from structbench import defaults`` imports the submodule structbench.defaults
-            found.update(f"{base}.{alias.name}" for alias in node.names if base.startswith("structbench"))
-    return found
-
-
-def reached_modules(script: Path) -> tuple[set[str], set[str]]:
-    """(structbench modules, third-party top-level modules) reached from a workflow script."""
-    own, third_party, todo = set(), set(), [(script, None)]
-    while todo:
-        path, package = todo.pop()
-        for name in imports_of(path, package):
-            top = name.split(".")[0]
-            if top == "structbench":
-                for depth in range(1, name.count(".") + 2):
-                    prefix = ".".join(name.split(".")[:depth])
-                    file = module_file(prefix)
-                    if file and prefix not in own:
-                        own.add(prefix)
-                        todo.append((file, prefix if file.name == "__init__.py" else prefix.rpartition(".")[0]))
-            elif top and top not in sys.stdlib_module_names and top != "snakemake":
-                third_party.add(top)
-    return own, third_party
-
-
 @functools.lru_cache(maxsize=1)
 def installed_distributions() -> dict[str, list[str]]:
     return importlib.metadata.packages_distributions()
 
 
 def distributions_needed(script: Path) -> set[str]:
-    own, third_party = reached_modules(script)
+    own, third_party = reached_modules(script, include_optional=False)
     by_module = installed_distributions()
     needed = set()
     for module in third_party:
@@ -157,6 +97,23 @@ def test_rule_environment_holds_what_the_rule_imports(name):
     assert not missing, f"rule {name}: envs/{rule.conda} lacks {sorted(missing)}"
 
 
+def test_every_rule_with_a_script_derives_its_code_version_from_that_script():
+    """``code=script_code("<stem>")`` names the rule's own script, so the modules hashed are the ones it runs."""
+    for rule in RULES.values():
+        assert rule.code == f'script_code("{Path(rule.script).stem}")', (rule.name, rule.code)
+
+
+def test_code_version_follows_every_module_a_script_reaches(tmp_path):
+    """A script's version changes with a module it reaches through another module, and with no other."""
+    own, _ = reached_modules(REPO / "workflow/scripts/render_texts.py")
+    assert {"structbench.prefixes", "structbench.prefixes.placebo", "structbench.conditions",
+            "structbench.datamodel", "structbench.tokens"} <= set(own)
+    assert "structbench.report.tables" not in own and "structbench.retrieval.search" not in own
+    own, _ = reached_modules(REPO / "workflow/scripts/report.py")
+    assert {"structbench.conditions", "structbench.metrics.registry", "structbench.report.figures",
+            "structbench.stats"} <= set(own)
+
+
 def test_environment_check_catches_a_missing_package(tmp_path):
     """The check itself can fail: an env without FAISS does not serve the retrieval rule."""
     env = tmp_path / "bare.yaml"
@@ -168,14 +125,14 @@ def test_environment_check_catches_a_missing_package(tmp_path):
 def test_model_rules_are_gpu_kind_and_declare_the_gpu():
     """A rule that loads a model runs in a gpu-* env and declares resources gpu=1; no other rule does."""
     gpu_kind = {name for name, rule in RULES.items() if rule.conda.startswith("gpu-")}
-    assert gpu_kind == GPU_RULES | (gpu_kind - GPU_RULES) and GPU_RULES <= gpu_kind
+    assert gpu_kind == GPU_RULES | (gpu_kind - GPU_RULES) and gpu_kind >= GPU_RULES
     for name, rule in RULES.items():
         if name in gpu_kind:
             assert rule.resources.get("gpu") == "1", (name, rule.resources)
             assert rule.threads and "mem_mb" in rule.resources and "runtime" in rule.resources, (name, rule)
         else:
             assert "gpu" not in rule.resources, name
-            _, third_party = reached_modules(REPO / rule.script)
+            _, third_party = reached_modules(REPO / rule.script, include_optional=False)
             assert not third_party & {"torch", "sentence_transformers", "transformers", "vllm"}, (name, third_party)
 
 

@@ -6,11 +6,12 @@ import polars as pl
 import pytest
 from llm_testing import ScriptedBackend
 
+from structbench.datamodel import SCHEMAS
 from structbench.llm import LLM, ChatRequest, LLMSpec, ResponseCache
-from structbench.llm_stats import context_summary, induction_summary
-from structbench.report import TABLES, Omitted, ReportInputs, build_tables
+from structbench.prefixes.context_stats import context_summary
+from structbench.report.tables import TABLES, Omitted, ReportInputs, build_tables
 from structbench.shards import merge_rows, merge_sections, merge_usage, shard_doc_ids
-from structbench.tables import SCHEMAS
+from structbench.structure.stats import induction_summary
 
 
 @pytest.mark.parametrize("n_docs, n_shards", [(8, 1), (8, 3), (3, 2), (2, 5)])

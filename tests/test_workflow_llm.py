@@ -7,9 +7,9 @@ import shutil
 
 import polars as pl
 import pytest
+from conftest import REPO, run_snakemake
 from llm_testing import build_tiny_model
 
-from conftest import REPO, run_snakemake
 from structbench.corpus.verify import verify_sections
 
 pytestmark = pytest.mark.workflow
@@ -139,9 +139,8 @@ def test_induced_structure_and_contexts_end_to_end_then_all_from_cache(tmp_path)
 
 def test_the_default_plans_one_llm_job_per_shard(tmp_path):
     """The default config on the KB: one induction and one context job per shard, each merged once."""
-    from test_workflow import planned_jobs
-
     from conftest import kb_config
+    from test_workflow import planned_jobs
 
     for shards in (1, 3):
         config = kb_config(tmp_path, f"llm_shards: {shards}\n", whole_default=True)

@@ -7,10 +7,10 @@ import shutil
 
 import polars as pl
 import pytest
-from llm_testing import build_tiny_model
-
 from conftest import REPO, run_snakemake
+from llm_testing import build_tiny_model
 from test_workflow import F0
+
 from structbench.corpus.verify import verify_queries
 from structbench.querygen.leakage import normalized_tokens
 

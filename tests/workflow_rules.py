@@ -21,6 +21,7 @@ class Rule:
     conda: str = ""  # the env file's name, e.g. "cpu.yaml"
     script: str = ""  # path relative to the repository
     threads: str = ""
+    code: str = ""  # the params entry code=..., as written
     resources: dict[str, str] = field(default_factory=dict)
 
 
@@ -50,6 +51,9 @@ def parse_rules(rules_dir: Path = REPO / "rules") -> dict[str, Rule]:
             if "script" in directives:
                 rule.script = str((rules_dir / directives["script"][0].strip('"')).resolve().relative_to(REPO))
             rule.threads = " ".join(directives.get("threads", []))
+            for entry in directives.get("params", []):
+                if entry.startswith("code="):
+                    rule.code = entry.removeprefix("code=").rstrip(",")
             for entry in directives.get("resources", []):
                 key, _, value = entry.rstrip(",").partition("=")
                 rule.resources[key.strip()] = value.strip()

@@ -34,11 +34,10 @@ def atomic_path(path: str | Path, suffix: str = ""):
 
 
 def write_bytes(path: str | Path, data: bytes) -> None:
-    with atomic_path(path) as tmp:
-        with open(tmp, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
+    with atomic_path(path) as tmp, open(tmp, "wb") as out:
+        out.write(data)
+        out.flush()
+        os.fsync(out.fileno())
 
 
 def write_text(path: str | Path, text: str) -> None:

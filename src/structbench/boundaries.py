@@ -66,9 +66,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
+from structbench.datamodel import CHUNKS, empty
 from structbench.defaults import FIXED_SNAP_TOKENS, SEMANTIC_THRESHOLD, T_MAX, T_MIN
 from structbench.sentences import paragraph_boundaries
-from structbench.tables import CHUNKS, empty
 from structbench.tokens import TokenCounter, TokenSpans, load_tokenizer
 
 EmbedFn = Callable[[list[str]], np.ndarray]

@@ -38,7 +38,7 @@ class Kind:
         return self.name if self.parameter is None else f"{self.name}{separator}{self.parameter}"
 
 
-# The runs an ``rrf`` condition fuses with its own (structbench.fusion): the BM25 run of its chunk set, or
+# The runs an ``rrf`` condition fuses with its own (structbench.retrieval.fusion): the BM25 run of its chunk set, or
 # another prefix of the same chunk set written without its colon (path:2 -> path2), "+"-joined.
 FUSION_SOURCE = r"(?:bm25|none|context|path[1-9]|placebo[1-9])"
 FUSION_SOURCES = rf"{FUSION_SOURCE}(?:\+{FUSION_SOURCE})*"

@@ -149,7 +149,7 @@ def check_retrieval_config(config: dict, conditions: dict) -> None:
     ``per_candidate:<reranker>`` condition names a declared cross-encoder and has a prefix (its
     unprefixed version is the other candidate); ``report.compare_runs`` pairs two different declared
     conditions of one chunk set (chunk_id is the identity the comparison counts)."""
-    from structbench.fusion import fusion_sources
+    from structbench.retrieval.fusion import fusion_sources
 
     for name, condition in conditions.items():
         kind, parameter = axes.parse_value("retrieval", condition.retrieval)

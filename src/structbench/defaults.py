@@ -24,7 +24,7 @@ HIER_TOP_SECTIONS = 5  # two-stage retrieval: sections stage 1 keeps per query (
 TOC_CANDIDATE_HITS = 10
 RRF_K = 60  # reciprocal rank fusion constant (Cormack et al. 2009; SPEC section 8)
 RESCORE_CANDIDATES = 20  # seed 004 section 6: per-candidate evaluation is bounded to each index's top 20
-BM25_ANALYZER = "english"  # Lucene's EnglishAnalyzer (structbench.lexical); "words" is plain word tokens
+BM25_ANALYZER = "english"  # Lucene's EnglishAnalyzer (structbench.retrieval.bm25); "words" is plain word tokens
 BOOTSTRAP_ITERS = 10_000  # B of the document-clustered bootstrap (seed 000, table 11)
 ALPHA = 0.05  # family-wise error rate: a contrast is Holm-significant when its Holm-adjusted p < ALPHA
 # Query generation (seed 000, appendix F and table 11; SPEC section 9).

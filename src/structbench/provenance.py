@@ -1,31 +1,107 @@
-"""What a rule's output depends on besides its inputs and params: the library code it runs.
+"""What a rule's output depends on besides its inputs and params: the library code its script runs.
 
-Snakemake reruns a rule when its params change, but not when a module its script imports changes.
-Each rule therefore carries ``code_version(<modules>)`` in its params: the package version plus a hash
-of the named modules' source, so editing ``metrics.py`` reruns scoring and nothing upstream of it.
+Snakemake reruns a rule when its params change, but not when a module its script imports changes. Each
+rule therefore carries ``code=code_version(<its script>)`` in its params: the package version plus a hash
+of every structbench module the script reaches (:func:`reached_modules`: its imports, their imports, and
+so on, function-level imports included). Nothing is listed by hand, so nothing can drift: an edit to
+``conditions.py`` reruns exactly the rules whose scripts reach it, and nothing else.
 """
 
 from __future__ import annotations
 
+import ast
+import functools
 import hashlib
 import importlib.util
+import sys
 from pathlib import Path
 
 import structbench
 
-
-def module_files(module: str) -> list[Path]:
-    spec = importlib.util.find_spec(f"structbench.{module}")
-    if spec is None or spec.origin is None:
-        raise ModuleNotFoundError(f"structbench.{module}")
-    origin = Path(spec.origin)
-    return sorted(origin.parent.rglob("*.py")) if origin.name == "__init__.py" else [origin]
+PACKAGE = "structbench"
 
 
-def code_version(*modules: str) -> str:
+@functools.cache
+def module_file(module: str) -> Path | None:
+    """The source file of a structbench module, or None for a name that is a function or class."""
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, AttributeError, ValueError):
+        return None
+    return Path(spec.origin) if spec and spec.origin and spec.origin.endswith(".py") else None
+
+
+def _catches_import_error(node: ast.Try) -> bool:
+    for handler in node.handlers:
+        caught = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+        if any(isinstance(expr, ast.Name) and expr.id in {"ImportError", "ModuleNotFoundError"} for expr in caught):
+            return True
+    return False
+
+
+@functools.cache
+def imports_of(path: Path, package: str | None) -> tuple[frozenset[str], frozenset[str]]:
+    """(required, optional) absolute module names imported anywhere in ``path``.
+
+    Relative imports resolve against ``package``. An import inside ``try: ... except ImportError`` is
+    optional (a dependency the code does without); ``from structbench import defaults`` names the
+    submodule ``structbench.defaults`` too."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    optional_nodes = {id(inner) for node in ast.walk(tree) if isinstance(node, ast.Try) and _catches_import_error(node)
+                      for statement in node.body for inner in ast.walk(statement)}
+    required, optional = set(), set()
+    for node in ast.walk(tree):
+        names: set[str] = set()
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = (package or "").split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+            names.add(base)
+            if base.split(".")[0] == PACKAGE:
+                names.update(f"{base}.{alias.name}" for alias in node.names)
+        (optional if id(node) in optional_nodes else required).update(names)
+    return frozenset(required), frozenset(optional - required)
+
+
+def reached_modules(script: str | Path, *, include_optional: bool = True) -> tuple[dict[str, Path], set[str]]:
+    """(structbench modules with their files, third-party top-level modules) reached from ``script``.
+
+    Every structbench module a reached file imports is followed, with each package's ``__init__`` on
+    the way. Optional imports are followed for the code hash (an optional module still shapes the output
+    when present) and left out of the third-party set with ``include_optional=False``."""
+    own: dict[str, Path] = {}
+    third_party: set[str] = set()
+    todo: list[tuple[Path, str | None]] = [(Path(script).resolve(), None)]
+    while todo:
+        path, package = todo.pop()
+        required, optional = imports_of(path, package)
+        for name in sorted(required | optional):
+            top = name.split(".")[0]
+            if top == PACKAGE:
+                parts = name.split(".")
+                for depth in range(1, len(parts) + 1):
+                    prefix = ".".join(parts[:depth])
+                    file = module_file(prefix)
+                    if file is not None and prefix not in own:
+                        own[prefix] = file
+                        todo.append((file, prefix if file.name == "__init__.py" else prefix.rpartition(".")[0]))
+            elif top and top not in sys.stdlib_module_names and top != "snakemake":
+                if include_optional or name in required:
+                    third_party.add(top)
+    return own, third_party
+
+
+def code_version(script: str | Path) -> str:
+    """The package version plus a hash of the source of every structbench module ``script`` reaches.
+
+    Files are hashed in module-name order with their names, so a moved or renamed module changes the
+    version too (its rules rerun once)."""
+    own, _ = reached_modules(script)
     digest = hashlib.sha256()
-    for module in ("tables",) + modules:
-        for path in module_files(module):
-            digest.update(path.name.encode())
-            digest.update(path.read_bytes())
+    for name in sorted(own):
+        digest.update(name.encode())
+        digest.update(own[name].read_bytes())
     return f"{structbench.__version__}+{digest.hexdigest()[:12]}"

@@ -1,7 +1,7 @@
 """BM25 over the chunks' content: the non-lexicality probe's run."""
-from structbench.lexical import bm25_search
+from structbench.datamodel import read_table, write_table
 from structbench.logs import step_log
-from structbench.tables import read_table, write_table
+from structbench.retrieval.bm25 import bm25_search
 
 with step_log(snakemake.log[0], "bm25") as log:
     texts = read_table(snakemake.input.texts, "texts").sort("chunk_id")

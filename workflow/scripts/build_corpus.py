@@ -1,7 +1,7 @@
 """Load one corpus into the data-model tables (load_corpus verifies the gold structure and queries)."""
 from structbench.corpus import load_corpus
+from structbench.datamodel import write_table
 from structbench.logs import step_log
-from structbench.tables import write_table
 
 with step_log(snakemake.log[0], "corpus") as log:
     tables = load_corpus({**snakemake.params.spec, "name": snakemake.wildcards.corpus})

@@ -1,8 +1,8 @@
 """Per-candidate prefix choice: each candidate of the prefixed and unprefixed indexes keeps its better version."""
+from structbench.datamodel import read_table, read_vectors, write_table
 from structbench.logs import step_log
-from structbench.rerank import RerankerSpec, load_cross_encoder
-from structbench.retrieval import retrieve
-from structbench.tables import read_table, read_vectors, write_table
+from structbench.retrieval.rerank import RerankerSpec, load_cross_encoder
+from structbench.retrieval.search import retrieve
 
 
 def texts_by_chunk(path):

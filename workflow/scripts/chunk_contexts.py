@@ -1,10 +1,10 @@
 """Write a situating context for every chunk of one document shard (responses cached under <cache>/llm)."""
 from structbench.atomic import write_json
-from structbench.contexts import situate_chunks
+from structbench.datamodel import read_table, write_table
 from structbench.llm import load_llm
 from structbench.logs import step_log
+from structbench.prefixes.contexts import situate_chunks
 from structbench.shards import select_shard, shard_doc_ids
-from structbench.tables import read_table, write_table
 
 with step_log(snakemake.log[0], "chunk_contexts") as log:
     documents = read_table(snakemake.input.documents, "documents")

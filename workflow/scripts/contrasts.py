@@ -1,9 +1,9 @@
 """Paired contrasts of one cell: clustered bootstrap, Holm, dz, MixedLM (SPEC section 11)."""
 import polars as pl
 
+from structbench.datamodel import read_table, write_table
 from structbench.logs import step_log
 from structbench.stats import contrast_table
-from structbench.tables import read_table, write_table
 
 with step_log(snakemake.log[0], "contrasts") as log:
     scores = pl.concat([read_table(path) for path in snakemake.input], how="diagonal_relaxed")

@@ -2,8 +2,8 @@
 from structbench.atomic import write_json
 from structbench.corpus import CorpusTables
 from structbench.corpus.stats import corpus_statistics
+from structbench.datamodel import read_table
 from structbench.logs import step_log
-from structbench.tables import read_table
 
 with step_log(snakemake.log[0], "corpus_stats"):
     tables = CorpusTables(**{name: read_table(path) for name, path in snakemake.input.items()})

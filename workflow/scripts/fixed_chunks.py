@@ -1,8 +1,8 @@
 """Fixed windows size-matched per document to a structural chunk set, sentence-snapped."""
 from structbench.atomic import write_json
 from structbench.boundaries import assert_tiling, fixed_chunks, size_match_report
+from structbench.datamodel import read_table, write_table
 from structbench.logs import step_log
-from structbench.tables import read_table, write_table
 from structbench.tokens import load_tokenizer
 
 with step_log(snakemake.log[0], "fixed_chunks") as log:

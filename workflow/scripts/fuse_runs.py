@@ -1,7 +1,7 @@
 """Reciprocal rank fusion of a condition's flat run with its partner runs (other text sets, BM25)."""
+from structbench.datamodel import read_table, read_vectors, write_table
 from structbench.logs import step_log
-from structbench.retrieval import retrieve
-from structbench.tables import read_table, read_vectors, write_table
+from structbench.retrieval.search import retrieve
 
 with step_log(snakemake.log[0], "fuse_runs") as log:
     queries = read_table(snakemake.input.queries, "queries")

@@ -1,11 +1,11 @@
 """Write and screen the queries of one document shard (responses cached under <cache>/llm)."""
 from structbench.atomic import write_json
+from structbench.datamodel import read_table, write_table
 from structbench.llm import load_llm
 from structbench.logs import step_log
 from structbench.querygen.generate import generate_candidates
 from structbench.querygen.settings import QuerygenSettings
 from structbench.shards import select_shard, shard_doc_ids
-from structbench.tables import read_table, write_table
 
 with step_log(snakemake.log[0], "generate_queries") as log:
     documents = read_table(snakemake.input.documents, "documents")

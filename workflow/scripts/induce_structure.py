@@ -1,10 +1,10 @@
 """Induce the section tree of one document shard with an LLM (responses cached under <cache>/llm)."""
 from structbench.atomic import write_json
-from structbench.induction import induce_structure
+from structbench.datamodel import read_table, write_table
 from structbench.llm import load_llm
 from structbench.logs import step_log
 from structbench.shards import select_shard, shard_doc_ids
-from structbench.tables import read_table, write_table
+from structbench.structure.induction import induce_structure
 
 with step_log(snakemake.log[0], "induce_structure") as log:
     documents = read_table(snakemake.input.documents, "documents")

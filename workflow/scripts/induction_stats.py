@@ -3,9 +3,9 @@ import json
 from pathlib import Path
 
 from structbench.atomic import write_json
-from structbench.llm_stats import induction_summary
+from structbench.datamodel import read_table
 from structbench.logs import step_log
-from structbench.tables import read_table
+from structbench.structure.stats import induction_summary
 
 with step_log(snakemake.log[0], "induction_stats") as log:
     summary = induction_summary(

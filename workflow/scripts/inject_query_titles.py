@@ -1,9 +1,9 @@
 """Query-side title injection: rescore the flat run's top candidates with title-carrying query embeddings."""
+from structbench.datamodel import read_table, read_vectors, write_table
 from structbench.embed import EmbedderSpec, embed_texts
 from structbench.logs import step_log
-from structbench.rescoring import title_blocks
-from structbench.retrieval import retrieve
-from structbench.tables import read_table, read_vectors, write_table
+from structbench.retrieval.rescoring import title_blocks
+from structbench.retrieval.search import retrieve
 
 with step_log(snakemake.log[0], "inject_query_titles") as log:
     queries = read_table(snakemake.input.queries, "queries")

@@ -3,10 +3,10 @@ import json
 from pathlib import Path
 
 from structbench.atomic import write_json
-from structbench.llm_stats import context_summary
+from structbench.datamodel import read_table, write_table
 from structbench.logs import step_log
+from structbench.prefixes.context_stats import context_summary
 from structbench.shards import merge_rows, merge_usage
-from structbench.tables import read_table, write_table
 
 with step_log(snakemake.log[0], "merge_contexts") as log:
     chunk_ids = read_table(snakemake.input.chunks, "chunks")["chunk_id"].to_list()

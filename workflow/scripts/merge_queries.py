@@ -3,10 +3,10 @@ import json
 from pathlib import Path
 
 from structbench.atomic import write_json
+from structbench.datamodel import read_table, write_table
 from structbench.logs import step_log
 from structbench.querygen.funnel import balance, funnel_table, merge_candidates, queries_table, querygen_summary
 from structbench.shards import merge_usage
-from structbench.tables import read_table, write_table
 
 with step_log(snakemake.log[0], "merge_queries") as log:
     settings = dict(snakemake.params.settings)

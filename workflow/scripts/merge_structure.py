@@ -3,9 +3,9 @@ import json
 from pathlib import Path
 
 from structbench.atomic import write_json
+from structbench.datamodel import read_table, write_table
 from structbench.logs import step_log
 from structbench.shards import merge_rows, merge_sections, merge_usage
-from structbench.tables import read_table, write_table
 
 with step_log(snakemake.log[0], "merge_structure") as log:
     paragraphs = read_table(snakemake.input.paragraphs, "paragraphs")

@@ -1,8 +1,8 @@
 """Render the text to embed for each chunk under one prefix (none, heading path, placebo, context)."""
 from structbench.atomic import write_json
+from structbench.datamodel import read_table, write_table
 from structbench.logs import step_log
 from structbench.prefixes import render_texts
-from structbench.tables import read_table, write_table
 from structbench.tokens import load_tokenizer
 
 with step_log(snakemake.log[0], "texts") as log:

@@ -1,6 +1,6 @@
 """Write the report folder (Markdown, HTML, tables as Parquet + CSV, figures, manifest, summary line)."""
 from structbench.logs import step_log
-from structbench.report_bundle import ReportPaths, load_inputs, write_report_bundle
+from structbench.report.bundle import ReportPaths, load_inputs, write_report_bundle
 
 with step_log(snakemake.log[0], "report") as log:
     inputs = load_inputs(

@@ -1,7 +1,7 @@
 """Rerank the top of one run with a cross-encoder."""
+from structbench.datamodel import read_table, write_table
 from structbench.logs import step_log
-from structbench.rerank import RerankerSpec, rerank_with_model
-from structbench.tables import read_table, write_table
+from structbench.retrieval.rerank import RerankerSpec, rerank_with_model
 
 with step_log(snakemake.log[0], "rerank") as log:
     spec = RerankerSpec.from_config(dict(snakemake.params.reranker))

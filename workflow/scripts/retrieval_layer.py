@@ -1,9 +1,9 @@
 """Seed 004's retrieval-layer comparison of one cell: each prefixed condition's run against its unprefixed twin's."""
 import polars as pl
 
+from structbench.datamodel import read_table, write_table
 from structbench.logs import step_log
 from structbench.metrics.diagnostics import retrieval_layer_table
-from structbench.tables import read_table, write_table
 
 with step_log(snakemake.log[0], "retrieval_layer") as log:
     runs = {name: read_table(path, "runs") for name, path in zip(snakemake.params.conditions, snakemake.input.runs)}

@@ -1,7 +1,7 @@
 """Rank the corpus's chunks for every query with the condition's retrieval kind (corpus-wide top k)."""
+from structbench.datamodel import read_table, read_vectors, write_table
 from structbench.logs import step_log
-from structbench.retrieval import kind_inputs, retrieve
-from structbench.tables import read_table, read_vectors, write_table
+from structbench.retrieval.search import kind_inputs, retrieve
 
 with step_log(snakemake.log[0], "retrieve") as log:
     queries = read_table(snakemake.input.queries, "queries")

@@ -1,7 +1,7 @@
 """Two-stage retrieval, stage 1: keep each query's top sections by centroid (the routing table)."""
+from structbench.datamodel import read_table, read_vectors, write_table
 from structbench.logs import step_log
-from structbench.routing import route_two_stage
-from structbench.tables import read_table, read_vectors, write_table
+from structbench.retrieval.routing import route_two_stage
 
 with step_log(snakemake.log[0], "route_sections") as log:
     queries = read_table(snakemake.input.queries, "queries")

@@ -1,8 +1,8 @@
 """TOC routing: the LLM names a section from the candidate documents' contents (the routing table)."""
+from structbench.datamodel import read_table, read_vectors, write_table
 from structbench.llm import load_llm
 from structbench.logs import step_log
-from structbench.tables import read_table, read_vectors, write_table
-from structbench.toc import route_toc
+from structbench.retrieval.toc import route_toc
 
 with step_log(snakemake.log[0], "route_toc") as log:
     llm = load_llm(dict(snakemake.params.llm), cache_dir=snakemake.params.cache, name=snakemake.params.llm_name)

@@ -1,9 +1,9 @@
 """Score one cell: every configured metric for every query of one (corpus, condition, embedder, reranker)."""
 import polars as pl
 
+from structbench.datamodel import read_table, write_table
 from structbench.logs import step_log
 from structbench.metrics import score_run
-from structbench.tables import read_table, write_table
 
 with step_log(snakemake.log[0], "score") as log:
     # a routed condition is also scored on its routing table, the sections its router kept (section_recall)

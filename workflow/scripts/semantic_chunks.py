@@ -1,8 +1,8 @@
 """Seed 004's semantic merge: adjacent paragraphs of a section merge at cosine >= threshold, then the bounds."""
 from structbench.boundaries import assert_tiling, semantic_chunks
+from structbench.datamodel import read_table, write_table
 from structbench.embed import EmbedderSpec, embed_texts
 from structbench.logs import step_log
-from structbench.tables import read_table, write_table
 from structbench.tokens import load_tokenizer
 
 with step_log(snakemake.log[0], "semantic_chunks") as log:

@@ -1,7 +1,7 @@
 """Structural chunks from one structure source (split/merge bounds of SPEC section 6)."""
 from structbench.boundaries import assert_tiling, structural_chunks
+from structbench.datamodel import read_table, write_table
 from structbench.logs import step_log
-from structbench.tables import read_table, write_table
 from structbench.tokens import load_tokenizer
 
 with step_log(snakemake.log[0], "structural_chunks") as log:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from structbench.tables import (
+from structbench.datamodel import (
     MAX_LEVEL,
     PARAGRAPH_SEPARATOR,
     ParsedDocument,

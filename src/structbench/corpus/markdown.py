@@ -67,7 +67,7 @@ from structbench.corpus.build import (
     union_spans,
 )
 from structbench.corpus.verify import assert_verified
-from structbench.tables import ParsedDocument
+from structbench.datamodel import ParsedDocument
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")

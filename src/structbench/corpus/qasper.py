@@ -71,7 +71,7 @@ from structbench.corpus.build import (
     union_spans,
 )
 from structbench.corpus.verify import assert_verified
-from structbench.tables import ParsedDocument, SectionSpec
+from structbench.datamodel import ParsedDocument, SectionSpec
 
 FLOAT_PREFIX = "FLOAT SELECTED"
 DROP_REASONS = ("malformed_question", "unanswerable", "no_evidence", "float_only", "unmappable")

@@ -31,7 +31,7 @@ from structbench.corpus.build import (
     word_count,
 )
 from structbench.corpus.verify import assert_verified
-from structbench.tables import ParsedDocument
+from structbench.datamodel import ParsedDocument
 
 TOPIC_KEYWORDS: dict[str, tuple[str, ...]] = {
     "history_war": ("battle", "war", "military", "campaign", "siege", "history", "empire", "dynasty"),
@@ -149,7 +149,7 @@ def select_documents(
     ``get_document(title)`` returns ``(document or None, topic labels, reason when None)``; it is
     called lazily, so a walk that reaches ``n_docs`` fetches nothing more.
     """
-    counts = {bucket: 0 for bucket in BUCKETS}
+    counts = dict.fromkeys(BUCKETS, 0)
     accepted: list[tuple[ParsedDocument, str]] = []
     rejected: list[tuple[str, str]] = []
     visited = 0
@@ -183,7 +183,7 @@ def selection_funnel(selection: Selection) -> list[tuple[str, str, str, int]]:
     for _, reason in selection.rejected:
         reasons[reason] = reasons.get(reason, 0) + 1
     rows += [("documents", "rejected", reason, count) for reason, count in sorted(reasons.items())]
-    per_bucket = {bucket: 0 for bucket in BUCKETS}
+    per_bucket = dict.fromkeys(BUCKETS, 0)
     for _, bucket in selection.accepted:
         per_bucket[bucket] += 1
     rows += [("documents", "accepted", bucket, count) for bucket, count in per_bucket.items()]

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from structbench.tables import MAX_LEVEL, PARAGRAPH_SEPARATOR
+from structbench.datamodel import MAX_LEVEL, PARAGRAPH_SEPARATOR
 
 
 def failed_checks(frame: pl.DataFrame, checks: list[tuple[pl.Expr, str]]):

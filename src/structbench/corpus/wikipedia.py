@@ -51,7 +51,7 @@ from mwparserfromhell.nodes import Comment, ExternalLink, Heading, HTMLEntity, T
 
 from structbench.corpus.build import CorpusTables, sections_from_headings
 from structbench.corpus.selection import Filters, select_documents, selection_tables
-from structbench.tables import ParsedDocument
+from structbench.datamodel import ParsedDocument
 
 Fetch = Callable[[dict], dict]
 

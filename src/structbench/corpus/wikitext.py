@@ -35,11 +35,11 @@ from structbench.corpus.build import (
 )
 from structbench.corpus.markdown import read_utf8
 from structbench.corpus.selection import Filters, select_documents, selection_tables
-from structbench.tables import ParsedDocument
+from structbench.datamodel import ParsedDocument
 
 _HEADING = re.compile(r" *(=(?: =)*) (.+?) (=(?: =)*) *")
 _SENTENCE_END = tuple(".!?:;\"')]”’»")
-_STOPWORDS = frozenset("the and for from with into over under of at in on by to an a as its his her their".split())
+_STOPWORDS = frozenset(["the", "and", "for", "from", "with", "into", "over", "under", "of", "at", "in", "on", "by", "to", "an", "a", "as", "its", "his", "her", "their"])
 _WORD = re.compile(r"[^\W\d_]{3,}")
 
 

@@ -95,11 +95,10 @@ class ResponseCache:
 
 def write_atomic(path: Path, payload: bytes) -> None:
     """Write ``payload`` to ``path`` through a unique temporary name in the same folder + ``os.replace``."""
-    with atomic_path(path) as tmp:
-        with open(tmp, "wb") as handle:
-            _write_chunks(handle, payload)
-            handle.flush()
-            os.fsync(handle.fileno())
+    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+        _write_chunks(handle, payload)
+        handle.flush()
+        os.fsync(handle.fileno())
 
 
 def _write_chunks(handle, payload: bytes, size: int = 1 << 16) -> None:

@@ -27,7 +27,6 @@ import json
 import logging
 import math
 import os
-import socket
 import time
 import urllib.error
 import urllib.request
@@ -144,7 +143,7 @@ class OpenAIBackend:
                 if error.code not in RETRIABLE_STATUS:
                     raise _HTTPFailure(f"{method} {url} answered {last_problem}") from None
                 unreachable = False
-            except (urllib.error.URLError, socket.timeout, TimeoutError, ConnectionError) as error:
+            except (urllib.error.URLError, TimeoutError, ConnectionError) as error:
                 reason = getattr(error, "reason", error)
                 last_problem = f"{type(reason).__name__}: {reason}"
                 unreachable = True

@@ -71,7 +71,7 @@ def parse_prompt(text: str, source: str = "prompt") -> Prompt:
     return Prompt(header["prompt"], header["version"], tuple(messages))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_prompt(name: str) -> Prompt:
     """The packaged prompt ``prompts/<name>.txt``."""
     resource = importlib.resources.files("structbench.llm") / "prompts" / f"{name}.txt"

@@ -29,7 +29,7 @@ class ChatRequest:
 
     @classmethod
     def of(cls, messages: list[dict], schema: dict | None = None, prompt_version: str = "",
-           max_new_tokens: int | None = None) -> "ChatRequest":
+           max_new_tokens: int | None = None) -> ChatRequest:
         pairs = []
         for index, message in enumerate(messages):
             role, content = message.get("role"), message.get("content")

@@ -98,7 +98,7 @@ class LLMSpec:
     tensor_parallel_size: int = 1
 
     @classmethod
-    def from_config(cls, entry: dict, name: str = "llm") -> "LLMSpec":
+    def from_config(cls, entry: dict, name: str = "llm") -> LLMSpec:
         """Build from a config mapping; an unknown or backend-foreign key is a ``ValueError`` naming it."""
         if not isinstance(entry, dict):
             raise ValueError(f"llms.{name} must be a mapping, got {type(entry).__name__}")

@@ -3,7 +3,7 @@
 The BM25 gold-top-1 probe is :func:`structbench.metrics.measures.gold_top1` (a ``score_run`` column).
 Section recall is also a registered metric (``section_recall``), outside the default set: it needs
 the sections a router kept, which ``score_run`` takes as the extra input ``kept_sections`` (a routing
-table, :data:`structbench.tables.ROUTING`). Both routers are scored by it: two-stage's stage 1 keeps 5
+table, :data:`structbench.datamodel.ROUTING`). Both routers are scored by it: two-stage's stage 1 keeps 5
 sections, TOC routing keeps 1, for which section recall is the routed-section hit rate. ``toc_fallback``
 counts the TOC queries whose LLM reply named no section and were routed by the embedding fallback.
 """
@@ -16,11 +16,10 @@ import polars as pl
 from structbench.metrics.evidence import RunEvidence
 from structbench.metrics.registry import ExtraInput, register
 
-
 KEPT_SECTIONS = ExtraInput(
     "kept_sections",
     "the sections a router kept (two-stage stage 1, TOC), one row per (query, section): qid, doc_id, start, end "
-    "(a routing table, structbench.tables.ROUTING)",
+    "(a routing table, structbench.datamodel.ROUTING)",
 )
 
 

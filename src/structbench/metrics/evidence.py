@@ -252,9 +252,9 @@ def align_run(
 ) -> RunEvidence:
     """Validate and align one run (one condition) with gold evidence and the condition's chunk set.
 
-    ``runs`` follows ``tables.RUNS`` (only qid, rank, chunk_id are read), ``queries`` ``tables.QUERIES``
-    (qid, doc_id, qtype, spans), ``chunks`` ``tables.CHUNKS`` (chunk_id, doc_id, start, end, n_tokens) and
-    ``texts`` ``tables.TEXTS`` (chunk_id, prefix_tokens; ``None`` means no prefix, 0 tokens).
+    ``runs`` follows ``datamodel.RUNS`` (only qid, rank, chunk_id are read), ``queries`` ``datamodel.QUERIES``
+    (qid, doc_id, qtype, spans), ``chunks`` ``datamodel.CHUNKS`` (chunk_id, doc_id, start, end, n_tokens) and
+    ``texts`` ``datamodel.TEXTS`` (chunk_id, prefix_tokens; ``None`` means no prefix, 0 tokens).
 
     Errors (never a silent wrong number): a run row whose qid is not a query or whose chunk_id is not
     in the chunk set; a repeated (qid, rank) or (qid, chunk_id); rank < 1; a query without spans or with

@@ -14,7 +14,7 @@ import json
 import numpy as np
 import polars as pl
 
-from structbench import tables
+from structbench import datamodel
 
 
 def synthetic_cell(
@@ -28,7 +28,7 @@ def synthetic_cell(
     chars_per_chunk: int = 1000,
     seed: int = 0,
 ) -> dict[str, pl.DataFrame]:
-    """Return ``{"queries", "chunks", "texts", "runs"}`` conforming to :mod:`structbench.tables`."""
+    """Return ``{"queries", "chunks", "texts", "runs"}`` conforming to :mod:`structbench.datamodel`."""
     rng = np.random.default_rng(seed)
     n_chunks_doc = np.maximum(1, rng.poisson(chunks_per_doc - 1, n_docs) + 1)
     n_chunks = int(n_chunks_doc.sum())
@@ -52,7 +52,7 @@ def synthetic_cell(
             "path": [[]] * n_chunks,
             "cut": np.where(np.isin(np.arange(n_chunks), np.cumsum(n_chunks_doc) - 1), "end", "sentence"),
         },
-        schema=tables.CHUNKS,
+        schema=datamodel.CHUNKS,
     )
     prefix_tokens = rng.integers(0, 25, n_chunks).astype(np.int32)
     texts = pl.DataFrame(
@@ -62,7 +62,7 @@ def synthetic_cell(
             "text_for_embedding": [""] * n_chunks,
             "prefix_tokens": prefix_tokens,
         },
-        schema=tables.TEXTS,
+        schema=datamodel.TEXTS,
     )
 
     query_doc = np.concatenate((np.arange(min(n_docs, n_queries)), rng.integers(0, n_docs, max(0, n_queries - n_docs))))
@@ -86,7 +86,7 @@ def synthetic_cell(
             "spans": spans,
             "meta": [json.dumps({})] * n_queries,
         },
-        schema=tables.QUERIES,
+        schema=datamodel.QUERIES,
     )
 
     # rankings: a few own-document chunks at random ranks, other documents' chunks elsewhere
@@ -111,7 +111,7 @@ def synthetic_cell(
             "score": np.tile(np.linspace(1.0, 0.01, top_k, dtype=np.float32), n_queries),
             "stage": ["flat"] * (n_queries * top_k),
         },
-        schema=tables.RUNS,
+        schema=datamodel.RUNS,
     )
     return {"queries": queries, "chunks": chunks, "texts": texts, "runs": runs}
 

@@ -8,7 +8,7 @@ with the question the model wrote, its paraphrase and how each fared in the leak
   ``random.Random(f"{seed}/balance/{qtype}")`` from the survivors in ``qid`` order (all of them when
   fewer survive: seed 000 shipped 201 multihop against 250 of each other type);
 - :func:`queries_table` turns the balanced finals into the ``queries`` table every corpus has
-  (``tables.QUERIES``), the paraphrase as the query text, so retrieval and scoring read it unchanged;
+  (``datamodel.QUERIES``), the paraphrase as the query text, so retrieval and scoring read it unchanged;
 - :func:`funnel_table` and :func:`querygen_summary` count generated → survivors → balanced finals per
   type with every rejection reason, and the ROUGE-L distribution of the shipped queries, for the report.
 
@@ -25,7 +25,7 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
-from structbench.tables import conform
+from structbench.datamodel import conform
 
 CANDIDATES = {
     "qid": pl.String,
@@ -135,7 +135,7 @@ def rouge_distribution(values: Sequence[float]) -> dict:
     every statistic is ``None`` when there are none."""
     array = np.asarray([value for value in values if value is not None], dtype=np.float64)
     if array.size == 0:
-        return {"n": 0, **{key: None for key in ("mean", "min", "p25", "median", "p75", "max")}}
+        return {"n": 0, **dict.fromkeys(("mean", "min", "p25", "median", "p75", "max"))}
     p25, median, p75 = np.percentile(array, [25, 50, 75])
     return {"n": int(array.size), "mean": round(float(array.mean()), 4), "min": round(float(array.min()), 4),
             "p25": round(float(p25), 4), "median": round(float(median), 4), "p75": round(float(p75), 4),

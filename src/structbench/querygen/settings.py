@@ -51,7 +51,7 @@ class QuerygenSettings:
                              f"({self.min_query_words})")
 
     @classmethod
-    def from_config(cls, section: dict, global_seed: int = SEED) -> "QuerygenSettings":
+    def from_config(cls, section: dict, global_seed: int = SEED) -> QuerygenSettings:
         """From the filled config ``querygen`` section; ``seed: null`` takes the study's global seed, and
         ``llm`` (which model runs) is not a setting of the protocol."""
         known = {f.name for f in fields(cls)}

@@ -48,9 +48,9 @@ import polars as pl
 
 from structbench.corpus.build import build_tables
 from structbench.corpus.verify import verify_sections
+from structbench.datamodel import MAX_LEVEL, ParsedDocument, SectionSpec
 from structbench.llm import LLM, ChatRequest, ChatResponse, load_prompt
-from structbench.llm_stats import identical_span_share  # noqa: F401  (defined with the other statistics)
-from structbench.tables import MAX_LEVEL, ParsedDocument, SectionSpec
+from structbench.structure.stats import identical_span_share  # noqa: F401  (defined with the other statistics)
 
 log = logging.getLogger(__name__)
 
@@ -266,7 +266,7 @@ def induce_structure(documents: pl.DataFrame, paragraphs: pl.DataFrame, llm: LLM
                      max_new_tokens: int | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Induce a section tree for every document: ``(sections, status)``.
 
-    ``sections`` has exactly the gold schema (``tables.SECTIONS``) and passes ``verify_sections``;
+    ``sections`` has exactly the gold schema (``datamodel.SECTIONS``) and passes ``verify_sections``;
     ``status`` has the columns of ``STATUS``. ``window_tokens`` caps the numbered paragraph lines per
     prompt (default: the model's context less the prompt template, twice ``max_new_tokens`` (the answer,
     then the same answer quoted back in the correction round) and ``CORRECTION_RESERVE``);

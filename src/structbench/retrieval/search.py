@@ -7,13 +7,13 @@ strategies of the study plug in here as further functions returning the same ``r
 
 Routed kinds (``two_stage``, ``toc``) rank the chunks of the sections a router kept first and fill the
 rest of the top k from the flat ranking (:func:`routed_search`). The router runs before them and
-writes a routing table (:mod:`structbench.routing`: two-stage's stage 1 on section centroids;
-:mod:`structbench.toc`: the LLM reading a table of contents), which :func:`retrieve` takes as the
+writes a routing table (:mod:`structbench.retrieval.routing`: two-stage's stage 1 on section centroids;
+:mod:`structbench.retrieval.toc`: the LLM reading a table of contents), which :func:`retrieve` takes as the
 input ``routing``. The split keeps the LLM call of TOC routing in a GPU-kind step and the ranking in
 a CPU-kind one, and it lets the scoring step read the same routing table for section recall.
 
-RRF (:mod:`structbench.fusion`), query-side title injection and per-candidate prefix choice
-(:mod:`structbench.rescoring`) run the flat search of this module on each index they read, then
+RRF (:mod:`structbench.retrieval.fusion`), query-side title injection and per-candidate prefix choice
+(:mod:`structbench.retrieval.rescoring`) run the flat search of this module on each index they read, then
 combine; their inputs beyond the condition's own vectors are keyword arguments of their function here.
 FAISS runs on a GPU when ``use_gpu`` asks for one and faiss-gpu sees one (:func:`use_faiss_gpu`); GPU
 and CPU inner products may differ in their last bits, which can only reorder near-ties, and exact
@@ -29,10 +29,10 @@ import numpy as np
 import polars as pl
 
 from structbench.conditions import parse_value
+from structbench.datamodel import RUNS, conform
 from structbench.defaults import RESCORE_CANDIDATES, RRF_K, TOP_K
-from structbench.fusion import reciprocal_rank_fusion
-from structbench.rescoring import choose_per_candidate, inject_query_titles
-from structbench.tables import RUNS, conform
+from structbench.retrieval.fusion import reciprocal_rank_fusion
+from structbench.retrieval.rescoring import choose_per_candidate, inject_query_titles
 
 # Extra candidates fetched beyond k so that ties straddling rank k are broken by chunk_id, not by FAISS.
 TIE_MARGIN = 16
@@ -133,7 +133,7 @@ def routed_search(chunk_vectors: np.ndarray, query_vectors: np.ndarray, qids: li
                   use_gpu: bool = False, *, routing: pl.DataFrame, routed_stage: str) -> pl.DataFrame:
     """Rank each query's routed chunks first, then backfill from the flat ranking (:func:`compose_ranking`).
 
-    ``routing`` is a routing table (:data:`structbench.tables.ROUTING`): the union of ``chunk_ids``
+    ``routing`` is a routing table (:data:`structbench.datamodel.ROUTING`): the union of ``chunk_ids``
     over a query's rows is its routed chunk set, scored by inner product with the query (the score
     flat search gives them). A query without routing rows is ranked by flat search alone. Rows get
     stage ``routed_stage`` (routed) or ``"backfill"``."""
@@ -172,21 +172,21 @@ def routed_search(chunk_vectors: np.ndarray, query_vectors: np.ndarray, qids: li
 def two_stage_search(chunk_vectors: np.ndarray, query_vectors: np.ndarray, qids: list[str], top_k: int = TOP_K,
                      use_gpu: bool = False, *, routing: pl.DataFrame) -> pl.DataFrame:
     """Two-stage retrieval (A4, G4): stage 2 ranks the chunks of the sections stage 1 kept
-    (``routing`` from :func:`structbench.routing.route_two_stage`); flat search backfills to k."""
+    (``routing`` from :func:`structbench.retrieval.routing.route_two_stage`); flat search backfills to k."""
     return routed_search(chunk_vectors, query_vectors, qids, top_k, use_gpu, routing=routing, routed_stage="stage2")
 
 
 def toc_search(chunk_vectors: np.ndarray, query_vectors: np.ndarray, qids: list[str], top_k: int = TOP_K,
                use_gpu: bool = False, *, routing: pl.DataFrame) -> pl.DataFrame:
     """TOC routing (seed 003): the chunks of the section the LLM named (``routing`` from
-    :func:`structbench.toc.route_toc`) lead the ranking; flat search fills the rest."""
+    :func:`structbench.retrieval.toc.route_toc`) lead the ranking; flat search fills the rest."""
     return routed_search(chunk_vectors, query_vectors, qids, top_k, use_gpu, routing=routing, routed_stage="toc")
 
 
 def rrf_search(chunk_vectors: np.ndarray, query_vectors: np.ndarray, qids: list[str], top_k: int = 100,
                use_gpu: bool | str = False, *, partner_vectors: Sequence[np.ndarray] = (),
                partner_runs: Sequence[pl.DataFrame] = (), rrf_k: int = RRF_K) -> pl.DataFrame:
-    """``rrf:<sources>``: reciprocal rank fusion (:mod:`structbench.fusion`) of the flat top-k of the
+    """``rrf:<sources>``: reciprocal rank fusion (:mod:`structbench.retrieval.fusion`) of the flat top-k of the
     condition's index and of each partner index (``partner_vectors``: other text sets of the same chunk
     set), and of ``partner_runs`` (the BM25 run of the chunk set)."""
     if not partner_vectors and not partner_runs:
@@ -200,7 +200,7 @@ def query_titles_search(chunk_vectors: np.ndarray, query_vectors: np.ndarray, qi
                         encode_queries: Callable[[list[str]], np.ndarray],
                         candidates: int = RESCORE_CANDIDATES) -> pl.DataFrame:
     """``query_titles:<d>``: the flat top-k, its top ``candidates`` rescored with the candidate's title
-    chain injected into the query embedding (:func:`structbench.rescoring.inject_query_titles`)."""
+    chain injected into the query embedding (:func:`structbench.retrieval.rescoring.inject_query_titles`)."""
     run = flat_search(chunk_vectors, query_vectors, qids, top_k, use_gpu)
     return inject_query_titles(run, chunk_vectors, query_texts, titles, encode_queries, candidates, top_k)
 
@@ -213,7 +213,7 @@ def per_candidate_search(chunk_vectors: np.ndarray, query_vectors: np.ndarray, q
                          candidates: int = RESCORE_CANDIDATES) -> pl.DataFrame:
     """``per_candidate:<reranker>``: the prefixed (own) and unprefixed indexes' top ``candidates``, each
     candidate scored in both versions by the cross-encoder ``score_pairs``, the better kept
-    (:func:`structbench.rescoring.choose_per_candidate`)."""
+    (:func:`structbench.retrieval.rescoring.choose_per_candidate`)."""
     prefixed = flat_search(chunk_vectors, query_vectors, qids, top_k, use_gpu)
     unprefixed = flat_search(unprefixed_vectors, query_vectors, qids, candidates, use_gpu)
     return choose_per_candidate(prefixed, unprefixed, query_texts, prefixed_texts, unprefixed_texts, score_pairs,

@@ -23,8 +23,8 @@ import re
 import polars as pl
 
 from structbench.conditions import FUSION_SOURCE, FUSION_SOURCES
+from structbench.datamodel import conform
 from structbench.defaults import RRF_K
-from structbench.tables import conform
 
 LEXICAL_SOURCE = "bm25"
 SOURCE_SEPARATOR = "+"

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from structbench.datamodel import conform
 from structbench.embed import complete_entry, pick_device, resolve_model_path
-from structbench.tables import conform
 
 
 @dataclass(frozen=True)

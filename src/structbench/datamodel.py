@@ -87,7 +87,7 @@ RUNS = {
     "score": pl.Float32,
     "stage": pl.String,  # which retrieval stage placed it (e.g. "flat", "stage2", "backfill", "rerank")
 }
-# Routed retrieval (structbench.routing): one row per (query, section the router kept). A "section" here
+# Routed retrieval (structbench.retrieval.routing): one row per (query, section the router kept). A "section" here
 # is a routing unit, a document plus a top-level heading with its subsections.
 ROUTING = {
     "qid": pl.String,
@@ -184,7 +184,7 @@ def read_table(path: str | Path, name: str | None = None) -> pl.DataFrame:
         raise DamagedInput(f"{path}: {error}") from error
 
 
-def read_vectors(path: str | Path) -> "np.ndarray":
+def read_vectors(path: str | Path) -> np.ndarray:
     """Read a ``.npy`` vector file written by the workflow (float32, 2-D); a damaged file names its path."""
     import numpy as np
 

@@ -42,10 +42,10 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 import polars as pl
 
+from structbench.datamodel import conform
 from structbench.defaults import RESCORE_CANDIDATES
 from structbench.defaults import SEPARATOR as DEFAULT_SEPARATOR
 from structbench.prefixes import render_prefix
-from structbench.tables import conform
 
 log = logging.getLogger(__name__)
 

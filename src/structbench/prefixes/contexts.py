@@ -29,9 +29,9 @@ from collections.abc import Callable
 
 import polars as pl
 
+from structbench.datamodel import PARAGRAPH_SEPARATOR
 from structbench.defaults import CONTEXT_MAX_TOKENS, TOKENIZER
 from structbench.llm import LLM, ChatRequest, load_prompt
-from structbench.tables import PARAGRAPH_SEPARATOR
 from structbench.tokens import TokenCounter, load_tokenizer
 
 log = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from structbench.report import Omitted, Table, format_cell, intro
+from structbench.report.tables import Omitted, Table, format_cell, intro
 
 CSS = """
 body { font-family: system-ui, sans-serif; max-width: 75rem; margin: 2rem auto; padding: 0 1rem; color: #222; }

@@ -5,8 +5,8 @@ A table is a function ``build(inputs: ReportInputs) -> TableContent`` registered
 written as Parquet and CSV for readers with and without Arrow) and the ``blocks`` the report shows
 (formatted frames under sub-headings), or raises :class:`Omit` with the reason the table has nothing
 to show for this configuration ("no routed conditions in this config"), which the report states in its
-place. Adding a table is one function and one decorator; figures (:mod:`structbench.figures`) are
-views of a table's data, registered the same way. :mod:`structbench.report_bundle` reads the run's
+place. Adding a table is one function and one decorator; figures (:mod:`structbench.report.figures`) are
+views of a table's data, registered the same way. :mod:`structbench.report.bundle` reads the run's
 files into :class:`ReportInputs` and writes everything; this module only computes (pure functions
 from tables to tables and text, no file access).
 
@@ -157,7 +157,7 @@ def condition_means(scores: pl.DataFrame) -> pl.DataFrame:
 
 @dataclass
 class ReportInputs:
-    """Everything the report reads, as plain tables and dicts (:func:`structbench.report_bundle.load_inputs`
+    """Everything the report reads, as plain tables and dicts (:func:`structbench.report.bundle.load_inputs`
     builds it from the run's files).
 
     ``scores``: every dense cell's per-query scores, concatenated; ``contrasts``: every cell's contrasts
@@ -307,7 +307,7 @@ def conditions_table(inputs: ReportInputs) -> TableContent:
     if not inputs.conditions:
         raise Omit("no condition is declared")
     rows = [{"condition": name, **{axis: str(axes.get(axis, "")) for axis in AXES}} for name, axes in inputs.conditions.items()]
-    return TableContent(pl.DataFrame(rows, schema={"condition": pl.String, **{axis: pl.String for axis in AXES}}))
+    return TableContent(pl.DataFrame(rows, schema={"condition": pl.String, **dict.fromkeys(AXES, pl.String)}))
 
 
 def contrast_rows(contrasts: pl.DataFrame, contrast_specs: Sequence[dict]) -> pl.DataFrame:
@@ -777,7 +777,7 @@ def corpus_overview_table(inputs: ReportInputs) -> TableContent:
     corpora = sorted(inputs.corpus_stats)
     keys = sorted({k for stats in inputs.corpus_stats.values() for k, v in stats.items() if not isinstance(v, (dict, list))})
     data = pl.DataFrame({"statistic": keys, **{c: [_short(inputs.corpus_stats[c].get(k)) for k in keys] for c in corpora}},
-                        schema={"statistic": pl.String, **{c: pl.String for c in corpora}})
+                        schema={"statistic": pl.String, **dict.fromkeys(corpora, pl.String)})
     return TableContent(data)
 
 

@@ -1,5 +1,4 @@
-"""Statistics of the LLM steps' outputs for the report: induced structure against gold, and the
-situating contexts' lengths.
+"""Statistics of induced structure for the report: each inducer's statuses and sections against gold.
 
 Pure functions over tables. This module imports nothing of the LLM layer (``structbench.llm`` reaches
 the model libraries), so the CPU jobs that summarize an LLM step stay light.
@@ -52,17 +51,4 @@ def induction_summary(status: pl.DataFrame, induced_sections: pl.DataFrame, gold
         "mean_sections_induced": mean_sections_per_document(induced_sections, doc_ids),
         "mean_sections_gold": mean_sections_per_document(gold_sections, doc_ids),
         "identical_span_share": identical_span_share(induced_chunks, gold_chunks),
-    }
-
-
-def context_summary(contexts: pl.DataFrame) -> dict:
-    """Length distribution of one chunk set's situating contexts (``contexts.CONTEXTS``), in study tokens:
-    mean and max, how many were cut at the cap, how many are empty (a failed request)."""
-    tokens = contexts["context_tokens"]
-    return {
-        "chunks": contexts.height,
-        "mean_context_tokens": float(tokens.mean()) if contexts.height else float("nan"),
-        "max_context_tokens": int(tokens.max()) if contexts.height else 0,
-        "truncated": int(contexts["truncated"].sum()),
-        "empty": int((tokens == 0).sum()),
     }

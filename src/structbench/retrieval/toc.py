@@ -2,14 +2,14 @@
 
 Per query: the candidate documents are those of its top ``candidate_hits`` flat hits (in the order of
 their best hit); the LLM reads their numbered contents — one entry per routing unit, a document plus a
-top-level section, rendered "Document > Section" (:mod:`structbench.routing`) — and the question, and
+top-level section, rendered "Document > Section" (:mod:`structbench.retrieval.routing`) — and the question, and
 answers a number (``prompts/toc_route.txt``). A reply that is not a number in range falls back to the
-entry whose title embedding is nearest the query (:func:`structbench.routing.choose_entry`); each
+entry whose title embedding is nearest the query (:func:`structbench.retrieval.routing.choose_entry`); each
 routing row records which happened (``source``: ``llm`` or ``fallback``) and the raw reply, and the
 registered metric ``toc_fallback`` counts the fallbacks per query.
 
 The routed unit's chunks then lead the ranking and flat search fills the rest
-(:func:`structbench.retrieval.toc_search`).
+(:func:`structbench.retrieval.search.toc_search`).
 
 **Contents longer than the model's context.** When the prompt does not fit the model's context less
 the reply's token cap, the lowest-ranked candidate documents are left out, one at a time, until it fits
@@ -29,8 +29,7 @@ import polars as pl
 
 from structbench.defaults import TOC_CANDIDATE_HITS
 from structbench.llm import LLM, ChatRequest, load_prompt
-from structbench.retrieval import flat_search
-from structbench.routing import (
+from structbench.retrieval.routing import (
     candidate_documents,
     choose_entry,
     chunk_units,
@@ -39,6 +38,7 @@ from structbench.routing import (
     section_units,
     toc_contents,
 )
+from structbench.retrieval.search import flat_search
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ def route_toc(
     """The TOC router's routing table: one row per query (row i of ``query_vectors`` is query i of
     ``queries``), the unit it routed to, ``score`` the cosine of the query and the unit's title vector.
 
-    ``title_vectors`` row u embeds the title of unit u of :func:`structbench.routing.section_units`
+    ``title_vectors`` row u embeds the title of unit u of :func:`structbench.retrieval.routing.section_units`
     (``sections``), with the embedder of ``query_vectors``."""
     if candidate_hits < 1:
         raise ValueError(f"candidate_hits must be >= 1, got {candidate_hits}")

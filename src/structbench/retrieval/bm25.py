@@ -46,7 +46,7 @@ import polars as pl
 
 from structbench.defaults import TOP_K
 from structbench.logs import Progress
-from structbench.retrieval import runs_from_arrays, top_k_by_score
+from structbench.retrieval.search import runs_from_arrays, top_k_by_score
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +59,7 @@ ENGLISH_WORD = re.compile(r"\d+(?:[.,]\d+)+|\w+(?:['’.]\w+)*", re.UNICODE)
 POSSESSIVE = re.compile(r"['’]s$")
 # Lucene's EnglishAnalyzer.ENGLISH_STOP_WORDS_SET, verbatim.
 ENGLISH_STOPWORDS = frozenset(
-    "a an and are as at be but by for if in into is it no not of on or such that the their then there these "
-    "they this to was will with".split()
+    ["a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these", "they", "this", "to", "was", "will", "with"]
 )
 
 

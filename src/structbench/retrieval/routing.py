@@ -4,11 +4,11 @@ Two routers share one routing unit and one output table, so they compare side by
 
 - **Two-stage** (seed 000, section 3.2, 6.4 and appendix J; conditions A4 and G4):
   :func:`route_two_stage` ranks section centroids and keeps the top ``top_sections`` (the study's 5);
-  :func:`structbench.retrieval.two_stage_search` then ranks the chunks inside them and backfills from
+  :func:`structbench.retrieval.search.two_stage_search` then ranks the chunks inside them and backfills from
   the flat ranking. A centroid is the renormalized mean of the *same* chunk vectors flat search uses
   (representation constancy), so A4 − A3 compares retrieval algorithms, never representations.
 - **TOC routing** (seed 003, after STAIR): an LLM reads a numbered table of contents of the candidate
-  documents' sections plus the question and answers a number (:func:`structbench.toc.route_toc`);
+  documents' sections plus the question and answers a number (:func:`structbench.retrieval.toc.route_toc`);
   the pure parts — the contents, the reply parser and the embedding fallback — live here.
 
 **The routing unit** is a document plus a top-level heading, subsections included (seed 000: "a section
@@ -17,7 +17,7 @@ own (SPEC section 17). A chunk belongs to the unit of the section it starts in (
 the units partition the chunk set. TOC routes among the same units: both routers choose from one
 inventory, and differ only in how they choose and how many they keep (5 against 1).
 
-**The routing table** (:data:`structbench.tables.ROUTING`) has one row per (query, kept unit): the unit,
+**The routing table** (:data:`structbench.datamodel.ROUTING`) has one row per (query, kept unit): the unit,
 its whole content span ``[start, end)``, the router's score, where the choice came from (``source``)
 and the unit's chunk_ids. It is the ``kept_sections`` input of the registered metric
 ``section_recall`` (:mod:`structbench.metrics.diagnostics`), so both routers are scored by one
@@ -33,8 +33,8 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
+from structbench.datamodel import ROUTING
 from structbench.defaults import HIER_TOP_SECTIONS, SEPARATOR
-from structbench.tables import ROUTING
 
 SOURCES = ("centroid", "llm", "fallback")  # two-stage stage 1; TOC reply in range; TOC embedding fallback
 # The registered metrics a routed kind's scores carry beyond the configured set (each reads the routing
@@ -190,7 +190,7 @@ def routing_table(kept: pl.DataFrame, units: pl.DataFrame, chunk_unit: np.ndarra
     return table.select([pl.col(c).cast(t) for c, t in ROUTING.items()]).sort("qid", "route_rank")
 
 
-# ---- TOC routing: the pure parts (the LLM call is structbench.toc.route_toc) ----------------------
+# ---- TOC routing: the pure parts (the LLM call is structbench.retrieval.toc.route_toc) ----------------------
 
 FIRST_INTEGER = re.compile(r"-?\d+")
 

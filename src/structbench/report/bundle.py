@@ -1,4 +1,4 @@
-"""Read a run's outputs into :class:`structbench.report.ReportInputs`, and write the report folder:
+"""Read a run's outputs into :class:`structbench.report.tables.ReportInputs`, and write the report folder:
 
     report.md             the Markdown report (tables, figure links, omissions with their reasons)
     index.html            the same as one standalone page (opens from disk, no server)
@@ -22,11 +22,11 @@ from pathlib import Path
 import polars as pl
 
 from structbench.atomic import write_bytes, write_json, write_text
+from structbench.datamodel import read_table, write_table
 from structbench.defaults import SEED, T_MAX, T_MIN
-from structbench.figures import RenderedFigure, render_figures
-from structbench.report import Omitted, ReportInputs, Table, build_tables, render_markdown
-from structbench.report_html import render_html
-from structbench.tables import read_table, write_table
+from structbench.report.figures import RenderedFigure, render_figures
+from structbench.report.html import render_html
+from structbench.report.tables import Omitted, ReportInputs, Table, build_tables, render_markdown
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ class ReportPaths:
     summary: str
 
     @classmethod
-    def under(cls, folder: str | os.PathLike) -> "ReportPaths":
+    def under(cls, folder: str | os.PathLike) -> ReportPaths:
         folder = Path(folder)
         return cls(str(folder / "report.md"), str(folder / "index.html"), str(folder / "tables"),
                    str(folder / "figures"), str(folder / "manifest.json"), str(folder / "summary.txt"))

@@ -1,0 +1,77 @@
+"""The placebo prefix (condition P; seed 000, appendix E.3; SPEC sections 7 and 17): real heading paths
+of OTHER documents, in the same format, depth and length distribution as the real ones.
+
+The unique (document, path) pairs are bucketed by depth and permuted within each bucket toward a
+cross-document derangement under a fixed seed (:func:`placebo_paths`); the residual same-document
+assignments are counted and reported, never hidden.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from structbench.defaults import SEED as DEFAULT_SEED
+
+
+def placebo_paths(chunks: pl.DataFrame, depth: int, seed: int = DEFAULT_SEED) -> tuple[pl.DataFrame, int]:
+    """Map each real (document, path cut to ``depth``) pair to a real path of another document.
+
+    The unique pairs are bucketed by the length of the cut path, so a placebo has the depth of the
+    path it replaces. Within a bucket, pairs are sorted by (document, path), shuffled with a
+    generator seeded by ``(seed, depth, bucket length)``, and repaired: each pair left with a path of
+    its own document swaps sources with a randomly chosen pair for which the swap gives both a
+    foreign path. One pass reaches the fewest same-document assignments possible: zero unless one
+    document holds more than half of a bucket's pairs (m of n), and then ``2m - n``.
+
+    Returns the mapping (``doc_id, real_path, placebo_path, placebo_doc_id``; every chunk with that
+    real pair gets that placebo path) and the number of pairs still mapped within their document.
+    """
+    if depth < 1:
+        raise ValueError(f"placebo depth must be >= 1, got {depth}")
+    pairs = (chunks.select("doc_id", pl.col("path").list.head(depth).alias("real_path"))
+             .unique().sort(["doc_id", "real_path"]))
+    doc_ids = pairs["doc_id"].to_list()
+    real_paths = pairs["real_path"].to_list()
+    placebo: list = [None] * len(doc_ids)
+    placebo_doc: list = [None] * len(doc_ids)
+    residual = 0
+    by_length: dict[int, list[int]] = {}
+    for index, path in enumerate(real_paths):
+        by_length.setdefault(len(path), []).append(index)
+    for length in sorted(by_length):
+        members = by_length[length]
+        codes = np.unique(np.asarray([doc_ids[i] for i in members], dtype=object), return_inverse=True)[1]
+        source = _cross_document_permutation(codes, np.random.default_rng([seed, depth, length]))
+        residual += int((codes[source] == codes).sum())
+        for position, index in enumerate(members):
+            origin = members[source[position]]
+            placebo[index] = real_paths[origin]
+            placebo_doc[index] = doc_ids[origin]
+    mapping = pl.DataFrame({"doc_id": doc_ids, "real_path": real_paths, "placebo_path": placebo,
+                            "placebo_doc_id": placebo_doc},
+                           schema={"doc_id": pl.String, "real_path": pl.List(pl.String),
+                                   "placebo_path": pl.List(pl.String), "placebo_doc_id": pl.String})
+    return mapping, residual
+
+
+def _cross_document_permutation(docs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """A permutation ``source`` (item i takes item source[i]'s path) with as few same-document items as possible.
+
+    For a conflicting item i of document D, a partner j is valid when neither j nor its source is in
+    D; swapping their sources fixes i and keeps j foreign. Valid partners exist while D has more
+    conflicts than the unavoidable ``max(0, 2m - n)``, and a swap never adds a conflict elsewhere.
+    """
+    n = len(docs)
+    source = rng.permutation(n)
+    for i in np.flatnonzero(docs[source] == docs):
+        own = docs[i]
+        if docs[source[i]] != own:  # already fixed as some earlier swap's partner
+            continue
+        valid = (docs != own) & (docs[source] != own)
+        if not valid.any():
+            continue
+        offset = int(rng.integers(n))
+        j = (offset + int(np.argmax(np.roll(valid, -offset)))) % n
+        source[i], source[j] = source[j], source[i]
+    return source
