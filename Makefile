@@ -3,6 +3,7 @@
 #                  number of cells and what came from the caches (the workflow's end-of-run summary)
 #   make resume  - after a crash: check nothing of the old run is alive, remove its stale lock,
 #                  rerun the jobs it left incomplete, finish the workflow (workflow/resume.py)
+#   make lint    - ruff check, ruff format --check, snakefmt --check
 #   make test    - install, run the test suite (unit tests + the whole default workflow on tiny configs)
 #   make fidelity QASPER=<file> - the gold-structure arms and the placebo on ~20 real QASPER papers
 #                  (tests/fidelity/qasper.yaml), then their means and contrasts beside seed 000's QASPER row
@@ -15,7 +16,7 @@ ARGS ?=
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.structbench-installed
 
-.PHONY: install run resume dryrun test fidelity clean
+.PHONY: install run resume dryrun test lint fidelity clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +40,12 @@ resume: $(STAMP)
 
 dryrun: $(STAMP)
 	$(BIN)/snakemake -n $(ARGS)
+
+# ruff (lint + format check) over the Python, snakefmt over Snakefile and rules/ (config in pyproject.toml).
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/snakefmt --check .
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q --durations=25

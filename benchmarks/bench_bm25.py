@@ -74,7 +74,9 @@ def build_pool(paths: list[Path], work: Path, name: str, max_docs: int | None = 
         spec = {"kind": "qasper", "paths": [str(p) for p in paths]} | ({"max_docs": max_docs} if max_docs else {})
         corpus = load_corpus(spec)
         tokenizer = load_tokenizer(TOKENIZER)
-        chunks = structural_chunks(corpus.documents, corpus.paragraphs, corpus.sections, tokenizer, t_max=T_MAX, t_min=T_MIN)
+        chunks = structural_chunks(
+            corpus.documents, corpus.paragraphs, corpus.sections, tokenizer, t_max=T_MAX, t_min=T_MIN
+        )
         texts, _ = render_texts(corpus.documents, chunks, "none", tokenizer)
         work.mkdir(parents=True, exist_ok=True)
         for table, frame in (("queries", corpus.queries), ("chunks", chunks), ("texts", texts)):
@@ -99,13 +101,18 @@ def rank_all(score_query, query_tokens: list, k: int) -> tuple[np.ndarray, np.nd
 def bm25s_scorer(index: BM25Index):
     def score(tokens):
         terms = index.index.get_tokens_ids(tokens)
-        return np.asarray(index.index.get_scores_from_ids(terms), dtype=np.float64) if terms else np.zeros(index.n_chunks)
+        return (
+            np.asarray(index.index.get_scores_from_ids(terms), dtype=np.float64) if terms else np.zeros(index.n_chunks)
+        )
+
     return score
 
 
 def gold_top1(pool: dict, qids: list[str], scores: np.ndarray, ids: np.ndarray) -> float:
     runs = runs_from_arrays(qids, scores, ids, stage="bm25")
-    return float(score_run(runs, pool["queries"], pool["chunks"], pool["texts"], metrics=["gold_top1"])["gold_top1"].mean())
+    return float(
+        score_run(runs, pool["queries"], pool["chunks"], pool["texts"], metrics=["gold_top1"])["gold_top1"].mean()
+    )
 
 
 def within_paper_gold_top1(pool: dict, index: BM25Index) -> float:
@@ -121,13 +128,17 @@ def within_paper_gold_top1(pool: dict, index: BM25Index) -> float:
         scores = index.scores(query["text"])[own_ids]
         best = own_ids[top_k_by_score(scores, 1)[1]][0]
         picked.append((query["qid"], int(best)))
-    runs = runs_from_arrays([q for q, _ in picked], np.ones((len(picked), 1)), np.asarray([[c] for _, c in picked]), "bm25")
+    runs = runs_from_arrays(
+        [q for q, _ in picked], np.ones((len(picked), 1)), np.asarray([[c] for _, c in picked]), "bm25"
+    )
     return float(score_run(runs, queries, chunks, pool["texts"], metrics=["gold_top1"])["gold_top1"].mean())
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--qasper-dir", type=Path, default=Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "qasper")
+    parser.add_argument(
+        "--qasper-dir", type=Path, default=Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "qasper"
+    )
     parser.add_argument("--work", type=Path, default=Path("/tmp/bench_bm25"))
     parser.add_argument("--queries", type=int, default=4303)
     parser.add_argument("--baseline-queries", type=int, default=4303)
@@ -143,8 +154,10 @@ def main() -> None:
     qids, distinct = queries["qid"].to_list(), queries["text"].to_list()
     timed_texts = [distinct[i % len(distinct)] for i in range(args.queries)]
     n_docs = pool["chunks"]["doc_id"].n_unique()
-    print(f"pool: QASPER train+dev, {n_docs} papers, {len(chunk_texts)} chunks, {len(distinct)} distinct questions "
-          f"(cycled to {len(timed_texts)} for timing); top {TOP_K} per query")
+    print(
+        f"pool: QASPER train+dev, {n_docs} papers, {len(chunk_texts)} chunks, {len(distinct)} distinct questions "
+        f"(cycled to {len(timed_texts)} for timing); top {TOP_K} per query"
+    )
 
     for name in args.analyzers.split(","):
         analyze = ANALYZERS[name]
@@ -153,7 +166,8 @@ def main() -> None:
         chunk_tokens, corpus_cpu, _ = timed(lambda: [analyze(text) for text in chunk_texts])
         baseline, base_index_cpu, base_index_wall = timed(lambda: BM25Okapi(chunk_tokens, k1=1.5, b=0.75, epsilon=0.0))
         (_, base_ids), base_rank_cpu, base_rank_wall = timed(
-            lambda: rank_all(baseline.get_scores, query_tokens[:n_base], TOP_K))
+            lambda: rank_all(baseline.get_scores, query_tokens[:n_base], TOP_K)
+        )
         contender, index_cpu, index_wall = timed(lambda: BM25Index(chunk_texts, name))
         (scores, ids), rank_cpu, rank_wall = timed(lambda: rank_all(bm25s_scorer(contender), query_tokens, TOP_K))
         scale = len(query_tokens) / n_base
@@ -161,18 +175,26 @@ def main() -> None:
         base_rank_cpu, base_rank_wall = base_rank_cpu * scale, base_rank_wall * scale
         base_total, total = base_index_cpu + base_rank_cpu, index_cpu + rank_cpu
         print(f"\n[{name}] analyzing the chunks for the baseline: {corpus_cpu:.1f} s CPU (not charged to it)")
-        print(f"  rank-bm25 (baseline): index {base_index_cpu:.1f} s CPU ({base_index_wall:.1f} wall), "
-              f"ranking {len(query_tokens)} queries {base_rank_cpu:.1f} s CPU ({base_rank_wall:.1f} wall){note}")
-        print(f"  bm25s:                index {index_cpu:.1f} s CPU ({index_wall:.1f} wall), "
-              f"ranking {len(query_tokens)} queries {rank_cpu:.1f} s CPU ({rank_wall:.1f} wall)")
-        print(f"  ratio rank-bm25 / bm25s, CPU s: ranking {base_rank_cpu / rank_cpu:.1f}x, "
-              f"index + ranking {base_total / total:.1f}x")
+        print(
+            f"  rank-bm25 (baseline): index {base_index_cpu:.1f} s CPU ({base_index_wall:.1f} wall), "
+            f"ranking {len(query_tokens)} queries {base_rank_cpu:.1f} s CPU ({base_rank_wall:.1f} wall){note}"
+        )
+        print(
+            f"  bm25s:                index {index_cpu:.1f} s CPU ({index_wall:.1f} wall), "
+            f"ranking {len(query_tokens)} queries {rank_cpu:.1f} s CPU ({rank_wall:.1f} wall)"
+        )
+        print(
+            f"  ratio rank-bm25 / bm25s, CPU s: ranking {base_rank_cpu / rank_cpu:.1f}x, "
+            f"index + ranking {base_total / total:.1f}x"
+        )
         n = min(n_base, len(distinct))
         same_top1 = float((base_ids[:n, 0] == ids[:n, 0]).mean())
         same_list = float((base_ids[:n] == ids[:n]).all(axis=1).mean())
         top10 = float(np.mean([len(set(a[:10]) & set(b[:10])) / 10 for a, b in zip(base_ids[:n], ids[:n])]))
-        print(f"  agreement over {n} questions: same rank-1 chunk {same_top1:.4f}, same top-{TOP_K} list {same_list:.4f}, "
-              f"mean top-10 overlap {top10:.4f}")
+        print(
+            f"  agreement over {n} questions: same rank-1 chunk {same_top1:.4f}, same top-{TOP_K} list {same_list:.4f}, "
+            f"mean top-10 overlap {top10:.4f}"
+        )
         n = len(distinct)
         pool_top1 = gold_top1(pool, qids, scores[:n], ids[:n])
         own_paper = within_paper_gold_top1(pool, contender)
@@ -182,9 +204,12 @@ def main() -> None:
         sub_top1 = gold_top1(subset, sub_qids, *rank_all(bm25s_scorer(BM25Index(sub_texts, name)), sub_tokens, TOP_K))
         legacy = BM25Okapi([analyze(t) for t in sub_texts], k1=1.5, b=0.75)  # rank-bm25's default epsilon = 0.25
         legacy_top1 = gold_top1(subset, sub_qids, *rank_all(legacy.get_scores, sub_tokens, TOP_K))
-        print(f"  gold top-1: whole pool {pool_top1:.4f} ({n} questions); within own paper {own_paper:.4f}; "
-              f"first {args.subset_docs} dev papers ({subset['chunks'].height} chunks, {len(sub_qids)} questions) "
-              f"{sub_top1:.4f} (rank-bm25 with its default epsilon 0.25: {legacy_top1:.4f})")
+        print(
+            f"  gold top-1: whole pool {pool_top1:.4f} ({n} questions); within own paper {own_paper:.4f}; "
+            f"first {args.subset_docs} dev papers ({subset['chunks'].height} chunks, {len(sub_qids)} questions) "
+            f"{sub_top1:.4f} (rank-bm25 with its default epsilon 0.25: {legacy_top1:.4f})"
+        )
+
 
 if __name__ == "__main__":
     main()

@@ -81,7 +81,9 @@ def main() -> None:
         low, high, p = vectorized(deltas, doc_ids)
         times.append(time.perf_counter() - start)
     fast = statistics.median(times)
-    print(f"vectorized (4 contrasts, one call): median {fast * 1000:.0f} ms (min {min(times) * 1000:.0f}, max {max(times) * 1000:.0f}) over {args.repeats} runs")
+    print(
+        f"vectorized (4 contrasts, one call): median {fast * 1000:.0f} ms (min {min(times) * 1000:.0f}, max {max(times) * 1000:.0f}) over {args.repeats} runs"
+    )
 
     _, doc_sums, doc_counts = cluster_sums(deltas, doc_ids)
     start = time.perf_counter()
@@ -93,8 +95,10 @@ def main() -> None:
     loop_means = [python_loop(doc_sums, doc_counts, subset, c) for c in range(N_CONTRASTS)]
     loop_elapsed = time.perf_counter() - start
     python_total = loop_elapsed / len(subset) * B + draw_time
-    print(f"baseline 1, per-iteration Python loop: {loop_elapsed:.2f} s for {len(subset)} replicates x {N_CONTRASTS} contrasts; "
-          f"EXTRAPOLATED to B = {B}: {python_total:.1f} s (including {draw_time * 1000:.0f} ms to draw)")
+    print(
+        f"baseline 1, per-iteration Python loop: {loop_elapsed:.2f} s for {len(subset)} replicates x {N_CONTRASTS} contrasts; "
+        f"EXTRAPOLATED to B = {B}: {python_total:.1f} s (including {draw_time * 1000:.0f} ms to draw)"
+    )
 
     start = time.perf_counter()
     numpy_means = numpy_loop(doc_sums, doc_counts, bootstrap_draws(N_DOCS, B, SEED))
@@ -106,11 +110,17 @@ def main() -> None:
     numpy_low, numpy_high = percentile_ci(numpy_means)
     worst_ci = float(max(np.abs(numpy_low - low).max(), np.abs(numpy_high - high).max()))
     same_p = bool(np.array_equal(bootstrap_p(numpy_means), p))
-    print(f"agreement: replicate means vs Python loop max |diff| {worst_loop:.2g}; CI vs numpy loop max |diff| {worst_ci:.2g}; p identical: {same_p}")
+    print(
+        f"agreement: replicate means vs Python loop max |diff| {worst_loop:.2g}; CI vs numpy loop max |diff| {worst_ci:.2g}; p identical: {same_p}"
+    )
     for c in range(N_CONTRASTS):
-        print(f"  contrast {c + 1}: delta {deltas[:, c].mean():+.4f}  95% CI [{low[c]:+.4f}, {high[c]:+.4f}]  p {p[c]:.4f}")
-    print(f"speed-up vs per-iteration Python loop: {python_total / fast:.0f}x (goal >= 50x); "
-          f"vs per-iteration numpy loop: {numpy_total / fast:.1f}x; vectorized under 1 s: {fast < 1.0}")
+        print(
+            f"  contrast {c + 1}: delta {deltas[:, c].mean():+.4f}  95% CI [{low[c]:+.4f}, {high[c]:+.4f}]  p {p[c]:.4f}"
+        )
+    print(
+        f"speed-up vs per-iteration Python loop: {python_total / fast:.0f}x (goal >= 50x); "
+        f"vs per-iteration numpy loop: {numpy_total / fast:.1f}x; vectorized under 1 s: {fast < 1.0}"
+    )
 
 
 if __name__ == "__main__":

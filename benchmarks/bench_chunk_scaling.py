@@ -42,7 +42,40 @@ import polars as pl
 
 REPO = Path(__file__).resolve().parents[1]
 BASELINE_COMMIT = "dabaef8"
-WORDS = ["model", "data", "results", "method", "training", "language", "task", "performance", "approach", "baseline", "dataset", "features", "network", "attention", "layer", "encoder", "decoder", "sentence", "token", "corpus", "evaluation", "accuracy", "retrieval", "query", "document", "structure", "section", "heading", "chunk", "embedding", "vector", "semantic"]
+WORDS = [
+    "model",
+    "data",
+    "results",
+    "method",
+    "training",
+    "language",
+    "task",
+    "performance",
+    "approach",
+    "baseline",
+    "dataset",
+    "features",
+    "network",
+    "attention",
+    "layer",
+    "encoder",
+    "decoder",
+    "sentence",
+    "token",
+    "corpus",
+    "evaluation",
+    "accuracy",
+    "retrieval",
+    "query",
+    "document",
+    "structure",
+    "section",
+    "heading",
+    "chunk",
+    "embedding",
+    "vector",
+    "semantic",
+]
 
 
 def prose(n_chars: int, seed: int) -> str:
@@ -64,19 +97,40 @@ def one_paragraph_tables(text: str):
     """Documents, paragraphs and sections tables of one document that is one paragraph."""
     from structbench.datamodel import DOCUMENTS, PARAGRAPHS, SECTIONS
 
-    documents = pl.DataFrame([dict(corpus="bench", doc_id="d", title="T", text=text, n_chars=len(text), meta="{}")],
-                             schema=DOCUMENTS)
+    documents = pl.DataFrame(
+        [dict(corpus="bench", doc_id="d", title="T", text=text, n_chars=len(text), meta="{}")], schema=DOCUMENTS
+    )
     paragraphs = pl.DataFrame([dict(doc_id="d", para_idx=0, start=0, end=len(text))], schema=PARAGRAPHS)
-    sections = pl.DataFrame([dict(doc_id="d", section_id=0, title="A", level=1, path=["T", "A"], para_start=0,
-                                  para_end=1, start=0, end=len(text), top_section_id=0)], schema=SECTIONS)
+    sections = pl.DataFrame(
+        [
+            dict(
+                doc_id="d",
+                section_id=0,
+                title="A",
+                level=1,
+                path=["T", "A"],
+                para_start=0,
+                para_end=1,
+                start=0,
+                end=len(text),
+                top_section_id=0,
+            )
+        ],
+        schema=SECTIONS,
+    )
     return documents, paragraphs, sections
 
 
 def load_baseline():
     """The boundaries module of BASELINE_COMMIT as a module object, or None without git."""
     try:
-        source = subprocess.run(["git", "show", f"{BASELINE_COMMIT}:src/structbench/boundaries.py"], cwd=REPO,
-                                capture_output=True, text=True, check=True).stdout
+        source = subprocess.run(
+            ["git", "show", f"{BASELINE_COMMIT}:src/structbench/boundaries.py"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
     except (OSError, subprocess.CalledProcessError) as error:
         print(f"baseline {BASELINE_COMMIT} unavailable ({error}); quoting its recorded times instead", file=sys.stderr)
         return None
@@ -101,8 +155,7 @@ def time_chunking(module, tables, tokenizer, t_max: int, t_min: int) -> tuple[fl
     documents, paragraphs, sections = tables
     cpu_started, wall_started = time.process_time(), time.perf_counter()
     structural = module.structural_chunks(documents, paragraphs, sections, tokenizer, t_max=t_max, t_min=t_min)
-    fixed = module.fixed_chunks(documents, structural, tokenizer, paragraphs=paragraphs, sections=sections,
-                                t_min=t_min)
+    fixed = module.fixed_chunks(documents, structural, tokenizer, paragraphs=paragraphs, sections=sections, t_min=t_min)
     cpu, wall = time.process_time() - cpu_started, time.perf_counter() - wall_started
     module.assert_tiling(documents, structural)
     module.assert_tiling(documents, fixed)
@@ -112,8 +165,12 @@ def time_chunking(module, tables, tokenizer, t_max: int, t_min: int) -> tuple[fl
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="250,500,1000,2000", help="paragraph sizes in KB (1 KB = 1000 chars)")
-    parser.add_argument("--baseline-max", type=int, default=2000,
-                        help="largest size (KB) to run the baseline on (it is quadratic); 0 skips it")
+    parser.add_argument(
+        "--baseline-max",
+        type=int,
+        default=2000,
+        help="largest size (KB) to run the baseline on (it is quadratic); 0 skips it",
+    )
     parser.add_argument("--repeat", type=int, default=1, help="best of this many runs per timing")
     parser.add_argument("--seed", type=int, default=20260710)
     parser.add_argument("--qasper", type=Path, help="also time a QASPER JSON file (e.g. the dev split)")
@@ -127,10 +184,14 @@ def main(argv=None) -> int:
     tokenizer = load_tokenizer()
     baseline = load_baseline() if args.baseline_max > 0 else None
     contenders = [("now", boundaries)] + ([(BASELINE_COMMIT, baseline)] if baseline else [])
-    print(f"one paragraph per document; structural + fixed chunks, t_max={T_MAX}, t_min={T_MIN}; "
-          f"baseline {BASELINE_COMMIT if baseline else 'skipped'}")
-    print(f"{'kind':<13}{'KB':>6}{'tokens':>9}"
-          + "".join(f"{name + ' cpu s':>16}{'wall s':>9}{'max tok':>9}" for name, _ in contenders))
+    print(
+        f"one paragraph per document; structural + fixed chunks, t_max={T_MAX}, t_min={T_MIN}; "
+        f"baseline {BASELINE_COMMIT if baseline else 'skipped'}"
+    )
+    print(
+        f"{'kind':<13}{'KB':>6}{'tokens':>9}"
+        + "".join(f"{name + ' cpu s':>16}{'wall s':>9}{'max tok':>9}" for name, _ in contenders)
+    )
     for kind, make in (("prose", prose), ("unpunctuated", unpunctuated)):
         times: dict[str, dict[int, float]] = {name: {} for name, _ in contenders}
         for size in sizes:
@@ -150,14 +211,18 @@ def main(argv=None) -> int:
         for name, measured in times.items():
             if smallest in measured and largest in measured and smallest != largest:
                 ratio = measured[largest] / measured[smallest]
-                print(f"  {kind} {name}: cpu time({largest} KB) / cpu time({smallest} KB) = {ratio:.1f} "
-                      f"(text x{largest / smallest:.0f}; linear ~{largest / smallest:.0f}, "
-                      f"quadratic ~{(largest / smallest) ** 2:.0f})")
+                print(
+                    f"  {kind} {name}: cpu time({largest} KB) / cpu time({smallest} KB) = {ratio:.1f} "
+                    f"(text x{largest / smallest:.0f}; linear ~{largest / smallest:.0f}, "
+                    f"quadratic ~{(largest / smallest) ** 2:.0f})"
+                )
         if BASELINE_COMMIT in times:
             for size in sizes:
                 if size in times[BASELINE_COMMIT]:
-                    print(f"  {kind} {size} KB: cpu time {BASELINE_COMMIT} / now = "
-                          f"{times[BASELINE_COMMIT][size] / times['now'][size]:.1f}x")
+                    print(
+                        f"  {kind} {size} KB: cpu time {BASELINE_COMMIT} / now = "
+                        f"{times[BASELINE_COMMIT][size] / times['now'][size]:.1f}x"
+                    )
     if args.qasper:
         time_corpus(args.qasper, contenders, tokenizer, args.repeat, T_MAX, T_MIN)
     return 0
@@ -183,8 +248,10 @@ def time_corpus(path: Path, contenders, tokenizer, repeat: int, t_max: int, t_mi
         now, then = (chunks[name].select(columns) for name in ("now", BASELINE_COMMIT))
         differing = now.join(then, on=columns, how="anti")["doc_id"].unique().to_list()
         over = then.filter(pl.col("n_tokens") > t_max)["doc_id"].unique().to_list()
-        print(f"  structural chunks: {len(differing)} papers differ from {BASELINE_COMMIT}, "
-              f"{len(set(differing) - set(over))} of them without a baseline chunk over t_max")
+        print(
+            f"  structural chunks: {len(differing)} papers differ from {BASELINE_COMMIT}, "
+            f"{len(set(differing) - set(over))} of them without a baseline chunk over t_max"
+        )
 
 
 if __name__ == "__main__":

@@ -38,10 +38,80 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-WORDS = ["model", "data", "results", "method", "training", "language", "task", "performance", "approach", "baseline", "dataset", "features", "network", "attention", "layer", "encoder", "decoder", "sentence", "token", "corpus", "evaluation", "accuracy", "retrieval", "query", "document", "structure", "section", "heading", "chunk", "embedding", "vector", "semantic", "lexical", "annotation", "question", "answer", "paper", "previous", "work", "proposed", "show", "improve", "significant", "analysis", "large", "small", "number", "different", "table", "figure", "experiment", "setting", "parameter", "learning", "neural"]
+WORDS = [
+    "model",
+    "data",
+    "results",
+    "method",
+    "training",
+    "language",
+    "task",
+    "performance",
+    "approach",
+    "baseline",
+    "dataset",
+    "features",
+    "network",
+    "attention",
+    "layer",
+    "encoder",
+    "decoder",
+    "sentence",
+    "token",
+    "corpus",
+    "evaluation",
+    "accuracy",
+    "retrieval",
+    "query",
+    "document",
+    "structure",
+    "section",
+    "heading",
+    "chunk",
+    "embedding",
+    "vector",
+    "semantic",
+    "lexical",
+    "annotation",
+    "question",
+    "answer",
+    "paper",
+    "previous",
+    "work",
+    "proposed",
+    "show",
+    "improve",
+    "significant",
+    "analysis",
+    "large",
+    "small",
+    "number",
+    "different",
+    "table",
+    "figure",
+    "experiment",
+    "setting",
+    "parameter",
+    "learning",
+    "neural",
+]
 ABBREVIATIONS = ["e.g.", "i.e.", "et al.", "Fig. 2", "Sec. 3", "vs.", "approx. 3.5%", "Dr. Lee", "U.S."]
-SECTION_NAMES = ["Introduction", "Related Work", "Method", "Model", "Training", "Data", "Experiments",
-                 "Setup", "Results", "Analysis", "Ablation", "Error Analysis", "Discussion", "Conclusion"]
+SECTION_NAMES = [
+    "Introduction",
+    "Related Work",
+    "Method",
+    "Model",
+    "Training",
+    "Data",
+    "Experiments",
+    "Setup",
+    "Results",
+    "Analysis",
+    "Ablation",
+    "Error Analysis",
+    "Discussion",
+    "Conclusion",
+]
 
 
 def synthetic_markdown(n_docs: int, seed: int = 20260710) -> list[tuple[str, str]]:
@@ -179,8 +249,10 @@ def main(argv=None) -> int:
     docs = kb_markdown() + bulk
     n_words = sum(len(text.split()) for _, text in docs)
     source = f"QASPER {args.qasper.name}" if args.qasper else "synthetic QASPER-dev-sized"
-    print(f"corpus: {len(docs)} Markdown documents ({len(docs) - len(bulk)} from data/kb/docs, {len(bulk)} {source}), "
-          f"{n_words:,} words; t_max={args.t_max}, t_min={args.t_min}; best of {args.repeat}")
+    print(
+        f"corpus: {len(docs)} Markdown documents ({len(docs) - len(bulk)} from data/kb/docs, {len(bulk)} {source}), "
+        f"{n_words:,} words; t_max={args.t_max}, t_min={args.t_min}; best of {args.repeat}"
+    )
 
     try:
         import langchain_text_splitters  # noqa: F401
@@ -199,13 +271,19 @@ def main(argv=None) -> int:
 
     print(f"\n{'contender':<42} {'seconds':>8} {'chunks':>7} {'mean tok':>9} {'max tok':>8} {'docs/s':>8}")
     for name, seconds, sizes in rows:
-        print(f"{name:<42} {seconds:>8.3f} {len(sizes):>7} {statistics.mean(sizes):>9.1f} {max(sizes):>8} "
-              f"{len(docs) / seconds:>8.1f}")
-    print(f"\nratio LangChain / structbench pipeline: {t_lc / t_pipe:.2f}x"
-          + (f"; LangChain / structbench chunk_markdown: {t_lc / t_api:.2f}x" if not args.skip_api else ""))
+        print(
+            f"{name:<42} {seconds:>8.3f} {len(sizes):>7} {statistics.mean(sizes):>9.1f} {max(sizes):>8} "
+            f"{len(docs) / seconds:>8.1f}"
+        )
+    print(
+        f"\nratio LangChain / structbench pipeline: {t_lc / t_pipe:.2f}x"
+        + (f"; LangChain / structbench chunk_markdown: {t_lc / t_api:.2f}x" if not args.skip_api else "")
+    )
     total, in_segmenter, calls = segmenter_share(run_structbench_pipeline, docs, tokenizer, args.t_max, args.t_min)
-    print(f"structbench pipeline, one more cold run: {total:.3f} s, of which sentence segmentation (syntok, "
-          f"{calls} paragraphs segmented lazily) {in_segmenter:.3f} s ({in_segmenter / total:.0%})")
+    print(
+        f"structbench pipeline, one more cold run: {total:.3f} s, of which sentence segmentation (syntok, "
+        f"{calls} paragraphs segmented lazily) {in_segmenter:.3f} s ({in_segmenter / total:.0%})"
+    )
     return 0
 
 

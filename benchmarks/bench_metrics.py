@@ -37,8 +37,10 @@ def main() -> None:
 
     cell = synthetic_cell(n_docs=1508, n_queries=4303, seed=0)
     n_queries = cell["queries"].height
-    print(f"cell: {n_queries} queries, {cell['chunks'].height} chunks over 1508 docs, {cell['runs'].height} run rows, "
-          f"{cell['queries']['spans'].list.len().mean():.2f} spans/query")
+    print(
+        f"cell: {n_queries} queries, {cell['chunks'].height} chunks over 1508 docs, {cell['runs'].height} run rows, "
+        f"{cell['queries']['spans'].list.len().mean():.2f} spans/query"
+    )
 
     names = metric_names()
     score_run(cell["runs"], cell["queries"], cell["chunks"], cell["texts"], metrics=names)  # warm-up
@@ -48,7 +50,9 @@ def main() -> None:
         scores = score_run(cell["runs"], cell["queries"], cell["chunks"], cell["texts"], metrics=names)
         times.append(time.perf_counter() - start)
     vectorized = statistics.median(times)
-    print(f"vectorized score_run: median {vectorized * 1000:.1f} ms (min {min(times) * 1000:.1f}, max {max(times) * 1000:.1f}) over {args.repeats} runs")
+    print(
+        f"vectorized score_run: median {vectorized * 1000:.1f} ms (min {min(times) * 1000:.1f}, max {max(times) * 1000:.1f}) over {args.repeats} runs"
+    )
 
     queries, rankings, by_doc = ref.reference_inputs(cell)
     subset = queries[: args.ref_queries]
@@ -58,8 +62,10 @@ def main() -> None:
     per_query = ref_elapsed / len(subset)
     ref_total = per_query * n_queries
     note = "measured on all queries" if len(subset) == n_queries else f"EXTRAPOLATED from {len(subset)} queries"
-    print(f"reference (plain Python): {ref_elapsed:.2f} s for {len(subset)} queries = {per_query * 1e3:.3f} ms/query; "
-          f"full cell {ref_total:.2f} s ({note})")
+    print(
+        f"reference (plain Python): {ref_elapsed:.2f} s for {len(subset)} queries = {per_query * 1e3:.3f} ms/query; "
+        f"full cell {ref_total:.2f} s ({note})"
+    )
 
     worst = 0.0
     for column in names:

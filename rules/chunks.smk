@@ -7,13 +7,13 @@ rule structural_chunks:
         f"{R}/{{corpus}}/chunks/structural/{{structure}}.parquet",
     log:
         f"{LOGS}/chunks/{{corpus}}/structural-{{structure}}.log",
+    conda:
+        "../envs/cpu.yaml"
     params:
         tokenizer=config["tokenizer"],
         t_max=config["chunking"]["t_max"],
         t_min=config["chunking"]["t_min"],
         code=script_code("structural_chunks"),
-    conda:
-        "../envs/cpu.yaml"
     script:
         "../workflow/scripts/structural_chunks.py"
 
@@ -29,14 +29,14 @@ rule fixed_chunks:
         size_match=f"{R}/{{corpus}}/chunks/fixed/{{structure}}.size_match.json",
     log:
         f"{LOGS}/chunks/{{corpus}}/fixed-{{structure}}.log",
+    conda:
+        "../envs/cpu.yaml"
     params:
         tokenizer=config["tokenizer"],
         snap_tokens=config["chunking"]["fixed_snap_tokens"],
         t_min=config["chunking"]["t_min"],
         t_max=config["chunking"]["t_max"],
         code=script_code("fixed_chunks"),
-    conda:
-        "../envs/cpu.yaml"
     script:
         "../workflow/scripts/fixed_chunks.py"
 
@@ -51,14 +51,14 @@ rule texts:
         report=f"{R}/{{corpus}}/texts/{{boundaries}}/{{structure}}/{{prefix}}.report.json",
     log:
         f"{LOGS}/texts/{{corpus}}/{{boundaries}}-{{structure}}-{{prefix}}.log",
+    conda:
+        "../envs/cpu.yaml"
     params:
         prefix=prefix_value,
         tokenizer=config["tokenizer"],
         separator=config["prefix"]["separator"],
         seed=config["seed"],
         code=script_code("render_texts"),
-    conda:
-        "../envs/cpu.yaml"
     script:
         "../workflow/scripts/render_texts.py"
 
@@ -72,6 +72,13 @@ rule semantic_chunks:
         f"{R}/{{corpus}}/chunks/semantic/{{structure}}.parquet",
     log:
         f"{LOGS}/chunks/{{corpus}}/semantic-{{structure}}.log",
+    conda:
+        "../envs/gpu-embed.yaml"
+    threads: 8
+    resources:
+        gpu=1,
+        mem_mb=16000,
+        runtime=120,
     params:
         tokenizer=config["tokenizer"],
         t_max=config["chunking"]["t_max"],
@@ -80,13 +87,6 @@ rule semantic_chunks:
         embedder=semantic_embedder_spec,
         cache=f"{CACHE}/embeddings",
         code=script_code("semantic_chunks"),
-    threads: 8
-    resources:
-        gpu=1,
-        mem_mb=16000,
-        runtime=120,
-    conda:
-        "../envs/gpu-embed.yaml"
     script:
         "../workflow/scripts/semantic_chunks.py"
 
@@ -103,6 +103,13 @@ rule chunk_contexts:
         usage=f"{R}/{{corpus}}/contexts/{{boundaries}}/{{structure}}/shards/{{shard}}.usage.json",
     log:
         f"{LOGS}/contexts/{{corpus}}/{{boundaries}}-{{structure}}-{{shard}}.log",
+    conda:
+        "../envs/gpu-llm.yaml"
+    threads: lambda wildcards: llm_threads(config["contexts"]["llm"])
+    resources:
+        gpu=1,
+        mem_mb=32000,
+        runtime=720,
     params:
         llm=context_llm,
         llm_name=config["contexts"]["llm"],
@@ -112,13 +119,6 @@ rule chunk_contexts:
         n_shards=config["llm_shards"],
         cache=LLM_CACHE,
         code=script_code("chunk_contexts"),
-    threads: lambda wildcards: llm_threads(config["contexts"]["llm"])
-    resources:
-        gpu=1,
-        mem_mb=32000,
-        runtime=720,
-    conda:
-        "../envs/gpu-llm.yaml"
     script:
         "../workflow/scripts/chunk_contexts.py"
 
@@ -132,9 +132,9 @@ rule merge_contexts:
         stats=f"{R}/{{corpus}}/contexts/{{boundaries}}/{{structure}}.stats.json",
     log:
         f"{LOGS}/contexts/{{corpus}}/{{boundaries}}-{{structure}}-merge.log",
-    params:
-        code=script_code("merge_contexts"),
     conda:
         "../envs/cpu.yaml"
+    params:
+        code=script_code("merge_contexts"),
     script:
         "../workflow/scripts/merge_contexts.py"

@@ -20,7 +20,6 @@ from structbench.retrieval.search import kind_inputs
 from structbench.retrieval.routing import routing_metrics
 from structbench.querygen.settings import QuerygenSettings
 
-
 # Validate against the schema and fill its defaults; then the cross-key checks. Both run before any job.
 validate_config(config, os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml"))
 # The metric names the scoring step computes (from the metric registry): checked here, so a bad name or
@@ -28,8 +27,10 @@ validate_config(config, os.path.join(workflow.basedir, "workflow", "schemas", "c
 SCORE_METRICS = metrics_from_config(config["metrics"])
 CONDITIONS, CONTRASTS = check_config(config, SCORE_METRICS)
 if len(CONTRASTS) < len(config["contrasts"]):
-    logger.info("structbench config: select.conditions leaves out the contrasts "
-                f"{sorted(set(config['contrasts']) - set(CONTRASTS))} (a compared condition is not selected)")
+    logger.info(
+        "structbench config: select.conditions leaves out the contrasts "
+        f"{sorted(set(config['contrasts']) - set(CONTRASTS))} (a compared condition is not selected)"
+    )
 for message in truncation_warnings(config, CONDITIONS):
     logger.warning(f"structbench config: {message}")
 R = config["results"]
@@ -69,13 +70,13 @@ def alternation(names):
 
 
 wildcard_constraints:
+    **axis_constraints(),
     corpus=alternation(CORPORA),
     embedder=alternation(EMBEDDERS),
     reranker=alternation(RERANKERS),
     condition=alternation(CONDITIONS),
     inducer=alternation(config["inducers"]) or "(?!)",
     shard=r"\d+",
-    **axis_constraints(),
 
 
 # ---- corpus -------------------------------------------------------------------------------------
@@ -154,9 +155,7 @@ def all_bm25_scores():
 
 
 def cell_scores(corpus, embedder, reranker, conditions=None):
-    return [
-        f"{R}/{corpus}/scores/{embedder}/{reranker}/{name}.parquet" for name in (conditions or CONDITIONS)
-    ]
+    return [f"{R}/{corpus}/scores/{embedder}/{reranker}/{name}.parquet" for name in (conditions or CONDITIONS)]
 
 
 def contrast_inputs(wildcards):
@@ -200,8 +199,12 @@ def all_chunk_sets():
     """(corpus, chunk set) -> chunks table, for every chunk set a condition uses and the structural set
     each fixed set is size-matched to."""
     chunksets = {c.chunkset for c in CONDITIONS.values()}
-    chunksets = sorted(chunksets | {f"structural/{c.structure_token}" for c in CONDITIONS.values() if c.boundaries == "fixed"})
-    return {(corpus, chunkset): f"{R}/{corpus}/chunks/{chunkset}.parquet" for corpus in CORPORA for chunkset in chunksets}
+    chunksets = sorted(
+        chunksets | {f"structural/{c.structure_token}" for c in CONDITIONS.values() if c.boundaries == "fixed"}
+    )
+    return {
+        (corpus, chunkset): f"{R}/{corpus}/chunks/{chunkset}.parquet" for corpus in CORPORA for chunkset in chunksets
+    }
 
 
 def all_embed_reports():
@@ -209,11 +212,14 @@ def all_embed_reports():
     textsets = sorted({c.textset for c in CONDITIONS.values()})
     reports = {
         (corpus, embedder, textset): f"{R}/{corpus}/vectors/{embedder}/{textset}.embed.json"
-        for corpus in SCORED_CORPORA for embedder in EMBEDDERS for textset in textsets
+        for corpus in SCORED_CORPORA
+        for embedder in EMBEDDERS
+        for textset in textsets
     }
     return reports | {
         (corpus, embedder, "queries"): f"{R}/{corpus}/vectors/{embedder}/queries.embed.json"
-        for corpus in SCORED_CORPORA for embedder in EMBEDDERS
+        for corpus in SCORED_CORPORA
+        for embedder in EMBEDDERS
     }
 
 
@@ -292,8 +298,9 @@ def semantic_embedder_spec(wildcards):
 
 def used_inducers():
     """The inducers some condition uses (``structure: induced:<inducer>``), in name order."""
-    return sorted({parse_value("structure", c.structure)[1] for c in CONDITIONS.values()
-                   if c.structure.startswith("induced:")})
+    return sorted(
+        {parse_value("structure", c.structure)[1] for c in CONDITIONS.values() if c.structure.startswith("induced:")}
+    )
 
 
 def llm_entry(name):
@@ -351,9 +358,7 @@ def text_contexts(wildcards):
 
 
 def all_induction_stats():
-    return [
-        f"{R}/{corpus}/structure/induced-{inducer}/stats.json" for corpus in CORPORA for inducer in used_inducers()
-    ]
+    return [f"{R}/{corpus}/structure/induced-{inducer}/stats.json" for corpus in CORPORA for inducer in used_inducers()]
 
 
 def all_context_stats():
@@ -381,9 +386,14 @@ def fusion_inputs(wildcards):
     sources = fusion_sources(retrieval_parameter(wildcards), condition.prefix)
     base = f"{R}/{wildcards.corpus}"
     return {
-        "partner_vectors": [f"{base}/vectors/{wildcards.embedder}/{condition.chunkset}/{to_token(source)}.npy"
-                            for source in sources if source != LEXICAL_SOURCE],
-        "partner_runs": [f"{base}/runs/bm25/{condition.chunkset}.parquet" for source in sources if source == LEXICAL_SOURCE],
+        "partner_vectors": [
+            f"{base}/vectors/{wildcards.embedder}/{condition.chunkset}/{to_token(source)}.npy"
+            for source in sources
+            if source != LEXICAL_SOURCE
+        ],
+        "partner_runs": [
+            f"{base}/runs/bm25/{condition.chunkset}.parquet" for source in sources if source == LEXICAL_SOURCE
+        ],
     }
 
 
@@ -420,8 +430,10 @@ def retrieval_layer_conditions():
 
 
 def retrieval_layer_runs(wildcards):
-    return [runs_path(wildcards.corpus, wildcards.embedder, wildcards.reranker, name)
-            for name in retrieval_layer_conditions()]
+    return [
+        runs_path(wildcards.corpus, wildcards.embedder, wildcards.reranker, name)
+        for name in retrieval_layer_conditions()
+    ]
 
 
 def all_retrieval_layers():
@@ -447,9 +459,13 @@ def figure_captions():
 
 def print_run_summary():
     """Print the report's one-line summary (structbench.report.bundle.run_summary) when this run wrote it."""
-    if os.path.exists(SUMMARY) and os.path.getmtime(SUMMARY) >= STARTED - 1:  # 1 s: file system timestamps may be coarse
+    if (
+        os.path.exists(SUMMARY) and os.path.getmtime(SUMMARY) >= STARTED - 1
+    ):  # 1 s: file system timestamps may be coarse
         with open(SUMMARY, encoding="utf-8") as summary:
             print(summary.read().strip(), flush=True)
+
+
 # ---- query generation (corpora with queries: generated) ----------------------------------------
 
 

@@ -10,11 +10,11 @@ rule corpus:
         sections=f"{R}/{{corpus}}/structure/gold/sections.parquet",
     log:
         f"{LOGS}/corpus/{{corpus}}.log",
+    conda:
+        "../envs/cpu.yaml"
     params:
         spec=corpus_spec,
         code=script_code("build_corpus"),
-    conda:
-        "../envs/cpu.yaml"
     script:
         "../workflow/scripts/build_corpus.py"
 
@@ -31,9 +31,9 @@ rule corpus_stats:
         f"{R}/{{corpus}}/corpus/stats.json",
     log:
         f"{LOGS}/corpus_stats/{{corpus}}.log",
-    params:
-        code=script_code("corpus_stats"),
     conda:
         "../envs/cpu.yaml"
+    params:
+        code=script_code("corpus_stats"),
     script:
         "../workflow/scripts/corpus_stats.py"

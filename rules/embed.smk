@@ -10,17 +10,17 @@ rule embed_texts:
         report=f"{R}/{{corpus}}/vectors/{{embedder}}/{{boundaries}}/{{structure}}/{{prefix}}.embed.json",
     log:
         f"{LOGS}/embed/{{corpus}}/{{embedder}}-{{boundaries}}-{{structure}}-{{prefix}}.log",
-    params:
-        embedder=embedder_spec,
-        cache=f"{CACHE}/embeddings",
-        code=script_code("embed_texts"),
+    conda:
+        "../envs/gpu-embed.yaml"
     threads: 8
     resources:
         gpu=1,
         mem_mb=32000,
         runtime=240,
-    conda:
-        "../envs/gpu-embed.yaml"
+    params:
+        embedder=embedder_spec,
+        cache=f"{CACHE}/embeddings",
+        code=script_code("embed_texts"),
     script:
         "../workflow/scripts/embed_texts.py"
 
@@ -33,17 +33,17 @@ rule embed_queries:
         report=f"{R}/{{corpus}}/vectors/{{embedder}}/queries.embed.json",
     log:
         f"{LOGS}/embed/{{corpus}}/{{embedder}}-queries.log",
-    params:
-        embedder=embedder_spec,
-        cache=f"{CACHE}/embeddings",
-        code=script_code("embed_queries"),
+    conda:
+        "../envs/gpu-embed.yaml"
     threads: 4
     resources:
         gpu=1,
         mem_mb=16000,
         runtime=60,
-    conda:
-        "../envs/gpu-embed.yaml"
+    params:
+        embedder=embedder_spec,
+        cache=f"{CACHE}/embeddings",
+        code=script_code("embed_queries"),
     script:
         "../workflow/scripts/embed_queries.py"
 
@@ -56,16 +56,16 @@ rule embed_titles:
         report=f"{R}/{{corpus}}/vectors/{{embedder}}/titles/{{structure}}.embed.json",
     log:
         f"{LOGS}/embed/{{corpus}}/{{embedder}}-titles-{{structure}}.log",
-    params:
-        embedder=embedder_spec,
-        cache=f"{CACHE}/embeddings",
-        code=script_code("embed_titles"),
+    conda:
+        "../envs/gpu-embed.yaml"
     threads: 4
     resources:
         gpu=1,
         mem_mb=16000,
         runtime=60,
-    conda:
-        "../envs/gpu-embed.yaml"
+    params:
+        embedder=embedder_spec,
+        cache=f"{CACHE}/embeddings",
+        code=script_code("embed_titles"),
     script:
         "../workflow/scripts/embed_titles.py"

@@ -15,6 +15,13 @@ rule generate_queries:
         usage=f"{R}/{{corpus}}/queries/shards/{{shard}}.usage.json",
     log:
         f"{LOGS}/queries/{{corpus}}/generate-{{shard}}.log",
+    conda:
+        "../envs/gpu-llm.yaml"
+    threads: 4
+    resources:
+        gpu=1,
+        mem_mb=32000,
+        runtime=720,
     params:
         llm=querygen_llm,
         llm_name=config["querygen"]["llm"],
@@ -22,13 +29,6 @@ rule generate_queries:
         n_shards=config["llm_shards"],
         cache=LLM_CACHE,
         code=script_code("generate_queries"),
-    threads: 4
-    resources:
-        gpu=1,
-        mem_mb=32000,
-        runtime=720,
-    conda:
-        "../envs/gpu-llm.yaml"
     script:
         "../workflow/scripts/generate_queries.py"
 
@@ -44,10 +44,10 @@ rule merge_queries:
         stats=f"{R}/{{corpus}}/queries/stats.json",
     log:
         f"{LOGS}/queries/{{corpus}}/merge.log",
+    conda:
+        "../envs/cpu.yaml"
     params:
         settings=querygen_settings,
         code=script_code("merge_queries"),
-    conda:
-        "../envs/cpu.yaml"
     script:
         "../workflow/scripts/merge_queries.py"

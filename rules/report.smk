@@ -5,12 +5,12 @@ rule retrieval_layer:
         f"{R}/{{corpus}}/diagnostics/{{embedder}}/{{reranker}}/retrieval_layer.parquet",
     log:
         f"{LOGS}/diagnostics/{{corpus}}/{{embedder}}-{{reranker}}-retrieval_layer.log",
+    conda:
+        "../envs/cpu.yaml"
     params:
         conditions=retrieval_layer_conditions(),
         pairs=RETRIEVAL_LAYER_PAIRS,
         code=script_code("retrieval_layer"),
-    conda:
-        "../envs/cpu.yaml"
     script:
         "../workflow/scripts/retrieval_layer.py"
 
@@ -50,6 +50,8 @@ rule report:
         summary=SUMMARY,
     log:
         f"{LOGS}/report.log",
+    conda:
+        "../envs/cpu.yaml"
     params:
         corpora=CORPORA,
         chunk_sets=list(all_chunk_sets()),
@@ -64,8 +66,6 @@ rule report:
         table_captions=table_captions(),
         figure_captions=figure_captions(),
         code=script_code("report"),
-    conda:
-        "../envs/cpu.yaml"
     script:
         "../workflow/scripts/report.py"
 

@@ -11,15 +11,15 @@ rule route_sections:
         sections=condition_sections,
     output:
         f"{R}/{{corpus}}/runs/{{embedder}}/{{condition}}.routing.parquet",
-    wildcard_constraints:
-        condition=routed_condition_pattern("two_stage"),
     log:
         f"{LOGS}/route/{{corpus}}/{{embedder}}-{{condition}}.log",
+    wildcard_constraints:
+        condition=routed_condition_pattern("two_stage"),
+    conda:
+        "../envs/cpu.yaml"
     params:
         top_sections=config["retrieval"]["hier_top_sections"],
         code=script_code("route_sections"),
-    conda:
-        "../envs/cpu.yaml"
     script:
         "../workflow/scripts/route_sections.py"
 
@@ -34,10 +34,17 @@ rule route_toc:
         title_vectors=condition_title_vectors,
     output:
         f"{R}/{{corpus}}/runs/{{embedder}}/{{condition}}.routing.parquet",
-    wildcard_constraints:
-        condition=routed_condition_pattern("toc"),
     log:
         f"{LOGS}/route/{{corpus}}/{{embedder}}-{{condition}}.log",
+    wildcard_constraints:
+        condition=routed_condition_pattern("toc"),
+    conda:
+        "../envs/gpu-llm.yaml"
+    threads: 4
+    resources:
+        gpu=1,
+        mem_mb=32000,
+        runtime=240,
     params:
         llm=toc_llm,
         llm_name=config["retrieval"]["toc_llm"],
@@ -45,13 +52,6 @@ rule route_toc:
         use_gpu=config["retrieval"]["use_gpu"],
         cache=LLM_CACHE,
         code=script_code("route_toc"),
-    threads: 4
-    resources:
-        gpu=1,
-        mem_mb=32000,
-        runtime=240,
-    conda:
-        "../envs/gpu-llm.yaml"
     script:
         "../workflow/scripts/route_toc.py"
 
@@ -63,13 +63,13 @@ rule retrieve:
         f"{R}/{{corpus}}/runs/{{embedder}}/{{condition}}.parquet",
     log:
         f"{LOGS}/retrieve/{{corpus}}/{{embedder}}-{{condition}}.log",
+    conda:
+        "../envs/cpu.yaml"
     params:
         retrieval=condition_retrieval,
         top_k=config["retrieval"]["top_k"],
         use_gpu=config["retrieval"]["use_gpu"],
         code=script_code("retrieve"),
-    conda:
-        "../envs/cpu.yaml"
     script:
         "../workflow/scripts/retrieve.py"
 
@@ -83,16 +83,16 @@ rule rerank:
         f"{R}/{{corpus}}/runs/{{embedder}}/reranked/{{reranker}}/{{condition}}.parquet",
     log:
         f"{LOGS}/rerank/{{corpus}}/{{embedder}}-{{reranker}}-{{condition}}.log",
-    params:
-        reranker=reranker_spec,
-        code=script_code("rerank"),
+    conda:
+        "../envs/gpu-embed.yaml"
     threads: 8
     resources:
         gpu=1,
         mem_mb=32000,
         runtime=240,
-    conda:
-        "../envs/gpu-embed.yaml"
+    params:
+        reranker=reranker_spec,
+        code=script_code("rerank"),
     script:
         "../workflow/scripts/rerank.py"
 
@@ -105,12 +105,12 @@ rule bm25:
         f"{R}/{{corpus}}/runs/bm25/{{boundaries}}/{{structure}}.parquet",
     log:
         f"{LOGS}/bm25/{{corpus}}/{{boundaries}}-{{structure}}.log",
+    conda:
+        "../envs/cpu.yaml"
     params:
         top_k=config["retrieval"]["top_k"],
         analyzer=config["retrieval"]["bm25_analyzer"],
         code=script_code("bm25"),
-    conda:
-        "../envs/cpu.yaml"
     script:
         "../workflow/scripts/bm25.py"
 
@@ -134,14 +134,14 @@ rule fuse_runs:
         f"{LOGS}/retrieve/{{corpus}}/{{embedder}}-{{condition}}.log",
     wildcard_constraints:
         condition=retrieval_kind_conditions("rrf"),
+    conda:
+        "../envs/cpu.yaml"
     params:
         retrieval=condition_retrieval,
         top_k=config["retrieval"]["top_k"],
         use_gpu=config["retrieval"]["use_gpu"],
         rrf_k=config["retrieval"]["rrf_k"],
         code=script_code("fuse_runs"),
-    conda:
-        "../envs/cpu.yaml"
     script:
         "../workflow/scripts/fuse_runs.py"
 
@@ -158,6 +158,13 @@ rule inject_query_titles:
         f"{LOGS}/retrieve/{{corpus}}/{{embedder}}-{{condition}}.log",
     wildcard_constraints:
         condition=retrieval_kind_conditions("query_titles"),
+    conda:
+        "../envs/gpu-retrieve.yaml"
+    threads: 4
+    resources:
+        gpu=1,
+        mem_mb=16000,
+        runtime=120,
     params:
         retrieval=condition_retrieval,
         depth=title_depth,
@@ -168,13 +175,6 @@ rule inject_query_titles:
         embedder=embedder_spec,
         cache=f"{CACHE}/embeddings",
         code=script_code("inject_query_titles"),
-    threads: 4
-    resources:
-        gpu=1,
-        mem_mb=16000,
-        runtime=120,
-    conda:
-        "../envs/gpu-retrieve.yaml"
     script:
         "../workflow/scripts/inject_query_titles.py"
 
@@ -193,6 +193,13 @@ rule choose_per_candidate:
         f"{LOGS}/retrieve/{{corpus}}/{{embedder}}-{{condition}}.log",
     wildcard_constraints:
         condition=retrieval_kind_conditions("per_candidate"),
+    conda:
+        "../envs/gpu-retrieve.yaml"
+    threads: 8
+    resources:
+        gpu=1,
+        mem_mb=32000,
+        runtime=240,
     params:
         retrieval=condition_retrieval,
         top_k=config["retrieval"]["top_k"],
@@ -200,12 +207,5 @@ rule choose_per_candidate:
         candidates=config["retrieval"]["candidates"],
         reranker=candidate_reranker,
         code=script_code("choose_per_candidate"),
-    threads: 8
-    resources:
-        gpu=1,
-        mem_mb=32000,
-        runtime=240,
-    conda:
-        "../envs/gpu-retrieve.yaml"
     script:
         "../workflow/scripts/choose_per_candidate.py"

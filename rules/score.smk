@@ -5,12 +5,12 @@ rule score:
         f"{R}/{{corpus}}/scores/{{embedder}}/{{reranker}}/{{condition}}.parquet",
     log:
         f"{LOGS}/score/{{corpus}}/{{embedder}}-{{reranker}}-{{condition}}.log",
+    conda:
+        "../envs/cpu.yaml"
     params:
         cell=dense_cell,
         metrics=score_metrics,
         code=script_code("score"),
-    conda:
-        "../envs/cpu.yaml"
     script:
         "../workflow/scripts/score.py"
 
@@ -25,11 +25,11 @@ rule score_bm25:
         f"{R}/{{corpus}}/scores/bm25/{{boundaries}}/{{structure}}.parquet",
     log:
         f"{LOGS}/score/{{corpus}}/bm25-{{boundaries}}-{{structure}}.log",
+    conda:
+        "../envs/cpu.yaml"
     params:
         cell=lexical_cell,
         metrics=SCORE_METRICS,
         code=script_code("score"),
-    conda:
-        "../envs/cpu.yaml"
     script:
         "../workflow/scripts/score.py"

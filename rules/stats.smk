@@ -5,6 +5,8 @@ rule contrasts:
         f"{R}/contrasts/{{corpus}}/{{embedder}}/{{reranker}}/contrasts.parquet",
     log:
         f"{LOGS}/contrasts/{{corpus}}/{{embedder}}-{{reranker}}.log",
+    conda:
+        "../envs/cpu.yaml"
     params:
         contrasts=contrast_params,
         primary_metric=config["stats"]["primary_metric"],
@@ -12,7 +14,5 @@ rule contrasts:
         mixedlm=config["stats"]["mixedlm"],
         seed=config["seed"],
         code=script_code("contrasts"),
-    conda:
-        "../envs/cpu.yaml"
     script:
         "../workflow/scripts/contrasts.py"

@@ -14,6 +14,13 @@ rule induce_structure:
         usage=f"{R}/{{corpus}}/structure/induced-{{inducer}}/shards/{{shard}}.usage.json",
     log:
         f"{LOGS}/structure/{{corpus}}/induced-{{inducer}}-{{shard}}.log",
+    conda:
+        "../envs/gpu-llm.yaml"
+    threads: lambda wildcards: llm_threads(inducer_name(wildcards))
+    resources:
+        gpu=1,
+        mem_mb=32000,
+        runtime=720,
     params:
         llm=inducer_llm,
         llm_name=inducer_name,
@@ -21,13 +28,6 @@ rule induce_structure:
         n_shards=config["llm_shards"],
         cache=LLM_CACHE,
         code=script_code("induce_structure"),
-    threads: lambda wildcards: llm_threads(inducer_name(wildcards))
-    resources:
-        gpu=1,
-        mem_mb=32000,
-        runtime=720,
-    conda:
-        "../envs/gpu-llm.yaml"
     script:
         "../workflow/scripts/induce_structure.py"
 
@@ -42,10 +42,10 @@ rule merge_structure:
         usage=f"{R}/{{corpus}}/structure/induced-{{inducer}}/usage.json",
     log:
         f"{LOGS}/structure/{{corpus}}/induced-{{inducer}}-merge.log",
-    params:
-        code=script_code("merge_structure"),
     conda:
         "../envs/cpu.yaml"
+    params:
+        code=script_code("merge_structure"),
     script:
         "../workflow/scripts/merge_structure.py"
 
@@ -62,9 +62,9 @@ rule induction_stats:
         f"{R}/{{corpus}}/structure/induced-{{inducer}}/stats.json",
     log:
         f"{LOGS}/structure/{{corpus}}/induced-{{inducer}}-stats.log",
-    params:
-        code=script_code("induction_stats"),
     conda:
         "../envs/cpu.yaml"
+    params:
+        code=script_code("induction_stats"),
     script:
         "../workflow/scripts/induction_stats.py"

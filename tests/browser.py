@@ -7,6 +7,7 @@ needed. :func:`chromium_binary` finds Debian's ``chromium`` (CI installs it, see
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -43,9 +44,21 @@ class Browser:
         self._profile = tempfile.TemporaryDirectory(prefix="chromium-profile-")
         self.timeout = timeout
         self.process = subprocess.Popen(
-            [binary, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--remote-debugging-pipe",
-             f"--user-data-dir={self._profile.name}", "about:blank"],
-            preexec_fn=wire_pipes, pass_fds=(3, 4), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            [
+                binary,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--remote-debugging-pipe",
+                f"--user-data-dir={self._profile.name}",
+                "about:blank",
+            ],
+            preexec_fn=wire_pipes,
+            pass_fds=(3, 4),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         os.close(to_browser_read)
         os.close(from_browser_write)
         self._buffer = b""
@@ -83,10 +96,8 @@ class Browser:
         return page
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(RuntimeError, TimeoutError, OSError):
             self.send("Browser.close")
-        except (RuntimeError, TimeoutError, OSError):
-            pass
         try:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -109,8 +120,11 @@ class Page:
 
     def evaluate(self, expression: str):
         """The value of a JavaScript expression (a Promise is awaited); a thrown error is raised."""
-        reply = self.browser.send("Runtime.evaluate", {"expression": expression, "awaitPromise": True,
-                                                       "returnByValue": True}, session=self.session)
+        reply = self.browser.send(
+            "Runtime.evaluate",
+            {"expression": expression, "awaitPromise": True, "returnByValue": True},
+            session=self.session,
+        )
         if "exceptionDetails" in reply:
             raise RuntimeError(f"JavaScript error: {reply['exceptionDetails']}")
         return reply["result"].get("value")

@@ -34,8 +34,9 @@ def local_env(**extra: str) -> dict[str, str]:
     return {**os.environ, "PATH": f"{_NO_SLURM_BIN}{os.pathsep}{os.environ.get('PATH', '')}", **extra}
 
 
-def run_snakemake(workdir: Path, *args: str, timeout: int = 1200, checkout: Path = REPO,
-                  **env: str) -> subprocess.CompletedProcess:
+def run_snakemake(
+    workdir: Path, *args: str, timeout: int = 1200, checkout: Path = REPO, **env: str
+) -> subprocess.CompletedProcess:
     """Run the workflow of ``checkout`` (this repository unless given) in ``workdir`` (outputs, logs and
     cache land there), with ``env`` added to the environment."""
     command = [str(SNAKEMAKE), "-s", str(checkout / "Snakefile"), "-d", str(workdir), *args]

@@ -12,12 +12,14 @@ from pathlib import Path
 
 from structbench.llm import ChatRequest, Completion
 
-CHATML = ("{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + "
-          "'<|im_end|>' + '\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}")
+CHATML = (
+    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + "
+    "'<|im_end|>' + '\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
 TRAINING_TEXT = [
     "The weir holds back the river and the turbine turns when the gate opens.",
     "Sections tile the paragraphs; levels rise by at most one between sections.",
-    "{\"sections\": [{\"title\": \"Intro\", \"level\": 1, \"first\": 1, \"last\": 3}]}",
+    '{"sections": [{"title": "Intro", "level": 1, "first": 1, "last": 3}]}',
     "Bees forage on the roof in summer and the keeper checks the hive each week.",
 ] * 20
 
@@ -32,18 +34,29 @@ def build_tiny_model(directory: Path, context: int = 512) -> Path:
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
     specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=specials,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=300, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
     tokenizer.train_from_iterator(TRAINING_TEXT, trainer)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                                   bos_token="<|im_start|>")
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer, eos_token="<|im_end|>", pad_token="<|endoftext|>", bos_token="<|im_start|>"
+    )
     fast.chat_template = CHATML
     directory.mkdir(parents=True, exist_ok=True)
     fast.save_pretrained(directory)
-    config = LlamaConfig(vocab_size=len(fast), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=context,
-                         bos_token_id=fast.bos_token_id, eos_token_id=fast.eos_token_id,
-                         pad_token_id=fast.pad_token_id, architectures=["LlamaForCausalLM"])
+    config = LlamaConfig(
+        vocab_size=len(fast),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        max_position_embeddings=context,
+        bos_token_id=fast.bos_token_id,
+        eos_token_id=fast.eos_token_id,
+        pad_token_id=fast.pad_token_id,
+        architectures=["LlamaForCausalLM"],
+    )
     torch.manual_seed(0)
     LlamaForCausalLM(config).save_pretrained(directory)
     return directory

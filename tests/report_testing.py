@@ -45,11 +45,21 @@ def synthetic_scores(corpora=("alpha", "beta"), n_docs: int = 12, per_doc: int =
             for d in range(n_docs):
                 for q in range(per_doc):
                     value = float(np.clip(base[d, q] + offset + noise[d, q], 0, 1))
-                    row = {"qid": f"{corpus}-q{d:02d}{q}", "doc_id": f"{corpus}-d{d:02d}", "qtype": QTYPES[q % 3],
-                           "cov_nDCG@10": value, "MRR": value ** 0.5,
-                           "budget_cov@512": value * 0.6, "budget_cov@1024": value * 0.8, "budget_cov@2048": value,
-                           "section_recall": float((d + q) % 3 != 0) if condition == "G4" else None,
-                           "corpus": corpus, "condition": condition, "embedder": "e5", "reranker": "none"}
+                    row = {
+                        "qid": f"{corpus}-q{d:02d}{q}",
+                        "doc_id": f"{corpus}-d{d:02d}",
+                        "qtype": QTYPES[q % 3],
+                        "cov_nDCG@10": value,
+                        "MRR": value**0.5,
+                        "budget_cov@512": value * 0.6,
+                        "budget_cov@1024": value * 0.8,
+                        "budget_cov@2048": value,
+                        "section_recall": float((d + q) % 3 != 0) if condition == "G4" else None,
+                        "corpus": corpus,
+                        "condition": condition,
+                        "embedder": "e5",
+                        "reranker": "none",
+                    }
                     rows.append(row)
     return pl.DataFrame(rows, schema_overrides={"section_recall": pl.Float64})
 
@@ -64,61 +74,134 @@ def synthetic_runs(scores: pl.DataFrame, corpus: str) -> dict[str, pl.DataFrame]
         for i, qid in enumerate(qids):
             order = [(i + j) % 30 for j in range(30)]
             order = order[shift:] + order[:shift]  # rotate by the condition's index
-            rows += [{"qid": qid, "rank": r + 1, "chunk_id": c, "score": 1.0 - r / 100, "stage": "flat"}
-                     for r, c in enumerate(order[:10])]
-        runs[condition] = pl.DataFrame(rows, schema={"qid": pl.String, "rank": pl.Int32, "chunk_id": pl.Int64,
-                                                     "score": pl.Float32, "stage": pl.String})
+            rows += [
+                {"qid": qid, "rank": r + 1, "chunk_id": c, "score": 1.0 - r / 100, "stage": "flat"}
+                for r, c in enumerate(order[:10])
+            ]
+        runs[condition] = pl.DataFrame(
+            rows,
+            schema={"qid": pl.String, "rank": pl.Int32, "chunk_id": pl.Int64, "score": pl.Float32, "stage": pl.String},
+        )
     return runs
 
 
 def chunk_table(n_tokens: list[int], n_docs: int = 4) -> pl.DataFrame:
-    return pl.DataFrame({
-        "chunk_id": list(range(len(n_tokens))), "doc_id": [f"d{i % n_docs}" for i in range(len(n_tokens))],
-        "start": [0] * len(n_tokens), "end": [1] * len(n_tokens), "n_tokens": n_tokens,
-        "section_id": [0] * len(n_tokens), "path": [["T"]] * len(n_tokens), "cut": ["sentence"] * len(n_tokens),
-    }, schema_overrides={"n_tokens": pl.Int32, "section_id": pl.Int32})
+    return pl.DataFrame(
+        {
+            "chunk_id": list(range(len(n_tokens))),
+            "doc_id": [f"d{i % n_docs}" for i in range(len(n_tokens))],
+            "start": [0] * len(n_tokens),
+            "end": [1] * len(n_tokens),
+            "n_tokens": n_tokens,
+            "section_id": [0] * len(n_tokens),
+            "path": [["T"]] * len(n_tokens),
+            "cut": ["sentence"] * len(n_tokens),
+        },
+        schema_overrides={"n_tokens": pl.Int32, "section_id": pl.Int32},
+    )
 
 
 def synthetic_inputs(**overrides) -> ReportInputs:
     scores = synthetic_scores()
-    contrasts = pl.concat([
-        contrast_table(cell, CONTRAST_SPECS, ["cov_nDCG@10"], B=B, seed=SEED, mixedlm=False).with_columns(
-            corpus=pl.lit(corpus), embedder=pl.lit("e5"), reranker=pl.lit("none"))
-        for (corpus,), cell in scores.group_by(["corpus"], maintain_order=True)
-    ])
+    contrasts = pl.concat(
+        [
+            contrast_table(cell, CONTRAST_SPECS, ["cov_nDCG@10"], B=B, seed=SEED, mixedlm=False).with_columns(
+                corpus=pl.lit(corpus), embedder=pl.lit("e5"), reranker=pl.lit("none")
+            )
+            for (corpus,), cell in scores.group_by(["corpus"], maintain_order=True)
+        ]
+    )
     pairs = retrieval_layer_pairs(CONDITIONS)
-    layers = pl.concat([
-        retrieval_layer_table(synthetic_runs(scores, corpus), pairs).with_columns(
-            corpus=pl.lit(corpus), embedder=pl.lit("e5"), reranker=pl.lit("none"))
-        for corpus in ("alpha", "beta")
-    ])
+    layers = pl.concat(
+        [
+            retrieval_layer_table(synthetic_runs(scores, corpus), pairs).with_columns(
+                corpus=pl.lit(corpus), embedder=pl.lit("e5"), reranker=pl.lit("none")
+            )
+            for corpus in ("alpha", "beta")
+        ]
+    )
     bm25 = scores.filter(pl.col("condition") == "G2").with_columns(
-        condition=pl.lit("bm25:structural/gold"), embedder=pl.lit("bm25"), gold_top1=(pl.col("cov_nDCG@10") > 0.5).cast(pl.Float64))
-    funnel = [{"unit": "documents", "step": "in", "reason": "", "count": 14},
-              {"unit": "documents", "step": "skipped", "reason": "no_paragraphs", "count": 2},
-              {"unit": "documents", "step": "out", "reason": "", "count": 12},
-              {"unit": "questions", "step": "in", "reason": "", "count": 60},
-              {"unit": "questions", "step": "dropped", "reason": "unanswerable", "count": 12},
-              {"unit": "questions", "step": "out", "reason": "", "count": 48}]
-    stats = {corpus: {"documents": 12, "queries": 48, "sections_per_document_mean": 5.25,
-                      "depth_histogram": {"2": 5, "3": 7}, "queries_by_qtype": dict.fromkeys(QTYPES, 16),
-                      "funnel": funnel} for corpus in ("alpha", "beta")}
+        condition=pl.lit("bm25:structural/gold"),
+        embedder=pl.lit("bm25"),
+        gold_top1=(pl.col("cov_nDCG@10") > 0.5).cast(pl.Float64),
+    )
+    funnel = [
+        {"unit": "documents", "step": "in", "reason": "", "count": 14},
+        {"unit": "documents", "step": "skipped", "reason": "no_paragraphs", "count": 2},
+        {"unit": "documents", "step": "out", "reason": "", "count": 12},
+        {"unit": "questions", "step": "in", "reason": "", "count": 60},
+        {"unit": "questions", "step": "dropped", "reason": "unanswerable", "count": 12},
+        {"unit": "questions", "step": "out", "reason": "", "count": 48},
+    ]
+    stats = {
+        corpus: {
+            "documents": 12,
+            "queries": 48,
+            "sections_per_document_mean": 5.25,
+            "depth_histogram": {"2": 5, "3": 7},
+            "queries_by_qtype": dict.fromkeys(QTYPES, 16),
+            "funnel": funnel,
+        }
+        for corpus in ("alpha", "beta")
+    }
     structural = [70, 90, 120, 150, 200, 340, 65, 110]
     fixed = [100, 110, 120, 125, 130, 140, 118, 122]
     values = dict(
-        scores=scores, contrasts=contrasts, conditions=CONDITIONS, primary_metric="cov_nDCG@10",
-        contrast_specs=CONTRAST_SPECS, bootstrap_iters=B, seed=SEED, bm25_scores=bm25, corpus_stats=stats,
-        size_matches=[{"corpus": c, "structure": "gold", "documents": 4, "reference_chunks": 8, "fixed_chunks": 8,
-                       "reference_mean_tokens": float(np.mean(structural)), "fixed_mean_tokens": float(np.mean(fixed)),
-                       "difference": float(np.mean(fixed) - np.mean(structural)), "max_doc_difference": 9.0}
-                      for c in ("alpha", "beta")],
-        text_reports=[{"corpus": "alpha", "boundaries": "structural", "structure": "gold", "prefix": "path:3", "chunks": 8,
-                       "mean_content_tokens": 143.1, "mean_prefix_tokens": 12.5, "capped_chunks": 2, "max_path_depth": 3}],
-        chunk_sets={(c, s): chunk_table(sizes) for c in ("alpha", "beta")
-                    for s, sizes in (("structural/gold", structural), ("fixed/gold", fixed))},
-        embed_reports=[{"corpus": "alpha", "embedder": "e5", "text set": "structural/gold/none", "n_texts": 8,
-                        "max_seq_length": 512, "max_tokens": 343, "n_truncated": 0, "n_encoded": 5, "n_from_cache": 3,
-                        "n_quarantined": 0}],
+        scores=scores,
+        contrasts=contrasts,
+        conditions=CONDITIONS,
+        primary_metric="cov_nDCG@10",
+        contrast_specs=CONTRAST_SPECS,
+        bootstrap_iters=B,
+        seed=SEED,
+        bm25_scores=bm25,
+        corpus_stats=stats,
+        size_matches=[
+            {
+                "corpus": c,
+                "structure": "gold",
+                "documents": 4,
+                "reference_chunks": 8,
+                "fixed_chunks": 8,
+                "reference_mean_tokens": float(np.mean(structural)),
+                "fixed_mean_tokens": float(np.mean(fixed)),
+                "difference": float(np.mean(fixed) - np.mean(structural)),
+                "max_doc_difference": 9.0,
+            }
+            for c in ("alpha", "beta")
+        ],
+        text_reports=[
+            {
+                "corpus": "alpha",
+                "boundaries": "structural",
+                "structure": "gold",
+                "prefix": "path:3",
+                "chunks": 8,
+                "mean_content_tokens": 143.1,
+                "mean_prefix_tokens": 12.5,
+                "capped_chunks": 2,
+                "max_path_depth": 3,
+            }
+        ],
+        chunk_sets={
+            (c, s): chunk_table(sizes)
+            for c in ("alpha", "beta")
+            for s, sizes in (("structural/gold", structural), ("fixed/gold", fixed))
+        },
+        embed_reports=[
+            {
+                "corpus": "alpha",
+                "embedder": "e5",
+                "text set": "structural/gold/none",
+                "n_texts": 8,
+                "max_seq_length": 512,
+                "max_tokens": 343,
+                "n_truncated": 0,
+                "n_encoded": 5,
+                "n_from_cache": 3,
+                "n_quarantined": 0,
+            }
+        ],
         retrieval_layer=layers,
     )
     values.update(overrides)

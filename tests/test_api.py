@@ -42,7 +42,7 @@ def test_chunks_carry_exact_offsets_tokens_and_the_default_depth_two_prefix():
     assert chunks.title == "Cat Care Guide"
     assert "#" not in flat  # headings are not part of the flat text
     for chunk in chunks:
-        assert flat[chunk.start:chunk.end] == chunk.content
+        assert flat[chunk.start : chunk.end] == chunk.content
         assert chunk.text == chunk.prefix + chunk.content
         assert chunk.n_tokens == TOK.count(chunk.content)
         assert chunk.prefix_tokens == TOK.count(chunk.prefix)
@@ -118,8 +118,14 @@ def test_cli_piped_into_head_stops_quietly(tmp_path):
     doc = tmp_path / "big.md"
     doc.write_text("# Big\n\n" + "\n\n".join(f"## Part {i}\n\n{SENTENCE * 8}" for i in range(600)))
     cli = Path(sys.executable).with_name("structbench")
-    pipeline = subprocess.run(f"'{cli}' chunk '{doc}' --json | head -1; echo \"status=${{PIPESTATUS[0]}}\"",
-                              shell=True, executable="/bin/bash", capture_output=True, text=True, timeout=300)
+    pipeline = subprocess.run(
+        f"'{cli}' chunk '{doc}' --json | head -1; echo \"status=${{PIPESTATUS[0]}}\"",
+        shell=True,
+        executable="/bin/bash",
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     lines = pipeline.stdout.splitlines()
     assert json.loads(lines[0])["index"] == 0
     assert lines[-1] == "status=141"

@@ -61,19 +61,59 @@ def build(docs, corpus="test"):
             path = [title] + [sections[i][0] for _, i in stack] + ([] if lead else [section_title])
             top = stack[0][1] if stack else ordinal
             stack.append((level, ordinal))
-            section_rows.append(dict(doc_id=doc_id, section_id=ordinal, title=section_title, level=min(level, 4),
-                                     path=path, para_start=para_start, para_end=len(paragraphs),
-                                     start=0, end=0, top_section_id=top))
+            section_rows.append(
+                dict(
+                    doc_id=doc_id,
+                    section_id=ordinal,
+                    title=section_title,
+                    level=min(level, 4),
+                    path=path,
+                    para_start=para_start,
+                    para_end=len(paragraphs),
+                    start=0,
+                    end=0,
+                    top_section_id=top,
+                )
+            )
         text = "\n\n".join(paragraphs)
         doc_rows.append(dict(corpus=corpus, doc_id=doc_id, title=title, text=text, n_chars=len(text), meta="{}"))
         para_rows.extend(dict(doc_id=doc_id, para_idx=i, start=s, end=e) for i, (s, e) in enumerate(zip(starts, ends)))
-    return (pl.DataFrame(doc_rows, schema=DOCUMENTS), pl.DataFrame(para_rows, schema=PARAGRAPHS),
-            pl.DataFrame(section_rows, schema=SECTIONS))
+    return (
+        pl.DataFrame(doc_rows, schema=DOCUMENTS),
+        pl.DataFrame(para_rows, schema=PARAGRAPHS),
+        pl.DataFrame(section_rows, schema=SECTIONS),
+    )
 
 
-VOCAB = ["the", "river", "army", "crossed", "bridge", "winter", "results", "model", "shows", "data", "we",
-         "table", "early", "king", "museum", "signal", "unbelievable", "quickly", "north", "paper",
-         "e.g.", "Dr.", "3.5", "U.S.", "(see", "below)", "\"quoted\""]
+VOCAB = [
+    "the",
+    "river",
+    "army",
+    "crossed",
+    "bridge",
+    "winter",
+    "results",
+    "model",
+    "shows",
+    "data",
+    "we",
+    "table",
+    "early",
+    "king",
+    "museum",
+    "signal",
+    "unbelievable",
+    "quickly",
+    "north",
+    "paper",
+    "e.g.",
+    "Dr.",
+    "3.5",
+    "U.S.",
+    "(see",
+    "below)",
+    '"quoted"',
+]
 
 
 @st.composite
@@ -85,8 +125,9 @@ def sentences(draw, long=False):
 
 @st.composite
 def paragraphs(draw):
-    parts = draw(st.lists(st.one_of(sentences(), sentences(), sentences(), sentences(long=True)),
-                          min_size=1, max_size=6))
+    parts = draw(
+        st.lists(st.one_of(sentences(), sentences(), sentences(), sentences(long=True)), min_size=1, max_size=6)
+    )
     return " ".join(parts)
 
 
@@ -184,8 +225,9 @@ def inside_a_pretoken(documents_frame, paragraphs_frame):
         for start, end in zip(para["start"].to_list(), para["end"].to_list()):
             piece = text[start:end]
             fresh = pretoken_starts(piece)
-            inside |= {start + a for a, _ in TOK.tokenizer.encode(piece, add_special_tokens=False).offsets
-                       if a not in fresh}
+            inside |= {
+                start + a for a, _ in TOK.tokenizer.encode(piece, add_special_tokens=False).offsets if a not in fresh
+            }
         out[doc_id] = inside
     return out
 
@@ -195,8 +237,9 @@ def check_counts(documents_frame, chunks, paragraphs_frame=None):
     texts = texts_of(documents_frame)
     pieces = [texts[d][s:e] for d, s, e in chunks.select("doc_id", "start", "end").iter_rows()]
     inside = inside_a_pretoken(documents_frame, paragraphs_frame) if paragraphs_frame is not None else {}
-    for (doc_id, start), n_tokens, recount in zip(chunks.select("doc_id", "start").iter_rows(),
-                                                  chunks["n_tokens"].to_list(), TOK.count_batch(pieces)):
+    for (doc_id, start), n_tokens, recount in zip(
+        chunks.select("doc_id", "start").iter_rows(), chunks["n_tokens"].to_list(), TOK.count_batch(pieces)
+    ):
         if start not in inside.get(doc_id, ()):
             assert n_tokens == recount, f"chunk at {start} of {doc_id!r} counts {n_tokens}, its text {recount}"
     totals = dict(chunks.group_by("doc_id").agg(pl.col("n_tokens").sum()).rows())
@@ -239,8 +282,9 @@ def check_cut_column(tables, chunks):
         section_starts = {u[0] for u in units[doc_id]}
         sentence_bounds = set(bounds[doc_id])
         for end, cut in rows.select("end", "cut").iter_rows():
-            assert cut == cut_kind_at(texts[doc_id], end, para_starts, section_starts, sentence_bounds), \
+            assert cut == cut_kind_at(texts[doc_id], end, para_starts, section_starts, sentence_bounds), (
                 f"chunk ending at {end} of {doc_id!r} says cut={cut!r}"
+            )
     counts = cut_counts(chunks)
     assert list(counts) == list(CUT_KINDS) and sum(counts.values()) == chunks.height
     assert all(counts[kind] == chunks.filter(pl.col("cut") == kind).height for kind in CUT_KINDS)
@@ -255,7 +299,7 @@ def check_fallbacks_only_inside_long_sentences(tables, chunks, t_max):
         if cut in FALLBACK_CUTS:
             edges = [*bounds[doc_id], len(texts[doc_id])]
             i = bisect.bisect_right(edges, end) - 1
-            assert TOK.count(texts[doc_id][edges[i]:edges[i + 1]]) > t_max, f"needless {cut} cut at {end}"
+            assert TOK.count(texts[doc_id][edges[i] : edges[i + 1]]) > t_max, f"needless {cut} cut at {end}"
 
 
 def check_structure_and_bounds(tables, chunks, t_max, t_min):
@@ -283,8 +327,9 @@ def check_structure_and_bounds(tables, chunks, t_max, t_min):
             assert row["n_tokens"] <= t_max, f"chunk over t_max: {row}"
             if row["n_tokens"] < t_min:
                 same_top = [j for j in (i - 1, i + 1) if 0 <= j < len(rows) and tops[j] == tops[i]]
-                assert all(rows[j]["n_tokens"] + row["n_tokens"] > t_max for j in same_top), \
+                assert all(rows[j]["n_tokens"] + row["n_tokens"] > t_max for j in same_top), (
                     f"small chunk left unmerged although a neighbour fits: {row}"
+                )
     check_cut_column(tables, chunks)
     check_fallbacks_only_inside_long_sentences(tables, chunks, t_max)
 
@@ -327,7 +372,9 @@ def test_lazy_splitting_equals_the_split_rule_over_every_boundary(tables, t_max)
             edges = [start, *cuts, end]
             expected.extend(zip(edges[:-1], edges[1:]))
         got = chunks.filter(pl.col("doc_id") == doc_id).sort("start").select("start", "end", "cut").rows()
-        split_starts = [got[0][0]] + [start for (start, _, _), (_, _, cut) in zip(got[1:], got) if cut not in FALLBACK_CUTS]
+        split_starts = [got[0][0]] + [
+            start for (start, _, _), (_, _, cut) in zip(got[1:], got) if cut not in FALLBACK_CUTS
+        ]
         assert split_starts == [a for a, _ in expected]
         long_parts = [(a, b) for a, b in expected if TOK.count(text[a:b]) > t_max]
         for _, end, cut in got:
@@ -391,14 +438,22 @@ def test_split_rule_snaps_three_parts():
 
 def test_worked_example_split_merge_and_paths():
     s = "The cat sat on the mat near the door of the old house. "  # 14 tokens
-    tables = build([("d1", "Cats", [
-        ("", 1, [s * 3]),                    # lead: one small chunk, its own top-level section, stays small
-        ("Intro", 1, [s * 2, s * 40]),       # 588 tokens: two near-equal parts of 294
-        ("Sub", 2, [s * 3]),                 # 42 tokens: merges with the following subsection
-        ("Sub2", 2, [s * 8]),
-        ("Empty", 1, []),                    # no paragraphs, no unit
-        ("Last", 1, [s]),                    # small and alone in its top-level section
-    ])])
+    tables = build(
+        [
+            (
+                "d1",
+                "Cats",
+                [
+                    ("", 1, [s * 3]),  # lead: one small chunk, its own top-level section, stays small
+                    ("Intro", 1, [s * 2, s * 40]),  # 588 tokens: two near-equal parts of 294
+                    ("Sub", 2, [s * 3]),  # 42 tokens: merges with the following subsection
+                    ("Sub2", 2, [s * 8]),
+                    ("Empty", 1, []),  # no paragraphs, no unit
+                    ("Last", 1, [s]),  # small and alone in its top-level section
+                ],
+            )
+        ]
+    )
     chunks = structural_chunks(*tables, TOK)
     rows = chunks.select("start", "end", "n_tokens", "section_id", "path").rows()
     assert [r[2] for r in rows] == [42, 294, 294, 154, 14]
@@ -424,10 +479,11 @@ def test_a_single_sentence_over_t_max_is_cut_at_word_starts():
     long_sentence = " ".join(["Word"] + ["word"] * 399) + "."  # capitalized, so a segmenter sees a new sentence
     tables = build([("d1", "T", [("A", 1, ["Short one here. " + long_sentence + " And a tail sentence."])])])
     chunks = structural_chunks(*tables, TOK, t_max=350, t_min=0)
-    # 401 tokens in one line: the fewest parts are 2; the word starts nearest 200.5 are 200 and 201 (ties to the earlier)
+    # 401 tokens in one line: the fewest parts are 2; the word starts nearest 200.5 are 200 and 201
+    # (ties to the earlier)
     assert chunks.select("n_tokens", "cut").rows() == [(4, "sentence"), (200, "word"), (201, "sentence"), (5, "end")]
     text = tables[0]["text"][0]
-    assert text[chunks["start"][2] - 1] == " " and text[chunks["start"][2]:].startswith("word word")
+    assert text[chunks["start"][2] - 1] == " " and text[chunks["start"][2] :].startswith("word word")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -435,14 +491,23 @@ def test_a_single_sentence_over_t_max_is_cut_at_word_starts():
 
 
 @SETTINGS
-@given(corpora(max_docs=3, max_sections=8, max_paragraphs=4), st.sampled_from([(60, 15), (120, 30)]),
-       st.integers(0, 15))
+@given(
+    corpora(max_docs=3, max_sections=8, max_paragraphs=4), st.sampled_from([(60, 15), (120, 30)]), st.integers(0, 15)
+)
 def test_fixed_windows_tile_snap_and_carry_paths(tables, bounds, snap):
     t_max, t_min = bounds
     documents_frame, paragraphs_frame, sections_frame = tables
     reference = structural_chunks(*tables, TOK, t_max=t_max, t_min=t_min)
-    fixed = fixed_chunks(documents_frame, reference, TOK, paragraphs=paragraphs_frame, sections=sections_frame,
-                         snap_tokens=snap, t_min=t_min, t_max=t_max)
+    fixed = fixed_chunks(
+        documents_frame,
+        reference,
+        TOK,
+        paragraphs=paragraphs_frame,
+        sections=sections_frame,
+        snap_tokens=snap,
+        t_min=t_min,
+        t_max=t_max,
+    )
     check_counts(documents_frame, fixed)
     check_fixed_windows(tables, fixed, reference, snap, t_max, t_min)
 
@@ -453,8 +518,10 @@ def check_fixed_windows(tables, fixed, reference, snap, t_max, t_min):
     assert_tiling(documents_frame, fixed)
     check_cut_column(tables, fixed)
     units = unit_ranges(*tables)
-    targets = {d: min(math.floor(m + 0.5), t_max)
-               for d, m in reference.group_by("doc_id").agg(pl.col("n_tokens").mean()).rows()}
+    targets = {
+        d: min(math.floor(m + 0.5), t_max)
+        for d, m in reference.group_by("doc_id").agg(pl.col("n_tokens").mean()).rows()
+    }
     for doc_id, group in fixed.sort("start").group_by("doc_id", maintain_order=True):
         doc_id = doc_id[0]
         rows = group.rows(named=True)
@@ -475,8 +542,9 @@ def check_fixed_windows(tables, fixed, reference, snap, t_max, t_min):
 def test_fixed_windows_match_reference_sizes_on_average(tables):
     documents_frame, paragraphs_frame, sections_frame = tables
     reference = structural_chunks(*tables, TOK, t_max=80, t_min=20)
-    fixed = fixed_chunks(documents_frame, reference, TOK, paragraphs=paragraphs_frame, sections=sections_frame,
-                         snap_tokens=8, t_min=20)
+    fixed = fixed_chunks(
+        documents_frame, reference, TOK, paragraphs=paragraphs_frame, sections=sections_frame, snap_tokens=8, t_min=20
+    )
     report = size_match_report(fixed, reference)
     assert report["fixed_chunks"] == fixed.height and report["reference_chunks"] == reference.height
     # Both sets tile the same text, so they hold the same tokens; only the window count can differ.
@@ -502,21 +570,28 @@ def test_fixed_windows_never_pass_t_max_by_snapping_or_merging():
     words = " ".join(["river"] * 341) + ". "  # one 342-token sentence
     tables = build([("d1", "T", [("A", 1, [s + words + s * 3])])])  # 14 + 342 + 42 = 398 tokens
     reference = pl.DataFrame({"doc_id": ["d1"], "n_tokens": [345]})
-    fixed = fixed_chunks(tables[0], reference, TOK, paragraphs=tables[1], sections=tables[2], snap_tokens=15,
-                         t_max=350, t_min=60)
+    fixed = fixed_chunks(
+        tables[0], reference, TOK, paragraphs=tables[1], sections=tables[2], snap_tokens=15, t_max=350, t_min=60
+    )
     # The sentence boundary nearest 345 is at 356 (within snap, past t_max): the first window is cut
     # at the word start at 345 instead; the 53-token rest stays apart (merging would make 398).
     assert fixed.select("n_tokens", "cut").rows() == [(345, "word"), (53, "end")]
-    unbounded = fixed_chunks(tables[0], reference, TOK, paragraphs=tables[1], sections=tables[2], snap_tokens=15,
-                             t_max=400, t_min=60)
+    unbounded = fixed_chunks(
+        tables[0], reference, TOK, paragraphs=tables[1], sections=tables[2], snap_tokens=15, t_max=400, t_min=60
+    )
     assert unbounded.select("n_tokens", "cut").rows() == [(398, "end")]  # 356 + 42: merged under t_max=400
 
 
 def test_fixed_windows_need_reference_chunks_for_every_document():
     tables = build([("d1", "T", [("A", 1, ["Some text here."])])])
     with pytest.raises(ValueError, match="no reference chunks"):
-        fixed_chunks(tables[0], pl.DataFrame({"doc_id": ["other"], "n_tokens": [5]}), TOK,
-                     paragraphs=tables[1], sections=tables[2])
+        fixed_chunks(
+            tables[0],
+            pl.DataFrame({"doc_id": ["other"], "n_tokens": [5]}),
+            TOK,
+            paragraphs=tables[1],
+            sections=tables[2],
+        )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -577,8 +652,9 @@ def test_assert_tiling_names_gaps_and_overlaps():
     documents_frame = pl.DataFrame({"doc_id": ["a", "b"], "n_chars": [10, 5]})
 
     def chunks(*spans):
-        return pl.DataFrame({"doc_id": [d for d, _, _ in spans], "start": [s for _, s, _ in spans],
-                             "end": [e for _, _, e in spans]})
+        return pl.DataFrame(
+            {"doc_id": [d for d, _, _ in spans], "start": [s for _, s, _ in spans], "end": [e for _, _, e in spans]}
+        )
 
     assert_tiling(documents_frame, chunks(("a", 0, 4), ("a", 4, 10), ("b", 0, 5)))
     with pytest.raises(ValueError, match=r"'a': gap \[4, 5\)"):
@@ -612,7 +688,7 @@ def test_empty_corpus_and_bad_bounds():
 def test_sentence_starts_are_word_starts_after_whitespace():
     text = "Dr. Smith went to Washington. He arrived at 3 p.m. on Monday.  Then he left!"
     starts = sentence_starts(text)
-    assert [text[b:b + 4] for b in starts] == ["He a", "Then"]
+    assert [text[b : b + 4] for b in starts] == ["He a", "Then"]
     assert sentence_starts(text) is starts  # cached per text
 
 
@@ -645,19 +721,31 @@ def adversarial_paragraphs(draw):
     """Text built to defeat sentence cuts: no punctuation, lines only, one huge word, CJK, or a mix."""
 
     def words(n):
-        return " ".join(draw(st.lists(st.sampled_from(["river", "army", "x", "unbelievable", "3.5", "naïve",
-                                                       "well-known", "(note)", "a_b", "中文"]), min_size=n, max_size=n)))
+        return " ".join(
+            draw(
+                st.lists(
+                    st.sampled_from(
+                        ["river", "army", "x", "unbelievable", "3.5", "naïve", "well-known", "(note)", "a_b", "中文"]
+                    ),
+                    min_size=n,
+                    max_size=n,
+                )
+            )
+        )
 
     def huge_word():  # one whitespace-free run: letters (a long one is one [UNK]), punctuation, CJK
-        return "".join(draw(st.lists(st.sampled_from(["ab", "zq", "xyl", "kw", "-", "_", "0", "中"]),
-                                     min_size=5, max_size=200)))
+        return "".join(
+            draw(st.lists(st.sampled_from(["ab", "zq", "xyl", "kw", "-", "_", "0", "中"]), min_size=5, max_size=200))
+        )
 
     def cjk():
         return "".join(draw(st.lists(st.sampled_from(CJK), min_size=5, max_size=300)))
 
     def lines():
-        return "\n".join(("  " if draw(st.booleans()) else "") + words(draw(st.integers(1, 12)))
-                         for _ in range(draw(st.integers(2, 40))))
+        return "\n".join(
+            ("  " if draw(st.booleans()) else "") + words(draw(st.integers(1, 12)))
+            for _ in range(draw(st.integers(2, 40)))
+        )
 
     kind = draw(st.sampled_from(["words", "lines", "huge_word", "cjk", "mixed"]))
     if kind == "words":
@@ -669,16 +757,29 @@ def adversarial_paragraphs(draw):
     elif kind == "cjk":
         text = cjk()
     else:
-        parts = [draw(st.sampled_from([words, lambda n: lines(), lambda n: huge_word(), lambda n: cjk(),
-                                       lambda n: draw(sentences(long=True))]))(draw(st.integers(1, 80)))
-                 for _ in range(draw(st.integers(2, 4)))]
+        parts = [
+            draw(
+                st.sampled_from(
+                    [
+                        words,
+                        lambda n: lines(),
+                        lambda n: huge_word(),
+                        lambda n: cjk(),
+                        lambda n: draw(sentences(long=True)),
+                    ]
+                )
+            )(draw(st.integers(1, 80)))
+            for _ in range(draw(st.integers(2, 4)))
+        ]
         text = "".join(part + draw(st.sampled_from([" ", "\n", "", ". "])) for part in parts)
     return text.strip() or "x"
 
 
 ADVERSARIAL = corpora(max_docs=2, max_sections=4, max_paragraphs=3, paragraph=adversarial_paragraphs())
 BOUNDS = st.sampled_from([(24, 0), (40, 8), (64, 20)])
-ADVERSARIAL_SETTINGS = settings(max_examples=int(25 * SCALE), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+ADVERSARIAL_SETTINGS = settings(
+    max_examples=int(25 * SCALE), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 @ADVERSARIAL_SETTINGS
@@ -705,8 +806,16 @@ def test_fixed_windows_never_pass_t_max_on_adversarial_text(tables, bounds, snap
     t_max, t_min = bounds
     documents_frame, paragraphs_frame, sections_frame = tables
     reference = structural_chunks(*tables, TOK, t_max=t_max, t_min=t_min)
-    fixed = fixed_chunks(documents_frame, reference, TOK, paragraphs=paragraphs_frame, sections=sections_frame,
-                         snap_tokens=snap, t_min=t_min, t_max=t_max)
+    fixed = fixed_chunks(
+        documents_frame,
+        reference,
+        TOK,
+        paragraphs=paragraphs_frame,
+        sections=sections_frame,
+        snap_tokens=snap,
+        t_min=t_min,
+        t_max=t_max,
+    )
     check_counts(documents_frame, fixed, paragraphs_frame)
     check_fixed_windows(tables, fixed, reference, snap, t_max, t_min)
 
@@ -746,11 +855,14 @@ def lines_of(line, n):
     return "\n".join([line] * n)
 
 
-@pytest.mark.parametrize("name, line, per_line", [
-    ("code block", "    value_x = compute(a, b)", 10),
-    ("list", "- river army bridge winter", 5),
-    ("table", "| river | army | bridge |", 7),
-])
+@pytest.mark.parametrize(
+    "name, line, per_line",
+    [
+        ("code block", "    value_x = compute(a, b)", 10),
+        ("list", "- river army bridge winter", 5),
+        ("table", "| river | army | bridge |", 7),
+    ],
+)
 def test_line_structured_paragraphs_are_cut_at_line_starts(name, line, per_line):
     """The issue's code block, list and table (one paragraph each, no sentence punctuation), moderate size."""
     assert TOK.count(line) == per_line
@@ -780,8 +892,15 @@ def test_unpunctuated_text_is_cut_at_word_starts():
     check_counts(tables[0], chunks)
     cuts = [round(i * 2000 / 6) for i in range(1, 6)]  # 6 parts, each cut at the word nearest i * 2000 / 6
     assert chunks["n_tokens"].to_list() == [b - a for a, b in zip([0, *cuts], [*cuts, 2000])]
-    assert cut_counts(chunks) == {"section": 0, "paragraph": 0, "sentence": 0, "line": 0, "word": 5, "token": 0,
-                                  "end": 1}
+    assert cut_counts(chunks) == {
+        "section": 0,
+        "paragraph": 0,
+        "sentence": 0,
+        "line": 0,
+        "word": 5,
+        "token": 0,
+        "end": 1,
+    }
 
 
 def test_text_without_spaces_is_cut_at_token_starts():
@@ -827,8 +946,15 @@ def test_each_paragraph_is_segmented_once_per_chunker(monkeypatch):
 
 def test_cut_counts_reject_unknown_kinds():
     frame = pl.DataFrame({"cut": ["end", "word", "word", "sentence"]})
-    assert cut_counts(frame) == {"section": 0, "paragraph": 0, "sentence": 1, "line": 0, "word": 2, "token": 0,
-                                 "end": 1}
+    assert cut_counts(frame) == {
+        "section": 0,
+        "paragraph": 0,
+        "sentence": 1,
+        "line": 0,
+        "word": 2,
+        "token": 0,
+        "end": 1,
+    }
     with pytest.raises(ValueError, match="'whim'"):
         cut_counts(pl.DataFrame({"cut": ["end", "whim"]}))
 
@@ -845,7 +971,7 @@ def test_segmenter_failure_is_logged_and_the_punctuation_rule_used(monkeypatch, 
             starts = sentence_starts(text)
     finally:
         segmenter.sentence_starts.cache_clear()
-    assert [text[b:b + 5] for b in starts] == ["Secon", "Third", "Yes."]
+    assert [text[b : b + 5] for b in starts] == ["Secon", "Third", "Yes."]
     (record,) = caplog.records
     assert "52 characters" in record.getMessage() and "First sentence" in record.getMessage()
     assert "RuntimeError: segmenter exploded" in record.getMessage()
@@ -860,10 +986,18 @@ def byte_level_bpe():
 
     raw = Tokenizer(models.BPE(unk_token="[UNK]"))
     raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=["[UNK]"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    raw.train_from_iterator(["the river army crossed the bridge in winter", "results of the model show data",
-                             "unbelievable north museum signal"] * 50, trainer)
+    trainer = trainers.BpeTrainer(
+        vocab_size=400, special_tokens=["[UNK]"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
+    raw.train_from_iterator(
+        [
+            "the river army crossed the bridge in winter",
+            "results of the model show data",
+            "unbelievable north museum signal",
+        ]
+        * 50,
+        trainer,
+    )
     return TokenCounter(raw, "byte-level-bpe")
 
 
@@ -903,7 +1037,8 @@ def test_estimated_counts_keep_t_max_on_adversarial_text(tables, bounds):
     bpe = byte_level_bpe()
     check_own_counts_within_t_max(tables, structural_chunks(*tables, bpe, t_max=t_max, t_min=t_min), bpe, t_max)
     check_own_counts_within_t_max(
-        tables, semantic_chunks(*tables, bpe, topic_embedder, t_max=t_max, t_min=t_min), bpe, t_max)
+        tables, semantic_chunks(*tables, bpe, topic_embedder, t_max=t_max, t_min=t_min), bpe, t_max
+    )
     reference = structural_chunks(*tables, bpe, t_max=t_max, t_min=t_min)
     fixed = fixed_chunks(tables[0], reference, bpe, paragraphs=tables[1], sections=tables[2], t_max=t_max, t_min=t_min)
     check_own_counts_within_t_max(tables, fixed, bpe, t_max)
@@ -915,9 +1050,18 @@ def test_tokens_sharing_a_start_offset_are_never_split_apart():
     text = "😀" * 200 + " river " + "😀🎉" * 100
     assert len(bpe.tokenizer.encode(text).ids) > 4 * len(text) // 2  # several tokens per character
     tables = build([("d1", "T", [("A", 1, [text])])])
-    for chunks in (structural_chunks(*tables, bpe, t_max=30, t_min=0),
-                   fixed_chunks(tables[0], pl.DataFrame({"doc_id": ["d1"], "n_tokens": [29]}), bpe,
-                                paragraphs=tables[1], sections=tables[2], t_max=30, t_min=0)):
+    for chunks in (
+        structural_chunks(*tables, bpe, t_max=30, t_min=0),
+        fixed_chunks(
+            tables[0],
+            pl.DataFrame({"doc_id": ["d1"], "n_tokens": [29]}),
+            bpe,
+            paragraphs=tables[1],
+            sections=tables[2],
+            t_max=30,
+            t_min=0,
+        ),
+    ):
         check_own_counts_within_t_max(tables, chunks, bpe, 30)
         assert chunks.height >= 4 * len(text) // 2 // 30
 

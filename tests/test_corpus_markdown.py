@@ -87,12 +87,15 @@ def test_fixture_folder_loads_with_questions_and_counted_skip():
     assert verify_corpus(tables) == []
     assert sorted(tables.documents["doc_id"]) == ["alpha-guide", "beta_notes", "gamma"]
     assert tables.skipped.to_dicts() == [
-        {"source": str(FIXTURES / "headings-only.md"), "record": "headings-only", "reason": "no_paragraphs"}]
+        {"source": str(FIXTURES / "headings-only.md"), "record": "headings-only", "reason": "no_paragraphs"}
+    ]
     funnel = {(r["unit"], r["step"], r["reason"]): r["count"] for r in tables.funnel.to_dicts()}
     assert funnel[("documents", "in", "")] == 4 and funnel[("documents", "out", "")] == 3
     assert funnel[("documents", "skipped", "no_paragraphs")] == 1
-    parsed = {p.stem: parse_markdown(p.read_text(), p.stem, p.stem.replace("_", " ").replace("-", " "))
-              for p in FIXTURES.rglob("*.md")}
+    parsed = {
+        p.stem: parse_markdown(p.read_text(), p.stem, p.stem.replace("_", " ").replace("-", " "))
+        for p in FIXTURES.rglob("*.md")
+    }
     _check_slices(tables, parsed)
     queries = {row["qid"]: row for row in tables.queries.to_dicts()}
     texts = dict(zip(tables.documents["doc_id"], tables.documents["text"]))
@@ -149,8 +152,11 @@ def test_non_utf8_file_is_an_error_naming_the_file(tmp_path):
 def test_quote_not_in_text_names_question_file_and_quote(tmp_path):
     folder = _copy_fixtures(tmp_path)
     questions = folder / "questions.jsonl"
-    questions.write_text(questions.read_text() + json.dumps(
-        {"qid": "s-9", "doc_id": "gamma", "question": "?", "evidence": ["words that are nowhere"]}) + "\n")
+    questions.write_text(
+        questions.read_text()
+        + json.dumps({"qid": "s-9", "doc_id": "gamma", "question": "?", "evidence": ["words that are nowhere"]})
+        + "\n"
+    )
     with pytest.raises(ValueError, match=r"question 's-9'.*not found in .*gamma\.md: 'words that are nowhere'"):
         load_markdown_folder(folder, questions_path=questions)
 
@@ -188,7 +194,7 @@ def test_huge_paragraph_is_kept_whole(tmp_path):
     assert verify_corpus(tables) == []
     paragraph = tables.paragraphs.row(0, named=True)
     assert paragraph["end"] - paragraph["start"] == len(big)
-    assert tables.documents["text"][0][paragraph["start"]:paragraph["end"]] == big
+    assert tables.documents["text"][0][paragraph["start"] : paragraph["end"]] == big
     assert tables.documents["text"][0][slice(*tables.queries["spans"][0][0])] == "End."
 
 
@@ -218,8 +224,10 @@ _words = st.lists(_word, min_size=1, max_size=5).map(" ".join)
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.tuples(st.integers(1, 4), _words, st.lists(_words, max_size=3)), min_size=1, max_size=10),
-       st.lists(_words, max_size=2))
+@given(
+    st.lists(st.tuples(st.integers(1, 4), _words, st.lists(_words, max_size=3)), min_size=1, max_size=10),
+    st.lists(_words, max_size=2),
+)
 def test_generated_markdown_round_trips(sections, lead):
     """Markdown written from a random heading tree parses back to the same paragraphs and depths."""
     lines = ["# Doc Title", ""] + [f"{p}\n" for p in lead]

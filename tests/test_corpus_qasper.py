@@ -39,10 +39,17 @@ def test_dev_split_funnel_and_speed(dev):
     funnel = _funnel(tables)
     assert funnel[("documents", "in", "")] == funnel[("documents", "out", "")] == 281
     assert funnel[("questions", "in", "")] == 1005
-    dropped = {reason: funnel[("questions", "dropped", reason)]
-               for reason in ("malformed_question", "unanswerable", "no_evidence", "float_only", "unmappable")}
-    assert dropped == {"malformed_question": 0, "unanswerable": 60, "no_evidence": 18, "float_only": 35,
-                       "unmappable": 2}
+    dropped = {
+        reason: funnel[("questions", "dropped", reason)]
+        for reason in ("malformed_question", "unanswerable", "no_evidence", "float_only", "unmappable")
+    }
+    assert dropped == {
+        "malformed_question": 0,
+        "unanswerable": 60,
+        "no_evidence": 18,
+        "float_only": 35,
+        "unmappable": 2,
+    }
     assert funnel[("questions", "out", "")] == tables.queries.height == 1005 - sum(dropped.values()) == 890
     matched = {step: funnel[("evidence", "matched", step)] for step in ("exact", "fuzzy", "section")}
     assert matched == {"exact": 1782, "fuzzy": 5, "section": 93}
@@ -63,7 +70,8 @@ def test_dev_invariants_on_every_document(dev):
         assert [texts[doc_id][s:e] for s, e in zip(group["start"], group["end"])] == expected
         record = raw[doc_id]
         source = [record["abstract"].strip()] * bool(record["abstract"].strip()) + [
-            p.strip() for section in record["full_text"] for p in section["paragraphs"] if p.strip()]
+            p.strip() for section in record["full_text"] for p in section["paragraphs"] if p.strip()
+        ]
         assert expected == source  # every non-empty paragraph, in reading order, nothing else
 
 
@@ -100,8 +108,15 @@ def test_section_tree_from_names():
     }
     doc = parse_paper("p1", record)
     assert doc.title == "A Paper"
-    assert doc.paragraphs == ["The abstract.", "Intro text.", "Lost heading text.", "Filter text.", "Model text.",
-                              "Detail text.", "Result text."]
+    assert doc.paragraphs == [
+        "The abstract.",
+        "Intro text.",
+        "Lost heading text.",
+        "Filter text.",
+        "Model text.",
+        "Detail text.",
+        "Result text.",
+    ]
     assert [(s.title, s.level, s.para_start, s.para_end) for s in doc.sections] == [
         ("Abstract", 1, 0, 1),
         ("Intro", 1, 1, 3),  # the untitled section continues Intro
@@ -115,18 +130,34 @@ def test_section_tree_from_names():
 
 
 def test_untitled_first_section_without_abstract_is_a_lead():
-    doc = parse_paper("p", {"title": "T", "abstract": "", "full_text": [
-        {"section_name": "", "paragraphs": ["1.1em"]}, {"section_name": "Intro", "paragraphs": ["x"]}]})
+    doc = parse_paper(
+        "p",
+        {
+            "title": "T",
+            "abstract": "",
+            "full_text": [
+                {"section_name": "", "paragraphs": ["1.1em"]},
+                {"section_name": "Intro", "paragraphs": ["x"]},
+            ],
+        },
+    )
     assert [(s.title, s.level) for s in doc.sections] == [("", 1), ("Intro", 1)]
 
 
 def _mapper():
-    doc = parse_paper("p", {"title": "T", "abstract": "Abstract text.", "full_text": [
-        {"section_name": "Baselines", "paragraphs": ["We compare against two strong baselines here."]},
-        {"section_name": "Baselines ::: LSTM", "paragraphs": ["The LSTM baseline has two layers."]},
-        {"section_name": "Empty Heading", "paragraphs": []},
-        {"section_name": "Conclusion", "paragraphs": ["We conclude."]},
-    ]})
+    doc = parse_paper(
+        "p",
+        {
+            "title": "T",
+            "abstract": "Abstract text.",
+            "full_text": [
+                {"section_name": "Baselines", "paragraphs": ["We compare against two strong baselines here."]},
+                {"section_name": "Baselines ::: LSTM", "paragraphs": ["The LSTM baseline has two layers."]},
+                {"section_name": "Empty Heading", "paragraphs": []},
+                {"section_name": "Conclusion", "paragraphs": ["We conclude."]},
+            ],
+        },
+    )
     return doc, EvidenceMapper(doc, 90)
 
 
@@ -138,23 +169,29 @@ def test_evidence_cascade_and_drop_reasons():
     doc, mapper = _mapper()
     text = "\n\n".join(doc.paragraphs)
     answer = {"unanswerable": False, "extractive_spans": ["x"], "free_form_answer": "", "yes_no": None}
-    outcome, fields, counts = map_question(_question(
-        {**answer, "evidence": ["The LSTM baseline has two layers.", "FLOAT SELECTED: Table 1"]},
-        {**answer, "evidence": ["We compare against two strong baselines  here", "Baselines ::: LSTM", "Nowhere"]},
-        {"unanswerable": True, "evidence": []},
-    ), mapper)
+    outcome, fields, counts = map_question(
+        _question(
+            {**answer, "evidence": ["The LSTM baseline has two layers.", "FLOAT SELECTED: Table 1"]},
+            {**answer, "evidence": ["We compare against two strong baselines  here", "Baselines ::: LSTM", "Nowhere"]},
+            {"unanswerable": True, "evidence": []},
+        ),
+        mapper,
+    )
     assert outcome == "out"
     meta = fields["meta"]
     # the section span (Baselines ::: LSTM) coincides with the exact paragraph span: one span, exact wins the tie
-    assert [text[s:e] for s, e in fields["spans"]] == ["We compare against two strong baselines here.",
-                                                       "The LSTM baseline has two layers."]
+    assert [text[s:e] for s, e in fields["spans"]] == [
+        "We compare against two strong baselines here.",
+        "The LSTM baseline has two layers.",
+    ]
     assert meta["span_steps"] == ["fuzzy", "exact"]
     assert counts["exact"] == 1 and counts["fuzzy"] == 1 and counts["section"] == 1 and counts["unmapped"] == 1
     assert meta["float_selected_dropped"] == 1 and meta["n_annotators"] == 3
     assert fields["qtype"] == "extractive"
     section_only = map_question(_question({**answer, "evidence": ["baselines"]}), mapper)[1]
     assert [text[s:e] for s, e in section_only["spans"]] == [
-        "We compare against two strong baselines here.\n\nThe LSTM baseline has two layers."]  # with subsections
+        "We compare against two strong baselines here.\n\nThe LSTM baseline has two layers."
+    ]  # with subsections
     assert section_only["meta"]["span_steps"] == ["section"]
     assert map_question(_question({"unanswerable": True, "evidence": []}), mapper)[0] == "unanswerable"
     assert map_question(_question({**answer, "evidence": []}), mapper)[0] == "no_evidence"
@@ -195,16 +232,20 @@ def test_release_tarball_splits_merge_and_duplicates_are_counted(tmp_path):
     ids = list(sample)
     train = {paper_id: sample[paper_id] for paper_id in ids[:6]}
     dev = {paper_id: sample[paper_id] for paper_id in ids[5:]}  # ids[5] appears in both
-    tarball = _tarball(tmp_path / "qasper-train-dev-v0.3.tgz", {
-        "qasper-train-v0.3.json": json.dumps(train).encode(),
-        "qasper-dev-v0.3.json": json.dumps(dev).encode(),
-        "README.md": b"not json",
-    })
+    tarball = _tarball(
+        tmp_path / "qasper-train-dev-v0.3.tgz",
+        {
+            "qasper-train-v0.3.json": json.dumps(train).encode(),
+            "qasper-dev-v0.3.json": json.dumps(dev).encode(),
+            "README.md": b"not json",
+        },
+    )
     tables = load_corpus({"kind": "qasper", "paths": [str(tarball)]})
     assert verify_corpus(tables) == []
     assert tables.documents.height == 10
     assert tables.skipped.to_dicts() == [
-        {"source": f"{tarball}:qasper-train-v0.3.json", "record": ids[5], "reason": "duplicate_paper"}]
+        {"source": f"{tarball}:qasper-train-v0.3.json", "record": ids[5], "reason": "duplicate_paper"}
+    ]
     splits = {json.loads(m)["split"] for m in tables.documents["meta"]}
     assert splits == {"train", "dev"}
     only_dev = load_qasper([tarball], splits=["dev"])
@@ -233,8 +274,12 @@ def test_malformed_records_and_paperless_records_are_counted_skips(tmp_path):
         "bad-1": {"title": "No full text"},
         "bad-2": {"title": 7, "abstract": "x", "full_text": []},
         "bad-3": "not an object",
-        "empty-1": {"title": "Empty", "abstract": "  ", "full_text": [{"section_name": "A", "paragraphs": ["", " "]}],
-                    "qas": [{"question": "?", "question_id": "e1", "answers": []}]},
+        "empty-1": {
+            "title": "Empty",
+            "abstract": "  ",
+            "full_text": [{"section_name": "A", "paragraphs": ["", " "]}],
+            "qas": [{"question": "?", "question_id": "e1", "answers": []}],
+        },
     }
     path = tmp_path / "mixed.json"
     path.write_text(json.dumps(data))
@@ -258,10 +303,20 @@ def test_non_utf8_file_is_an_error(tmp_path):
 def test_huge_paragraph_is_kept_and_mapped(tmp_path):
     big = ("Long evidence sentence about weirs. " * 30000).strip()
     assert len(big) > 1_000_000
-    record = {"title": "Big", "abstract": "Short abstract.", "full_text": [
-        {"section_name": "Body", "paragraphs": [big, "Tail paragraph."]}],
-        "qas": [{"question": "?", "question_id": "b1", "answers": [{"answer": {
-            "unanswerable": False, "evidence": [big, "Tail paragraph"], "extractive_spans": ["x"]}}]}]}
+    record = {
+        "title": "Big",
+        "abstract": "Short abstract.",
+        "full_text": [{"section_name": "Body", "paragraphs": [big, "Tail paragraph."]}],
+        "qas": [
+            {
+                "question": "?",
+                "question_id": "b1",
+                "answers": [
+                    {"answer": {"unanswerable": False, "evidence": [big, "Tail paragraph"], "extractive_spans": ["x"]}}
+                ],
+            }
+        ],
+    }
     path = tmp_path / "big.json"
     path.write_text(json.dumps({"big": record}))
     tables = load_qasper([path])

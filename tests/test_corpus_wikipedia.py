@@ -72,7 +72,12 @@ def test_normalizer_flattens_one_article():
         "Aftermath text.",
     ]
     assert [(s.title, s.level, s.para_start, s.para_end) for s in doc.sections] == [
-        ("", 1, 0, 2), ("Background", 1, 2, 5), ("Forces", 2, 5, 6), ("Infantry", 3, 6, 7), ("Aftermath", 1, 7, 8)]
+        ("", 1, 0, 2),
+        ("Background", 1, 2, 5),
+        ("Forces", 2, 5, 6),
+        ("Infantry", 3, 6, 7),
+        ("Aftermath", 1, 7, 8),
+    ]
     assert document_depth(doc.sections) == 4
 
 
@@ -99,7 +104,7 @@ class FakeApi:
             assert params["cmtitle"] == "Category:Featured articles" and params["cmnamespace"] == "0"
             titles = sorted(self.pages, reverse=True)  # the API's order must not matter
             start = int(params.get("cmcontinue", 0))
-            batch = titles[start:start + self.page_size]
+            batch = titles[start : start + self.page_size]
             response = {"batchcomplete": True, "query": {"categorymembers": [{"ns": 0, "title": t} for t in batch]}}
             if start + self.page_size < len(titles):
                 response["continue"] = {"cmcontinue": str(start + self.page_size), "continue": "-||"}
@@ -109,11 +114,21 @@ class FakeApi:
         wikitext, categories = self.pages[title]
         if wikitext is None:
             return {"query": {"pages": [{"ns": 0, "title": title, "missing": True}]}}
-        return {"query": {"pages": [{
-            "pageid": abs(hash(title)) % 10**6, "ns": 0, "title": title,
-            "revisions": [{"revid": 42, "slots": {"main": {"contentmodel": "wikitext", "content": wikitext}}}],
-            "categories": [{"ns": 14, "title": f"Category:{c}"} for c in categories],
-        }]}}
+        return {
+            "query": {
+                "pages": [
+                    {
+                        "pageid": abs(hash(title)) % 10**6,
+                        "ns": 0,
+                        "title": title,
+                        "revisions": [
+                            {"revid": 42, "slots": {"main": {"contentmodel": "wikitext", "content": wikitext}}}
+                        ],
+                        "categories": [{"ns": 14, "title": f"Category:{c}"} for c in categories],
+                    }
+                ]
+            }
+        }
 
 
 def _pages():
@@ -165,8 +180,14 @@ def test_selection_walk_filters_and_cap():
             counts[bucket_of[kind]] = counts.get(bucket_of[kind], 0) + 1
             expected.append(title)
     assert tables.documents["doc_id"].to_list() == expected
-    assert set(reasons.values()) == {"missing", "no_paragraphs", "too_few_words", "too_shallow", "too_few_sections",
-                                     "bucket_full"}  # this seed's walk meets every rejection
+    assert set(reasons.values()) == {
+        "missing",
+        "no_paragraphs",
+        "too_few_words",
+        "too_shallow",
+        "too_few_sections",
+        "bucket_full",
+    }  # this seed's walk meets every rejection
     assert {r["record"]: r["reason"] for r in tables.skipped.to_dicts()} == reasons
     metas = [json.loads(m) for m in tables.documents["meta"]]
     assert all(m["revid"] == 42 and m["categories"] for m in metas)

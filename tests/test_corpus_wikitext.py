@@ -56,9 +56,11 @@ def test_false_titles_are_glued_back_into_their_sentence(articles):
 
 def test_detokenizer():
     assert detokenize(' The Ise @-@ class ( 1 @,@ 000 t ) had " two " guns , 3 @.@ 5 m wide . ') == (
-        'The Ise-class (1,000 t) had "two" guns, 3.5 m wide.')
+        'The Ise-class (1,000 t) had "two" guns, 3.5 m wide.'
+    )
     assert detokenize("Teddy 's Story ; they Don 't : $ 5 and 10 % [ sic ]") == (
-        "Teddy's Story; they Don't: $5 and 10% [sic]")
+        "Teddy's Story; they Don't: $5 and 10% [sic]"
+    )
     assert detokenize('he said " yes " and " no') == 'he said "yes" and "no'
 
 

@@ -50,7 +50,14 @@ OTHERS = ["an unrelated sentence about tides", "x", "structure helps retrieval w
 
 
 def test_spec_takes_a_complete_entry_and_names_what_is_missing_or_unknown():
-    entry = {"model": MINILM, "batch_size": 2, "device": "cpu", "fp16": False, "max_seq_length": None, "query_prefix": ""}
+    entry = {
+        "model": MINILM,
+        "batch_size": 2,
+        "device": "cpu",
+        "fp16": False,
+        "max_seq_length": None,
+        "query_prefix": "",
+    }
     assert EmbedderSpec.from_config(entry) == SPEC
     with pytest.raises(ValueError, match=r"missing keys \['fp16', 'query_prefix'\]"):
         EmbedderSpec.from_config({k: v for k, v in entry.items() if k not in ("fp16", "query_prefix")})
@@ -90,7 +97,9 @@ def test_the_start_up_checks_do_not_import_torch():
         "assert not heavy, heavy\n"
     )
     env = {**os.environ, "PYTHONPATH": str(Path(embed.__file__).parents[1])}
-    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120, check=False)
+    result = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
     assert result.returncode == 0, result.stderr
 
 

@@ -25,27 +25,37 @@ def test_the_config_names_no_corpus_file():
 
 def test_fidelity_plan_is_four_arms_on_the_qasper_file_given_as_an_override(tmp_path, shared_data):
     qasper = shared_data / "qasper/qasper-dev-v0.3.rebuilt.json"
-    result = run_snakemake(tmp_path, "-n", "--configfile", str(FIDELITY), "--config", f"corpora={{qasper: {{paths: [{qasper}]}}}}")
+    result = run_snakemake(
+        tmp_path, "-n", "--configfile", str(FIDELITY), "--config", f"corpora={{qasper: {{paths: [{qasper}]}}}}"
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     out = result.stdout + result.stderr
     for condition in ("F0", "G2", "G3", "P3"):
         assert f"results/fidelity/qasper/scores/minilm/none/{condition}.parquet" in out
     jobs = planned_jobs(out)
-    assert jobs["score"] == 4 and jobs["contrasts"] == 1 and jobs["retrieval_layer"] == 1 and "induce_structure" not in jobs
+    assert (
+        jobs["score"] == 4
+        and jobs["contrasts"] == 1
+        and jobs["retrieval_layer"] == 1
+        and "induce_structure" not in jobs
+    )
     missing = run_snakemake(tmp_path, "-n", "--configfile", str(FIDELITY))
     assert missing.returncode != 0 and "paths" in missing.stdout + missing.stderr
 
 
-@pytest.mark.parametrize("axes, analog", [
-    ({"boundaries": "fixed", "structure": "gold", "prefix": "none", "retrieval": "flat"}, "A0"),
-    ({"boundaries": "fixed", "structure": "induced:llm", "prefix": "context", "retrieval": "flat"}, "A1"),
-    ({"boundaries": "structural", "structure": "gold", "prefix": "placebo:3", "retrieval": "flat"}, "P"),
-    ({"boundaries": "structural", "structure": "gold", "prefix": "none", "retrieval": "flat"}, "G2"),
-    ({"boundaries": "structural", "structure": "induced:llm", "prefix": "path:3", "retrieval": "flat"}, "A3"),
-    ({"boundaries": "structural", "structure": "gold", "prefix": "path:3", "retrieval": "two_stage"}, "G4"),
-    ({"boundaries": "structural", "structure": "gold", "prefix": "path:1", "retrieval": "flat"}, None),
-    ({"boundaries": "semantic", "structure": "gold", "prefix": "none", "retrieval": "flat"}, None),
-])
+@pytest.mark.parametrize(
+    "axes, analog",
+    [
+        ({"boundaries": "fixed", "structure": "gold", "prefix": "none", "retrieval": "flat"}, "A0"),
+        ({"boundaries": "fixed", "structure": "induced:llm", "prefix": "context", "retrieval": "flat"}, "A1"),
+        ({"boundaries": "structural", "structure": "gold", "prefix": "placebo:3", "retrieval": "flat"}, "P"),
+        ({"boundaries": "structural", "structure": "gold", "prefix": "none", "retrieval": "flat"}, "G2"),
+        ({"boundaries": "structural", "structure": "induced:llm", "prefix": "path:3", "retrieval": "flat"}, "A3"),
+        ({"boundaries": "structural", "structure": "gold", "prefix": "path:3", "retrieval": "two_stage"}, "G4"),
+        ({"boundaries": "structural", "structure": "gold", "prefix": "path:1", "retrieval": "flat"}, None),
+        ({"boundaries": "semantic", "structure": "gold", "prefix": "none", "retrieval": "flat"}, None),
+    ],
+)
 def test_paper_analogs(axes, analog):
     assert compare.paper_analog(axes) == analog
 

@@ -30,8 +30,13 @@ write_report_bundle(synthetic_inputs(), ReportPaths.under("report"))
 
 def render(folder: Path, hash_seed: str) -> None:
     env = {**os.environ, "PYTHONHASHSEED": hash_seed}
-    result = subprocess.run([sys.executable, "-c", RENDER.format(tests=str(TESTS)), str(folder)], env=env,
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-c", RENDER.format(tests=str(TESTS)), str(folder)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
 
 
@@ -47,9 +52,9 @@ def png_chunks(data: bytes) -> list[tuple[bytes, bytes]]:
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     chunks, offset = [], 8
     while offset < len(data):
-        (length,) = struct.unpack(">I", data[offset:offset + 4])
-        kind, payload = data[offset + 4:offset + 8], data[offset + 8:offset + 8 + length]
-        (crc,) = struct.unpack(">I", data[offset + 8 + length:offset + 12 + length])
+        (length,) = struct.unpack(">I", data[offset : offset + 4])
+        kind, payload = data[offset + 4 : offset + 8], data[offset + 8 : offset + 8 + length]
+        (crc,) = struct.unpack(">I", data[offset + 8 + length : offset + 12 + length])
         assert zlib.crc32(kind + payload) == crc
         chunks.append((kind, payload))
         offset += 12 + length
@@ -72,7 +77,11 @@ def test_every_figure_is_drawn_for_a_complete_input(bundle):
 def test_figures_and_every_report_file_are_byte_identical_across_processes(bundle, tmp_path):
     render(tmp_path, "12345")  # another interpreter, another hash seed
     first = {p.relative_to(bundle): p.read_bytes() for p in sorted(bundle.rglob("*")) if p.is_file()}
-    second = {p.relative_to(tmp_path / "report"): p.read_bytes() for p in sorted((tmp_path / "report").rglob("*")) if p.is_file()}
+    second = {
+        p.relative_to(tmp_path / "report"): p.read_bytes()
+        for p in sorted((tmp_path / "report").rglob("*"))
+        if p.is_file()
+    }
     assert first.keys() == second.keys()
     differing = [str(path) for path in first if first[path] != second[path]]
     assert differing == []
@@ -81,7 +90,12 @@ def test_figures_and_every_report_file_are_byte_identical_across_processes(bundl
 def test_tables_are_written_as_parquet_and_csv_with_the_same_content(bundle):
     manifest = json.loads((bundle / "manifest.json").read_text())
     written = [t for t in manifest["tables"] if t["written"]]
-    assert {t["name"] for t in written} == set(TABLES) - {"induction", "situating_contexts", "llm_calls", "query_generation"}
+    assert {t["name"] for t in written} == set(TABLES) - {
+        "induction",
+        "situating_contexts",
+        "llm_calls",
+        "query_generation",
+    }
     for table in written:
         parquet = pl.read_parquet(bundle / "tables" / f"{table['name']}.parquet")
         csv = pl.read_csv(bundle / "tables" / f"{table['name']}.csv", schema=parquet.schema)
@@ -97,7 +111,7 @@ def test_csv_writes_nested_columns_as_json():
 
 def test_markdown_and_html_link_every_figure_and_state_every_omission(bundle):
     markdown, page = (bundle / "report.md").read_text(), (bundle / "index.html").read_text()
-    for name, spec in FIGURES.items():
+    for name in FIGURES:
         assert f"](figures/{name}.png)" in markdown and f'<img src="figures/{name}.png"' in page
     assert "*Omitted: no induced structure in this config.*" in markdown
     assert "Omitted: no induced structure in this config." in page
@@ -132,8 +146,9 @@ def test_importing_the_figures_module_does_not_import_matplotlib():
 def test_run_summary_names_the_report_cells_and_cache_use():
     inputs = synthetic_inputs()
     tables = build_tables(inputs)
-    figures = [Omitted(spec, "x") if name == "section_recall" else RenderedFigure(spec, b"")
-               for name, spec in FIGURES.items()]
+    figures = [
+        Omitted(spec, "x") if name == "section_recall" else RenderedFigure(spec, b"") for name, spec in FIGURES.items()
+    ]
     line = run_summary(inputs, ReportPaths.under("results/report"), tables, figures)
     assert "\n" not in line
     assert line.startswith("structbench report: results/report/index.html (Markdown: results/report/report.md); ")

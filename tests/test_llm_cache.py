@@ -41,7 +41,8 @@ def test_second_identical_call_makes_zero_backend_calls(tiny_model, tmp_path):
 
 
 def test_key_changes_with_every_determining_input(tmp_path):
-    def key(spec=LLMSpec("transformers", "m"), model="m", weights="w1", **request):
+    def key(spec=None, model="m", weights="w1", **request):
+        spec = spec or LLMSpec("transformers", "m")
         backend = ScriptedBackend(lambda r: "", model=model)
         backend.identity = lambda: {"model": model, "weights": weights}
         defaults = dict(messages=[{"role": "user", "content": "hi"}], schema=None, prompt_version="p@1")
@@ -49,11 +50,15 @@ def test_key_changes_with_every_determining_input(tmp_path):
 
     base = key()
     variants = [
-        key(model="m2"), key(weights="w2"), key(prompt_version="p@2"),
+        key(model="m2"),
+        key(weights="w2"),
+        key(prompt_version="p@2"),
         key(messages=[{"role": "user", "content": "hi!"}]),
         key(messages=[{"role": "system", "content": "hi"}]),
-        key(schema={"type": "object"}), key(max_new_tokens=7),
-        key(spec=LLMSpec("transformers", "m", temperature=0.5)), key(spec=LLMSpec("transformers", "m", seed=1)),
+        key(schema={"type": "object"}),
+        key(max_new_tokens=7),
+        key(spec=LLMSpec("transformers", "m", temperature=0.5)),
+        key(spec=LLMSpec("transformers", "m", seed=1)),
     ]
     assert base == key()  # stable
     assert len({base, *variants}) == 1 + len(variants)

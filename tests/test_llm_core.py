@@ -18,13 +18,16 @@ from structbench.llm.prompts import parse_prompt
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 
 
-@pytest.mark.parametrize("text, value", [
-    ('{"n": 1}', {"n": 1}),
-    ('Sure! Here it is:\n```json\n{"n": 2}\n```\nHope that helps.', {"n": 2}),
-    ('[1, 2] and then {"n": 3}', [1, 2]),  # the first value wins, whatever its kind
-    ('the range [a, b] is {"n": 4}', {"n": 4}),  # a bracket that starts no JSON is skipped
-    ('{"n": {"m": [1, {"k": "}"}]}}', {"n": {"m": [1, {"k": "}"}]}}),  # braces inside strings
-])
+@pytest.mark.parametrize(
+    "text, value",
+    [
+        ('{"n": 1}', {"n": 1}),
+        ('Sure! Here it is:\n```json\n{"n": 2}\n```\nHope that helps.', {"n": 2}),
+        ('[1, 2] and then {"n": 3}', [1, 2]),  # the first value wins, whatever its kind
+        ('the range [a, b] is {"n": 4}', {"n": 4}),  # a bracket that starts no JSON is skipped
+        ('{"n": {"m": [1, {"k": "}"}]}}', {"n": {"m": [1, {"k": "}"}]}}),  # braces inside strings
+    ],
+)
 def test_extract_json_finds_the_first_complete_value(text, value):
     assert extract_json(text) == value
 

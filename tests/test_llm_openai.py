@@ -18,8 +18,9 @@ from structbench.llm import ChatRequest, LLMSpec, load_llm
 from structbench.llm.openai_backend import OpenAIBackend, ServerUnavailable
 
 TRANSFORMERS_CLI = Path(sys.executable).with_name("transformers")
-pytestmark = pytest.mark.skipif(not TRANSFORMERS_CLI.exists() and not shutil.which("transformers"),
-                                reason="the transformers CLI is not installed")
+pytestmark = pytest.mark.skipif(
+    not TRANSFORMERS_CLI.exists() and not shutil.which("transformers"), reason="the transformers CLI is not installed"
+)
 
 
 def free_port() -> int:
@@ -39,10 +40,12 @@ def server(tmp_path_factory):
     log_path = root / "server.log"
     with open(log_path, "wb") as log_file:
         process = subprocess.Popen(
-            [str(TRANSFORMERS_CLI), "serve", str(model), "--host", "127.0.0.1", "--port", str(port),
-             "--device", "cpu"],
-            stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True,
-            env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
+            [str(TRANSFORMERS_CLI), "serve", str(model), "--host", "127.0.0.1", "--port", str(port), "--device", "cpu"],
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"},
+        )
     try:
         deadline = time.monotonic() + 300
         while True:
@@ -68,8 +71,16 @@ def server(tmp_path_factory):
 
 
 def entry(server, **extra):
-    return {"backend": "openai", "model": server["model"], "base_url": server["base_url"], "context_tokens": 512,
-            "response_format": "none", "max_new_tokens": 8, "batch_size": 2, **extra}
+    return {
+        "backend": "openai",
+        "model": server["model"],
+        "base_url": server["base_url"],
+        "context_tokens": 512,
+        "response_format": "none",
+        "max_new_tokens": 8,
+        "batch_size": 2,
+        **extra,
+    }
 
 
 def prompts(n):
@@ -96,16 +107,18 @@ def test_http_errors_become_failure_records(server):
     results = wrong.chat(prompts(2))
     assert [r.ok for r in results] == [False, False]
     assert all("HTTP 4" in r.error and server["base_url"] + "/chat/completions" in r.error for r in results)
-    no_json = load_llm(entry(server)).chat([ChatRequest.of([{"role": "user", "content": "j"}],
-                                                           schema={"type": "object"})])[0]
+    no_json = load_llm(entry(server)).chat(
+        [ChatRequest.of([{"role": "user", "content": "j"}], schema={"type": "object"})]
+    )[0]
     assert not no_json.ok and "no JSON" in no_json.error
 
 
 def test_down_server_error_names_the_url_after_exponential_backoff():
     url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
     delays = []
-    backend = OpenAIBackend(LLMSpec("openai", "m", base_url=url, max_retries=2, backoff_s=0.01, timeout_s=2),
-                            sleep=delays.append)
+    backend = OpenAIBackend(
+        LLMSpec("openai", "m", base_url=url, max_retries=2, backoff_s=0.01, timeout_s=2), sleep=delays.append
+    )
     with pytest.raises(ServerUnavailable, match=f"server at {url}/chat/completions is unreachable after 3 attempts"):
         backend.generate(prompts(1), [8])
     assert delays == [0.01, 0.02]
@@ -116,8 +129,9 @@ def test_a_server_that_never_answers_times_out():
         listener.bind(("127.0.0.1", 0))
         listener.listen(8)
         url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
-        backend = OpenAIBackend(LLMSpec("openai", "m", base_url=url, max_retries=1, backoff_s=0.01, timeout_s=0.3),
-                                sleep=lambda s: None)
+        backend = OpenAIBackend(
+            LLMSpec("openai", "m", base_url=url, max_retries=1, backoff_s=0.01, timeout_s=0.3), sleep=lambda s: None
+        )
         with pytest.raises(ServerUnavailable, match=f"{url}/chat/completions.*timed out"):
             backend.generate(prompts(1), [8])
 
@@ -129,6 +143,8 @@ def test_request_body_and_token_estimate():
     body = constrained.request_body(request, 12)
     assert body["response_format"] == {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema}}
     assert (body["model"], body["max_tokens"], body["temperature"], body["seed"]) == ("m", 12, 0.0, 7)
-    assert "response_format" not in OpenAIBackend(LLMSpec("openai", "m", response_format="none")).request_body(request, 1)
+    assert "response_format" not in OpenAIBackend(LLMSpec("openai", "m", response_format="none")).request_body(
+        request, 1
+    )
     assert constrained.count_tokens(request.as_dicts()) == 10 + 4
     assert constrained.identity() == {"model": "m", "weights": "served@unversioned"}

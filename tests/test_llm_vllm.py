@@ -19,23 +19,35 @@ SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required"
 def test_sampling_kwargs_carry_the_schema_as_structured_output():
     spec = LLMSpec("vllm", "m", seed=11)
     request = ChatRequest.of([{"role": "user", "content": "hi"}], schema=SCHEMA)
-    assert sampling_kwargs(spec, request, 64) == {"temperature": 0.0, "seed": 11, "max_tokens": 64,
-                                                  "structured_outputs": {"json": SCHEMA}}
+    assert sampling_kwargs(spec, request, 64) == {
+        "temperature": 0.0,
+        "seed": 11,
+        "max_tokens": 64,
+        "structured_outputs": {"json": SCHEMA},
+    }
     free = ChatRequest.of([{"role": "user", "content": "hi"}])
     assert "structured_outputs" not in sampling_kwargs(spec, free, 64)
 
 
 def test_engine_kwargs():
     spec = LLMSpec("vllm", "org/model", revision="abc", context_tokens=4096, gpu_memory_utilization=0.5)
-    assert engine_kwargs(spec) == {"model": "org/model", "seed": spec.seed, "dtype": "auto",
-                                   "gpu_memory_utilization": 0.5, "tensor_parallel_size": 1, "revision": "abc",
-                                   "max_model_len": 4096}
+    assert engine_kwargs(spec) == {
+        "model": "org/model",
+        "seed": spec.seed,
+        "dtype": "auto",
+        "gpu_memory_utilization": 0.5,
+        "tensor_parallel_size": 1,
+        "revision": "abc",
+        "max_model_len": 4096,
+    }
 
 
 def test_model_identity(tmp_path):
     (tmp_path / "config.json").write_text("{}")
-    assert model_identity(LLMSpec("vllm", str(tmp_path))) == {"model": str(tmp_path),
-                                                                "weights": weights_fingerprint(tmp_path)}
+    assert model_identity(LLMSpec("vllm", str(tmp_path))) == {
+        "model": str(tmp_path),
+        "weights": weights_fingerprint(tmp_path),
+    }
     assert model_identity(LLMSpec("vllm", "org/m", revision="r1"))["weights"] == "hub@r1"
     with pytest.raises(ValueError, match="'no-such-org/no-such-model' is neither a local directory"):
         model_identity(LLMSpec("vllm", "no-such-org/no-such-model"))
@@ -50,8 +62,9 @@ def test_missing_vllm_is_a_clear_error(tmp_path):
 def test_vllm_generates_schema_valid_json(tmp_path):
     pytest.importorskip("vllm", reason="vllm is not installed (it needs a CUDA GPU node)")
     model = build_tiny_model(tmp_path / "model")
-    llm = load_llm({"backend": "vllm", "model": str(model), "max_new_tokens": 32, "gpu_memory_utilization": 0.2},
-                   tmp_path / "llm")
+    llm = load_llm(
+        {"backend": "vllm", "model": str(model), "max_new_tokens": 32, "gpu_memory_utilization": 0.2}, tmp_path / "llm"
+    )
     responses = llm.chat([ChatRequest.of([{"role": "user", "content": f"n {k}"}], schema=SCHEMA) for k in range(3)])
     assert all(r.ok or r.finish_reason == "length" for r in responses)
     assert any(r.ok and isinstance(r.value["n"], int) for r in responses)

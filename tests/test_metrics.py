@@ -152,9 +152,7 @@ def test_multi_span_novelty_by_hand():
 def test_tiling_multi_span_and_other_documents():
     # tiling chunk set of d: [0,50) [50,120) [120,200) [200,260); spans [40,130), [200,210)
     queries = make_queries([("q", "d", [(40, 130), (200, 210)])])
-    chunks = make_chunks(
-        [(0, "d", 0, 50), (1, "d", 50, 120), (2, "d", 120, 200), (3, "d", 200, 260), (4, "e", 0, 500)]
-    )
+    chunks = make_chunks([(0, "d", 0, 50), (1, "d", 50, 120), (2, "d", 120, 200), (3, "d", 200, 260), (4, "e", 0, 500)])
     runs = make_runs({"q": [4, 2, 1]})
     scores = score_run(runs, queries, chunks)
     g1, g2 = 90, 10
@@ -205,9 +203,7 @@ def test_binary_relevance_rule_boundaries(chunk, span, expected):
 
 def test_mrr_binary_ndcg_recall_gold_top1_by_hand():
     queries = make_queries([("q", "d", [(0, 100), (300, 400)])])
-    chunks = make_chunks(
-        [(0, "d", 0, 60), (1, "d", 60, 100), (2, "d", 100, 300), (3, "d", 300, 400), (4, "e", 0, 100)]
-    )
+    chunks = make_chunks([(0, "d", 0, 60), (1, "d", 60, 100), (2, "d", 100, 300), (3, "d", 300, 400), (4, "e", 0, 100)])
     runs = make_runs({"q": [4, 2, 1, 3]})
     scores = score_run(runs, queries, chunks, recall_k=3)
     # relevant chunks in the set: 0 (60% of g1), 1 (inside g1), 3 (= g2); 2 is not
@@ -361,9 +357,13 @@ def trec_eval_scores(queries, chunks, runs, measures):
     for q in queries.iter_rows(named=True):
         spans = [tuple(s) for s in q["spans"]]
         for c in chunk_rows:
-            if c["doc_id"] == q["doc_id"] and ref.relevant(ref.Chunk(c["chunk_id"], c["doc_id"], c["start"], c["end"]), q["doc_id"], spans):
+            if c["doc_id"] == q["doc_id"] and ref.relevant(
+                ref.Chunk(c["chunk_id"], c["doc_id"], c["start"], c["end"]), q["doc_id"], spans
+            ):
                 qrels.append(ir_measures.Qrel(q["qid"], str(c["chunk_id"]), 1))
-    scored = [ir_measures.ScoredDoc(r["qid"], str(r["chunk_id"]), float(r["score"])) for r in runs.iter_rows(named=True)]
+    scored = [
+        ir_measures.ScoredDoc(r["qid"], str(r["chunk_id"]), float(r["score"])) for r in runs.iter_rows(named=True)
+    ]
     values = {(m.query_id, str(m.measure)): m.value for m in ir_measures.iter_calc(measures, qrels, scored)}
     n_relevant: dict[str, int] = {}
     for qrel in qrels:
@@ -379,7 +379,10 @@ def test_binary_ndcg_and_mrr_match_ir_measures():
     cell = synthetic_cell(n_docs=40, n_queries=150, top_k=60, own_doc_chunks=12, chars_per_chunk=300, seed=5)
     queries, chunks, runs = cell["queries"], cell["chunks"], cell["runs"]
     rng = np.random.default_rng(1)
-    by_doc = {r["doc_id"]: list(zip(r["start"], r["end"])) for r in chunks.group_by("doc_id").agg("start", "end").iter_rows(named=True)}
+    by_doc = {
+        r["doc_id"]: list(zip(r["start"], r["end"]))
+        for r in chunks.group_by("doc_id").agg("start", "end").iter_rows(named=True)
+    }
     spans = []
     for doc, original in zip(queries["doc_id"], queries["spans"].to_list()):
         start, end = by_doc[doc][int(rng.integers(len(by_doc[doc])))]
@@ -490,7 +493,9 @@ def test_matches_reference_on_random_tilings(case):
     chunks = [ref.Chunk(*row) for row in chunk_rows]
     by_id = {c.chunk_id: c for c in chunks}
     expected = ref.score_query([by_id[c] for c in ranking], chunks, "d", spans)
-    got = score_run(make_runs({"q": ranking}), make_queries([("q", "d", spans)]), make_chunks(chunk_rows)).row(0, named=True)
+    got = score_run(make_runs({"q": ranking}), make_queries([("q", "d", spans)]), make_chunks(chunk_rows)).row(
+        0, named=True
+    )
     for column in metric_columns():
         assert got[column] == pytest.approx(expected[column], abs=1e-12), column
 
@@ -501,7 +506,12 @@ def test_matches_reference_on_random_tilings(case):
 def test_section_recall():
     queries = make_queries([("a", "d", [(100, 200)]), ("b", "d", [(0, 10), (500, 600)]), ("c", "d", [(0, 10)])])
     kept = pl.DataFrame(
-        {"qid": ["a", "a", "b", "b"], "doc_id": ["d", "d", "e", "d"], "start": [0, 200, 0, 550], "end": [100, 300, 1000, 560]}
+        {
+            "qid": ["a", "a", "b", "b"],
+            "doc_id": ["d", "d", "e", "d"],
+            "start": [0, 200, 0, 550],
+            "end": [100, 300, 1000, 560],
+        }
     )
     result = section_recall(kept, queries)
     assert result.to_dict(as_series=False) == {"qid": ["a", "b", "c"], "section_recall": [0.0, 1.0, 0.0]}
@@ -538,8 +548,17 @@ def test_scoring_is_deterministic():
 # The score table the default config produced before the registry existed (checked by hand against
 # the parallel-list score_run it replaced): these columns, this order, these dtypes.
 DEFAULT_COLUMNS_BEFORE_THE_REGISTRY = [
-    "qid", "doc_id", "qtype",
-    "cov_nDCG@10", "nDCG@10", "MRR", "R@50", "budget_cov@512", "budget_cov@1024", "budget_cov@2048", "gold_top1",
+    "qid",
+    "doc_id",
+    "qtype",
+    "cov_nDCG@10",
+    "nDCG@10",
+    "MRR",
+    "R@50",
+    "budget_cov@512",
+    "budget_cov@1024",
+    "budget_cov@2048",
+    "gold_top1",
 ]
 
 
@@ -557,8 +576,12 @@ def test_default_config_gives_the_same_score_table_columns_as_before():
     assert scores.columns == DEFAULT_COLUMNS_BEFORE_THE_REGISTRY
     assert scores.dtypes == [pl.String] * 3 + [pl.Float64] * 8
     # the old keyword interface builds the very same table
-    legacy = score_run(cell["runs"], cell["queries"], cell["chunks"], cell["texts"], k=10, recall_k=50, budgets=(512, 1024, 2048))
-    assert legacy.equals(scores) and score_run(cell["runs"], cell["queries"], cell["chunks"], cell["texts"]).equals(scores)
+    legacy = score_run(
+        cell["runs"], cell["queries"], cell["chunks"], cell["texts"], k=10, recall_k=50, budgets=(512, 1024, 2048)
+    )
+    assert legacy.equals(scores) and score_run(cell["runs"], cell["queries"], cell["chunks"], cell["texts"]).equals(
+        scores
+    )
 
 
 def test_default_metric_set_equals_the_reference_exactly():
@@ -628,7 +651,12 @@ def test_metrics_from_config_names_the_missing_key():
     with pytest.raises(ValueError, match="metrics.recall_k"):
         metrics_from_config({"ndcg_k": 10, "budgets": [512]})
     assert metrics_from_config({"ndcg_k": 5, "recall_k": 20, "budgets": [100]}) == [
-        "cov_nDCG@5", "nDCG@5", "MRR", "R@20", "budget_cov@100", "gold_top1"
+        "cov_nDCG@5",
+        "nDCG@5",
+        "MRR",
+        "R@20",
+        "budget_cov@100",
+        "gold_top1",
     ]
 
 
@@ -637,7 +665,12 @@ def section_recall_case():
     chunks = make_chunks([(0, "d", 0, 100), (1, "d", 100, 300), (2, "d", 300, 700), (3, "e", 0, 1000)])
     runs = make_runs({"a": [1, 0], "b": [3, 2], "c": [2]})
     kept = pl.DataFrame(
-        {"qid": ["a", "a", "b", "b"], "doc_id": ["d", "d", "e", "d"], "start": [0, 200, 0, 550], "end": [100, 300, 1000, 560]}
+        {
+            "qid": ["a", "a", "b", "b"],
+            "doc_id": ["d", "d", "e", "d"],
+            "start": [0, 200, 0, 550],
+            "end": [100, 300, 1000, 560],
+        }
     )
     return runs, queries, chunks, kept
 
@@ -659,7 +692,9 @@ def test_section_recall_is_a_registered_metric_outside_the_default_set():
 
 def test_a_metric_missing_its_input_is_an_error_naming_both():
     runs, queries, chunks, kept = section_recall_case()
-    with pytest.raises(ValueError, match=r"metric 'section_recall' needs input 'kept_sections' \(the sections a router kept"):
+    with pytest.raises(
+        ValueError, match=r"metric 'section_recall' needs input 'kept_sections' \(the sections a router kept"
+    ):
         score_run(runs, queries, chunks, metrics=["MRR", "section_recall"])
     with pytest.raises(ValueError, match="needs input 'kept_sections'"):
         score_run(runs, queries, chunks, metrics=["section_recall"], inputs={"kept": kept})
@@ -667,25 +702,42 @@ def test_a_metric_missing_its_input_is_an_error_naming_both():
     with pytest.raises(ValueError, match="needs input 'kept_sections'"):
         score_run(make_runs({"zzz": [0]}), queries, chunks, metrics=["section_recall"])
     with pytest.raises(ValueError, match="kept_sections: qid not in queries"):
-        score_run(runs, queries, chunks, metrics=["section_recall"], inputs={"kept_sections": kept.with_columns(pl.lit("x").alias("qid"))})
+        score_run(
+            runs,
+            queries,
+            chunks,
+            metrics=["section_recall"],
+            inputs={"kept_sections": kept.with_columns(pl.lit("x").alias("qid"))},
+        )
 
 
 def test_a_new_metric_plugs_in_by_registering(monkeypatch):
     monkeypatch.setattr(registry, "REGISTRY", dict(registry.REGISTRY))  # registrations vanish after the test
     routed = registry.ExtraInput("routed_doc", "the document each query was routed to: qid, doc_id")
 
-    @registry.register("doc_routed", label="routed to gold", description="1 when routing chose the gold document.", requires=(routed,))
+    @registry.register(
+        "doc_routed", label="routed to gold", description="1 when routing chose the gold document.", requires=(routed,)
+    )
     def doc_routed(evidence, routed_doc):
         chosen = dict(routed_doc.iter_rows())
         return np.array([float(chosen.get(q) == d) for q, d in zip(evidence.qid, evidence.doc_id)])
 
-    @registry.register("first_hits", cutoff="depth", label="hits in the top {cutoff}", description="Relevant chunks ranked in the top depth.")
+    @registry.register(
+        "first_hits",
+        cutoff="depth",
+        label="hits in the top {cutoff}",
+        description="Relevant chunks ranked in the top depth.",
+    )
     def first_hits(evidence, depth):
-        return np.bincount(evidence.relevant_query[evidence.relevant_rank <= depth], minlength=evidence.n_queries).astype(float)
+        return np.bincount(
+            evidence.relevant_query[evidence.relevant_rank <= depth], minlength=evidence.n_queries
+        ).astype(float)
 
     runs, queries, chunks, _ = section_recall_case()
     routed_doc = pl.DataFrame({"qid": ["a", "b"], "doc_id": ["d", "e"]})
-    scores = score_run(runs, queries, chunks, metrics=["doc_routed", "first_hits@1", "MRR"], inputs={"routed_doc": routed_doc})
+    scores = score_run(
+        runs, queries, chunks, metrics=["doc_routed", "first_hits@1", "MRR"], inputs={"routed_doc": routed_doc}
+    )
     assert scores["doc_routed"].to_list() == [1.0, 0.0, 0.0]
     assert scores["first_hits@1"].to_list() == [1.0, 0.0, 0.0]  # only a ranks a relevant chunk first
     assert metric_label("first_hits@1") == "hits in the top 1"
@@ -707,7 +759,15 @@ def test_a_new_metric_plugs_in_by_registering(monkeypatch):
     "change, message",
     [
         (lambda q, c, r, t: (q.vstack(q), c, r, t), "queries: duplicate qid"),
-        (lambda q, c, r, t: (q.with_columns(pl.Series("spans", [[[0, 5, 9]]], dtype=pl.List(pl.List(pl.Int64)))), c, r, t), "spans must be"),
+        (
+            lambda q, c, r, t: (
+                q.with_columns(pl.Series("spans", [[[0, 5, 9]]], dtype=pl.List(pl.List(pl.Int64)))),
+                c,
+                r,
+                t,
+            ),
+            "spans must be",
+        ),
         (lambda q, c, r, t: (q.drop("qtype"), c, r, t), r"queries table is missing columns \['qtype'\]"),
         (lambda q, c, r, t: (q, c.vstack(c.head(1)), r, t), "chunks: duplicate chunk_id"),
         (lambda q, c, r, t: (q, c.with_columns(pl.lit(0).alias("end")), r, t), "chunks: empty or negative interval"),
@@ -717,8 +777,14 @@ def test_a_new_metric_plugs_in_by_registering(monkeypatch):
         (lambda q, c, r, t: (q, c, r, t.vstack(t.head(1))), "texts: duplicate chunk_id"),
         (lambda q, c, r, t: (q, c, r, t.with_columns(pl.lit(-2).alias("prefix_tokens"))), "negative prefix_tokens"),
         # two problems at once: the earlier step's error is the one raised (the split kept the order)
-        (lambda q, c, r, t: (q, c.with_columns(pl.lit(0).alias("end")), make_runs({"zzz": [0]}), t), "chunks: empty or negative"),
-        (lambda q, c, r, t: (q, c, make_runs({"zzz": [0]}), t.with_columns(pl.lit(-2).alias("prefix_tokens"))), "qid not in queries"),
+        (
+            lambda q, c, r, t: (q, c.with_columns(pl.lit(0).alias("end")), make_runs({"zzz": [0]}), t),
+            "chunks: empty or negative",
+        ),
+        (
+            lambda q, c, r, t: (q, c, make_runs({"zzz": [0]}), t.with_columns(pl.lit(-2).alias("prefix_tokens"))),
+            "qid not in queries",
+        ),
     ],
 )
 def test_alignment_errors_name_the_bad_input(change, message):

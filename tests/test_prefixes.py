@@ -22,10 +22,26 @@ def make(chunks_spec):
         start = sum(len(p) + 2 for p in parts)
         content = f"content {len(rows)}"
         parts.append(content)
-        rows.append(dict(chunk_id=len(rows), doc_id=doc_id, start=start, end=start + len(content) + 2,
-                         n_tokens=2, section_id=0, path=list(path)))
-    documents = pl.DataFrame([dict(corpus="c", doc_id=d, title=d, text="\n\n".join(p) + "\n\n", meta="{}",
-                                   n_chars=len("\n\n".join(p)) + 2) for d, p in texts.items()], schema=DOCUMENTS)
+        rows.append(
+            dict(
+                chunk_id=len(rows),
+                doc_id=doc_id,
+                start=start,
+                end=start + len(content) + 2,
+                n_tokens=2,
+                section_id=0,
+                path=list(path),
+            )
+        )
+    documents = pl.DataFrame(
+        [
+            dict(
+                corpus="c", doc_id=d, title=d, text="\n\n".join(p) + "\n\n", meta="{}", n_chars=len("\n\n".join(p)) + 2
+            )
+            for d, p in texts.items()
+        ],
+        schema=DOCUMENTS,
+    )
     return documents, pl.DataFrame(rows, schema=CHUNKS)
 
 

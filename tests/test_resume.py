@@ -100,6 +100,7 @@ def test_slurm_jobs_are_matched_by_the_directory_they_were_submitted_from(tmp_pa
 @pytest.fixture
 def no_run(monkeypatch):
     """Should a refusal test wrongly get past the check, fail instead of becoming a Snakemake run."""
+
     def forbidden(*args):
         pytest.fail("resume went past its check to unlock or run")  # a BaseException: no except stops it
 
@@ -130,8 +131,9 @@ def fake_squeue(bin_dir: Path, body: str) -> Path:
 
 
 def resume_on_slurm(workdir: Path) -> int:
-    return resume.main(["--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
-                        "--executor", "slurm", "--cores", "1"])
+    return resume.main(
+        ["--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir), "--executor", "slurm", "--cores", "1"]
+    )
 
 
 def test_resume_on_slurm_refuses_while_the_crashed_runs_jobs_are_queued(tmp_path, monkeypatch, capsys, no_run):
@@ -145,10 +147,14 @@ def test_resume_on_slurm_refuses_while_the_crashed_runs_jobs_are_queued(tmp_path
 
 
 def test_resume_on_slurm_refuses_when_the_queue_cannot_be_read(tmp_path, monkeypatch, capsys, no_run):
-    bin_dir = fake_squeue(tmp_path / "bin", "echo 'slurm_load_jobs error: Unable to contact slurm controller' >&2; exit 1")
+    bin_dir = fake_squeue(
+        tmp_path / "bin", "echo 'slurm_load_jobs error: Unable to contact slurm controller' >&2; exit 1"
+    )
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     assert resume_on_slurm(tmp_path / "run") == 1
-    assert "cannot list Slurm jobs (slurm_load_jobs error: Unable to contact slurm controller)" in capsys.readouterr().err
+    assert (
+        "cannot list Slurm jobs (slurm_load_jobs error: Unable to contact slurm controller)" in capsys.readouterr().err
+    )
 
 
 # ---- the workflow killed and resumed --------------------------------------------------------------
@@ -161,15 +167,19 @@ def make(target: str, workdir: Path) -> list[str]:
 
 
 def make_resume(workdir: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(make("resume", workdir), check=False, capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
-                          env=local_env())
+    return subprocess.run(
+        make("resume", workdir), check=False, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, env=local_env()
+    )
 
 
 def measured_files(workdir: Path) -> dict[str, bytes]:
     """Relative path -> bytes of every score, contrast and vector file of a run."""
     results = workdir / "results"
-    paths = [*results.glob("*/scores/**/*.parquet"), *results.glob("contrasts/**/*.parquet"),
-             *results.glob("*/vectors/**/*.npy")]
+    paths = [
+        *results.glob("*/scores/**/*.parquet"),
+        *results.glob("contrasts/**/*.parquet"),
+        *results.glob("*/vectors/**/*.npy"),
+    ]
     return {str(path.relative_to(workdir)): path.read_bytes() for path in paths}
 
 
@@ -209,8 +219,7 @@ def job_processes(root: psutil.Process, script: str) -> list[psutil.Process]:
 
 
 def snakemake_process(root: psutil.Process) -> psutil.Process:
-    (main,) = [p for p in root.children(recursive=True)
-               if any(Path(arg).name == "snakemake" for arg in p.cmdline())]
+    (main,) = [p for p in root.children(recursive=True) if any(Path(arg).name == "snakemake" for arg in p.cmdline())]
     return main
 
 
@@ -266,16 +275,20 @@ class KillPoint:
         return any(text and "done in" not in text for text in logs)
 
     def reached(self, workdir: Path, root: psutil.Process) -> bool:
-        return (len(self.finished(workdir)) >= self.finished_before
-                and (self.busy_logs is None or self.step_under_way(workdir))
-                and bool(self.marked(workdir)) and bool(job_processes(root, self.script)))
+        return (
+            len(self.finished(workdir)) >= self.finished_before
+            and (self.busy_logs is None or self.step_under_way(workdir))
+            and bool(self.marked(workdir))
+            and bool(job_processes(root, self.script))
+        )
 
 
 KILL_POINTS = {
     "corpus": KillPoint("build_corpus.py", "results/kb/corpus/*.parquet", warm_cache=True),
     # A second text set's embedding, mid-encoding: the cache already holds the first set's vectors.
-    "embedding": KillPoint("embed_texts.py", "results/kb/vectors/minilm/*/*/*.npy", finished_before=1,
-                           busy_logs="logs/embed/**/*.log"),
+    "embedding": KillPoint(
+        "embed_texts.py", "results/kb/vectors/minilm/*/*/*.npy", finished_before=1, busy_logs="logs/embed/**/*.log"
+    ),
     "scoring": KillPoint("score.py", "results/kb/scores/minilm/*/*.parquet", warm_cache=True),
 }
 
@@ -283,8 +296,9 @@ KILL_POINTS = {
 def start_run(workdir: Path) -> subprocess.Popen:
     """`make run` in a process group of its own, as a terminal session would hold it."""
     with (workdir / "run.out").open("w") as log:
-        return subprocess.Popen(make("run", workdir), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                env=local_env())
+        return subprocess.Popen(
+            make("run", workdir), stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=local_env()
+        )
 
 
 def wait_for(point: KillPoint, workdir: Path, run: subprocess.Popen) -> psutil.Process:
@@ -303,8 +317,9 @@ def reference(tmp_path_factory):
     """One uninterrupted run with a fresh cache: the bytes every resumed run must reproduce."""
     workdir = tmp_path_factory.mktemp("reference")
     kb_config(workdir, TINY)
-    result = subprocess.run(make("run", workdir), check=False, capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
-                            env=local_env())
+    result = subprocess.run(
+        make("run", workdir), check=False, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, env=local_env()
+    )
     assert result.returncode == 0, result.stderr[-4000:]
     files = measured_files(workdir)
     assert any("/scores/minilm/" in p for p in files) and any(p.startswith("results/contrasts/") for p in files)

@@ -83,7 +83,8 @@ def test_auto_gives_the_cpu_ranking_here():
     chunks = normalized(rng.normal(size=(50, 8)))
     queries = normalized(rng.normal(size=(3, 8)))
     assert flat_search(chunks, queries, ["a", "b", "c"], 10, use_gpu="auto").equals(
-        flat_search(chunks, queries, ["a", "b", "c"], 10, use_gpu=False))
+        flat_search(chunks, queries, ["a", "b", "c"], 10, use_gpu=False)
+    )
 
 
 def test_top_k_by_score_keeps_the_lowest_chunk_ids_of_a_straddling_tie():

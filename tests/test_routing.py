@@ -38,9 +38,12 @@ SECTION_ROWS = [
 SECTIONS_TABLE = pl.DataFrame(SECTION_ROWS, schema=SECTIONS, orient="row")
 # one chunk per section; chunk_id i lies in the section of row i, so the units are [0, 1, 1, 2, 3, 4]
 CHUNKS_TABLE = pl.DataFrame(
-    [(i, doc, start, end, 20, sid, path, "section")
-     for i, (doc, sid, _, _, path, _, _, start, end, _) in enumerate(SECTION_ROWS)],
-    schema=CHUNKS, orient="row",
+    [
+        (i, doc, start, end, 20, sid, path, "section")
+        for i, (doc, sid, _, _, path, _, _, start, end, _) in enumerate(SECTION_ROWS)
+    ],
+    schema=CHUNKS,
+    orient="row",
 )
 
 
@@ -64,7 +67,8 @@ QUERIES_TABLE = pl.DataFrame(
         ("q2", "t", "a", "What opens the guide?", "underspecified", [[10, 20]], "{}"),  # in a's lead: unit 0
         ("q3", "t", "b", "Which data and intro?", "multihop", [[5, 10], [160, 170]], "{}"),  # units 3 and 4
     ],
-    schema=QUERIES, orient="row",
+    schema=QUERIES,
+    orient="row",
 )
 QIDS = QUERIES_TABLE["qid"].to_list()
 # q1 -> unit 1; q2 -> doc b's units 3, 4 (a miss: its gold lies in doc a); q3 -> unit 4, then unit 0
@@ -74,15 +78,21 @@ QUERY_VECTORS = np.stack([unit(1), mix((3, 1.0), (4, 0.9)), mix((4, 1.0), (0, 0.
 def test_units_are_a_document_plus_a_top_level_heading_with_subsections():
     units = section_units(SECTIONS_TABLE)
     assert units.select("unit", "doc_id", "top_section_id", "start", "end").rows() == [
-        (0, "a", 0, 0, 100), (1, "a", 1, 102, 300), (2, "a", 3, 302, 400), (3, "b", 0, 0, 150), (4, "b", 1, 152, 300)]
+        (0, "a", 0, 0, 100),
+        (1, "a", 1, 102, 300),
+        (2, "a", 3, 302, 400),
+        (3, "b", 0, 0, 150),
+        (4, "b", 1, 152, 300),
+    ]
     # the lead text is a unit of its own, titled by the document title alone
     assert units["title"].to_list() == ["Alpha", "Alpha > Methods", "Alpha > Results", "Beta > Intro", "Beta > Data"]
     assert chunk_units(CHUNKS_TABLE, SECTIONS_TABLE, units).tolist() == [0, 1, 1, 2, 3, 4]
 
 
 def test_chunks_of_another_structure_are_refused_by_name():
-    stray = CHUNKS_TABLE.with_columns(pl.when(pl.col("chunk_id") == 5).then(9).otherwise(pl.col("section_id"))
-                                      .cast(pl.Int32).alias("section_id"))
+    stray = CHUNKS_TABLE.with_columns(
+        pl.when(pl.col("chunk_id") == 5).then(9).otherwise(pl.col("section_id")).cast(pl.Int32).alias("section_id")
+    )
     with pytest.raises(ValueError, match=r"chunk 5 of 'b', section_id 9"):
         chunk_units(stray, SECTIONS_TABLE, section_units(SECTIONS_TABLE))
 
@@ -110,8 +120,9 @@ def test_top_rows_is_exact_with_ties_by_row():
 
 
 def routed_by_two_stage(top_sections=2):
-    return route_two_stage(CHUNK_VECTORS, QUERY_VECTORS, QIDS, chunks=CHUNKS_TABLE, sections=SECTIONS_TABLE,
-                           top_sections=top_sections)
+    return route_two_stage(
+        CHUNK_VECTORS, QUERY_VECTORS, QIDS, chunks=CHUNKS_TABLE, sections=SECTIONS_TABLE, top_sections=top_sections
+    )
 
 
 def test_stage_one_keeps_the_nearest_centroids_ties_by_unit():
@@ -119,12 +130,18 @@ def test_stage_one_keeps_the_nearest_centroids_ties_by_unit():
     assert routing.schema == pl.Schema(ROUTING)
     # q1 scores 1 on unit 1 and 0 on the rest: the tie among those goes to the lowest unit, the lead
     assert routing.select("qid", "route_rank", "doc_id", "top_section_id").rows() == [
-        ("q1", 1, "a", 1), ("q1", 2, "a", 0), ("q2", 1, "b", 0), ("q2", 2, "b", 1),
-        ("q3", 1, "b", 1), ("q3", 2, "a", 0)]
+        ("q1", 1, "a", 1),
+        ("q1", 2, "a", 0),
+        ("q2", 1, "b", 0),
+        ("q2", 2, "b", 1),
+        ("q3", 1, "b", 1),
+        ("q3", 2, "a", 0),
+    ]
     assert routing["chunk_ids"].to_list()[:2] == [[1, 2], [0]]
     assert routing["source"].unique().to_list() == ["centroid"]
-    np.testing.assert_allclose(routing["score"].to_list()[2:4], [1 / np.hypot(1, 0.9), 0.9 / np.hypot(1, 0.9)],
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        routing["score"].to_list()[2:4], [1 / np.hypot(1, 0.9), 0.9 / np.hypot(1, 0.9)], rtol=1e-6
+    )
 
 
 def test_section_recall_on_a_hand_built_case():
@@ -134,8 +151,9 @@ def test_section_recall_on_a_hand_built_case():
     assert section_recall(routing, QUERIES_TABLE).rows() == [("q1", 1.0), ("q2", 0.0), ("q3", 1.0)]
     # the registered metric reads the same table through score_run, beside the run's scores
     runs = retrieve("two_stage", CHUNK_VECTORS, QUERY_VECTORS, QIDS, top_k=6, routing=routing)
-    scores = score_run(runs, QUERIES_TABLE, CHUNKS_TABLE, metrics=["MRR", "section_recall"],
-                       inputs={"kept_sections": routing})
+    scores = score_run(
+        runs, QUERIES_TABLE, CHUNKS_TABLE, metrics=["MRR", "section_recall"], inputs={"kept_sections": routing}
+    )
     assert scores["section_recall"].to_list() == [1.0, 0.0, 1.0]
     # with one kept section q3 still scores: its first unit, doc b's Data, holds the span [160, 170)
     one_kept = section_recall(routed_by_two_stage(top_sections=1), QUERIES_TABLE)
@@ -169,7 +187,7 @@ def test_backfill_fills_to_k_with_no_duplicates():
         # routed chunks by score descending, then chunk_id ascending
         assert list(zip(-scores[: head.size], head)) == sorted(zip(-scores[: head.size], head))
         # the rest follows the flat ranking's order, skipping routed chunks
-        assert ids[head.size:].tolist() == [c for c in flat_ids if c not in set(routed_ids)][: ids.size - head.size]
+        assert ids[head.size :].tolist() == [c for c in flat_ids if c not in set(routed_ids)][: ids.size - head.size]
 
 
 def test_every_query_gets_k_rows_from_a_routed_search():
@@ -198,10 +216,23 @@ def test_retrieve_names_a_missing_or_foreign_input():
 
 # ---- TOC routing -------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     "reply, expected",
-    [("3", 3), ("Section 3", 3), ("3. Alpha > Results", 3), (" 5\n", 5), ("1 or 2", 1),
-     ("three", None), ("", None), (None, None), ("0", None), ("6", None), ("-2", None), ("99", None)],
+    [
+        ("3", 3),
+        ("Section 3", 3),
+        ("3. Alpha > Results", 3),
+        (" 5\n", 5),
+        ("1 or 2", 1),
+        ("three", None),
+        ("", None),
+        (None, None),
+        ("0", None),
+        ("6", None),
+        ("-2", None),
+        ("99", None),
+    ],
 )
 def test_reply_parser_takes_the_first_integer_in_range(reply, expected):
     assert parse_section_number(reply, 5) == expected
@@ -219,9 +250,11 @@ def test_a_reply_that_is_not_a_number_in_range_falls_back_to_the_nearest_title()
 
 def scripted_llm(replies, context_tokens=100_000):
     """An LLM whose reply to each question comes from ``replies`` (question -> text)."""
+
     def answer(request):
         question = request.messages[-1][1].split("Question: ", 1)[1].split("\n", 1)[0]
         return replies[question]
+
     backend = ScriptedBackend(answer, context_tokens=context_tokens)
     return LLM(backend, LLMSpec("transformers", "scripted")), backend
 
@@ -232,14 +265,24 @@ TITLE_VECTORS = np.stack([unit(u) for u in range(5)])  # title of unit u along e
 def test_toc_routes_the_named_section_and_falls_back_otherwise():
     replies = {"How is the rig set up?": "2", "What opens the guide?": "Beta, I think", "Which data and intro?": "99"}
     llm, backend = scripted_llm(replies)
-    routing = route_toc(CHUNK_VECTORS, QUERY_VECTORS, QUERIES_TABLE, chunks=CHUNKS_TABLE, sections=SECTIONS_TABLE,
-                        title_vectors=TITLE_VECTORS, llm=llm, candidate_hits=6)
+    routing = route_toc(
+        CHUNK_VECTORS,
+        QUERY_VECTORS,
+        QUERIES_TABLE,
+        chunks=CHUNKS_TABLE,
+        sections=SECTIONS_TABLE,
+        title_vectors=TITLE_VECTORS,
+        llm=llm,
+        candidate_hits=6,
+    )
     assert routing.schema == pl.Schema(ROUTING)
     # q1's best hit is in doc a, so a's units are numbered first and "2" names Alpha > Methods (unit 1);
     # q2's reply holds no number and q3's is out of range: the nearest titles, Beta > Intro and Beta > Data
     assert routing.select("qid", "doc_id", "top_section_id", "source", "toc_entries", "reply").rows() == [
-        ("q1", "a", 1, "llm", 5, "2"), ("q2", "b", 0, "fallback", 5, "Beta, I think"),
-        ("q3", "b", 1, "fallback", 5, "99")]
+        ("q1", "a", 1, "llm", 5, "2"),
+        ("q2", "b", 0, "fallback", 5, "Beta, I think"),
+        ("q3", "b", 1, "fallback", 5, "99"),
+    ]
     contents = backend.requests[0].messages[-1][1]
     assert "1. Alpha\n2. Alpha > Methods\n3. Alpha > Results\n4. Beta > Intro\n5. Beta > Data" in contents
     assert backend.requests[1].messages[-1][1].count("1. Beta > Intro") == 1  # q2's best hit is in doc b
@@ -247,8 +290,9 @@ def test_toc_routes_the_named_section_and_falls_back_otherwise():
     # the routed section's chunks lead; section recall is the routed-section hit rate; fallbacks are counted
     runs = retrieve("toc", CHUNK_VECTORS, QUERY_VECTORS, QIDS, top_k=6, routing=routing)
     assert runs.filter(pl.col("qid") == "q1")["chunk_id"].to_list()[:2] == [1, 2]
-    scores = score_run(runs, QUERIES_TABLE, CHUNKS_TABLE, metrics=["section_recall", "toc_fallback"],
-                       inputs={"kept_sections": routing})
+    scores = score_run(
+        runs, QUERIES_TABLE, CHUNKS_TABLE, metrics=["section_recall", "toc_fallback"], inputs={"kept_sections": routing}
+    )
     assert scores.select("section_recall", "toc_fallback").rows() == [(1.0, 0.0), (0.0, 1.0), (1.0, 1.0)]
 
 
@@ -259,8 +303,16 @@ def test_toc_contents_lose_their_lowest_ranked_documents_to_fit_the_context():
     # room for doc a's three entries and the reply's token cap, not for doc b's two entries as well
     doc_a_only = load_prompt("toc_route").render(contents=toc_contents(titles[:3]), question=question)
     backend.context_tokens = backend.count_tokens(doc_a_only) + REPLY_TOKENS
-    routing = route_toc(CHUNK_VECTORS, QUERY_VECTORS[:1], QUERIES_TABLE.head(1), chunks=CHUNKS_TABLE,
-                        sections=SECTIONS_TABLE, title_vectors=TITLE_VECTORS, llm=llm, candidate_hits=6)
+    routing = route_toc(
+        CHUNK_VECTORS,
+        QUERY_VECTORS[:1],
+        QUERIES_TABLE.head(1),
+        chunks=CHUNKS_TABLE,
+        sections=SECTIONS_TABLE,
+        title_vectors=TITLE_VECTORS,
+        llm=llm,
+        candidate_hits=6,
+    )
     assert routing["toc_entries"].to_list() == [3]  # doc a only (doc b ranked lower)
     assert "Beta" not in backend.requests[0].messages[-1][1]
 
@@ -268,8 +320,15 @@ def test_toc_contents_lose_their_lowest_ranked_documents_to_fit_the_context():
 def test_toc_refuses_title_vectors_of_another_structure():
     llm, _ = scripted_llm({})
     with pytest.raises(ValueError, match="4 title vectors for 5 sections"):
-        route_toc(CHUNK_VECTORS, QUERY_VECTORS, QUERIES_TABLE, chunks=CHUNKS_TABLE, sections=SECTIONS_TABLE,
-                  title_vectors=TITLE_VECTORS[:4], llm=llm)
+        route_toc(
+            CHUNK_VECTORS,
+            QUERY_VECTORS,
+            QUERIES_TABLE,
+            chunks=CHUNKS_TABLE,
+            sections=SECTIONS_TABLE,
+            title_vectors=TITLE_VECTORS[:4],
+            llm=llm,
+        )
 
 
 def test_toc_end_to_end_with_a_real_tiny_model_then_from_the_cache(tmp_path):
@@ -280,8 +339,16 @@ def test_toc_end_to_end_with_a_real_tiny_model_then_from_the_cache(tmp_path):
 
     def run():
         llm = load_llm(spec, tmp_path / "llm")
-        table = route_toc(CHUNK_VECTORS, QUERY_VECTORS, QUERIES_TABLE, chunks=CHUNKS_TABLE, sections=SECTIONS_TABLE,
-                          title_vectors=TITLE_VECTORS, llm=llm, candidate_hits=6)
+        table = route_toc(
+            CHUNK_VECTORS,
+            QUERY_VECTORS,
+            QUERIES_TABLE,
+            chunks=CHUNKS_TABLE,
+            sections=SECTIONS_TABLE,
+            title_vectors=TITLE_VECTORS,
+            llm=llm,
+            candidate_hits=6,
+        )
         return table, llm.usage()
 
     routing, usage = run()

@@ -24,8 +24,19 @@ from structbench.embed import PACKAGED_MODELS
 from structbench.provenance import reached_modules
 
 RULES = parse_rules()
-GPU_RULES = {"embed_texts", "embed_queries", "embed_titles", "semantic_chunks", "rerank", "induce_structure",
-             "chunk_contexts", "route_toc", "inject_query_titles", "choose_per_candidate", "generate_queries"}
+GPU_RULES = {
+    "embed_texts",
+    "embed_queries",
+    "embed_titles",
+    "semantic_chunks",
+    "rerank",
+    "induce_structure",
+    "chunk_contexts",
+    "route_toc",
+    "inject_query_titles",
+    "choose_per_candidate",
+    "generate_queries",
+}
 # Packages the library locates with importlib.util.find_spec (model files), not by importing them.
 LOCATED_PACKAGES = {"structbench.tokens": [defaults.TOKENIZER], "structbench.embed": list(PACKAGED_MODELS)}
 # Conda package names for the same distribution as a pip name.
@@ -106,12 +117,21 @@ def test_every_rule_with_a_script_derives_its_code_version_from_that_script():
 def test_code_version_follows_every_module_a_script_reaches(tmp_path):
     """A script's version changes with a module it reaches through another module, and with no other."""
     own, _ = reached_modules(REPO / "workflow/scripts/render_texts.py")
-    assert {"structbench.prefixes", "structbench.prefixes.placebo", "structbench.conditions",
-            "structbench.datamodel", "structbench.tokens"} <= set(own)
+    assert {
+        "structbench.prefixes",
+        "structbench.prefixes.placebo",
+        "structbench.conditions",
+        "structbench.datamodel",
+        "structbench.tokens",
+    } <= set(own)
     assert "structbench.report.tables" not in own and "structbench.retrieval.search" not in own
     own, _ = reached_modules(REPO / "workflow/scripts/report.py")
-    assert {"structbench.conditions", "structbench.metrics.registry", "structbench.report.figures",
-            "structbench.stats"} <= set(own)
+    assert {
+        "structbench.conditions",
+        "structbench.metrics.registry",
+        "structbench.report.figures",
+        "structbench.stats",
+    } <= set(own)
 
 
 def test_environment_check_catches_a_missing_package(tmp_path):

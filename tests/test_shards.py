@@ -35,9 +35,22 @@ def paragraphs(doc_lengths):
 
 def sections(doc_id, spans):
     """Top-level sections over paragraph ranges [first, last) of one document (10 chars per paragraph)."""
-    rows = [{"doc_id": doc_id, "section_id": i, "title": f"S{i}", "level": 1, "path": ["T", f"S{i}"],
-             "depth": 2, "para_start": first, "para_end": last, "start": first * 10, "end": last * 10 - 1,
-             "top_section_id": i} for i, (first, last) in enumerate(spans)]
+    rows = [
+        {
+            "doc_id": doc_id,
+            "section_id": i,
+            "title": f"S{i}",
+            "level": 1,
+            "path": ["T", f"S{i}"],
+            "depth": 2,
+            "para_start": first,
+            "para_end": last,
+            "start": first * 10,
+            "end": last * 10 - 1,
+            "top_section_id": i,
+        }
+        for i, (first, last) in enumerate(spans)
+    ]
     return pl.DataFrame(rows, schema=SCHEMAS["sections"])
 
 
@@ -63,6 +76,7 @@ def test_merge_rows_names_missing_and_repeated_keys():
 def test_usage_counts_generated_cached_and_failed_requests(tmp_path):
     """Generated answers are cached; a second LLM on the same cache generates nothing; an error is
     counted as failed and is not cached, so it is asked again."""
+
     def answer(request):
         return "" if "bad" in request.messages[0][1] else "fine"
 
@@ -72,8 +86,10 @@ def test_usage_counts_generated_cached_and_failed_requests(tmp_path):
 
         def generate(requests, caps):  # the backend refuses "bad" prompts, as one over the context
             completions = backend.generate_original(requests, caps)
-            return [c if "bad" not in r.messages[0][1] else type(c)("", 1, 0, "error", error="too long")
-                    for r, c in zip(requests, completions)]
+            return [
+                c if "bad" not in r.messages[0][1] else type(c)("", 1, 0, "error", error="too long")
+                for r, c in zip(requests, completions)
+            ]
 
         backend.generate = generate
         llm = LLM(backend, LLMSpec("transformers", "scripted"), ResponseCache(tmp_path / "llm"))
@@ -83,32 +99,55 @@ def test_usage_counts_generated_cached_and_failed_requests(tmp_path):
 
     assert run() == {"requests": 4, "served_from_cache": 0, "generated": 2, "failed": 1, "backend_calls": 1}
     assert run() == {"requests": 4, "served_from_cache": 2, "generated": 0, "failed": 1, "backend_calls": 1}
-    total = merge_usage([run(), {"requests": 1, "served_from_cache": 1, "generated": 0, "failed": 0,
-                                 "backend_calls": 0}])
+    total = merge_usage(
+        [run(), {"requests": 1, "served_from_cache": 1, "generated": 0, "failed": 0, "backend_calls": 0}]
+    )
     assert {k: total[k] for k in ("requests", "served_from_cache", "generated", "failed")} == {
-        "requests": 5, "served_from_cache": 3, "generated": 0, "failed": 1}
+        "requests": 5,
+        "served_from_cache": 3,
+        "generated": 0,
+        "failed": 1,
+    }
     assert len(total["shards"]) == 2
 
 
 def test_induction_summary_by_hand():
-    status = pl.DataFrame({"doc_id": ["a", "b"], "status": ["usable", "failed"], "rounds": [2, 1],
-                           "windows": [1, 3]})
+    status = pl.DataFrame({"doc_id": ["a", "b"], "status": ["usable", "failed"], "rounds": [2, 1], "windows": [1, 3]})
     induced = pl.concat([sections("a", [(0, 1), (1, 3)]), sections("b", [(0, 2)])])
     gold = pl.concat([sections("a", [(0, 3)]), sections("b", [(0, 1), (1, 2)]), sections("z", [(0, 1)])])
     chunks = pl.DataFrame({"doc_id": ["a", "a", "b"], "start": [0, 10, 0], "end": [9, 29, 19]})
     gold_chunks = pl.DataFrame({"doc_id": ["a", "b", "b"], "start": [0, 0, 10], "end": [9, 9, 19]})
     summary = induction_summary(status, induced, gold, chunks, gold_chunks)
-    assert summary == {"documents": 2, "usable": 1, "repaired": 0, "failed": 1, "corrected": 1, "windows": 4,
-                       "mean_sections_induced": 1.5, "mean_sections_gold": 1.5,
-                       "identical_span_share": pytest.approx(1 / 3)}
+    assert summary == {
+        "documents": 2,
+        "usable": 1,
+        "repaired": 0,
+        "failed": 1,
+        "corrected": 1,
+        "windows": 4,
+        "mean_sections_induced": 1.5,
+        "mean_sections_gold": 1.5,
+        "identical_span_share": pytest.approx(1 / 3),
+    }
 
 
 def test_context_summary_and_report_sections_only_when_used():
-    contexts = pl.DataFrame({"chunk_id": [0, 1, 2], "context": ["a b", "", "c"], "context_tokens": [2, 0, 80],
-                             "truncated": [False, False, True]})
+    contexts = pl.DataFrame(
+        {
+            "chunk_id": [0, 1, 2],
+            "context": ["a b", "", "c"],
+            "context_tokens": [2, 0, 80],
+            "truncated": [False, False, True],
+        }
+    )
     summary = context_summary(contexts)
-    assert summary == {"chunks": 3, "mean_context_tokens": pytest.approx(82 / 3), "max_context_tokens": 80,
-                       "truncated": 1, "empty": 1}
+    assert summary == {
+        "chunks": 3,
+        "mean_context_tokens": pytest.approx(82 / 3),
+        "max_context_tokens": 80,
+        "truncated": 1,
+        "empty": 1,
+    }
     assert math.isnan(context_summary(contexts.head(0))["mean_context_tokens"])
     usage = {"requests": 3, "served_from_cache": 1, "generated": 2, "failed": 0, "backend_calls": 1}
     llm_tables = [TABLES[name] for name in ("induction", "situating_contexts", "llm_calls")]

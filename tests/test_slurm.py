@@ -30,8 +30,15 @@ NODE_CPUS, NODE_MEM_MB = 2, 4096
 JOB_MEM_MB, JOB_RUNTIME_MIN = 1500, 30
 HARD_TIMEOUT_S = 900
 # Rules whose declared memory or runtime exceeds the test node (the GPU-kind rules and contrasts).
-SIZED_RULES = ("embed_texts", "embed_queries", "semantic_chunks", "rerank", "induce_structure", "chunk_contexts",
-               "contrasts")
+SIZED_RULES = (
+    "embed_texts",
+    "embed_queries",
+    "semantic_chunks",
+    "rerank",
+    "induce_structure",
+    "chunk_contexts",
+    "contrasts",
+)
 GPU_RULES = {"embed_texts", "embed_queries", "semantic_chunks", "rerank", "induce_structure", "chunk_contexts"}
 LLM_RULES = {"induce_structure", "chunk_contexts"}
 # Score jobs travel in bundles (profiles/slurm: groups, group-components); on the 2-CPU test node, 2 a bundle.
@@ -47,14 +54,18 @@ pytestmark = [
 def slurm_cluster(tmp_path_factory):
     state = tmp_path_factory.mktemp("slurm-cluster")
     env = {**os.environ, "PATH": SBIN_PATH, "SLURM_CI_CPUS": str(NODE_CPUS), "SLURM_CI_MEM_MB": str(NODE_MEM_MB)}
-    started = subprocess.run(["bash", str(CLUSTER_SH), "start", str(state)], capture_output=True, text=True, env=env, timeout=120)
+    started = subprocess.run(
+        ["bash", str(CLUSTER_SH), "start", str(state)], capture_output=True, text=True, env=env, timeout=120
+    )
     try:
         if started.returncode == 3:
             pytest.skip(started.stderr.strip())
         assert started.returncode == 0, started.stdout + started.stderr
         yield state
     finally:
-        subprocess.run(["bash", str(CLUSTER_SH), "stop", str(state)], capture_output=True, text=True, env=env, timeout=120)
+        subprocess.run(
+            ["bash", str(CLUSTER_SH), "stop", str(state)], capture_output=True, text=True, env=env, timeout=120
+        )
 
 
 def cap(value, limit):
@@ -72,12 +83,16 @@ def make_test_profile(directory: Path) -> Path:
     partitions = yaml.safe_load((REPO / "profiles/slurm/partitions.yaml").read_text())
     partitions["partitions"]["gpu"]["max_gpu"] = 2  # the test node's two stand-in GPUs
     caps = {"mem_mb": JOB_MEM_MB, "runtime": JOB_RUNTIME_MIN, "cpus_per_task": NODE_CPUS}
-    capped = lambda resources: {k: cap(v, caps[k]) if k in caps else v for k, v in resources.items()}
+
+    def capped(resources):
+        return {k: cap(v, caps[k]) if k in caps else v for k, v in resources.items()}
+
     profile["default-resources"] = capped(profile.get("default-resources", {}))
     profile["set-resources"] = {rule: {"mem_mb": JOB_MEM_MB, "runtime": JOB_RUNTIME_MIN} for rule in SIZED_RULES}
     # Scoring bundles sized to the node: a bundle asks for its members' summed CPUs and memory.
-    profile["set-resources"].update({rule: {"mem_mb": JOB_MEM_MB // SCORING_BUNDLE, "runtime": 10}
-                                     for rule in profile["groups"]})
+    profile["set-resources"].update(
+        {rule: {"mem_mb": JOB_MEM_MB // SCORING_BUNDLE, "runtime": 10} for rule in profile["groups"]}
+    )
     profile["group-components"] = {"scoring": SCORING_BUNDLE}
     profile.update(
         {
@@ -120,8 +135,11 @@ def slurm_jobs(workdir: Path) -> dict[str, dict[str, str]]:
 
 
 def live_jobs(workdir: Path) -> dict[str, dict[str, str]]:
-    return {job_id: job for job_id, job in slurm_jobs(workdir).items()
-            if job["state"] in ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING")}
+    return {
+        job_id: job
+        for job_id, job in slurm_jobs(workdir).items()
+        if job["state"] in ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING")
+    }
 
 
 def cancel_jobs(workdir: Path) -> None:
@@ -154,8 +172,8 @@ def test_ladder_workflow_through_slurm_routes_every_gpu_rule_to_gpu(slurm_cluste
     """A ladder-style config that runs every GPU-kind rule (embedding, semantic merge, reranking).
 
     Layered over the default config's gold arm (G2, G3, G4), adding the semantic S2 (select.conditions);
-    only the reranked cells run (select.rerankers). Not --replace-workflow-config: Snakemake 9.27's Slurm executor does not pass that
-    flag on to the job-side Snakemake, which then sees the default conditions and fails."""
+    only the reranked cells run (select.rerankers). Not --replace-workflow-config: Snakemake 9.27's Slurm
+    executor does not pass that flag on to the job-side Snakemake, which then sees the default conditions and fails."""
     workdir = tmp_path / "run"
     workdir.mkdir()
     config = kb_config(
@@ -172,7 +190,17 @@ def test_ladder_workflow_through_slurm_routes_every_gpu_rule_to_gpu(slurm_cluste
     )
     profile = make_test_profile(tmp_path)
     snakemake = [str(SNAKEMAKE), "-s", str(REPO / "Snakefile"), "-d", str(workdir)]
-    command = ["timeout", "-k", "30", str(HARD_TIMEOUT_S), *snakemake, "--profile", str(profile), "--configfile", str(config)]
+    command = [
+        "timeout",
+        "-k",
+        "30",
+        str(HARD_TIMEOUT_S),
+        *snakemake,
+        "--profile",
+        str(profile),
+        "--configfile",
+        str(config),
+    ]
     env = {**os.environ, "PATH": SBIN_PATH}
     try:
         result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=workdir)
@@ -208,17 +236,23 @@ def test_ladder_workflow_through_slurm_routes_every_gpu_rule_to_gpu(slurm_cluste
     assert ran.count("scoring") == len(score_files) // SCORING_BUNDLE, ran
 
     # The executor's own per-job logs agree: .snakemake/slurm_logs/<rule_ or group_><name>/<wildcards>/<jobid>.log
-    logs = {p.stem: p.relative_to(workdir / ".snakemake/slurm_logs").parts[0] for p in (workdir / ".snakemake/slurm_logs").rglob("*.log")}
-    assert logs == {job_id: ("group_" if rule == "scoring" else "rule_") + job_name(jobs[job_id])
-                    for job_id, rule in rules.items()}
+    logs = {
+        p.stem: p.relative_to(workdir / ".snakemake/slurm_logs").parts[0]
+        for p in (workdir / ".snakemake/slurm_logs").rglob("*.log")
+    }
+    assert logs == {
+        job_id: ("group_" if rule == "scoring" else "rule_") + job_name(jobs[job_id]) for job_id, rule in rules.items()
+    }
 
 
 def running_rules(workdir: Path) -> set[str]:
     """Rules of this workdir's RUNNING Slurm jobs (one cheap squeue call, no scontrol)."""
     listing = subprocess.run(["squeue", "-h", "-t", "RUNNING", "-o", "%k|%Z"], capture_output=True, text=True).stdout
-    return {job_name({"comment": comment})
-            for comment, _, job_workdir in (line.partition("|") for line in listing.splitlines())
-            if Path(job_workdir) == workdir}
+    return {
+        job_name({"comment": comment})
+        for comment, _, job_workdir in (line.partition("|") for line in listing.splitlines())
+        if Path(job_workdir) == workdir
+    }
 
 
 def test_llm_stage_through_slurm_killed_mid_run_then_resumed_to_identical_tables(slurm_cluster, tmp_path):
@@ -238,8 +272,9 @@ def test_llm_stage_through_slurm_killed_mid_run_then_resumed_to_identical_tables
     env = {**os.environ, "PATH": SBIN_PATH}
 
     with (tmp_path / "killed.out").open("w") as out:
-        run = subprocess.Popen([str(SNAKEMAKE), *args], stdout=out, stderr=subprocess.STDOUT, env=env, cwd=workdir,
-                               start_new_session=True)
+        run = subprocess.Popen(
+            [str(SNAKEMAKE), *args], stdout=out, stderr=subprocess.STDOUT, env=env, cwd=workdir, start_new_session=True
+        )
     try:
         deadline = time.monotonic() + HARD_TIMEOUT_S
         while "chunk_contexts" not in running_rules(workdir):
@@ -263,8 +298,9 @@ def test_llm_stage_through_slurm_killed_mid_run_then_resumed_to_identical_tables
 
     # The resume: the same arguments through workflow/resume.py (it checks no job of the run is alive).
     resume = [sys.executable, str(REPO / "workflow/resume.py"), *args]
-    resumed = subprocess.run(["timeout", "-k", "30", str(HARD_TIMEOUT_S), *resume],
-                             capture_output=True, text=True, env=env, cwd=workdir)
+    resumed = subprocess.run(
+        ["timeout", "-k", "30", str(HARD_TIMEOUT_S), *resume], capture_output=True, text=True, env=env, cwd=workdir
+    )
     try:
         assert resumed.returncode == 0, (resumed.stdout + resumed.stderr)[-4000:]
     finally:

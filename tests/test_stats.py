@@ -67,7 +67,12 @@ def long_scores(conditions: dict[str, float], n_queries=240, n_docs=80, seed=0, 
         columns = {m: np.clip(base + effect + rng.normal(0, 0.05, n_queries), 0, 1) for m in metrics}
         frames.append(
             pl.DataFrame(
-                {"qid": [f"q{i:04d}" for i in range(n_queries)], "doc_id": [f"d{d:03d}" for d in doc], "condition": name, **columns}
+                {
+                    "qid": [f"q{i:04d}" for i in range(n_queries)],
+                    "doc_id": [f"d{d:03d}" for d in doc],
+                    "condition": name,
+                    **columns,
+                }
             )
         )
     return pl.concat(frames)
@@ -204,9 +209,9 @@ def test_mixedlm_matches_statsmodels_formula_api():
         warnings.simplefilter("ignore")  # boundary warnings of the reference fits
         plain = smf.mixedlm("score ~ treated", data, groups="doc").fit(reml=True)
         # statsmodels' default bfgs stops short on this model; lbfgs reaches the optimum ours reaches
-        nested = smf.mixedlm("score ~ treated", data, groups="doc", re_formula="1", vc_formula={"query": "0 + C(qid)"}).fit(
-            reml=True, method="lbfgs"
-        )
+        nested = smf.mixedlm(
+            "score ~ treated", data, groups="doc", re_formula="1", vc_formula={"query": "0 + C(qid)"}
+        ).fit(reml=True, method="lbfgs")
     ours_plain = mixedlm_treatment_p(score, treated, docs, qids, nested=False)
     ours_nested = mixedlm_treatment_p(score, treated, docs, qids, nested=True)
     assert ours_plain.p == pytest.approx(plain.pvalues["treated"], rel=1e-4)
@@ -270,7 +275,9 @@ def test_contrast_table_bootstrap_uses_the_documented_draws():
     paired = paired_deltas(a, b, "MRR")
     direct = cluster_bootstrap(paired.delta, paired.doc_id, n_boot=1500, seed=11)
     row = table.row(0, named=True)
-    assert (row["ci_low"], row["ci_high"], row["p"]) == pytest.approx((direct.ci_low[0], direct.ci_high[0], direct.p[0]), abs=1e-14)
+    assert (row["ci_low"], row["ci_high"], row["p"]) == pytest.approx(
+        (direct.ci_low[0], direct.ci_high[0], direct.p[0]), abs=1e-14
+    )
 
 
 def test_contrast_table_is_byte_identical_across_calls():
@@ -292,7 +299,9 @@ def test_contrast_table_mixedlm_columns_and_dropped_queries():
     row = table.row(0, named=True)
     assert row["n_queries"] == 87 and row["n_dropped"] == 3
     assert 0 <= row["p_mixedlm"] <= 1 and 0 <= row["p_mixedlm_nested"] <= 1
-    only_primary = contrast_table(scores, CONTRASTS[:1], ["MRR", "cov_nDCG@10"], B=200, seed=0, mixedlm=True, mixedlm_metrics=["MRR"])
+    only_primary = contrast_table(
+        scores, CONTRASTS[:1], ["MRR", "cov_nDCG@10"], B=200, seed=0, mixedlm=True, mixedlm_metrics=["MRR"]
+    )
     assert only_primary["p_mixedlm"].is_nan().to_list() == [False, True]
 
 

@@ -59,8 +59,24 @@ def test_unknown_name_offline_is_a_clear_error(monkeypatch):
         load_tokenizer("no-such-org/no-such-tokenizer")
 
 
-WORDS = st.sampled_from(["the", "cat", "unbelievable", "antidisestablishment", "3.5", "e.g.", "don't",
-                         "naïve", "中文", "x", "(note)", "well-known", "FAISS", "ok,"])
+WORDS = st.sampled_from(
+    [
+        "the",
+        "cat",
+        "unbelievable",
+        "antidisestablishment",
+        "3.5",
+        "e.g.",
+        "don't",
+        "naïve",
+        "中文",
+        "x",
+        "(note)",
+        "well-known",
+        "FAISS",
+        "ok,",
+    ]
+)
 
 
 @settings(max_examples=60, deadline=None)

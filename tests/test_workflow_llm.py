@@ -25,8 +25,11 @@ def three_document_kb(root):
     docs.mkdir(parents=True)
     for stem in DOCS:
         shutil.copy(REPO / "data/kb/docs" / f"{stem}.md", docs / f"{stem}.md")
-    lines = [line for line in (REPO / "data/kb/questions.jsonl").read_text().splitlines()
-             if json.loads(line)["doc_id"] in DOCS]
+    lines = [
+        line
+        for line in (REPO / "data/kb/questions.jsonl").read_text().splitlines()
+        if json.loads(line)["doc_id"] in DOCS
+    ]
     (root / "questions.jsonl").write_text("\n".join(lines) + "\n")
     return docs, root / "questions.jsonl"
 
@@ -45,15 +48,15 @@ def llm_config(workdir, docs, questions, model, cache, extra=""):
         "conditions:\n"
         "  A1: {boundaries: fixed, structure: 'induced:llm', prefix: context, retrieval: flat}\n"
         "  A2: {boundaries: structural, structure: 'induced:llm', prefix: none, retrieval: flat}\n"
-        "contrasts:\n  A2-G2: {treatment: A2, control: G2, family: primary}\n"
-        + extra
+        "contrasts:\n  A2-G2: {treatment: A2, control: G2, family: primary}\n" + extra
     )
     return path
 
 
 def shard_usages(workdir):
     paths = sorted((workdir / INDUCED / "shards").glob("*.usage.json")) + sorted(
-        (workdir / CONTEXTS / "shards").glob("*.usage.json"))
+        (workdir / CONTEXTS / "shards").glob("*.usage.json")
+    )
     return {str(path.relative_to(workdir)): json.loads(path.read_text()) for path in paths}
 
 
@@ -87,8 +90,9 @@ def test_induced_structure_and_contexts_end_to_end_then_all_from_cache(tmp_path)
     assert sorted(u["documents"] for u in induction_shards) == [1, 2]
     # Every request was answered (none over the context: a failed request is not cached, so it would be
     # asked again on the second run) and none came from the cache, which was empty.
-    assert all(u["generated"] > 0 and u["failed"] == 0 and u["served_from_cache"] == 0
-               for u in first_usage.values()), first_usage
+    assert all(u["generated"] > 0 and u["failed"] == 0 and u["served_from_cache"] == 0 for u in first_usage.values()), (
+        first_usage
+    )
 
     # One context per fixed/induced chunk, capped at contexts.max_tokens, and rendered into the A1 texts.
     chunks = pl.read_parquet(first / "results/kb/chunks/fixed/induced-llm.parquet")
@@ -110,8 +114,9 @@ def test_induced_structure_and_contexts_end_to_end_then_all_from_cache(tmp_path)
 
     # Another workdir, the same cache: the LLM steps rerun but every answer comes from the cache.
     targets = [f"{INDUCED}/sections.parquet", f"{CONTEXTS}.parquet"]
-    result = run_snakemake(second, *targets, "--cores", "2", "--configfile",
-                           str(llm_config(second, docs, questions, model, cache)))
+    result = run_snakemake(
+        second, *targets, "--cores", "2", "--configfile", str(llm_config(second, docs, questions, model, cache))
+    )
     assert result.returncode == 0, result.stderr[-4000:]
     second_usage = shard_usages(second)
     assert second_usage.keys() == first_usage.keys()
@@ -130,10 +135,22 @@ def test_induced_structure_and_contexts_end_to_end_then_all_from_cache(tmp_path)
     out = result.stdout + result.stderr
     assert result.returncode == 0, out[-3000:]
     assert planned_jobs(out) == {
-        "structural_chunks": 2, "fixed_chunks": 1, "chunk_contexts": 2, "merge_contexts": 1,  # gold + induced
+        "structural_chunks": 2,
+        "fixed_chunks": 1,
+        "chunk_contexts": 2,
+        "merge_contexts": 1,  # gold + induced
         # four text sets: the three conditions' and the BM25 probe's unprefixed text of A1's chunk set
-        "texts": 4, "embed_texts": 3, "retrieve": 3, "score": 3, "bm25": 3, "score_bm25": 3,
-        "induction_stats": 1, "contrasts": 1, "report": 1, "all": 1}
+        "texts": 4,
+        "embed_texts": 3,
+        "retrieve": 3,
+        "score": 3,
+        "bm25": 3,
+        "score_bm25": 3,
+        "induction_stats": 1,
+        "contrasts": 1,
+        "report": 1,
+        "all": 1,
+    }
     assert f"{INDUCED}/sections.parquet" not in planned_outputs(out)
 
 

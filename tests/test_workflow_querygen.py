@@ -47,8 +47,7 @@ def config(workdir, docs, model):
         "llm_shards: 2\n"
         "stats: {bootstrap_iters: 1000, primary_metric: cov_nDCG@10, mixedlm: false}\n"
         # the gold arm with fixed windows: the default's induced-structure arm is not under test here
-        "select: {conditions: [F0, G2, G3]}\n"
-        + F0
+        "select: {conditions: [F0, G2, G3]}\n" + F0
     )
     return path
 
@@ -72,8 +71,9 @@ def test_generated_queries_are_sampled_screened_balanced_and_scored(tmp_path):
     # One target per document and type where the document has one (every KB document has two top-level
     # sections, so all four types), each with its own qid, in two shards of 2 + 1 documents.
     assert candidates.group_by("doc_id").len().sort("doc_id").rows() == [(doc, 4) for doc in DOCS]
-    assert sorted(u["documents"] for u in
-                  (json.loads(p.read_text()) for p in (work / QUERIES / "shards").glob("*.usage.json"))) == [1, 2]
+    assert sorted(
+        u["documents"] for u in (json.loads(p.read_text()) for p in (work / QUERIES / "shards").glob("*.usage.json"))
+    ) == [1, 2]
     assert verify_queries(documents, candidates.drop("top_section_ids")) == []
     # The shipped queries are the balanced survivors (at most per_type = 2 of each type), and every one of
     # them passes the filter when checked again here, independently of the library's filter.
@@ -89,8 +89,8 @@ def test_generated_queries_are_sampled_screened_balanced_and_scored(tmp_path):
             q, s = rouge_tokens(query), rouge_tokens(span)
             assert 2 * lcs(q, s) / (len(q) + len(s)) <= 0.35
             tokens, span_tokens = normalized_tokens(query), normalized_tokens(span)
-            grams = {tuple(span_tokens[i:i + 4]) for i in range(len(span_tokens) - 3)}
-            assert not any(tuple(tokens[i:i + 4]) in grams for i in range(len(tokens) - 3))
+            grams = {tuple(span_tokens[i : i + 4]) for i in range(len(span_tokens) - 3)}
+            assert not any(tuple(tokens[i : i + 4]) in grams for i in range(len(tokens) - 3))
     total = stats["by_type"][-1]
     assert total["generated"] == 12 == total["rejected_question"] + total["rejected_paraphrase"] + total["survivors"]
 

@@ -42,10 +42,17 @@ def test_each_retrieval_kind_has_its_rule_and_its_inputs(tmp_path):
     made_by = producers(out)
     runs = "results/kb/runs/minilm/{}.parquet"
     assert {c: made_by[runs.format(c)] for c in ("G2", "G3", "H3", "D3", "Q2", "P3")} == {
-        "G2": "retrieve", "G3": "retrieve", "H3": "fuse_runs", "D3": "fuse_runs",
-        "Q2": "inject_query_titles", "P3": "choose_per_candidate"}
+        "G2": "retrieve",
+        "G3": "retrieve",
+        "H3": "fuse_runs",
+        "D3": "fuse_runs",
+        "Q2": "inject_query_titles",
+        "P3": "choose_per_candidate",
+    }
     # report.compare_runs names the pairs of seed 004's retrieval-layer comparison, one table per cell
     assert made_by["results/kb/diagnostics/minilm/none/retrieval_layer.parquet"] == "retrieval_layer"
     # D3 fuses its own path-3 index with the unprefixed one and the chunk set's BM25 run
-    d3 = next(block for block in out.split("\nrule ")[1:] if re.search(r"output: (\S+)", block).group(1) == runs.format("D3"))
+    d3 = next(
+        block for block in out.split("\nrule ")[1:] if re.search(r"output: (\S+)", block).group(1) == runs.format("D3")
+    )
     assert "vectors/minilm/structural/gold/none.npy" in d3 and "runs/bm25/structural/gold.parquet" in d3

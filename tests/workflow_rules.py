@@ -44,7 +44,7 @@ def parse_rules(rules_dir: Path = REPO / "rules") -> dict[str, Rule]:
         lines = path.read_text().splitlines()
         starts = [(i, m.group(1)) for i, line in enumerate(lines) if (m := re.match(r"^rule (\w+):", line))]
         for (start, name), (end, _) in zip(starts, starts[1:] + [(len(lines), "")]):
-            directives = _directives(lines[start + 1:end])
+            directives = _directives(lines[start + 1 : end])
             rule = Rule(name=name, file=path.name)
             if "conda" in directives:
                 rule.conda = Path(directives["conda"][0].strip('"')).name

@@ -93,8 +93,9 @@ def live_slurm_jobs(workdir: Path) -> list[LiveRunPart]:
     """This user's queued or running Slurm jobs submitted from ``workdir``."""
     if shutil.which("squeue") is None:
         raise CannotList("squeue is not on the PATH")
-    queue = subprocess.run(["squeue", "--me", "--noheader", "--format=%i %Z"],
-                           check=False, capture_output=True, text=True, timeout=120)
+    queue = subprocess.run(
+        ["squeue", "--me", "--noheader", "--format=%i %Z"], check=False, capture_output=True, text=True, timeout=120
+    )
     if queue.returncode != 0:
         raise CannotList((queue.stderr.strip().splitlines() or [f"squeue exited with {queue.returncode}"])[-1])
     return slurm_jobs_in(queue.stdout, workdir)
@@ -113,15 +114,20 @@ def main(argv: list[str]) -> int:
         try:
             alive += live_slurm_jobs(workdir)
         except CannotList as reason:
-            print(f"resume: cannot list Slurm jobs ({reason}), and jobs of the crashed run may still be queued "
-                  "or running; not touching the lock. Resume where squeue works.", file=sys.stderr)
+            print(
+                f"resume: cannot list Slurm jobs ({reason}), and jobs of the crashed run may still be queued "
+                "or running; not touching the lock. Resume where squeue works.",
+                file=sys.stderr,
+            )
             return 1
     if alive:
         print(f"resume: a run in {workdir} is still alive; not touching its lock:", file=sys.stderr)
         for part in alive:
             print(f"  {part.kind} {part.ident}: {part.description}", file=sys.stderr)
-        print("Wait for it to finish, or stop it (kill its process group, scancel its jobs); then resume again.",
-              file=sys.stderr)
+        print(
+            "Wait for it to finish, or stop it (kill its process group, scancel its jobs); then resume again.",
+            file=sys.stderr,
+        )
         return 1
     invoked_from = os.getcwd()
     try:

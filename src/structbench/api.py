@@ -46,9 +46,16 @@ class Chunk:
     prefix_tokens: int
 
     def as_dict(self) -> dict:
-        return {"start": self.start, "end": self.end, "path": list(self.path), "prefix": self.prefix,
-                "n_tokens": self.n_tokens, "prefix_tokens": self.prefix_tokens, "content": self.content,
-                "text": self.text}
+        return {
+            "start": self.start,
+            "end": self.end,
+            "path": list(self.path),
+            "prefix": self.prefix,
+            "n_tokens": self.n_tokens,
+            "prefix_tokens": self.prefix_tokens,
+            "content": self.content,
+            "text": self.text,
+        }
 
 
 class ChunkList(list):
@@ -60,10 +67,16 @@ class ChunkList(list):
         self.title = title
 
 
-def chunk_markdown(text: str, *, title: str | None = None, depth: int = defaults.PRACTITIONER_DEPTH,
-                   t_max: int = defaults.T_MAX, t_min: int = defaults.T_MIN,
-                   tokenizer: str | Path | TokenCounter = defaults.TOKENIZER,
-                   separator: str = defaults.SEPARATOR) -> ChunkList:
+def chunk_markdown(
+    text: str,
+    *,
+    title: str | None = None,
+    depth: int = defaults.PRACTITIONER_DEPTH,
+    t_max: int = defaults.T_MAX,
+    t_min: int = defaults.T_MIN,
+    tokenizer: str | Path | TokenCounter = defaults.TOKENIZER,
+    separator: str = defaults.SEPARATOR,
+) -> ChunkList:
     """Chunk one Markdown document at its headings and prefix each chunk with its heading path.
 
     ``title`` is used when the document names none (front matter ``title:`` or a single H1 wins).
@@ -76,8 +89,10 @@ def chunk_markdown(text: str, *, title: str | None = None, depth: int = defaults
     from structbench.corpus.markdown import parse_markdown
 
     if isinstance(text, (bytes, bytearray)):
-        raise TypeError("chunk_markdown takes the document as str, not bytes: decode it first "
-                        "(data.decode('utf-8')) or call chunk_markdown_file(path)")
+        raise TypeError(
+            "chunk_markdown takes the document as str, not bytes: decode it first "
+            "(data.decode('utf-8')) or call chunk_markdown_file(path)"
+        )
     if not isinstance(text, str):
         raise TypeError(f"chunk_markdown takes the document as str, got {type(text).__name__}")
     if depth < 0:
@@ -92,14 +107,29 @@ def chunk_markdown(text: str, *, title: str | None = None, depth: int = defaults
     flat = documents["text"][0]
     result = ChunkList(flat_text=flat, title=parsed.title)
     for start, end, n_tokens, path, prefix, embed_text, prefix_tokens in zip(
-            chunks["start"].to_list(), chunks["end"].to_list(), chunks["n_tokens"].to_list(),
-            chunks["path"].to_list(), texts["prefix"].to_list(), texts["text_for_embedding"].to_list(),
-            texts["prefix_tokens"].to_list()):
+        chunks["start"].to_list(),
+        chunks["end"].to_list(),
+        chunks["n_tokens"].to_list(),
+        chunks["path"].to_list(),
+        texts["prefix"].to_list(),
+        texts["text_for_embedding"].to_list(),
+        texts["prefix_tokens"].to_list(),
+    ):
         span = flat[start:end]
         start += len(span) - len(span.lstrip())
         content = span.strip()
-        result.append(Chunk(start=start, end=start + len(content), content=content, path=tuple(path),
-                            prefix=prefix, text=embed_text, n_tokens=n_tokens, prefix_tokens=prefix_tokens))
+        result.append(
+            Chunk(
+                start=start,
+                end=start + len(content),
+                content=content,
+                path=tuple(path),
+                prefix=prefix,
+                text=embed_text,
+                n_tokens=n_tokens,
+                prefix_tokens=prefix_tokens,
+            )
+        )
     return result
 
 

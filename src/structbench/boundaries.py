@@ -156,7 +156,7 @@ class _Doc:
             if last > lo:
                 flags = self._pretoken_flags(para, last - first)
                 a, b = max(lo, first), min(hi, last)
-                out.append(np.flatnonzero(flags[a - first:b - first]) + a)
+                out.append(np.flatnonzero(flags[a - first : b - first]) + a)
             para += 1
             if last >= hi:
                 break
@@ -166,8 +166,9 @@ class _Doc:
         """Per token of paragraph ``para``: does it begin a pre-token? Tokenized again, only when needed."""
         flags = self._pretokens.get(para)
         if flags is None:
-            encoding = self.counter.tokenizer.encode(self.text[self.para_starts[para]:self.para_ends[para]],
-                                                     add_special_tokens=False)
+            encoding = self.counter.tokenizer.encode(
+                self.text[self.para_starts[para] : self.para_ends[para]], add_special_tokens=False
+            )
             # A token without a word (an added token) is a pre-token of its own.
             words = np.array([-1 - t if w is None else w for t, w in enumerate(encoding.word_ids)], dtype=np.int64)
             if len(words) != n_tokens:  # the paragraph was tokenized differently: allow every token start
@@ -232,8 +233,9 @@ def _prepare(documents: pl.DataFrame, paragraphs: pl.DataFrame, sections: pl.Dat
         if sec is None and para["start"]:
             raise ValueError(f"document {doc_id!r} has paragraphs but no sections")
         if sec is not None:
-            for sid, path, top, ps, pe in zip(sec["section_id"], sec["path"], sec["top_section_id"],
-                                              sec["para_start"], sec["para_end"]):
+            for sid, path, top, ps, pe in zip(
+                sec["section_id"], sec["path"], sec["top_section_id"], sec["para_start"], sec["para_end"]
+            ):
                 if pe > ps:
                     section_list.append(_Section(int(sid), tuple(path), int(top), int(ps), int(pe)))
             covered = [(s.para_start, s.para_end) for s in section_list]
@@ -272,7 +274,7 @@ def _tokenized(docs: list[_Doc], tokenizer: TokenCounter) -> Iterator[_Doc]:
     The tokenizer runs in Rust without the GIL, so a worker thread tokenizing batch ``i + 1``
     overlaps the Python work (sentence segmentation above all) on batch ``i``.
     """
-    batches = [docs[i:i + _TOKENIZE_BATCH_DOCS] for i in range(0, len(docs), _TOKENIZE_BATCH_DOCS)]
+    batches = [docs[i : i + _TOKENIZE_BATCH_DOCS] for i in range(0, len(docs), _TOKENIZE_BATCH_DOCS)]
     if not batches:
         return
     with ThreadPoolExecutor(max_workers=1) as pool:
@@ -332,8 +334,7 @@ def partition_sizes(positions: Sequence[int], t_max: int, *, strict: bool = Fals
     return cuts[::-1]
 
 
-def _nearest(positions: Sequence[int], ideal: float, lo: int = 0, hi: int | None = None,
-             base: int = 0) -> int | None:
+def _nearest(positions: Sequence[int], ideal: float, lo: int = 0, hi: int | None = None, base: int = 0) -> int | None:
     """Index in ``positions[lo:hi]`` (ascending) whose ``position - base`` is nearest ``ideal``.
 
     Ties go to the earlier index (also among equal positions); None when the range is empty. Distances
@@ -353,8 +354,9 @@ def _nearest(positions: Sequence[int], ideal: float, lo: int = 0, hi: int | None
     return best
 
 
-def _nearest_interior(positions: Sequence[int], ideal: float, total: int, lo: int = 0, hi: int | None = None,
-                      base: int = 0) -> int | None:
+def _nearest_interior(
+    positions: Sequence[int], ideal: float, total: int, lo: int = 0, hi: int | None = None, base: int = 0
+) -> int | None:
     """:func:`_nearest` among the positions strictly inside the unit (``0 < position - base < total``)."""
     hi = len(positions) if hi is None else hi
     key = (lambda p: p - base) if base else None
@@ -467,12 +469,22 @@ def _split(doc: _Doc, piece: _Piece, para_start: int, para_end: int, t_max: int)
         cut_positions.append(best_position)
     else:
         edges = [0, *cut_positions, total]
-        if all(a < b for a, b in zip(cut_positions, cut_positions[1:])) and \
-                all(b - a <= t_max for a, b in zip(edges[:-1], edges[1:])):
+        if all(a < b for a, b in zip(cut_positions, cut_positions[1:])) and all(
+            b - a <= t_max for a, b in zip(edges[:-1], edges[1:])
+        ):
             char_edges = [piece.start, *cut_chars, piece.end]
-            return [_Piece(a, b, edges[n + 1] - edges[n], piece.section_id, piece.path, piece.top_id,
-                           piece.cut if n == len(cut_chars) else doc.cut_kind(b, "sentence"))
-                    for n, (a, b) in enumerate(zip(char_edges[:-1], char_edges[1:]))]
+            return [
+                _Piece(
+                    a,
+                    b,
+                    edges[n + 1] - edges[n],
+                    piece.section_id,
+                    piece.path,
+                    piece.top_id,
+                    piece.cut if n == len(cut_chars) else doc.cut_kind(b, "sentence"),
+                )
+                for n, (a, b) in enumerate(zip(char_edges[:-1], char_edges[1:]))
+            ]
 
     # The fewest parts within t_max, if there are n of them, have cut i in [T - (n - i) * t_max,
     # i * t_max]: the DP needs the sentences of the paragraphs meeting those windows only (every
@@ -539,8 +551,15 @@ def _refine(doc: _Doc, piece: _Piece, t_max: int, level: int = 0) -> list[_Piece
     out = []
     for a, b in zip(edges[:-1], edges[1:]):
         end = chars[b] if b < len(chars) else piece.end
-        part = _Piece(chars[a], end, positions[b] - positions[a], piece.section_id, piece.path, piece.top_id,
-                      piece.cut if b == len(chars) else kind)
+        part = _Piece(
+            chars[a],
+            end,
+            positions[b] - positions[a],
+            piece.section_id,
+            piece.path,
+            piece.top_id,
+            piece.cut if b == len(chars) else kind,
+        )
         out.extend(_refine(doc, part, t_max, level + 1))
     return out
 
@@ -561,8 +580,9 @@ def _fallback_candidates(doc: _Doc, piece: _Piece, level: str) -> tuple[list[int
     starts = np.asarray(tokens.starts[base:top], dtype=np.int64)
     if level in ("line", "word"):
         pattern = _LINE_START if level == "line" else _WORD_START
-        found = np.fromiter((match.end() for match in pattern.finditer(doc.text, piece.start, piece.end)),
-                            dtype=np.int64)
+        found = np.fromiter(
+            (match.end() for match in pattern.finditer(doc.text, piece.start, piece.end)), dtype=np.int64
+        )
     elif level == "pretoken":
         found = starts[doc.pretoken_starts(base + 1, top) - base]
     else:
@@ -583,8 +603,15 @@ def _common_path(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def _merged(first: _Piece, second: _Piece) -> _Piece:
-    return _Piece(first.start, second.end, first.tokens + second.tokens, first.section_id,
-                  _common_path(first.path, second.path), first.top_id, second.cut)
+    return _Piece(
+        first.start,
+        second.end,
+        first.tokens + second.tokens,
+        first.section_id,
+        _common_path(first.path, second.path),
+        first.top_id,
+        second.cut,
+    )
 
 
 def _merge_small(pieces: list[_Piece], t_min: int, t_max: int) -> list[_Piece]:
@@ -595,24 +622,32 @@ def _merge_small(pieces: list[_Piece], t_min: int, t_max: int) -> list[_Piece]:
         piece = out[i]
         if piece.tokens < t_min and len(out) > 1:
             if i + 1 < len(out) and piece.tokens + out[i + 1].tokens <= t_max:
-                out[i:i + 2] = [_merged(piece, out[i + 1])]
+                out[i : i + 2] = [_merged(piece, out[i + 1])]
                 continue  # the merged chunk may still be small
             if i > 0 and out[i - 1].tokens + piece.tokens <= t_max:
-                out[i - 1:i + 1] = [_merged(out[i - 1], piece)]
+                out[i - 1 : i + 1] = [_merged(out[i - 1], piece)]
                 continue  # out[i] is now the chunk after the merged one
         i += 1
     return out
 
 
 def _bounded(doc: _Doc, units: list[tuple[_Section, int, int]], t_max: int, t_min: int) -> list[_Piece]:
-    """Split each unit over ``t_max`` (sentences, then the fallbacks), then merge small chunks within each top-level section."""
+    """Split each unit over ``t_max`` (sentences, then the fallbacks), then merge small chunks within each
+    top-level section."""
     tokens = doc.tokens
     by_top: list[list[_Piece]] = []
     for section, para_start, para_end in units:
         start = doc.para_starts[para_start]
         end = doc.para_char_start(para_end)
-        piece = _Piece(start, end, tokens.count(start, end), section.section_id, section.path, section.top_id,
-                       doc.cut_kind(end, "paragraph"))
+        piece = _Piece(
+            start,
+            end,
+            tokens.count(start, end),
+            section.section_id,
+            section.path,
+            section.top_id,
+            doc.cut_kind(end, "paragraph"),
+        )
         parts = _split(doc, piece, para_start, para_end, t_max) if piece.tokens > t_max else [piece]
         parts = [fitted for part in parts for fitted in _refine(doc, part, t_max)]
         if by_top and by_top[-1][0].top_id == section.top_id:
@@ -639,7 +674,7 @@ def _own_counts(doc: _Doc, pieces: list[_Piece], t_max: int) -> list[_Piece]:
     """
     if doc.counter.additive:
         return pieces
-    counts = doc.counter.count_batch([doc.text[piece.start:piece.end] for piece in pieces])
+    counts = doc.counter.count_batch([doc.text[piece.start : piece.end] for piece in pieces])
     out = []
     for piece, count in zip(pieces, counts):
         piece = dataclasses.replace(piece, tokens=count)
@@ -649,8 +684,9 @@ def _own_counts(doc: _Doc, pieces: list[_Piece], t_max: int) -> list[_Piece]:
 
 def _cut_by_own_tokens(doc: _Doc, piece: _Piece, t_max: int) -> list[_Piece]:
     own = _Doc(doc.doc_id, doc.text, doc.para_starts, doc.para_ends, doc.sections, counter=doc.counter)
-    own.tokens = TokenSpans([piece.start + start for start in doc.counter.spans_batch(
-        [doc.text[piece.start:piece.end]])[0].starts])
+    own.tokens = TokenSpans(
+        [piece.start + start for start in doc.counter.spans_batch([doc.text[piece.start : piece.end]])[0].starts]
+    )
     parts = _refine(own, dataclasses.replace(piece, tokens=len(own.tokens)), t_max)
     return _own_counts(doc, parts, t_max)
 
@@ -668,16 +704,19 @@ def _frame(rows: list[tuple[str, list[_Piece]]]) -> pl.DataFrame:
             cuts.append(piece.cut)
     if not doc_ids:
         return empty("chunks")
-    frame = pl.DataFrame({
-        "chunk_id": list(range(len(doc_ids))),
-        "doc_id": doc_ids,
-        "start": starts,
-        "end": ends,
-        "n_tokens": n_tokens,
-        "section_id": section_ids,
-        "path": paths,
-        "cut": cuts,
-    }, schema=CHUNKS)
+    frame = pl.DataFrame(
+        {
+            "chunk_id": list(range(len(doc_ids))),
+            "doc_id": doc_ids,
+            "start": starts,
+            "end": ends,
+            "n_tokens": n_tokens,
+            "section_id": section_ids,
+            "path": paths,
+            "cut": cuts,
+        },
+        schema=CHUNKS,
+    )
     return frame
 
 
@@ -690,8 +729,15 @@ def _check_bounds(t_max: int, t_min: int) -> None:
 # Public chunkers
 
 
-def structural_chunks(documents: pl.DataFrame, paragraphs: pl.DataFrame, sections: pl.DataFrame,
-                      tokenizer: TokenCounter | str, *, t_max: int = T_MAX, t_min: int = T_MIN) -> pl.DataFrame:
+def structural_chunks(
+    documents: pl.DataFrame,
+    paragraphs: pl.DataFrame,
+    sections: pl.DataFrame,
+    tokenizer: TokenCounter | str,
+    *,
+    t_max: int = T_MAX,
+    t_min: int = T_MIN,
+) -> pl.DataFrame:
     """Structure-aligned chunks (A2..A4, P, G2..G4): one unit per section's own paragraphs, then bounds.
 
     See the module docstring for the split, fallback and merge rules. ``chunk_id`` is the ordinal over the
@@ -708,9 +754,17 @@ def structural_chunks(documents: pl.DataFrame, paragraphs: pl.DataFrame, section
     return _frame(rows)
 
 
-def semantic_chunks(documents: pl.DataFrame, paragraphs: pl.DataFrame, sections: pl.DataFrame,
-                    tokenizer: TokenCounter | str, embed_fn: EmbedFn, *, threshold: float = SEMANTIC_THRESHOLD,
-                    t_max: int = T_MAX, t_min: int = T_MIN) -> pl.DataFrame:
+def semantic_chunks(
+    documents: pl.DataFrame,
+    paragraphs: pl.DataFrame,
+    sections: pl.DataFrame,
+    tokenizer: TokenCounter | str,
+    embed_fn: EmbedFn,
+    *,
+    threshold: float = SEMANTIC_THRESHOLD,
+    t_max: int = T_MAX,
+    t_min: int = T_MIN,
+) -> pl.DataFrame:
     """Seed 004's semantic merge: within a section, join adjacent paragraphs whose cosine >= threshold.
 
     A unit is a maximal run of a section's paragraphs in which every adjacent pair reaches the
@@ -730,8 +784,9 @@ def semantic_chunks(documents: pl.DataFrame, paragraphs: pl.DataFrame, sections:
                 wanted.extend((d, p) for p in range(section.para_start, section.para_end))
     similar: dict[tuple[int, int], bool] = {}  # (doc index, paragraph) -> joins the next paragraph
     if wanted:
-        vectors = np.asarray(embed_fn([docs[d].text[docs[d].para_starts[p]:docs[d].para_ends[p]] for d, p in wanted]),
-                             dtype=np.float64)
+        vectors = np.asarray(
+            embed_fn([docs[d].text[docs[d].para_starts[p] : docs[d].para_ends[p]] for d, p in wanted]), dtype=np.float64
+        )
         if vectors.ndim != 2 or len(vectors) != len(wanted):
             raise ValueError(f"embed_fn returned shape {vectors.shape} for {len(wanted)} texts")
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
@@ -757,9 +812,17 @@ def semantic_chunks(documents: pl.DataFrame, paragraphs: pl.DataFrame, sections:
     return _frame(rows)
 
 
-def fixed_chunks(documents: pl.DataFrame, reference_chunks: pl.DataFrame, tokenizer: TokenCounter | str, *,
-                 paragraphs: pl.DataFrame, sections: pl.DataFrame, snap_tokens: int = FIXED_SNAP_TOKENS,
-                 t_min: int = T_MIN, t_max: int = T_MAX) -> pl.DataFrame:
+def fixed_chunks(
+    documents: pl.DataFrame,
+    reference_chunks: pl.DataFrame,
+    tokenizer: TokenCounter | str,
+    *,
+    paragraphs: pl.DataFrame,
+    sections: pl.DataFrame,
+    snap_tokens: int = FIXED_SNAP_TOKENS,
+    t_min: int = T_MIN,
+    t_max: int = T_MAX,
+) -> pl.DataFrame:
     """Fixed windows size-matched per document to ``reference_chunks`` (A0, A1; SPEC sections 6, 17).
 
     Per document the target is the mean ``n_tokens`` of its reference chunks, rounded half up (and
@@ -798,16 +861,19 @@ def fixed_chunks(documents: pl.DataFrame, reference_chunks: pl.DataFrame, tokeni
         pieces = []
         for start, end, kind in zip(edges[:-1], edges[1:], kinds):
             section = doc.sections[max(bisect.bisect_right(section_starts, start) - 1, 0)]
-            pieces.append(_Piece(start, end, doc.tokens.count(start, end), section.section_id, section.path,
-                                 section.top_id, kind))
+            pieces.append(
+                _Piece(start, end, doc.tokens.count(start, end), section.section_id, section.path, section.top_id, kind)
+            )
         rows.append((doc.doc_id, _own_counts(doc, pieces, t_max)))
     return _frame(rows)
 
 
 def _targets(reference_chunks: pl.DataFrame) -> dict[str, int]:
     means = reference_chunks.group_by("doc_id").agg(pl.col("n_tokens").cast(pl.Float64).mean().alias("mean"))
-    return {doc_id: max(1, math.floor(mean + 0.5))
-            for doc_id, mean in zip(means["doc_id"].to_list(), means["mean"].to_list())}
+    return {
+        doc_id: max(1, math.floor(mean + 0.5))
+        for doc_id, mean in zip(means["doc_id"].to_list(), means["mean"].to_list())
+    }
 
 
 _Cut = tuple[int, int, str]  # (token index, char offset, cut kind)
@@ -828,8 +894,12 @@ def _window_cuts(doc: _Doc, target: int, snap_tokens: int, t_min: int, t_max: in
             break
         desired = max(desired, lo)
         hi = max(min(n - 1, desired + snap_tokens, position + t_max), desired)
-        _, char, kind = (_sentence_near(doc, lo, hi, desired) or _line_near(doc, lo, hi, desired)
-                         or _word_before(doc, lo, desired) or _token_before(doc, lo, desired))
+        _, char, kind = (
+            _sentence_near(doc, lo, hi, desired)
+            or _line_near(doc, lo, hi, desired)
+            or _word_before(doc, lo, desired)
+            or _token_before(doc, lo, desired)
+        )
         window_starts.append(tokens.index(char))  # the window's size is the count of tokens starting in it
         cuts.append((char, kind))
     if cuts and n - window_starts[-1] < t_min and n - window_starts[-2] <= t_max:
@@ -926,6 +996,7 @@ def size_match_report(fixed: pl.DataFrame, reference: pl.DataFrame) -> dict:
     SPEC section 6 asks for these per corpus; the paper's realized means differ by at most 4 tokens.
     ``max_doc_difference`` is the largest per-document gap between the two means.
     """
+
     def means(frame):
         return frame.group_by("doc_id").agg(pl.col("n_tokens").cast(pl.Float64).mean().alias("mean"))
 
@@ -976,4 +1047,3 @@ def bounds_report(chunks: pl.DataFrame, *, t_max: int = T_MAX, t_min: int = T_MI
         "fallback_cuts": sum(cuts[kind] for kind in FALLBACK_CUTS),
         **{f"cut_{kind}": count for kind, count in cuts.items()},
     }
-

@@ -115,10 +115,14 @@ def read_shard(path: Path) -> tuple[list[str], np.ndarray]:
     if stored_checksum is None:
         raise DamagedShardError(f"vector cache shard {path} has no checksum")
     if vectors.ndim != 2 or vectors.shape[0] != keys.shape[0]:
-        raise DamagedShardError(f"vector cache shard {path} holds {keys.shape[0]} keys but vectors of shape {vectors.shape}")
+        raise DamagedShardError(
+            f"vector cache shard {path} holds {keys.shape[0]} keys but vectors of shape {vectors.shape}"
+        )
     actual = shard_checksum(keys, vectors)
     if actual != stored_checksum:
-        raise DamagedShardError(f"vector cache shard {path} fails its checksum (stored {stored_checksum[:12]}, content {actual[:12]})")
+        raise DamagedShardError(
+            f"vector cache shard {path} fails its checksum (stored {stored_checksum[:12]}, content {actual[:12]})"
+        )
     return keys.tolist(), vectors
 
 

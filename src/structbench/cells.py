@@ -32,4 +32,4 @@ def lexical_chunkset(condition: str) -> str:
     prefix = f"{LEXICAL}:"
     if not condition.startswith(prefix):
         raise ValueError(f"{condition!r} is not a lexical cell's condition (expected {prefix}<chunkset>)")
-    return condition[len(prefix):]
+    return condition[len(prefix) :]

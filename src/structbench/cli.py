@@ -18,19 +18,36 @@ from structbench import defaults
 
 def _add_chunk(subparsers) -> None:
     parser = subparsers.add_parser(
-        "chunk", help="chunk a Markdown file at its headings, with heading-path prefixes",
+        "chunk",
+        help="chunk a Markdown file at its headings, with heading-path prefixes",
         description="Chunk FILE.md the way the study recommends (cut at headings, prefix the real heading "
-                    "path) and print the chunks.")
+        "path) and print the chunks.",
+    )
     parser.add_argument("file", metavar="FILE.md", help="a UTF-8 Markdown file")
-    parser.add_argument("--depth", type=int, default=defaults.PRACTITIONER_DEPTH,
-                        help="heading-path depth of the prefix, 0 for none (default %(default)s)")
-    parser.add_argument("--t-max", type=int, default=defaults.T_MAX,
-                        help="split sections above this many content tokens (default %(default)s)")
-    parser.add_argument("--t-min", type=int, default=defaults.T_MIN,
-                        help="merge chunks below this many content tokens (default %(default)s)")
+    parser.add_argument(
+        "--depth",
+        type=int,
+        default=defaults.PRACTITIONER_DEPTH,
+        help="heading-path depth of the prefix, 0 for none (default %(default)s)",
+    )
+    parser.add_argument(
+        "--t-max",
+        type=int,
+        default=defaults.T_MAX,
+        help="split sections above this many content tokens (default %(default)s)",
+    )
+    parser.add_argument(
+        "--t-min",
+        type=int,
+        default=defaults.T_MIN,
+        help="merge chunks below this many content tokens (default %(default)s)",
+    )
     parser.add_argument("--title", help="title when the file names none (default: from the file name)")
-    parser.add_argument("--tokenizer", default=defaults.TOKENIZER,
-                        help="tokenizer.json path, directory, package or Hub id (default %(default)s)")
+    parser.add_argument(
+        "--tokenizer",
+        default=defaults.TOKENIZER,
+        help="tokenizer.json path, directory, package or Hub id (default %(default)s)",
+    )
     parser.add_argument("--separator", default=defaults.SEPARATOR, help="path separator (default '%(default)s')")
     parser.add_argument("--json", action="store_true", help="print one JSON object per chunk (JSON lines)")
     parser.set_defaults(run=_run_chunk)
@@ -39,8 +56,13 @@ def _add_chunk(subparsers) -> None:
 def _run_chunk(args: argparse.Namespace) -> int:
     from structbench.api import chunk_markdown_file
 
-    options = {"depth": args.depth, "t_max": args.t_max, "t_min": args.t_min, "tokenizer": args.tokenizer,
-               "separator": args.separator}
+    options = {
+        "depth": args.depth,
+        "t_max": args.t_max,
+        "t_min": args.t_min,
+        "tokenizer": args.tokenizer,
+        "separator": args.separator,
+    }
     if args.title:
         options["title"] = args.title
     chunks = chunk_markdown_file(args.file, **options)
@@ -49,13 +71,14 @@ def _run_chunk(args: argparse.Namespace) -> int:
         for index, chunk in enumerate(chunks):
             out.write(json.dumps({"index": index, **chunk.as_dict()}, ensure_ascii=False) + "\n")
         return 0
-    out.write(f"{args.file}: {chunks.title!r}, {len(chunks.flat_text)} characters of body text, "
-              f"{len(chunks)} chunks\n")
+    out.write(f"{args.file}: {chunks.title!r}, {len(chunks.flat_text)} characters of body text, {len(chunks)} chunks\n")
     for index, chunk in enumerate(chunks):
         preview = " ".join(chunk.content.split())
         preview = preview if len(preview) <= 160 else preview[:157] + "..."
-        out.write(f"\n#{index}  [{chunk.start}, {chunk.end})  {chunk.n_tokens} tokens + {chunk.prefix_tokens} prefix"
-                  f"  {' > '.join(chunk.path)}\n")
+        out.write(
+            f"\n#{index}  [{chunk.start}, {chunk.end})  {chunk.n_tokens} tokens + {chunk.prefix_tokens} prefix"
+            f"  {' > '.join(chunk.path)}\n"
+        )
         if chunk.prefix:
             out.write(f"    prefix: {chunk.prefix.strip()}\n")
         out.write(f"    {preview}\n")
@@ -66,8 +89,7 @@ COMMANDS: list[Callable] = [_add_chunk]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="structbench",
-                                     description="Does document structure help dense retrieval?")
+    parser = argparse.ArgumentParser(prog="structbench", description="Does document structure help dense retrieval?")
     from structbench import __version__
 
     parser.add_argument("--version", action="version", version=f"structbench {__version__}")

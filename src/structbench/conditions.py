@@ -51,7 +51,9 @@ AXES: dict[str, tuple[Kind, ...]] = {
     ),
     "structure": (
         Kind("gold", description="the document's own heading tree"),
-        Kind("induced", r"[A-Za-z0-9_]+", description="a structure induced by the named inducer (config inducers.<name>)"),
+        Kind(
+            "induced", r"[A-Za-z0-9_]+", description="a structure induced by the named inducer (config inducers.<name>)"
+        ),
     ),
     "prefix": (
         Kind("none", description="the content alone"),
@@ -61,19 +63,36 @@ AXES: dict[str, tuple[Kind, ...]] = {
     ),
     "retrieval": (
         Kind("flat", description="corpus-wide top-k over every chunk"),
-        Kind("two_stage", description="stage 1 keeps the top sections by centroid, stage 2 ranks their chunks, "
-                                      "flat search backfills"),
-        Kind("toc", description="an LLM names a section from the candidate documents' contents (config "
-                                "retrieval.toc_llm); its chunks lead, flat search fills"),
-        Kind("rrf", FUSION_SOURCES, description="reciprocal rank fusion (k = retrieval.rrf_k) of the condition's "
-             "flat run with the runs its parameter names, '+'-joined: bm25 (the chunk set's BM25 run: hybrid "
-             "search) or another prefix of the same chunk set without its colon (none, path2, placebo3, context)"),
-        Kind("query_titles", "[1-9]", description="seed 004 section 6(a): the flat run's top retrieval.candidates "
-             "rescored by a second query embedding that carries each candidate's title chain (its path cut to "
-             "depth d, rendered as a path:d prefix)"),
-        Kind("per_candidate", "[A-Za-z0-9_]+", description="seed 004's per-candidate prefix choice: the top "
-             "retrieval.candidates of the condition's (prefixed) and the unprefixed index, each scored in both "
-             "versions by the named reranker, the better score kept"),
+        Kind(
+            "two_stage",
+            description="stage 1 keeps the top sections by centroid, stage 2 ranks their chunks, flat search backfills",
+        ),
+        Kind(
+            "toc",
+            description="an LLM names a section from the candidate documents' contents (config "
+            "retrieval.toc_llm); its chunks lead, flat search fills",
+        ),
+        Kind(
+            "rrf",
+            FUSION_SOURCES,
+            description="reciprocal rank fusion (k = retrieval.rrf_k) of the condition's "
+            "flat run with the runs its parameter names, '+'-joined: bm25 (the chunk set's BM25 run: hybrid "
+            "search) or another prefix of the same chunk set without its colon (none, path2, placebo3, context)",
+        ),
+        Kind(
+            "query_titles",
+            "[1-9]",
+            description="seed 004 section 6(a): the flat run's top retrieval.candidates "
+            "rescored by a second query embedding that carries each candidate's title chain (its path cut to "
+            "depth d, rendered as a path:d prefix)",
+        ),
+        Kind(
+            "per_candidate",
+            "[A-Za-z0-9_]+",
+            description="seed 004's per-candidate prefix choice: the top "
+            "retrieval.candidates of the condition's (prefixed) and the unprefixed index, each scored in both "
+            "versions by the named reranker, the better score kept",
+        ),
     ),
 }
 FAMILIES = ("primary", "secondary", "exploratory")
@@ -184,7 +203,9 @@ def parse_conditions(entries: dict) -> dict[str, Condition]:
         missing = [axis for axis in AXES if axis not in (axes or {})]
         unknown = sorted(set(axes or {}) - set(AXES))
         if missing or unknown:
-            raise ValueError(f"conditions.{name} needs exactly the axes {list(AXES)} (missing {missing}, unknown {unknown})")
+            raise ValueError(
+                f"conditions.{name} needs exactly the axes {list(AXES)} (missing {missing}, unknown {unknown})"
+            )
         condition = Condition(name=name, **axes)
         for axis in AXES:
             value = getattr(condition, axis)
@@ -193,8 +214,9 @@ def parse_conditions(entries: dict) -> dict[str, Condition]:
             except ValueError as error:
                 raise ValueError(f"conditions.{name}.{axis} = {value!r} is not supported: {error}") from None
             if kind.needs:
-                raise ValueError(f"conditions.{name}.{axis} = {value!r} needs {kind.needs}, which this version "
-                                 "does not ship yet")
+                raise ValueError(
+                    f"conditions.{name}.{axis} = {value!r} needs {kind.needs}, which this version does not ship yet"
+                )
         conditions[name] = condition
     return conditions
 
@@ -219,11 +241,14 @@ def parse_contrasts(entries: dict, conditions: dict[str, Condition]) -> dict[str
         for member in contrast.members:
             if member not in conditions:
                 raise ValueError(
-                    f"contrasts.{name} names {member!r}, which is no declared condition (declared: {sorted(conditions)})"
+                    f"contrasts.{name} names {member!r}, which is no declared condition "
+                    f"(declared: {sorted(conditions)})"
                 )
         if pairwise and contrast.treatment == contrast.control:
-            raise ValueError(f"contrasts.{name} compares {contrast.treatment!r} with itself: every delta is 0, "
-                             "and in a Holm family it would inflate the other contrasts' adjusted p-values")
+            raise ValueError(
+                f"contrasts.{name} compares {contrast.treatment!r} with itself: every delta is 0, "
+                "and in a Holm family it would inflate the other contrasts' adjusted p-values"
+            )
         if len(set(contrast.conditions)) != len(contrast.conditions):
             raise ValueError(f"contrasts.{name}.conditions lists a condition twice: {list(contrast.conditions)}")
         if contrast.depths and len(contrast.depths) != len(contrast.conditions):

@@ -87,8 +87,9 @@ def validate_config(config: dict, schema_path: str | Path) -> dict:
     errors = sorted(validator.iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:
         lines = [f"  {_key(error.absolute_path)}: {error.message}" for error in errors]
-        raise ConfigError("invalid config (workflow/schemas/config.schema.yaml; keys in config/README.md):\n"
-                          + "\n".join(lines))
+        raise ConfigError(
+            "invalid config (workflow/schemas/config.schema.yaml; keys in config/README.md):\n" + "\n".join(lines)
+        )
     return config
 
 
@@ -99,8 +100,10 @@ def check_config(config: dict, metric_names: list[str]) -> tuple[dict, dict]:
     can only test one of them)."""
     chunking = config["chunking"]
     if chunking["t_min"] > chunking["t_max"]:
-        raise ConfigError(f"chunking.t_min = {chunking['t_min']} exceeds chunking.t_max = {chunking['t_max']}: "
-                          "no chunk could satisfy both bounds")
+        raise ConfigError(
+            f"chunking.t_min = {chunking['t_min']} exceeds chunking.t_max = {chunking['t_max']}: "
+            "no chunk could satisfy both bounds"
+        )
     try:
         conditions = axes.parse_conditions(config["conditions"])
         contrasts = axes.parse_contrasts(config["contrasts"], conditions)
@@ -108,18 +111,21 @@ def check_config(config: dict, metric_names: list[str]) -> tuple[dict, dict]:
         raise ConfigError(str(error)) from None
     primary = config["stats"]["primary_metric"]
     if primary not in metric_names:
-        raise ConfigError(f"stats.primary_metric = {primary!r} is not computed under this config; "
-                          f"the metrics are {metric_names}")
+        raise ConfigError(
+            f"stats.primary_metric = {primary!r} is not computed under this config; the metrics are {metric_names}"
+        )
     semantic = config["chunking"]["semantic_embedder"]
     if any(c.boundaries == "semantic" for c in conditions.values()) and semantic not in config["embedders"]:
-        raise ConfigError(f"chunking.semantic_embedder = {semantic!r} names no declared embedder "
-                          f"({list(config['embedders'])})")
+        raise ConfigError(
+            f"chunking.semantic_embedder = {semantic!r} names no declared embedder ({list(config['embedders'])})"
+        )
     for kind in ("corpora", "embedders", "rerankers"):
         chosen = (config.get("select") or {}).get(kind) or []
         unknown = [name for name in chosen if name not in config[kind]]
         if unknown:
-            raise ConfigError(f"select.{kind} names {unknown}, which config.{kind} does not declare "
-                              f"({list(config[kind])})")
+            raise ConfigError(
+                f"select.{kind} names {unknown}, which config.{kind} does not declare ({list(config[kind])})"
+            )
     check_llm_config(config, conditions)
     check_querygen_config(config)
     check_retrieval_config(config, conditions)
@@ -136,11 +142,13 @@ def select_conditions(conditions: dict, contrasts: dict, chosen: list[str] | Non
         return conditions, contrasts
     unknown = [name for name in chosen if name not in conditions]
     if unknown:
-        raise ConfigError(f"select.conditions names {unknown}, which config.conditions does not declare "
-                          f"({list(conditions)})")
+        raise ConfigError(
+            f"select.conditions names {unknown}, which config.conditions does not declare ({list(conditions)})"
+        )
     kept = {name: condition for name, condition in conditions.items() if name in chosen}
-    return kept, {name: contrast for name, contrast in contrasts.items()
-                  if all(member in kept for member in contrast.members)}
+    return kept, {
+        name: contrast for name, contrast in contrasts.items() if all(member in kept for member in contrast.members)
+    }
 
 
 def check_retrieval_config(config: dict, conditions: dict) -> None:
@@ -164,11 +172,14 @@ def check_retrieval_config(config: dict, conditions: dict) -> None:
         if kind.name == "per_candidate":
             declared = sorted(n for n, entry in config["rerankers"].items() if entry is not None)
             if parameter not in declared:
-                raise ConfigError(f"{where} names reranker {parameter!r}, which is no declared cross-encoder "
-                                  f"(declared: {declared})")
+                raise ConfigError(
+                    f"{where} names reranker {parameter!r}, which is no declared cross-encoder (declared: {declared})"
+                )
             if condition.prefix == "none":
-                raise ConfigError(f"{where} needs a prefixed condition (the candidates are its prefixed and its "
-                                  "unprefixed version); this one has prefix 'none'")
+                raise ConfigError(
+                    f"{where} needs a prefixed condition (the candidates are its prefixed and its "
+                    "unprefixed version); this one has prefix 'none'"
+                )
     for position, pair in enumerate((config.get("report") or {}).get("compare_runs") or []):
         where = f"report.compare_runs[{position}] = {pair}"
         unknown = [member for member in pair if member not in conditions]
@@ -178,8 +189,10 @@ def check_retrieval_config(config: dict, conditions: dict) -> None:
         if first.name == second.name:
             raise ConfigError(f"{where} compares a condition with itself")
         if first.chunkset != second.chunkset:
-            raise ConfigError(f"{where} compares different chunk sets ({first.chunkset} and {second.chunkset}): "
-                              "the comparison counts shared chunk_ids, so both must rank one chunk set")
+            raise ConfigError(
+                f"{where} compares different chunk sets ({first.chunkset} and {second.chunkset}): "
+                "the comparison counts shared chunk_ids, so both must rank one chunk set"
+            )
 
 
 def check_llm_config(config: dict, conditions: dict) -> None:
@@ -209,15 +222,21 @@ def check_llm_config(config: dict, conditions: dict) -> None:
     inducers = config.get("inducers") or {}
     for name, condition in conditions.items():
         if condition.retrieval == "toc" and toc_llm is None:
-            raise ConfigError(f"conditions.{name}.retrieval = 'toc' needs retrieval.toc_llm (the llms entry that reads "
-                              "the table of contents and names a section), which is not set")
+            raise ConfigError(
+                f"conditions.{name}.retrieval = 'toc' needs retrieval.toc_llm (the llms entry that reads "
+                "the table of contents and names a section), which is not set"
+            )
         kind, inducer = axes.parse_value("structure", condition.structure)
         if kind.name == "induced" and inducer not in inducers:
-            raise ConfigError(f"conditions.{name}.structure = {condition.structure!r} names inducer {inducer!r}, "
-                              f"which inducers does not declare (declared: {sorted(inducers)})")
+            raise ConfigError(
+                f"conditions.{name}.structure = {condition.structure!r} names inducer {inducer!r}, "
+                f"which inducers does not declare (declared: {sorted(inducers)})"
+            )
         if condition.prefix == "context" and context_llm is None:
-            raise ConfigError(f"conditions.{name}.prefix = 'context' needs contexts.llm (the llms entry that "
-                              "writes the situating contexts), which is not set")
+            raise ConfigError(
+                f"conditions.{name}.prefix = 'context' needs contexts.llm (the llms entry that "
+                "writes the situating contexts), which is not set"
+            )
 
 
 def check_querygen_config(config: dict) -> None:
@@ -234,8 +253,10 @@ def check_querygen_config(config: dict) -> None:
     selected = (config.get("select") or {}).get("corpora") or list(config["corpora"])
     generated = [name for name in selected if (config["corpora"][name] or {}).get("queries") == "generated"]
     if generated and llm is None:
-        raise ConfigError(f"corpora.{generated[0]}.queries = 'generated' needs querygen.llm (the llms entry that "
-                          "writes the queries), which is not set")
+        raise ConfigError(
+            f"corpora.{generated[0]}.queries = 'generated' needs querygen.llm (the llms entry that "
+            "writes the queries), which is not set"
+        )
     try:
         QuerygenSettings.from_config(querygen, config.get("seed", SEED))
     except ValueError as error:
@@ -270,11 +291,15 @@ def truncation_warnings(config: dict, conditions: dict) -> list[str]:
             continue
         needed = t_max + SPECIAL_TOKENS
         if needed > limit:
-            warnings.append(f"embedders.{name}: max_seq_length {limit} < chunking.t_max {t_max} + {SPECIAL_TOKENS} "
-                            "special tokens: the longest chunks WILL be truncated, prefixed or not. Set "
-                            f"embedders.{name}.max_seq_length (up to the model's positions) or lower chunking.t_max.")
+            warnings.append(
+                f"embedders.{name}: max_seq_length {limit} < chunking.t_max {t_max} + {SPECIAL_TOKENS} "
+                "special tokens: the longest chunks WILL be truncated, prefixed or not. Set "
+                f"embedders.{name}.max_seq_length (up to the model's positions) or lower chunking.t_max."
+            )
         elif prefixed and needed + PREFIX_ALLOWANCE > limit:
-            warnings.append(f"embedders.{name}: max_seq_length {limit} leaves {limit - needed} tokens for a prefix "
-                            f"on a chunk of chunking.t_max = {t_max} tokens: long prefixed chunks are likely to be "
-                            "truncated (the report counts them). Raise max_seq_length or lower t_max.")
+            warnings.append(
+                f"embedders.{name}: max_seq_length {limit} leaves {limit - needed} tokens for a prefix "
+                f"on a chunk of chunking.t_max = {t_max} tokens: long prefixed chunks are likely to be "
+                "truncated (the report counts them). Raise max_seq_length or lower t_max."
+            )
     return warnings

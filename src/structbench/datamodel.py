@@ -18,10 +18,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
 
 from structbench.atomic import atomic_path
+
+if TYPE_CHECKING:
+    import numpy as np
 
 PARAGRAPH_SEPARATOR = "\n\n"
 MAX_LEVEL = 4  # stored levels are clamped to 1..MAX_LEVEL; paths keep the true depth
@@ -176,8 +180,9 @@ def read_table(path: str | Path, name: str | None = None) -> pl.DataFrame:
     try:
         frame = pl.read_parquet(path)
     except (pl.exceptions.ComputeError, OSError) as error:
-        raise DamagedInput(f"{path}: not a readable Parquet {name or 'table'} ({error}); delete it and rerun "
-                           "the rule that writes it") from error
+        raise DamagedInput(
+            f"{path}: not a readable Parquet {name or 'table'} ({error}); delete it and rerun the rule that writes it"
+        ) from error
     try:
         return conform(frame, name) if name else frame
     except ValueError as error:

@@ -179,7 +179,11 @@ def fingerprinted_files(directory: Path) -> list[Path]:
         if not path.is_file() or any(part in _NOT_FINGERPRINTED_DIRS for part in relative.parts[:-1]):
             continue
         name = relative.name
-        if name.startswith(".") or name.upper().startswith("README") or path.suffix.lower() in _NOT_FINGERPRINTED_SUFFIXES:
+        if (
+            name.startswith(".")
+            or name.upper().startswith("README")
+            or path.suffix.lower() in _NOT_FINGERPRINTED_SUFFIXES
+        ):
             continue
         found.append(path)
     return found
@@ -221,7 +225,8 @@ def effective_max_seq_length(spec: EmbedderSpec, location: ModelLocation | None 
     if spec.max_seq_length is not None:
         if positions is not None and spec.max_seq_length > positions:
             raise ValueError(
-                f"embedder {spec.model!r}: max_seq_length {spec.max_seq_length} exceeds the model's {positions} positions"
+                f"embedder {spec.model!r}: max_seq_length {spec.max_seq_length} exceeds the model's "
+                f"{positions} positions"
             )
         return spec.max_seq_length
     configured = _model_config(location.directory, "sentence_bert_config.json").get("max_seq_length")
@@ -230,7 +235,9 @@ def effective_max_seq_length(spec: EmbedderSpec, location: ModelLocation | None 
     tokenizer_max = _model_config(location.directory, "tokenizer_config.json").get("model_max_length")
     candidates = [value for value in (tokenizer_max, positions) if isinstance(value, int) and value > 0]
     if not candidates:
-        raise ValueError(f"embedder {spec.model!r}: {location.directory} states no maximum sequence length; set max_seq_length")
+        raise ValueError(
+            f"embedder {spec.model!r}: {location.directory} states no maximum sequence length; set max_seq_length"
+        )
     return min(candidates)
 
 
@@ -366,7 +373,9 @@ def embedding_dimension(model) -> int:
     return method()
 
 
-def encode(model, texts: Sequence[str], batch_size: int, fixed_rows: bool = False, bucket_width: int = BUCKET_WIDTH) -> np.ndarray:
+def encode(
+    model, texts: Sequence[str], batch_size: int, fixed_rows: bool = False, bucket_width: int = BUCKET_WIDTH
+) -> np.ndarray:
     """L2-normalized float32 vectors of shape (len(texts), dim), each independent of its companions.
 
     Each text runs padded to :func:`bucket_length` of its own token count, in a micro-batch of at most
@@ -383,12 +392,16 @@ def encode(model, texts: Sequence[str], batch_size: int, fixed_rows: bool = Fals
     features = tokenize_unpadded(model, texts)
     by_bucket: dict[int, list[int]] = {}
     for index, item in enumerate(features):
-        by_bucket.setdefault(bucket_length(int(item["input_ids"].shape[0]), model.max_seq_length, bucket_width), []).append(index)
+        by_bucket.setdefault(
+            bucket_length(int(item["input_ids"].shape[0]), model.max_seq_length, bucket_width), []
+        ).append(index)
     with torch.inference_mode():
         for length, indices in sorted(by_bucket.items()):
             for start in range(0, len(indices), batch_size):
                 part = indices[start : start + batch_size]
-                batch = _padded_batch(model, [features[i] for i in part], length, batch_size if fixed_rows else len(part))
+                batch = _padded_batch(
+                    model, [features[i] for i in part], length, batch_size if fixed_rows else len(part)
+                )
                 output = model(batch)["sentence_embedding"][: len(part)]
                 vectors[part] = torch.nn.functional.normalize(output.float(), p=2, dim=1).cpu().numpy()
     return vectors
@@ -413,7 +426,9 @@ class Embedded:
     report: dict
 
 
-def embed_texts(texts: Sequence[str], spec: EmbedderSpec, cache_root: str | Path, threads: int | None = None) -> Embedded:
+def embed_texts(
+    texts: Sequence[str], spec: EmbedderSpec, cache_root: str | Path, threads: int | None = None
+) -> Embedded:
     """Vectors for ``texts`` in order; only texts the cache has not seen under this model are encoded.
 
     The report holds ``n_texts``, ``n_distinct``, ``n_encoded`` and ``n_from_cache`` (distinct texts),
@@ -456,12 +471,20 @@ def embed_texts(texts: Sequence[str], spec: EmbedderSpec, cache_root: str | Path
     }
     log.info(
         "%d texts (%d distinct): %d encoded, %d from cache, %d cache shards quarantined",
-        report["n_texts"], report["n_distinct"], report["n_encoded"], report["n_from_cache"], report["n_quarantined"],
+        report["n_texts"],
+        report["n_distinct"],
+        report["n_encoded"],
+        report["n_from_cache"],
+        report["n_quarantined"],
     )
     if truncation.n_truncated:
         log.warning(
             "%d of %d texts exceed %s's max_seq_length of %d tokens (longest %d) and were truncated",
-            truncation.n_truncated, len(texts), spec.model, truncation.max_seq_length, truncation.max_tokens,
+            truncation.n_truncated,
+            len(texts),
+            spec.model,
+            truncation.max_seq_length,
+            truncation.max_tokens,
         )
     return Embedded(vectors, report)
 

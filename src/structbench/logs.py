@@ -61,8 +61,15 @@ class Progress:
     A line is logged at most every ``interval`` seconds (and always by :meth:`finish`), with the rate
     and the remaining time at that rate. Cheap enough to call once per item."""
 
-    def __init__(self, logger: logging.Logger, verb: str, total: int, unit: str = "items", interval: float = 10.0,
-                 clock=time.monotonic):
+    def __init__(
+        self,
+        logger: logging.Logger,
+        verb: str,
+        total: int,
+        unit: str = "items",
+        interval: float = 10.0,
+        clock=time.monotonic,
+    ):
         self.logger, self.verb, self.total, self.unit = logger, verb, total, unit
         self.interval, self.clock = interval, clock
         self.done = 0

@@ -47,8 +47,13 @@ def imports_of(path: Path, package: str | None) -> tuple[frozenset[str], frozens
     optional (a dependency the code does without); ``from structbench import defaults`` names the
     submodule ``structbench.defaults`` too."""
     tree = ast.parse(path.read_text(), filename=str(path))
-    optional_nodes = {id(inner) for node in ast.walk(tree) if isinstance(node, ast.Try) and _catches_import_error(node)
-                      for statement in node.body for inner in ast.walk(statement)}
+    optional_nodes = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Try) and _catches_import_error(node)
+        for statement in node.body
+        for inner in ast.walk(statement)
+    }
     required, optional = set(), set()
     for node in ast.walk(tree):
         names: set[str] = set()
@@ -88,9 +93,13 @@ def reached_modules(script: str | Path, *, include_optional: bool = True) -> tup
                     if file is not None and prefix not in own:
                         own[prefix] = file
                         todo.append((file, prefix if file.name == "__init__.py" else prefix.rpartition(".")[0]))
-            elif top and top not in sys.stdlib_module_names and top != "snakemake":
-                if include_optional or name in required:
-                    third_party.add(top)
+            elif (
+                top
+                and top not in sys.stdlib_module_names
+                and top != "snakemake"
+                and (include_optional or name in required)
+            ):
+                third_party.add(top)
     return own, third_party
 
 

@@ -40,8 +40,13 @@ def sentence_starts(text: str) -> tuple[int, ...]:
     try:
         candidates = _sentence_offsets(text)
     except Exception as error:  # a segmenter failure on a rare input: a plain punctuation rule beats no cut
-        log.warning("syntok failed on a paragraph of %d characters starting %r (%s: %s); "
-                    "using the punctuation rule instead", len(text), text[:60], type(error).__name__, error)
+        log.warning(
+            "syntok failed on a paragraph of %d characters starting %r (%s: %s); using the punctuation rule instead",
+            len(text),
+            text[:60],
+            type(error).__name__,
+            error,
+        )
         candidates = [match.end() for match in _FALLBACK_SPLIT.finditer(text)]
     n = len(text)
     return tuple(sorted({b for b in candidates if 0 < b < n and text[b - 1].isspace() and not text[b].isspace()}))

@@ -57,8 +57,9 @@ def merge_rows(shards: Sequence[pl.DataFrame], expected: Sequence, key: str, wha
     if found != sorted(expected):
         missing = sorted(set(expected) - set(found))
         doubled = sorted({value for value in found if found.count(value) > 1})
-        raise ValueError(f"{what}: shards do not cover every {key} exactly once (missing {missing[:10]}, "
-                         f"repeated {doubled[:10]})")
+        raise ValueError(
+            f"{what}: shards do not cover every {key} exactly once (missing {missing[:10]}, repeated {doubled[:10]})"
+        )
     return merged
 
 

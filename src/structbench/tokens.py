@@ -81,8 +81,10 @@ class TokenCounter:
         texts = list(texts)
         if not texts:
             return []
-        return [TokenSpans([start for start, _ in encoding.offsets])
-                for encoding in self._tokenizer.encode_batch(texts, add_special_tokens=False)]
+        return [
+            TokenSpans([start for start, _ in encoding.offsets])
+            for encoding in self._tokenizer.encode_batch(texts, add_special_tokens=False)
+        ]
 
 
 class TokenSpans:
@@ -118,7 +120,8 @@ def _is_word_level(pre_tokenizer: dict | None) -> bool:
     else:
         kinds = [pre_tokenizer.get("type")]
     return any(k in _WHITESPACE_SPLITTERS for k in kinds) and all(
-        k in _WHITESPACE_SPLITTERS | _FINER_SPLITTERS for k in kinds)
+        k in _WHITESPACE_SPLITTERS | _FINER_SPLITTERS for k in kinds
+    )
 
 
 def load_tokenizer(name_or_path: str | Path | TokenCounter = DEFAULT_TOKENIZER) -> TokenCounter:
@@ -187,11 +190,15 @@ def _from_hub(name: str) -> Tokenizer:
         if isinstance(cached, str):
             return Tokenizer.from_file(cached)
         if constants.HF_HUB_OFFLINE:
-            raise ValueError(f"cannot load tokenizer: {tried}, and it is not in the Hugging Face cache "
-                             "(HF_HUB_OFFLINE is set). Pass the path of a tokenizer.json instead.")
+            raise ValueError(
+                f"cannot load tokenizer: {tried}, and it is not in the Hugging Face cache "
+                "(HF_HUB_OFFLINE is set). Pass the path of a tokenizer.json instead."
+            )
     try:
         return Tokenizer.from_pretrained(name)
     except Exception as error:
-        raise ValueError(f"cannot load tokenizer: {tried}, and fetching it from the Hugging Face Hub failed "
-                         f"(offline, or no such repository): {error}. "
-                         "Pass the path of a tokenizer.json instead.") from error
+        raise ValueError(
+            f"cannot load tokenizer: {tried}, and fetching it from the Hugging Face Hub failed "
+            f"(offline, or no such repository): {error}. "
+            "Pass the path of a tokenizer.json instead."
+        ) from error

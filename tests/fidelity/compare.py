@@ -20,8 +20,17 @@ from pathlib import Path
 import polars as pl
 
 # Seed 000, Table 2: per-condition cov-nDCG@10 on QASPER (strong embedder, no reranker).
-PAPER_QASPER = {"A0": 0.098, "A1": 0.114, "A2": 0.117, "A3": 0.125, "P": 0.109, "A4": 0.111, "G2": 0.120, "G3": 0.126,
-                "G4": 0.111}
+PAPER_QASPER = {
+    "A0": 0.098,
+    "A1": 0.114,
+    "A2": 0.117,
+    "A3": 0.125,
+    "P": 0.109,
+    "A4": 0.111,
+    "G2": 0.120,
+    "G3": 0.126,
+    "G4": 0.111,
+}
 # Seed 000, Table 1: bootstrap deltas on QASPER, where the paper reports one.
 PAPER_QASPER_CONTRASTS = {("A3", "P"): 0.0161, ("G3", "A3"): 0.0011}
 
@@ -66,9 +75,13 @@ def main(report: Path) -> int:
     contrasts = pl.read_csv(tables / "table1_contrasts.csv")
     for cell in means.iter_rows(named=True):
         corpus, embedder, reranker = cell["corpus"], cell["embedder"], cell["reranker"]
-        counts = ladder.filter((pl.col("corpus") == corpus) & (pl.col("embedder") == embedder) & (pl.col("reranker") == reranker))
-        print(f"\nFidelity run: {corpus}, {counts['n_queries'].max()} questions over {counts['n_docs'].max()} papers, "
-              f"{embedder}, reranker {reranker}; cov-nDCG@10 (seed 000: QASPER, bge-large-en-v1.5, 4,303 questions)")
+        counts = ladder.filter(
+            (pl.col("corpus") == corpus) & (pl.col("embedder") == embedder) & (pl.col("reranker") == reranker)
+        )
+        print(
+            f"\nFidelity run: {corpus}, {counts['n_queries'].max()} questions over {counts['n_docs'].max()} papers, "
+            f"{embedder}, reranker {reranker}; cov-nDCG@10 (seed 000: QASPER, bge-large-en-v1.5, 4,303 questions)"
+        )
         print(f"{'condition':<10} {'ours':>7}  {'95% CI':<17} {'seed 000':>9}")
         ours, paper = {}, {}
         for name in [c for c in means.columns[3:] if cell[c] is not None]:
@@ -83,7 +96,9 @@ def main(report: Path) -> int:
         print(f"ordering, seed 000: {order(paper)} (as {', '.join(f'{n} = {analog[n]}' for n in paper)})")
         agree, total, disagree = ordering_agreement(ours, paper)
         print(f"pairs ordered alike: {agree} of {total}" + (f"; differ: {', '.join(disagree)}" if disagree else ""))
-        rows = contrasts.filter((pl.col("corpus") == corpus) & (pl.col("embedder") == embedder) & (pl.col("reranker") == reranker))
+        rows = contrasts.filter(
+            (pl.col("corpus") == corpus) & (pl.col("embedder") == embedder) & (pl.col("reranker") == reranker)
+        )
         print(f"\n{'contrast':<10} {'Δ':>8}  {'95% CI':<19} {'p (Holm)':>9}  {'sign':<7}  seed 000 Δ")
         for row in rows.iter_rows(named=True):
             treatment, control = analog.get(row["treatment"]), analog.get(row["control"])
@@ -92,8 +107,10 @@ def main(report: Path) -> int:
                 reported, source = PAPER_QASPER[treatment] - PAPER_QASPER[control], "Table 2"  # difference of means
             sign = "–" if reported is None else ("agrees" if reported * row["delta"] > 0 else "differs")
             paper_delta = "–" if reported is None else f"{reported:+.4f} ({treatment} − {control}, {source})"
-            print(f"{row['contrast']:<10} {row['delta']:>+8.4f}  [{row['ci_low']:+.4f}, {row['ci_high']:+.4f}]  "
-                  f"{row['p_holm']:>9.4f}  {sign:<7}  {paper_delta}")
+            print(
+                f"{row['contrast']:<10} {row['delta']:>+8.4f}  [{row['ci_low']:+.4f}, {row['ci_high']:+.4f}]  "
+                f"{row['p_holm']:>9.4f}  {sign:<7}  {paper_delta}"
+            )
     return 0
 
 

@@ -1,4 +1,5 @@
 """Per-candidate prefix choice: each candidate of the prefixed and unprefixed indexes keeps its better version."""
+
 from structbench.datamodel import read_table, read_vectors, write_table
 from structbench.logs import step_log
 from structbench.retrieval.rerank import RerankerSpec, load_cross_encoder
@@ -25,8 +26,9 @@ with step_log(snakemake.log[0], "choose_per_candidate") as log:
         query_texts=dict(zip(queries["qid"].to_list(), queries["text"].to_list())),
         prefixed_texts=texts_by_chunk(snakemake.input.texts),
         unprefixed_texts=texts_by_chunk(snakemake.input.unprefixed_texts),
-        score_pairs=lambda pairs: model.predict(pairs, batch_size=spec.batch_size, show_progress_bar=False,
-                                                convert_to_numpy=True),
+        score_pairs=lambda pairs: model.predict(
+            pairs, batch_size=spec.batch_size, show_progress_bar=False, convert_to_numpy=True
+        ),
         candidates=snakemake.params.candidates,
     )
     log.info("%s: %d queries, %d rows", snakemake.params.retrieval, queries.height, runs.height)

@@ -1,4 +1,5 @@
 """Write a situating context for every chunk of one document shard (responses cached under <cache>/llm)."""
+
 from structbench.atomic import write_json
 from structbench.datamodel import read_table, write_table
 from structbench.llm import load_llm

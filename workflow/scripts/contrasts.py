@@ -1,4 +1,5 @@
 """Paired contrasts of one cell: clustered bootstrap, Holm, dz, MixedLM (SPEC section 11)."""
+
 import polars as pl
 
 from structbench.datamodel import read_table, write_table

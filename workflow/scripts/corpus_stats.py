@@ -1,4 +1,5 @@
 """Per-corpus statistics for the report."""
+
 from structbench.atomic import write_json
 from structbench.corpus import CorpusTables
 from structbench.corpus.stats import corpus_statistics

@@ -1,4 +1,5 @@
 """Embed the queries (row i = query i of the queries table), with the embedder's query prefix."""
+
 from structbench.datamodel import read_table
 from structbench.embed import embed_with_cache
 from structbench.logs import step_log
@@ -7,5 +8,11 @@ with step_log(snakemake.log[0], "embed_queries"):
     spec = dict(snakemake.params.embedder)
     queries = read_table(snakemake.input[0], "queries")
     texts = [spec["query_prefix"] + text for text in queries["text"].to_list()]
-    embed_with_cache(texts, spec, snakemake.params.cache, snakemake.output.vectors,
-                     report_json=snakemake.output.report, threads=snakemake.threads)
+    embed_with_cache(
+        texts,
+        spec,
+        snakemake.params.cache,
+        snakemake.output.vectors,
+        report_json=snakemake.output.report,
+        threads=snakemake.threads,
+    )

@@ -1,4 +1,6 @@
-"""Embed the section titles TOC routing falls back to (row u = unit u of structbench.retrieval.routing.section_units)."""
+"""Embed the section titles TOC routing falls back to (row u = unit u of
+structbench.retrieval.routing.section_units)."""
+
 from structbench.datamodel import read_table
 from structbench.embed import embed_with_cache
 from structbench.logs import step_log
@@ -6,5 +8,11 @@ from structbench.retrieval.routing import section_units
 
 with step_log(snakemake.log[0], "embed_titles"):
     titles = section_units(read_table(snakemake.input[0], "sections"))["title"].to_list()
-    embed_with_cache(titles, dict(snakemake.params.embedder), snakemake.params.cache, snakemake.output.vectors,
-                     report_json=snakemake.output.report, threads=snakemake.threads)
+    embed_with_cache(
+        titles,
+        dict(snakemake.params.embedder),
+        snakemake.params.cache,
+        snakemake.output.vectors,
+        report_json=snakemake.output.report,
+        threads=snakemake.threads,
+    )

@@ -1,4 +1,5 @@
 """Fixed windows size-matched per document to a structural chunk set, sentence-snapped."""
+
 from structbench.atomic import write_json
 from structbench.boundaries import assert_tiling, fixed_chunks, size_match_report
 from structbench.datamodel import read_table, write_table
@@ -19,8 +20,11 @@ with step_log(snakemake.log[0], "fixed_chunks") as log:
         t_max=snakemake.params.t_max,
     )
     assert_tiling(documents, chunks)
-    report = {"corpus": snakemake.wildcards.corpus, "structure": snakemake.wildcards.structure,
-              **size_match_report(chunks, reference)}
+    report = {
+        "corpus": snakemake.wildcards.corpus,
+        "structure": snakemake.wildcards.structure,
+        **size_match_report(chunks, reference),
+    }
     log.info("size match: %s", report)
     write_table(chunks, snakemake.output.chunks)
     write_json(snakemake.output.size_match, report)

@@ -1,4 +1,5 @@
 """Reciprocal rank fusion of a condition's flat run with its partner runs (other text sets, BM25)."""
+
 from structbench.datamodel import read_table, read_vectors, write_table
 from structbench.logs import step_log
 from structbench.retrieval.search import retrieve

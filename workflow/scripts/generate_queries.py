@@ -1,4 +1,5 @@
 """Write and screen the queries of one document shard (responses cached under <cache>/llm)."""
+
 from structbench.atomic import write_json
 from structbench.datamodel import read_table, write_table
 from structbench.llm import load_llm

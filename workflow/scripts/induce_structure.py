@@ -1,4 +1,5 @@
 """Induce the section tree of one document shard with an LLM (responses cached under <cache>/llm)."""
+
 from structbench.atomic import write_json
 from structbench.datamodel import read_table, write_table
 from structbench.llm import load_llm

@@ -1,4 +1,5 @@
 """Summarize one inducer on one corpus for the report: statuses, sections vs gold, identical spans."""
+
 import json
 from pathlib import Path
 
@@ -16,7 +17,10 @@ with step_log(snakemake.log[0], "induction_stats") as log:
         read_table(snakemake.input.gold_chunks, "chunks"),
     )
     usage = json.loads(Path(snakemake.input.usage).read_text())
-    summary |= {"corpus": snakemake.wildcards.corpus, "inducer": snakemake.wildcards.inducer,
-                "llm": {key: value for key, value in usage.items() if key != "shards"}}
+    summary |= {
+        "corpus": snakemake.wildcards.corpus,
+        "inducer": snakemake.wildcards.inducer,
+        "llm": {key: value for key, value in usage.items() if key != "shards"},
+    }
     log.info("%s", summary)
     write_json(snakemake.output[0], summary)

@@ -1,4 +1,5 @@
 """Query-side title injection: rescore the flat run's top candidates with title-carrying query embeddings."""
+
 from structbench.datamodel import read_table, read_vectors, write_table
 from structbench.embed import EmbedderSpec, embed_texts
 from structbench.logs import step_log
@@ -10,8 +11,9 @@ with step_log(snakemake.log[0], "inject_query_titles") as log:
     spec = EmbedderSpec.from_config(dict(snakemake.params.embedder))
 
     def encode_queries(texts):
-        return embed_texts([spec.query_prefix + text for text in texts], spec, snakemake.params.cache,
-                           threads=snakemake.threads).vectors
+        return embed_texts(
+            [spec.query_prefix + text for text in texts], spec, snakemake.params.cache, threads=snakemake.threads
+        ).vectors
 
     runs = retrieve(
         snakemake.params.retrieval,
@@ -21,7 +23,9 @@ with step_log(snakemake.log[0], "inject_query_titles") as log:
         top_k=snakemake.params.top_k,
         use_gpu=snakemake.params.use_gpu,
         query_texts=dict(zip(queries["qid"].to_list(), queries["text"].to_list())),
-        titles=title_blocks(read_table(snakemake.input.chunks, "chunks"), snakemake.params.depth, snakemake.params.separator),
+        titles=title_blocks(
+            read_table(snakemake.input.chunks, "chunks"), snakemake.params.depth, snakemake.params.separator
+        ),
         encode_queries=encode_queries,
         candidates=snakemake.params.candidates,
     )

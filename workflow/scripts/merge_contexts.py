@@ -1,4 +1,5 @@
 """Merge the context shards into one table (a context per chunk) and summarize its lengths and LLM use."""
+
 import json
 from pathlib import Path
 
@@ -10,8 +11,9 @@ from structbench.shards import merge_rows, merge_usage
 
 with step_log(snakemake.log[0], "merge_contexts") as log:
     chunk_ids = read_table(snakemake.input.chunks, "chunks")["chunk_id"].to_list()
-    contexts = merge_rows([read_table(path) for path in snakemake.input.contexts], chunk_ids, "chunk_id",
-                          "situating contexts")
+    contexts = merge_rows(
+        [read_table(path) for path in snakemake.input.contexts], chunk_ids, "chunk_id", "situating contexts"
+    )
     usage = merge_usage([json.loads(Path(path).read_text()) for path in snakemake.input.usage])
     stats = context_summary(contexts) | {
         "corpus": snakemake.wildcards.corpus,

@@ -1,4 +1,5 @@
 """Merge the query shards, balance the survivors per type, and count the funnel for the report."""
+
 import json
 from pathlib import Path
 
@@ -21,8 +22,9 @@ with step_log(snakemake.log[0], "merge_queries") as log:
     }
     log.info("%s", stats["by_type"])
     if finals.height == 0:
-        log.warning("no generated query survived the filter: corpus %s has no queries to score",
-                    snakemake.wildcards.corpus)
+        log.warning(
+            "no generated query survived the filter: corpus %s has no queries to score", snakemake.wildcards.corpus
+        )
     write_table(queries_table(finals), snakemake.output.queries)
     write_table(candidates, snakemake.output.candidates)
     write_table(funnel_table(candidates, finals, settings["types"]), snakemake.output.funnel)

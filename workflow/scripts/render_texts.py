@@ -1,4 +1,5 @@
 """Render the text to embed for each chunk under one prefix (none, heading path, placebo, context)."""
+
 from structbench.atomic import write_json
 from structbench.datamodel import read_table, write_table
 from structbench.logs import step_log
@@ -13,7 +14,8 @@ with step_log(snakemake.log[0], "texts") as log:
         load_tokenizer(snakemake.params.tokenizer),
         separator=snakemake.params.separator,
         seed=snakemake.params.seed,
-        contexts=read_table(snakemake.input.contexts) if "contexts" in snakemake.input.keys() else None,
+        # snakemake.input is a Namedlist: `in` would read its values, not its names
+        contexts=read_table(snakemake.input.contexts) if "contexts" in snakemake.input.keys() else None,  # noqa: SIM118
     )
     report = {**report, **{key: snakemake.wildcards[key] for key in ("corpus", "boundaries", "structure")}}
     log.info("prefix %s: %s", snakemake.params.prefix, report)

@@ -1,4 +1,5 @@
 """Write the report folder (Markdown, HTML, tables as Parquet + CSV, figures, manifest, summary line)."""
+
 from structbench.logs import step_log
 from structbench.report.bundle import ReportPaths, load_inputs, write_report_bundle
 
@@ -24,7 +25,12 @@ with step_log(snakemake.log[0], "report") as log:
         t_min=snakemake.params.t_min,
         querygen_stats_paths=list(snakemake.input.querygen_stats),
     )
-    paths = ReportPaths(markdown=snakemake.output.report, html=snakemake.output.html, tables=snakemake.output.tables,
-                        figures=snakemake.output.figures, manifest=snakemake.output.manifest,
-                        summary=snakemake.output.summary)
+    paths = ReportPaths(
+        markdown=snakemake.output.report,
+        html=snakemake.output.html,
+        tables=snakemake.output.tables,
+        figures=snakemake.output.figures,
+        manifest=snakemake.output.manifest,
+        summary=snakemake.output.summary,
+    )
     log.info("%s", write_report_bundle(inputs, paths))

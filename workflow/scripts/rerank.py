@@ -1,4 +1,5 @@
 """Rerank the top of one run with a cross-encoder."""
+
 from structbench.datamodel import read_table, write_table
 from structbench.logs import step_log
 from structbench.retrieval.rerank import RerankerSpec, rerank_with_model

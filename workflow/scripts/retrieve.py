@@ -1,4 +1,5 @@
 """Rank the corpus's chunks for every query with the condition's retrieval kind (corpus-wide top k)."""
+
 from structbench.datamodel import read_table, read_vectors, write_table
 from structbench.logs import step_log
 from structbench.retrieval.search import kind_inputs, retrieve

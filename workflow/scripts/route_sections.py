@@ -1,4 +1,5 @@
 """Two-stage retrieval, stage 1: keep each query's top sections by centroid (the routing table)."""
+
 from structbench.datamodel import read_table, read_vectors, write_table
 from structbench.logs import step_log
 from structbench.retrieval.routing import route_two_stage

@@ -1,4 +1,5 @@
 """TOC routing: the LLM names a section from the candidate documents' contents (the routing table)."""
+
 from structbench.datamodel import read_table, read_vectors, write_table
 from structbench.llm import load_llm
 from structbench.logs import step_log

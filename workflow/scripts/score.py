@@ -1,4 +1,5 @@
 """Score one cell: every configured metric for every query of one (corpus, condition, embedder, reranker)."""
+
 import polars as pl
 
 from structbench.datamodel import read_table, write_table
@@ -7,7 +8,7 @@ from structbench.metrics import score_run
 
 with step_log(snakemake.log[0], "score") as log:
     # a routed condition is also scored on its routing table, the sections its router kept (section_recall)
-    routed = "routing" in snakemake.input.keys()
+    routed = "routing" in snakemake.input.keys()  # noqa: SIM118 (a Namedlist: `in` reads values)
     scores = score_run(
         read_table(snakemake.input.runs, "runs"),
         read_table(snakemake.input.queries, "queries"),

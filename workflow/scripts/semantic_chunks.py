@@ -1,4 +1,5 @@
 """Seed 004's semantic merge: adjacent paragraphs of a section merge at cosine >= threshold, then the bounds."""
+
 from structbench.boundaries import assert_tiling, semantic_chunks
 from structbench.datamodel import read_table, write_table
 from structbench.embed import EmbedderSpec, embed_texts

@@ -1,4 +1,5 @@
 """Structural chunks from one structure source (split/merge bounds of SPEC section 6)."""
+
 from structbench.boundaries import assert_tiling, structural_chunks
 from structbench.datamodel import read_table, write_table
 from structbench.logs import step_log

@@ -84,9 +84,7 @@ def section_paths(title: str, sections: Sequence[SectionSpec]) -> tuple[list[lis
     return paths, tops
 
 
-def build_tables(
-    corpus: str, docs: Iterable[ParsedDocument]
-) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+def build_tables(corpus: str, docs: Iterable[ParsedDocument]) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """``(documents, paragraphs, sections)`` conforming to ``tables.py`` for ``docs``.
 
     Raises ``ValueError`` for a duplicate ``doc_id`` or an empty paragraph (loaders skip those
@@ -94,9 +92,21 @@ def build_tables(
     """
     doc_rows: dict[str, list] = {column: [] for column in ("corpus", "doc_id", "title", "text", "n_chars", "meta")}
     para_rows: dict[str, list] = {column: [] for column in ("doc_id", "para_idx", "start", "end")}
-    section_rows: dict[str, list] = {column: [] for column in (
-        "doc_id", "section_id", "title", "level", "path", "para_start", "para_end", "start", "end",
-        "top_section_id")}
+    section_rows: dict[str, list] = {
+        column: []
+        for column in (
+            "doc_id",
+            "section_id",
+            "title",
+            "level",
+            "path",
+            "para_start",
+            "para_end",
+            "start",
+            "end",
+            "top_section_id",
+        )
+    }
     seen: set[str] = set()
     for doc in docs:
         if doc.doc_id in seen:

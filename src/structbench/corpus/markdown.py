@@ -93,7 +93,7 @@ def read_utf8(path: str | Path) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise ValueError(
-            f"{path}: not valid UTF-8 (byte {error.start}: {data[error.start:error.start + 4]!r}); "
+            f"{path}: not valid UTF-8 (byte {error.start}: {data[error.start : error.start + 4]!r}); "
             "re-encode the file as UTF-8"
         ) from None
 
@@ -135,8 +135,12 @@ def parse_markdown(text: str, doc_id: str, title: str | None = None) -> ParsedDo
         if block is not None and block.kind == "code":
             block.lines.append(raw)
             closing = _FENCE.match(raw)
-            if closing and closing.group(1)[0] == block.fence[0] and len(closing.group(1)) >= len(block.fence) \
-                    and not closing.group(2).strip():
+            if (
+                closing
+                and closing.group(1)[0] == block.fence[0]
+                and len(closing.group(1)) >= len(block.fence)
+                and not closing.group(2).strip()
+            ):
                 flush()
             continue
         line = raw.rstrip()
@@ -355,9 +359,7 @@ def _load_questions(
                 normalized_cache[doc_id] = _NormalizedText(text)
             found = locate_quote(text, quote, normalized_cache.get(doc_id))
             if found is None:
-                raise ValueError(
-                    f"{where}: evidence quote not found in {files[doc_id]}: {quote[:200]!r}"
-                )
+                raise ValueError(f"{where}: evidence quote not found in {files[doc_id]}: {quote[:200]!r}")
             located.append(found[:3])
             occurrences.append(found[3])
         spans = union_spans(located)
@@ -377,4 +379,3 @@ def _load_questions(
             }
         )
     return rows
-

@@ -266,7 +266,7 @@ class EvidenceMapper:
         for index, section in enumerate(sections):
             ancestors = ancestors[: section.level - 1] + [section.title]
             end_para = section.para_end
-            for later in sections[index + 1:]:
+            for later in sections[index + 1 :]:
                 if later.level <= section.level:
                     break
                 end_para = later.para_end
@@ -456,4 +456,3 @@ def load_qasper(
         funnel=funnel_frame(funnel),
         skipped=skipped_frame(skipped),
     )
-

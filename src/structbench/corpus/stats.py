@@ -67,7 +67,10 @@ def corpus_statistics(tables: CorpusTables) -> dict:
         {
             reason: int(count)
             for reason, count in tables.skipped.with_columns(pl.col("reason").str.split(":").list.first())
-            .group_by("reason").len().sort("reason").iter_rows()
+            .group_by("reason")
+            .len()
+            .sort("reason")
+            .iter_rows()
         }
         if tables.skipped.height
         else {}

@@ -64,8 +64,12 @@ def verify_sections(paragraphs: pl.DataFrame, sections: pl.DataFrame) -> list[st
             pl.col("para_end").shift(1).over("doc_id").alias("previous_para_end"),
             pl.col("level").cast(pl.Int32).shift(1).over("doc_id").alias("previous_level"),
             (pl.int_range(pl.len()) == pl.len() - 1).over("doc_id").alias("is_last"),
-            pl.when(pl.col("level") == 1).then(pl.col("section_id")).otherwise(None)
-            .forward_fill().over("doc_id").alias("expected_top"),
+            pl.when(pl.col("level") == 1)
+            .then(pl.col("section_id"))
+            .otherwise(None)
+            .forward_fill()
+            .over("doc_id")
+            .alias("expected_top"),
         )
     )
     starts = paragraphs.select(
@@ -138,9 +142,7 @@ def verify_paragraphs(documents: pl.DataFrame, paragraphs: pl.DataFrame) -> list
     """Violations of the paragraph contract: offsets laid end to end with the separator, covering the text."""
     violations: list[str] = []
     separator = PARAGRAPH_SEPARATOR
-    docs = documents.select(
-        "doc_id", "text", "n_chars", pl.col("text").str.len_chars().alias("text_length")
-    )
+    docs = documents.select("doc_id", "text", "n_chars", pl.col("text").str.len_chars().alias("text_length"))
     for row in docs.filter(pl.col("n_chars") != pl.col("text_length")).iter_rows(named=True):
         violations.append(f"{row['doc_id']}: n_chars {row['n_chars']} != text length {row['text_length']}")
     frame = (

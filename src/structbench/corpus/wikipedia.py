@@ -59,16 +59,48 @@ API_URL = "https://en.wikipedia.org/w/api.php"
 FEATURED_CATEGORY = "Category:Featured articles"
 DROP_SECTIONS = frozenset(
     {
-        "see also", "notes", "references", "external links", "further reading", "bibliography", "sources",
-        "citations", "footnotes", "works cited", "notes and references", "references and notes",
-        "general references", "explanatory notes", "cited sources", "primary sources", "secondary sources",
+        "see also",
+        "notes",
+        "references",
+        "external links",
+        "further reading",
+        "bibliography",
+        "sources",
+        "citations",
+        "footnotes",
+        "works cited",
+        "notes and references",
+        "references and notes",
+        "general references",
+        "explanatory notes",
+        "cited sources",
+        "primary sources",
+        "secondary sources",
     }
 )
 _DROP_TAGS = frozenset(
     {
-        "ref", "references", "gallery", "math", "chem", "ce", "timeline", "imagemap", "score", "graph",
-        "mapframe", "maplink", "templatestyles", "table", "nowiki", "syntaxhighlight", "source", "hiero",
-        "inputbox", "categorytree", "indicator",
+        "ref",
+        "references",
+        "gallery",
+        "math",
+        "chem",
+        "ce",
+        "timeline",
+        "imagemap",
+        "score",
+        "graph",
+        "mapframe",
+        "maplink",
+        "templatestyles",
+        "table",
+        "nowiki",
+        "syntaxhighlight",
+        "source",
+        "hiero",
+        "inputbox",
+        "categorytree",
+        "indicator",
     }
 )
 _DROP_NAMESPACES = frozenset({"file", "image", "category", "media", "wikt", "wiktionary", "s", "wikisource"})
@@ -269,8 +301,13 @@ def featured_titles(fetch: Fetch, category: str = FEATURED_CATEGORY) -> list[str
     """Main-namespace titles in ``category``, every continuation page, deduplicated and sorted."""
     titles: set[str] = set()
     params = {
-        "action": "query", "list": "categorymembers", "cmtitle": category, "cmnamespace": "0",
-        "cmlimit": "max", "format": "json", "formatversion": "2",
+        "action": "query",
+        "list": "categorymembers",
+        "cmtitle": category,
+        "cmnamespace": "0",
+        "cmlimit": "max",
+        "format": "json",
+        "formatversion": "2",
     }
     continuation: dict = {}
     for _ in range(10_000):
@@ -284,8 +321,15 @@ def featured_titles(fetch: Fetch, category: str = FEATURED_CATEGORY) -> list[str
 
 def page_params(title: str) -> dict:
     return {
-        "action": "query", "prop": "revisions|categories", "titles": title, "rvprop": "content|ids",
-        "rvslots": "main", "clshow": "!hidden", "cllimit": "max", "redirects": "1", "format": "json",
+        "action": "query",
+        "prop": "revisions|categories",
+        "titles": title,
+        "rvprop": "content|ids",
+        "rvslots": "main",
+        "clshow": "!hidden",
+        "cllimit": "max",
+        "redirects": "1",
+        "format": "json",
         "formatversion": "2",
     }
 

@@ -39,7 +39,31 @@ from structbench.datamodel import ParsedDocument
 
 _HEADING = re.compile(r" *(=(?: =)*) (.+?) (=(?: =)*) *")
 _SENTENCE_END = tuple(".!?:;\"')]”’»")
-_STOPWORDS = frozenset(["the", "and", "for", "from", "with", "into", "over", "under", "of", "at", "in", "on", "by", "to", "an", "a", "as", "its", "his", "her", "their"])
+_STOPWORDS = frozenset(
+    [
+        "the",
+        "and",
+        "for",
+        "from",
+        "with",
+        "into",
+        "over",
+        "under",
+        "of",
+        "at",
+        "in",
+        "on",
+        "by",
+        "to",
+        "an",
+        "a",
+        "as",
+        "its",
+        "his",
+        "her",
+        "their",
+    ]
+)
 _WORD = re.compile(r"[^\W\d_]{3,}")
 
 
@@ -100,10 +124,7 @@ def parse_wikitext(text: str, source: str = "wikitext") -> list[ParsedDocument]:
             return
         paragraphs = [detokenize(raw) for raw in current["raw"]]
         keep = [index for index, paragraph in enumerate(paragraphs) if paragraph]
-        headings = [
-            (level, detokenize(title), _next_kept(first, keep))
-            for level, title, first in current["headings"]
-        ]
+        headings = [(level, detokenize(title), _next_kept(first, keep)) for level, title, first in current["headings"]]
         paragraphs = [paragraphs[index] for index in keep]
         doc_id = current["title"]
         taken = {doc.doc_id for doc in docs}

@@ -23,6 +23,18 @@ from structbench.llm.requests import ChatRequest, ChatResponse, Completion
 from structbench.llm.spec import LLMSpec
 
 __all__ = [
-    "LLM", "Backend", "ChatRequest", "ChatResponse", "Completion", "JSONOutputError", "LLMSpec", "Prompt",
-    "ResponseCache", "extract_json", "load_llm", "load_prompt", "parse_json_output", "weights_fingerprint",
+    "LLM",
+    "Backend",
+    "ChatRequest",
+    "ChatResponse",
+    "Completion",
+    "JSONOutputError",
+    "LLMSpec",
+    "Prompt",
+    "ResponseCache",
+    "extract_json",
+    "load_llm",
+    "load_prompt",
+    "parse_json_output",
+    "weights_fingerprint",
 ]

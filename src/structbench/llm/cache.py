@@ -34,7 +34,6 @@ from structbench.cache import stable_hash
 log = logging.getLogger(__name__)
 
 
-
 def request_key(material: dict) -> str:
     """The cache key of a completion: SHA-256 of the canonical JSON of its determining material."""
     return stable_hash(material)
@@ -104,7 +103,7 @@ def write_atomic(path: Path, payload: bytes) -> None:
 def _write_chunks(handle, payload: bytes, size: int = 1 << 16) -> None:
     # Chunked so that a test can stop a writer between chunks, as a SIGKILL mid-write would.
     for offset in range(0, len(payload), size):
-        handle.write(payload[offset:offset + size])
+        handle.write(payload[offset : offset + size])
 
 
 def _checksum(entry: dict) -> str:
@@ -132,10 +131,16 @@ def weights_fingerprint(path: str | Path, memo_root: str | Path | None = None) -
     path = Path(path).resolve()
     if not path.exists():
         raise FileNotFoundError(f"model path {path} does not exist")
-    files = [path] if path.is_file() else sorted(
-        file for file in path.rglob("*")
-        if file.is_file() and not any(part.startswith(".") or part == "__pycache__"
-                                      for part in file.relative_to(path).parts))
+    files = (
+        [path]
+        if path.is_file()
+        else sorted(
+            file
+            for file in path.rglob("*")
+            if file.is_file()
+            and not any(part.startswith(".") or part == "__pycache__" for part in file.relative_to(path).parts)
+        )
+    )
     hashes = fingerprint.hashed_files(files, Path(memo_root) / "file-hashes.json" if memo_root else None)
     digest = hashlib.sha256()
     for file in files:

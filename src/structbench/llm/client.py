@@ -72,8 +72,11 @@ class LLM:
             **self.backend.identity(),
             "prompt_version": request.prompt_version,
             "messages": [list(message) for message in request.messages],
-            "sampling": {"temperature": self.spec.temperature, "seed": self.spec.seed,
-                         "max_new_tokens": self.max_new_tokens(request)},
+            "sampling": {
+                "temperature": self.spec.temperature,
+                "seed": self.spec.seed,
+                "max_new_tokens": self.max_new_tokens(request),
+            },
             "schema": request.schema,
         }
 
@@ -95,19 +98,27 @@ class LLM:
         hits = len(set(keys)) - len(missing)
         self.requests += len(requests)
         self.served_from_cache += hits
-        log.info("LLM %s %s: %d requests, %d unique, %d cache hits, %d to generate", self.backend.kind,
-                 self.spec.model, len(requests), len(set(keys)), hits, len(missing))
+        log.info(
+            "LLM %s %s: %d requests, %d unique, %d cache hits, %d to generate",
+            self.backend.kind,
+            self.spec.model,
+            len(requests),
+            len(set(keys)),
+            hits,
+            len(missing),
+        )
         if missing:
             progress = Progress(log, "generated", total=len(missing), unit="completions")
             step = self.spec.batch_size * STEP_BATCHES
             for offset in range(0, len(missing), step):
-                chunk = missing[offset:offset + step]
+                chunk = missing[offset : offset + step]
                 chunk_requests = [requests[first_index[key]] for key in chunk]
                 self.backend_calls += 1
                 fresh = self.backend.generate(chunk_requests, [self.max_new_tokens(r) for r in chunk_requests])
                 if len(fresh) != len(chunk):
-                    raise RuntimeError(f"backend {self.backend.kind} returned {len(fresh)} completions "
-                                       f"for {len(chunk)} requests")
+                    raise RuntimeError(
+                        f"backend {self.backend.kind} returned {len(fresh)} completions for {len(chunk)} requests"
+                    )
                 for key, completion in zip(chunk, fresh):
                     completions[key] = (completion, False)
                     self.failed += bool(completion.error)
@@ -118,22 +129,30 @@ class LLM:
             progress.finish()
         return [validated(request, *completions[key]) for request, key in zip(requests, keys)]
 
-
     def usage(self) -> dict:
         """Counts since this LLM was built: ``requests`` passed to :meth:`chat` (duplicates included);
         of the distinct requests within each call, ``served_from_cache``, ``generated`` (answered by the
         backend, then cached) and ``failed`` (the backend returned an error, e.g. a prompt longer than the
         context; not cached, so a rerun asks again) — the three sum to the distinct requests; and
         ``backend_calls`` (``generate`` calls, each carrying up to ``batch_size * STEP_BATCHES`` requests)."""
-        return {"requests": self.requests, "served_from_cache": self.served_from_cache,
-                "generated": self.generated, "failed": self.failed, "backend_calls": self.backend_calls}
+        return {
+            "requests": self.requests,
+            "served_from_cache": self.served_from_cache,
+            "generated": self.generated,
+            "failed": self.failed,
+            "backend_calls": self.backend_calls,
+        }
 
 
 def validated(request: ChatRequest, completion: Completion, cached: bool) -> ChatResponse:
     """The response to ``request``: parsed and schema-checked JSON, or the stripped text."""
-    common = dict(text=completion.text, prompt_tokens=completion.prompt_tokens,
-                  completion_tokens=completion.completion_tokens, finish_reason=completion.finish_reason,
-                  cached=cached)
+    common = dict(
+        text=completion.text,
+        prompt_tokens=completion.prompt_tokens,
+        completion_tokens=completion.completion_tokens,
+        finish_reason=completion.finish_reason,
+        cached=cached,
+    )
     if completion.error:
         return ChatResponse(value=None, ok=False, error=completion.error, **common)
     if request.schema is None:

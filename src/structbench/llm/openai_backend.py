@@ -75,11 +75,14 @@ class OpenAIBackend:
     def context_tokens(self) -> int:
         if self._context_tokens is None:
             listing = self._call("GET", "/models", None)
-            lengths = [entry.get("max_model_len") for entry in listing.get("data", [])
-                       if entry.get("id") == self.spec.model]
+            lengths = [
+                entry.get("max_model_len") for entry in listing.get("data", []) if entry.get("id") == self.spec.model
+            ]
             if not lengths or not lengths[0]:
-                raise ValueError(f"{self.base_url}/models reports no max_model_len for {self.spec.model!r}; "
-                                 "set context_tokens in the llms entry")
+                raise ValueError(
+                    f"{self.base_url}/models reports no max_model_len for {self.spec.model!r}; "
+                    "set context_tokens in the llms entry"
+                )
             self._context_tokens = int(lengths[0])
         return self._context_tokens
 
@@ -91,11 +94,18 @@ class OpenAIBackend:
         return sum(counts) + TEMPLATE_TOKENS_PER_MESSAGE * len(messages)
 
     def request_body(self, request: ChatRequest, max_new_tokens: int) -> dict:
-        body = {"model": self.spec.model, "messages": request.as_dicts(), "max_tokens": max_new_tokens,
-                "temperature": self.spec.temperature, "seed": self.spec.seed}
+        body = {
+            "model": self.spec.model,
+            "messages": request.as_dicts(),
+            "max_tokens": max_new_tokens,
+            "temperature": self.spec.temperature,
+            "seed": self.spec.seed,
+        }
         if request.schema is not None and self.spec.response_format == "json_schema":
-            body["response_format"] = {"type": "json_schema",
-                                       "json_schema": {"name": "answer", "schema": request.schema}}
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "answer", "schema": request.schema},
+            }
         return body
 
     def generate(self, requests: Sequence[ChatRequest], max_new_tokens: Sequence[int]) -> list[Completion]:
@@ -111,13 +121,16 @@ class OpenAIBackend:
         try:
             choice = reply["choices"][0]
             usage = reply.get("usage") or {}
-            return Completion(text=choice["message"]["content"] or "",
-                              prompt_tokens=int(usage.get("prompt_tokens", 0)),
-                              completion_tokens=int(usage.get("completion_tokens", 0)),
-                              finish_reason=choice.get("finish_reason") or "stop")
+            return Completion(
+                text=choice["message"]["content"] or "",
+                prompt_tokens=int(usage.get("prompt_tokens", 0)),
+                completion_tokens=int(usage.get("completion_tokens", 0)),
+                finish_reason=choice.get("finish_reason") or "stop",
+            )
         except (KeyError, IndexError, TypeError) as error:
-            return Completion("", 0, 0, "error",
-                              error=f"malformed reply from {self.base_url}/chat/completions: {error!r}")
+            return Completion(
+                "", 0, 0, "error", error=f"malformed reply from {self.base_url}/chat/completions: {error!r}"
+            )
 
     def _call(self, method: str, path: str, body: dict | None) -> dict:
         """One HTTP exchange with retries; raises ServerUnavailable or _HTTPFailure (see module docstring)."""
@@ -130,8 +143,15 @@ class OpenAIBackend:
         for attempt in range(self.spec.max_retries + 1):
             if attempt:
                 delay = self.spec.backoff_s * 2 ** (attempt - 1)
-                log.warning("%s %s failed (%s); retry %d/%d in %.2f s", method, url, last_problem, attempt,
-                            self.spec.max_retries, delay)
+                log.warning(
+                    "%s %s failed (%s); retry %d/%d in %.2f s",
+                    method,
+                    url,
+                    last_problem,
+                    attempt,
+                    self.spec.max_retries,
+                    delay,
+                )
                 self._sleep(delay)
             try:
                 request = urllib.request.Request(url, data=data, headers=headers, method=method)
@@ -150,8 +170,10 @@ class OpenAIBackend:
             except json.JSONDecodeError as error:
                 raise _HTTPFailure(f"{method} {url} answered with invalid JSON: {error}") from None
         if unreachable:
-            raise ServerUnavailable(f"OpenAI-compatible server at {url} is unreachable after "
-                                    f"{self.spec.max_retries + 1} attempts ({last_problem}); is it running?")
+            raise ServerUnavailable(
+                f"OpenAI-compatible server at {url} is unreachable after "
+                f"{self.spec.max_retries + 1} attempts ({last_problem}); is it running?"
+            )
         raise _HTTPFailure(f"{method} {url} still failing after {self.spec.max_retries + 1} attempts: {last_problem}")
 
 

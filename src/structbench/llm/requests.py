@@ -28,13 +28,20 @@ class ChatRequest:
     max_new_tokens: int | None = None
 
     @classmethod
-    def of(cls, messages: list[dict], schema: dict | None = None, prompt_version: str = "",
-           max_new_tokens: int | None = None) -> ChatRequest:
+    def of(
+        cls,
+        messages: list[dict],
+        schema: dict | None = None,
+        prompt_version: str = "",
+        max_new_tokens: int | None = None,
+    ) -> ChatRequest:
         pairs = []
         for index, message in enumerate(messages):
             role, content = message.get("role"), message.get("content")
             if role not in ("system", "user", "assistant") or not isinstance(content, str):
-                raise ValueError(f"message {index} needs role system|user|assistant and string content, got {message!r}")
+                raise ValueError(
+                    f"message {index} needs role system|user|assistant and string content, got {message!r}"
+                )
             pairs.append((role, content))
         return cls(tuple(pairs), schema, prompt_version, max_new_tokens)
 
@@ -56,8 +63,12 @@ class Completion:
     error: str = ""
 
     def as_dict(self) -> dict:
-        return {"text": self.text, "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-                "finish_reason": self.finish_reason}
+        return {
+            "text": self.text,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "finish_reason": self.finish_reason,
+        }
 
 
 @dataclass(frozen=True)

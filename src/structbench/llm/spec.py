@@ -60,12 +60,11 @@ from dataclasses import dataclass, fields
 from structbench.defaults import SEED
 
 BACKENDS = ("transformers", "openai", "vllm")
-_COMMON = {"backend", "model", "revision", "max_new_tokens", "temperature", "seed", "batch_size",
-           "context_tokens"}
+_COMMON = {"backend", "model", "revision", "max_new_tokens", "temperature", "seed", "batch_size", "context_tokens"}
 _BACKEND_KEYS = {
     "transformers": _COMMON | {"device", "dtype", "gguf_file", "threads", "prompt_lookup_tokens"},
-    "openai": _COMMON | {"base_url", "api_key_env", "timeout_s", "max_retries", "backoff_s", "response_format",
-                         "tokenizer"},
+    "openai": _COMMON
+    | {"base_url", "api_key_env", "timeout_s", "max_retries", "backoff_s", "response_format", "tokenizer"},
     "vllm": _COMMON | {"dtype", "gpu_memory_utilization", "tensor_parallel_size"},
 }
 
@@ -109,13 +108,22 @@ class LLMSpec:
             raise ValueError(f"llms.{name}.model is required")
         unknown = sorted(set(entry) - _BACKEND_KEYS[backend])
         if unknown:
-            raise ValueError(f"llms.{name}: key(s) {unknown} are not valid for backend {backend!r} "
-                             f"(valid: {sorted(_BACKEND_KEYS[backend])})")
+            raise ValueError(
+                f"llms.{name}: key(s) {unknown} are not valid for backend {backend!r} "
+                f"(valid: {sorted(_BACKEND_KEYS[backend])})"
+            )
         spec = cls(**entry)
-        if (spec.max_new_tokens < 1 or spec.batch_size < 1 or spec.max_retries < 0 or spec.temperature < 0
-                or spec.prompt_lookup_tokens < 0):
-            raise ValueError(f"llms.{name}: max_new_tokens and batch_size must be >= 1, max_retries, "
-                             f"temperature and prompt_lookup_tokens >= 0 (got {entry})")
+        if (
+            spec.max_new_tokens < 1
+            or spec.batch_size < 1
+            or spec.max_retries < 0
+            or spec.temperature < 0
+            or spec.prompt_lookup_tokens < 0
+        ):
+            raise ValueError(
+                f"llms.{name}: max_new_tokens and batch_size must be >= 1, max_retries, "
+                f"temperature and prompt_lookup_tokens >= 0 (got {entry})"
+            )
         if spec.response_format not in ("json_schema", "none"):
             raise ValueError(f"llms.{name}.response_format must be json_schema or none, got {spec.response_format!r}")
         return spec
@@ -123,5 +131,8 @@ class LLMSpec:
     def as_config(self) -> dict:
         """The keys that differ from the defaults, e.g. for logging and provenance."""
         defaults = LLMSpec(self.backend, self.model)
-        return {f.name: getattr(self, f.name) for f in fields(self)
-                if f.name in ("backend", "model") or getattr(self, f.name) != getattr(defaults, f.name)}
+        return {
+            f.name: getattr(self, f.name)
+            for f in fields(self)
+            if f.name in ("backend", "model") or getattr(self, f.name) != getattr(defaults, f.name)
+        }

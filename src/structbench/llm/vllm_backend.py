@@ -40,16 +40,22 @@ def model_identity(spec: LLMSpec, memo_root: str | Path | None = None) -> dict:
 
         snapshot = snapshot_download(spec.model, local_files_only=True)
     except Exception as error:
-        raise ValueError(f"LLM model {spec.model!r} is neither a local directory nor in the Hugging Face cache "
-                         f"({error}); set `revision` in its llms entry so responses can be cached") from error
+        raise ValueError(
+            f"LLM model {spec.model!r} is neither a local directory nor in the Hugging Face cache "
+            f"({error}); set `revision` in its llms entry so responses can be cached"
+        ) from error
     return {"model": spec.model, "weights": f"hub@{Path(snapshot).name}"}
 
 
 def engine_kwargs(spec: LLMSpec) -> dict:
     """Keyword arguments of ``vllm.LLM(...)`` for ``spec``."""
-    kwargs = {"model": spec.model, "seed": spec.seed, "dtype": spec.dtype,
-              "gpu_memory_utilization": spec.gpu_memory_utilization,
-              "tensor_parallel_size": spec.tensor_parallel_size}
+    kwargs = {
+        "model": spec.model,
+        "seed": spec.seed,
+        "dtype": spec.dtype,
+        "gpu_memory_utilization": spec.gpu_memory_utilization,
+        "tensor_parallel_size": spec.tensor_parallel_size,
+    }
     if spec.revision:
         kwargs["revision"] = spec.revision
     if spec.context_tokens:
@@ -75,8 +81,9 @@ class VLLMBackend:
         try:
             import vllm
         except ImportError as error:
-            raise ImportError(f"the vllm backend needs the vllm package on a GPU node ({error}); on CPU use "
-                              "backend: transformers") from error
+            raise ImportError(
+                f"the vllm backend needs the vllm package on a GPU node ({error}); on CPU use backend: transformers"
+            ) from error
         self.spec = spec
         self._identity = model_identity(spec, memo_root)
         self.engine = vllm.LLM(**engine_kwargs(spec))
@@ -100,9 +107,16 @@ class VLLMBackend:
         for index, (request, cap) in enumerate(zip(requests, max_new_tokens)):
             length = self.count_tokens(request.as_dicts())
             if length + cap > self.context_tokens:
-                results[index] = Completion("", length, 0, "error", error=(
-                    f"prompt of {length} tokens + max_new_tokens {cap} exceeds max_model_len "
-                    f"{self.context_tokens} of {self.spec.model}"))
+                results[index] = Completion(
+                    "",
+                    length,
+                    0,
+                    "error",
+                    error=(
+                        f"prompt of {length} tokens + max_new_tokens {cap} exceeds max_model_len "
+                        f"{self.context_tokens} of {self.spec.model}"
+                    ),
+                )
             else:
                 runnable.append(index)
         params = []
@@ -112,11 +126,15 @@ class VLLMBackend:
                 kwargs["structured_outputs"] = StructuredOutputsParams(**kwargs["structured_outputs"])
             params.append(SamplingParams(**kwargs))
         if runnable:
-            outputs = self.engine.chat([requests[index].as_dicts() for index in runnable], sampling_params=params,
-                                       use_tqdm=False)
+            outputs = self.engine.chat(
+                [requests[index].as_dicts() for index in runnable], sampling_params=params, use_tqdm=False
+            )
             for index, output in zip(runnable, outputs):
                 best = output.outputs[0]
-                results[index] = Completion(text=best.text, prompt_tokens=len(output.prompt_token_ids or []),
-                                            completion_tokens=len(best.token_ids),
-                                            finish_reason=best.finish_reason or "stop")
+                results[index] = Completion(
+                    text=best.text,
+                    prompt_tokens=len(output.prompt_token_ids or []),
+                    completion_tokens=len(best.token_ids),
+                    finish_reason=best.finish_reason or "stop",
+                )
         return results

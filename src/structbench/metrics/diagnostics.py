@@ -91,7 +91,9 @@ def _queries_with_a_kept_hit(kept_sections: pl.DataFrame, spans: pl.DataFrame) -
             raise ValueError(f"kept_sections is missing column {column!r}")
     unknown = ~kept_sections["qid"].is_in(spans["qid"].unique().implode())
     if unknown.any():
-        raise ValueError(f"kept_sections: qid not in queries: {kept_sections.filter(unknown)['qid'].unique().sort().to_list()[:5]}")
+        raise ValueError(
+            f"kept_sections: qid not in queries: {kept_sections.filter(unknown)['qid'].unique().sort().to_list()[:5]}"
+        )
     pairs = kept_sections.select("qid", "doc_id", "start", "end").join(spans, on=["qid", "doc_id"], how="inner")
     return pairs.filter(pl.min_horizontal("end", "g_end") > pl.max_horizontal("start", "g_start"))["qid"].unique()
 
@@ -121,7 +123,9 @@ def compare_runs(run_a: pl.DataFrame, run_b: pl.DataFrame, depth: int = 5) -> pl
     top_b = top_b.join(shared, on="qid", how="semi")
     first_a = top_a.group_by("qid").agg(pl.col("chunk_id").first().alias("first_a"), pl.len().alias("n_a"))
     first_b = top_b.group_by("qid").agg(pl.col("chunk_id").first().alias("first_b"), pl.len().alias("n_b"))
-    overlap = top_a.join(top_b.select("qid", "chunk_id"), on=["qid", "chunk_id"], how="inner").group_by("qid").len("overlap")
+    overlap = (
+        top_a.join(top_b.select("qid", "chunk_id"), on=["qid", "chunk_id"], how="inner").group_by("qid").len("overlap")
+    )
     overlap_col = f"overlap@{depth}"
     return (
         first_a.join(first_b, on="qid")
@@ -132,7 +136,9 @@ def compare_runs(run_a: pl.DataFrame, run_b: pl.DataFrame, depth: int = 5) -> pl
             (pl.col("first_a") != pl.col("first_b")).cast(pl.Float64).alias("top1_changed"),
             pl.col("overlap").cast(pl.Float64).alias(overlap_col),
             (pl.col("overlap") == 0).cast(pl.Float64).alias("fully_different"),
-            ((pl.col("overlap") == pl.col("n_a")) & (pl.col("overlap") == pl.col("n_b"))).cast(pl.Float64).alias("identical"),
+            ((pl.col("overlap") == pl.col("n_a")) & (pl.col("overlap") == pl.col("n_b")))
+            .cast(pl.Float64)
+            .alias("identical"),
         )
         .sort("qid")
     )
@@ -164,6 +170,7 @@ def retrieval_layer_pairs(conditions: dict[str, dict]) -> list[tuple[str, str]]:
     every condition with a prefix whose boundaries, structure and retrieval match a declared condition
     with prefix ``none`` (the first such declared), in declared order. Both rank the same chunk set, so
     :func:`compare_runs` applies."""
+
     def key(axes):
         return str(axes["boundaries"]), str(axes["structure"]), str(axes["retrieval"])
 
@@ -171,17 +178,35 @@ def retrieval_layer_pairs(conditions: dict[str, dict]) -> list[tuple[str, str]]:
     for name, axes in conditions.items():
         if str(axes["prefix"]) == "none":
             unprefixed.setdefault(key(axes), name)
-    return [(name, unprefixed[key(axes)]) for name, axes in conditions.items()
-            if str(axes["prefix"]) != "none" and key(axes) in unprefixed]
+    return [
+        (name, unprefixed[key(axes)])
+        for name, axes in conditions.items()
+        if str(axes["prefix"]) != "none" and key(axes) in unprefixed
+    ]
 
 
 def retrieval_layer_table(runs: dict[str, pl.DataFrame], pairs: list[tuple[str, str]], depth: int = 5) -> pl.DataFrame:
     """:func:`summarize_run_comparison` of each ``(condition, baseline)`` pair of ``runs`` (condition ->
     runs table of one cell), one row per pair: ``condition, baseline, depth, n_queries, n_dropped,
     top1_changed, mean_overlap, fully_different, identical``."""
-    rows = [{"condition": condition, "baseline": baseline, "depth": depth,
-             **summarize_run_comparison(runs[condition], runs[baseline], depth)} for condition, baseline in pairs]
-    schema = {"condition": pl.String, "baseline": pl.String, "depth": pl.Int64, "n_queries": pl.Int64,
-              "n_dropped": pl.Int64, "top1_changed": pl.Float64, "mean_overlap": pl.Float64,
-              "fully_different": pl.Float64, "identical": pl.Float64}
+    rows = [
+        {
+            "condition": condition,
+            "baseline": baseline,
+            "depth": depth,
+            **summarize_run_comparison(runs[condition], runs[baseline], depth),
+        }
+        for condition, baseline in pairs
+    ]
+    schema = {
+        "condition": pl.String,
+        "baseline": pl.String,
+        "depth": pl.Int64,
+        "n_queries": pl.Int64,
+        "n_dropped": pl.Int64,
+        "top1_changed": pl.Float64,
+        "mean_overlap": pl.Float64,
+        "fully_different": pl.Float64,
+        "identical": pl.Float64,
+    }
     return pl.DataFrame(rows, schema=schema)

@@ -164,7 +164,9 @@ def _query_arrays(queries: pl.DataFrame) -> tuple[pl.DataFrame, _Spans]:
         raise ValueError(f"queries: duplicate qid {_examples(np.unique(qids[1:][repeated]))}")
     n_spans = queries["spans"].list.len().fill_null(0).to_numpy().astype(INDEX)
     if (n_spans == 0).any():
-        raise ValueError(f"queries without gold spans (drop them upstream and count them): {_examples(qids[n_spans == 0])}")
+        raise ValueError(
+            f"queries without gold spans (drop them upstream and count them): {_examples(qids[n_spans == 0])}"
+        )
     span_query = np.repeat(np.arange(len(queries), dtype=INDEX), n_spans)
     spans = queries["spans"].explode()
     if not (spans.list.len() == 2).all():
@@ -335,7 +337,9 @@ def _document_codes(queries: pl.DataFrame, chunks: pl.DataFrame) -> tuple[np.nda
     doc_has_chunk = np.bincount(chunk_doc, minlength=len(doc_categories)) > 0
     missing_docs = np.unique(query_doc[~doc_has_chunk[query_doc]])
     if len(missing_docs):
-        raise ValueError(f"query documents with no chunk in the chunk set: {_examples(doc_categories.to_numpy()[missing_docs])}")
+        raise ValueError(
+            f"query documents with no chunk in the chunk set: {_examples(doc_categories.to_numpy()[missing_docs])}"
+        )
     return query_doc, chunk_doc
 
 
@@ -380,10 +384,14 @@ def _cumulative_costs(chunk_cost: np.ndarray, chunk_id: np.ndarray, rows: _Ranke
     difference is the budget walk's cost through a row); error if a ranked chunk has no text row."""
     row_cost = np.take(chunk_cost.astype(np.int32), rows.row_chunk)
     if len(row_cost) and row_cost.min() < 0:
-        raise ValueError(f"texts: ranked chunk_id missing: {_examples(np.unique(chunk_id[rows.row_chunk[row_cost < 0]]))}")
+        raise ValueError(
+            f"texts: ranked chunk_id missing: {_examples(np.unique(chunk_id[rows.row_chunk[row_cost < 0]]))}"
+        )
     cumulative = np.cumsum(row_cost, dtype=INDEX)
     block_start = rows.block_start
-    tokens_before_block = np.where(block_start > 0, cumulative[np.maximum(block_start - 1, 0)], 0) if len(block_start) else block_start
+    tokens_before_block = (
+        np.where(block_start > 0, cumulative[np.maximum(block_start - 1, 0)], 0) if len(block_start) else block_start
+    )
     return cumulative, tokens_before_block
 
 
@@ -435,7 +443,11 @@ def _hits(
     hit_hi = np.minimum(chunk_end[hit_chunk], span_end[hit_span])
     touching = hit_hi > hit_lo
     hit_row, hit_span, hit_chunk, hit_query, hit_cost = (
-        hit_row[touching], hit_span[touching], hit_chunk[touching], hit_query[touching], hit_cost[touching]
+        hit_row[touching],
+        hit_span[touching],
+        hit_chunk[touching],
+        hit_query[touching],
+        hit_cost[touching],
     )
     hit_lo, hit_hi = hit_lo[touching], hit_hi[touching]
     hit_rank = rows.row_rank[hit_row].astype(INDEX)
@@ -474,11 +486,20 @@ def _candidates(
     pair_lo = np.maximum(chunk_start[pair_chunk], span_start[pair_span])
     pair_hi = np.minimum(chunk_end[pair_chunk], span_end[pair_span])
     touching = pair_hi > pair_lo
-    pair_span, pair_chunk, pair_lo, pair_hi = pair_span[touching], pair_chunk[touching], pair_lo[touching], pair_hi[touching]
+    pair_span, pair_chunk, pair_lo, pair_hi = (
+        pair_span[touching],
+        pair_chunk[touching],
+        pair_lo[touching],
+        pair_hi[touching],
+    )
     pair_query = span_query[pair_span]
     order = np.lexsort((pair_span, pair_chunk, pair_query))  # chunk index order == chunk_id order
     pair_span, pair_chunk, pair_lo, pair_hi, pair_query = (
-        pair_span[order], pair_chunk[order], pair_lo[order], pair_hi[order], pair_query[order]
+        pair_span[order],
+        pair_chunk[order],
+        pair_lo[order],
+        pair_hi[order],
+        pair_query[order],
     )
     new_cand = np.ones(len(pair_span), dtype=bool)
     new_cand[1:] = (pair_query[1:] != pair_query[:-1]) | (pair_chunk[1:] != pair_chunk[:-1])

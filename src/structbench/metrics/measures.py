@@ -95,7 +95,9 @@ def ideal_coverage_dcg(evidence: RunEvidence, k: int = NDCG_K) -> np.ndarray:
         by_span = np.lexsort((hit_rank, hit_span))
         hit_new = np.empty(len(pairs), dtype=INDEX)
         hit_new[by_span] = kernels.new_coverage(hit_span[by_span], lo[by_span], hi[by_span])
-    return kernels.discounted_gain(hit_query, hit_rank, hit_span, hit_new, ev.span_length, ev.query_n_spans, ev.n_queries, k)
+    return kernels.discounted_gain(
+        hit_query, hit_rank, hit_span, hit_new, ev.span_length, ev.query_n_spans, ev.n_queries, k
+    )
 
 
 @register(
@@ -184,7 +186,7 @@ def reciprocal_rank(evidence: RunEvidence) -> np.ndarray:
 def span_recall(evidence: RunEvidence, k: int = RECALL_K, min_fraction: float = 0.5) -> np.ndarray:
     """recall@k (seed 000, appendix C): share of gold spans covered >= 50% by the union of the top k.
 
-        R@k = (1/S) * #{ j : |g_j ∩ (c_1 ∪ ... ∪ c_k)| >= min_fraction * |g_j| }
+    R@k = (1/S) * #{ j : |g_j ∩ (c_1 ∪ ... ∪ c_k)| >= min_fraction * |g_j| }
     """
     ev = evidence
     keep = ev.hit_rank <= k
@@ -276,7 +278,10 @@ def score_run(
     for metric in selected:
         values = metric.compute(evidence, inputs)
         if np.shape(values) != (evidence.n_queries,):
-            raise ValueError(f"metric {metric.name!r} returned shape {np.shape(values)}, not one value per query ({evidence.n_queries})")
+            raise ValueError(
+                f"metric {metric.name!r} returned shape {np.shape(values)}, not one value per query "
+                f"({evidence.n_queries})"
+            )
         frame[metric.name] = values
     return pl.DataFrame(frame, schema=ID_SCHEMA | {metric.name: pl.Float64 for metric in selected})
 

@@ -184,7 +184,9 @@ def reference_inputs(cell: dict) -> tuple[list, dict, dict]:
     ``{doc_id: [Chunk, ...]}`` (each document's chunk set)."""
     prefix = dict(zip(cell["texts"]["chunk_id"].to_list(), cell["texts"]["prefix_tokens"].to_list()))
     chunks = {
-        row["chunk_id"]: Chunk(row["chunk_id"], row["doc_id"], row["start"], row["end"], row["n_tokens"], prefix.get(row["chunk_id"], 0))
+        row["chunk_id"]: Chunk(
+            row["chunk_id"], row["doc_id"], row["start"], row["end"], row["n_tokens"], prefix.get(row["chunk_id"], 0)
+        )
         for row in cell["chunks"].iter_rows(named=True)
     }
     by_doc: dict[str, list] = {}
@@ -193,5 +195,8 @@ def reference_inputs(cell: dict) -> tuple[list, dict, dict]:
     rankings: dict[str, list] = {}
     for qid, chunk_id in cell["runs"].sort("qid", "rank").select("qid", "chunk_id").iter_rows():
         rankings.setdefault(qid, []).append(chunks[chunk_id])
-    queries = [(q["qid"], q["doc_id"], [tuple(s) for s in q["spans"]]) for q in cell["queries"].sort("qid").iter_rows(named=True)]
+    queries = [
+        (q["qid"], q["doc_id"], [tuple(s) for s in q["spans"]])
+        for q in cell["queries"].sort("qid").iter_rows(named=True)
+    ]
     return queries, rankings, by_doc

@@ -111,7 +111,9 @@ def register(
 
     def decorator(function: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
         if name in REGISTRY:
-            raise ValueError(f"metric {name!r} is registered twice ({REGISTRY[name].function.__qualname__}, {function.__qualname__})")
+            raise ValueError(
+                f"metric {name!r} is registered twice ({REGISTRY[name].function.__qualname__}, {function.__qualname__})"
+            )
         parameters = inspect.signature(function).parameters
         for needed in ([cutoff] if cutoff else []) + [e.name for e in requires]:
             if needed not in parameters:
@@ -136,13 +138,17 @@ def parse_metric(name: str) -> Metric:
     base, at, cutoff_text = name.partition("@")
     definition = REGISTRY.get(base)
     if definition is None:
-        raise ValueError(f"unknown metric {name!r}; registered metrics: {', '.join(_usage(d) for d in REGISTRY.values())}")
+        raise ValueError(
+            f"unknown metric {name!r}; registered metrics: {', '.join(_usage(d) for d in REGISTRY.values())}"
+        )
     if definition.cutoff is None:
         if at:
             raise ValueError(f"metric {name!r}: {base} takes no cutoff; write {base!r}")
         return Metric(definition)
     if not cutoff_text.isdigit() or int(cutoff_text) < 1 or str(int(cutoff_text)) != cutoff_text:
-        raise ValueError(f"metric {name!r}: {base} needs a positive integer {definition.cutoff} after '@', e.g. {base}@10")
+        raise ValueError(
+            f"metric {name!r}: {base} needs a positive integer {definition.cutoff} after '@', e.g. {base}@10"
+        )
     return Metric(definition, int(cutoff_text))
 
 
@@ -173,15 +179,18 @@ def metric_label(name: str) -> str:
     return parse_metric(name).label if is_metric(name) else name
 
 
-def metric_names(
-    ndcg_k: int = NDCG_K, recall_k: int = RECALL_K, budgets: Sequence[int] = BUDGETS
-) -> list[str]:
+def metric_names(ndcg_k: int = NDCG_K, recall_k: int = RECALL_K, budgets: Sequence[int] = BUDGETS) -> list[str]:
     """The study's metric set (SPEC section 10), in the order of the score table's columns::
 
-        cov_nDCG@k, nDCG@k, MRR, R@recall_k, budget_cov@b for each b in budgets, gold_top1
+    cov_nDCG@k, nDCG@k, MRR, R@recall_k, budget_cov@b for each b in budgets, gold_top1
     """
     return [
-        f"cov_nDCG@{ndcg_k}", f"nDCG@{ndcg_k}", "MRR", f"R@{recall_k}", *[f"budget_cov@{b}" for b in budgets], "gold_top1"
+        f"cov_nDCG@{ndcg_k}",
+        f"nDCG@{ndcg_k}",
+        "MRR",
+        f"R@{recall_k}",
+        *[f"budget_cov@{b}" for b in budgets],
+        "gold_top1",
     ]
 
 

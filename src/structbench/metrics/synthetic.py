@@ -70,7 +70,9 @@ def synthetic_cell(
     n_spans = 1 + rng.poisson(mean_spans - 1, n_queries)
     span_query = np.repeat(np.arange(n_queries), n_spans)
     span_doc_length = doc_length[query_doc[span_query]]
-    span_len = np.minimum(rng.integers(chars_per_chunk // 5, 3 * chars_per_chunk // 2, len(span_query)), span_doc_length)
+    span_len = np.minimum(
+        rng.integers(chars_per_chunk // 5, 3 * chars_per_chunk // 2, len(span_query)), span_doc_length
+    )
     span_start = (rng.random(len(span_query)) * (span_doc_length - span_len + 1)).astype(np.int64)
     span_end = span_start + span_len
     bounds = np.concatenate(([0], np.cumsum(n_spans)))
@@ -94,7 +96,9 @@ def synthetic_cell(
     own_n = n_chunks_doc[query_doc]
     take = np.minimum(own_n, own_doc_chunks)
     ranked = rng.integers(0, n_chunks, (n_queries, top_k))
-    own_choice = np.argsort(rng.random((n_queries, int(own_n.max()))) + (np.arange(int(own_n.max())) >= own_n[:, None]), axis=1)
+    own_choice = np.argsort(
+        rng.random((n_queries, int(own_n.max()))) + (np.arange(int(own_n.max())) >= own_n[:, None]), axis=1
+    )
     # own chunks land near the top more often: exponential noise on the rank position
     positions = np.argsort(np.arange(top_k) * 0.1 + rng.exponential(2.0, (n_queries, top_k)), axis=1)
     for slot in range(own_doc_chunks):

@@ -51,9 +51,16 @@ def render_prefix(items, separator: str = DEFAULT_SEPARATOR) -> str:
     return "[" + inner + "]" + PREFIX_END
 
 
-def render_texts(documents: pl.DataFrame, chunks: pl.DataFrame, prefix: str, tokenizer: TokenCounter | str, *,
-                 separator: str = DEFAULT_SEPARATOR, seed: int = DEFAULT_SEED,
-                 contexts: Mapping[int, str] | pl.DataFrame | None = None) -> tuple[pl.DataFrame, dict]:
+def render_texts(
+    documents: pl.DataFrame,
+    chunks: pl.DataFrame,
+    prefix: str,
+    tokenizer: TokenCounter | str,
+    *,
+    separator: str = DEFAULT_SEPARATOR,
+    seed: int = DEFAULT_SEED,
+    contexts: Mapping[int, str] | pl.DataFrame | None = None,
+) -> tuple[pl.DataFrame, dict]:
     """Render the texts to embed for one (chunk set, prefix) pair: a TEXTS table and a small report.
 
     ``contexts`` (for ``prefix="context"``) maps ``chunk_id`` to its context string, as a mapping or
@@ -77,21 +84,35 @@ def render_texts(documents: pl.DataFrame, chunks: pl.DataFrame, prefix: str, tok
     paths = ordered["path"].to_list()
     if depth is not None:
         # A path shorter than the depth renders whole (SPEC section 17): say how many were capped.
-        report.update(capped_chunks=sum(len(path) < depth for path in paths),
-                      max_path_depth=max((len(path) for path in paths), default=0))
-    prefixes = RENDERERS[kind](ordered=ordered, doc_ids=doc_ids, paths=paths, chunk_ids=chunk_ids, depth=depth,
-                               separator=separator, seed=seed, contexts=contexts, report=report)
+        report.update(
+            capped_chunks=sum(len(path) < depth for path in paths),
+            max_path_depth=max((len(path) for path in paths), default=0),
+        )
+    prefixes = RENDERERS[kind](
+        ordered=ordered,
+        doc_ids=doc_ids,
+        paths=paths,
+        chunk_ids=chunk_ids,
+        depth=depth,
+        separator=separator,
+        seed=seed,
+        contexts=contexts,
+        report=report,
+    )
 
     unique = sorted(set(prefixes))
     counted = dict(zip(unique, tokenizer.count_batch(unique)))
     counted[""] = 0
     prefix_tokens = [counted[p] for p in prefixes]
-    texts = pl.DataFrame({
-        "chunk_id": chunk_ids,
-        "prefix": prefixes,
-        "text_for_embedding": [p + c for p, c in zip(prefixes, contents)],
-        "prefix_tokens": prefix_tokens,
-    }, schema=TEXTS)
+    texts = pl.DataFrame(
+        {
+            "chunk_id": chunk_ids,
+            "prefix": prefixes,
+            "text_for_embedding": [p + c for p, c in zip(prefixes, contents)],
+            "prefix_tokens": prefix_tokens,
+        },
+        schema=TEXTS,
+    )
     report.update(
         mean_prefix_tokens=float(np.mean(prefix_tokens)) if prefix_tokens else 0.0,
         max_prefix_tokens=int(max(prefix_tokens, default=0)),
@@ -110,11 +131,19 @@ def _path_prefixes(*, paths, depth, separator, **_) -> list[str]:
 
 def _placebo_prefixes(*, ordered, doc_ids, paths, depth, separator, seed, report, **_) -> list[str]:
     mapping, residual = placebo_paths(ordered, depth, seed)
-    lookup = {(d, tuple(real)): (tuple(fake), fake_doc) for d, real, fake, fake_doc in
-              zip(*(mapping[c].to_list() for c in ("doc_id", "real_path", "placebo_path", "placebo_doc_id")))}
+    lookup = {
+        (d, tuple(real)): (tuple(fake), fake_doc)
+        for d, real, fake, fake_doc in zip(
+            *(mapping[c].to_list() for c in ("doc_id", "real_path", "placebo_path", "placebo_doc_id"))
+        )
+    }
     chosen = [lookup[(d, tuple(path[:depth]))] for d, path in zip(doc_ids, paths)]
-    report.update(seed=seed, placebo_pairs=mapping.height, residual_same_doc=residual,
-                  residual_same_doc_chunks=sum(fake_doc == d for (_, fake_doc), d in zip(chosen, doc_ids)))
+    report.update(
+        seed=seed,
+        placebo_pairs=mapping.height,
+        residual_same_doc=residual,
+        residual_same_doc_chunks=sum(fake_doc == d for (_, fake_doc), d in zip(chosen, doc_ids)),
+    )
     return [render_prefix(fake, separator) for fake, _ in chosen]
 
 
@@ -122,9 +151,11 @@ def _context_prefixes(*, chunk_ids, contexts, separator, **_) -> list[str]:
     by_chunk = _contexts(contexts)
     absent = [c for c in chunk_ids if c not in by_chunk]
     if absent:
-        raise ValueError(f"prefix 'context' needs a context for every chunk; {len(absent)} of {len(chunk_ids)} "
-                         f"chunks have none (first chunk_ids: {absent[:5]}). "
-                         "Run the context-generation step first.")
+        raise ValueError(
+            f"prefix 'context' needs a context for every chunk; {len(absent)} of {len(chunk_ids)} "
+            f"chunks have none (first chunk_ids: {absent[:5]}). "
+            "Run the context-generation step first."
+        )
     return [render_prefix(str(by_chunk[c]).strip(), separator) for c in chunk_ids]
 
 

@@ -88,9 +88,15 @@ def document_window(text: str, start: int, end: int, fits: Callable[[str], bool]
     return excerpt(low)
 
 
-def situate_chunks(documents: pl.DataFrame, chunks: pl.DataFrame, llm: LLM, *,
-                   tokenizer: str | TokenCounter = TOKENIZER, context_max_tokens: int = CONTEXT_MAX_TOKENS,
-                   max_new_tokens: int | None = None) -> pl.DataFrame:
+def situate_chunks(
+    documents: pl.DataFrame,
+    chunks: pl.DataFrame,
+    llm: LLM,
+    *,
+    tokenizer: str | TokenCounter = TOKENIZER,
+    context_max_tokens: int = CONTEXT_MAX_TOKENS,
+    max_new_tokens: int | None = None,
+) -> pl.DataFrame:
     """One situating context per chunk of ``chunks`` (a CHUNKS table): a ``CONTEXTS`` table in chunk order.
 
     The chunk shown to the model is its content (its span of the flat text, stripped), the same text
@@ -111,13 +117,22 @@ def situate_chunks(documents: pl.DataFrame, chunks: pl.DataFrame, llm: LLM, *,
         messages = prompt.render(document=text, chunk=chunk)
         if llm.count_tokens(messages) > room:
             shown = document_window(
-                text, start, end, lambda excerpt: llm.count_tokens(prompt.render(document=excerpt, chunk=chunk)) <= room)
+                text,
+                start,
+                end,
+                lambda excerpt: llm.count_tokens(prompt.render(document=excerpt, chunk=chunk)) <= room,  # noqa: B023 (called here)
+            )
             messages = prompt.render(document=shown, chunk=chunk)
             windowed += 1
         requests.append(ChatRequest.of(messages, prompt_version=prompt.version_id, max_new_tokens=answer_tokens))
     if windowed:
-        log.info("%d of %d chunks were situated from a document window (document longer than the %d-token "
-                 "context of %s)", windowed, len(requests), llm.context_tokens, llm.spec.model)
+        log.info(
+            "%d of %d chunks were situated from a document window (document longer than the %d-token context of %s)",
+            windowed,
+            len(requests),
+            llm.context_tokens,
+            llm.spec.model,
+        )
     rows, failed = [], 0
     for chunk_id, response in zip(ordered["chunk_id"].to_list(), llm.chat(requests)):
         if not response.ok:
@@ -126,7 +141,12 @@ def situate_chunks(documents: pl.DataFrame, chunks: pl.DataFrame, llm: LLM, *,
         context, tokens, truncated = cap_tokens(response.text if response.ok else "", context_max_tokens, counter)
         rows.append((chunk_id, context, tokens, truncated))
     table = pl.DataFrame(rows, schema=CONTEXTS, orient="row")
-    log.info("situated %d chunks: %d contexts cut to %d tokens, %d empty after a failed request, "
-             "mean %.1f tokens", table.height, int(table["truncated"].sum()), context_max_tokens, failed,
-             table["context_tokens"].mean() or 0.0)
+    log.info(
+        "situated %d chunks: %d contexts cut to %d tokens, %d empty after a failed request, mean %.1f tokens",
+        table.height,
+        int(table["truncated"].sum()),
+        context_max_tokens,
+        failed,
+        table["context_tokens"].mean() or 0.0,
+    )
     return table

@@ -29,8 +29,11 @@ def placebo_paths(chunks: pl.DataFrame, depth: int, seed: int = DEFAULT_SEED) ->
     """
     if depth < 1:
         raise ValueError(f"placebo depth must be >= 1, got {depth}")
-    pairs = (chunks.select("doc_id", pl.col("path").list.head(depth).alias("real_path"))
-             .unique().sort(["doc_id", "real_path"]))
+    pairs = (
+        chunks.select("doc_id", pl.col("path").list.head(depth).alias("real_path"))
+        .unique()
+        .sort(["doc_id", "real_path"])
+    )
     doc_ids = pairs["doc_id"].to_list()
     real_paths = pairs["real_path"].to_list()
     placebo: list = [None] * len(doc_ids)
@@ -48,10 +51,15 @@ def placebo_paths(chunks: pl.DataFrame, depth: int, seed: int = DEFAULT_SEED) ->
             origin = members[source[position]]
             placebo[index] = real_paths[origin]
             placebo_doc[index] = doc_ids[origin]
-    mapping = pl.DataFrame({"doc_id": doc_ids, "real_path": real_paths, "placebo_path": placebo,
-                            "placebo_doc_id": placebo_doc},
-                           schema={"doc_id": pl.String, "real_path": pl.List(pl.String),
-                                   "placebo_path": pl.List(pl.String), "placebo_doc_id": pl.String})
+    mapping = pl.DataFrame(
+        {"doc_id": doc_ids, "real_path": real_paths, "placebo_path": placebo, "placebo_doc_id": placebo_doc},
+        schema={
+            "doc_id": pl.String,
+            "real_path": pl.List(pl.String),
+            "placebo_path": pl.List(pl.String),
+            "placebo_doc_id": pl.String,
+        },
+    )
     return mapping, residual
 
 

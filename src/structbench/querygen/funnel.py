@@ -69,8 +69,11 @@ def merge_candidates(shards: Sequence[pl.DataFrame]) -> pl.DataFrame:
     ``qid`` is a ``ValueError`` naming them."""
     frames = [shard.select(list(CANDIDATES)).cast(CANDIDATES) for shard in shards]
     merged = pl.concat(frames, how="vertical") if frames else empty_candidates()
-    owners = pl.concat([frame.select("doc_id").unique() for frame in frames]) if frames else pl.DataFrame(
-        schema={"doc_id": pl.String})
+    owners = (
+        pl.concat([frame.select("doc_id").unique() for frame in frames])
+        if frames
+        else pl.DataFrame(schema={"doc_id": pl.String})
+    )
     doubled = owners.filter(pl.col("doc_id").is_duplicated())["doc_id"].unique().sort().to_list()
     if doubled:
         raise ValueError(f"query candidates of documents {doubled[:10]} come from more than one shard")
@@ -99,10 +102,20 @@ def queries_table(finals: pl.DataFrame) -> pl.DataFrame:
     """The ``queries`` table of the finals: the paraphrase is the query; ``meta`` keeps the first question,
     both ROUGE-L scores and the top-level sections of the spans."""
     meta = [
-        json.dumps({"generated": True, "question": question, "rouge_l": rouge, "question_rouge_l": question_rouge,
-                    "top_section_ids": list(tops)}, sort_keys=True, ensure_ascii=False)
+        json.dumps(
+            {
+                "generated": True,
+                "question": question,
+                "rouge_l": rouge,
+                "question_rouge_l": question_rouge,
+                "top_section_ids": list(tops),
+            },
+            sort_keys=True,
+            ensure_ascii=False,
+        )
         for question, rouge, question_rouge, tops in finals.select(
-            "question", "paraphrase_rouge_l", "question_rouge_l", "top_section_ids").iter_rows()
+            "question", "paraphrase_rouge_l", "question_rouge_l", "top_section_ids"
+        ).iter_rows()
     ]
     frame = finals.select("qid", "corpus", "doc_id", pl.col("paraphrase").alias("text"), "qtype", "spans")
     return conform(frame.with_columns(pl.Series("meta", meta, dtype=pl.String)), "queries").sort("qid")
@@ -137,9 +150,15 @@ def rouge_distribution(values: Sequence[float]) -> dict:
     if array.size == 0:
         return {"n": 0, **dict.fromkeys(("mean", "min", "p25", "median", "p75", "max"))}
     p25, median, p75 = np.percentile(array, [25, 50, 75])
-    return {"n": int(array.size), "mean": round(float(array.mean()), 4), "min": round(float(array.min()), 4),
-            "p25": round(float(p25), 4), "median": round(float(median), 4), "p75": round(float(p75), 4),
-            "max": round(float(array.max()), 4)}
+    return {
+        "n": int(array.size),
+        "mean": round(float(array.mean()), 4),
+        "min": round(float(array.min()), 4),
+        "p25": round(float(p25), 4),
+        "median": round(float(median), 4),
+        "p75": round(float(p75), 4),
+        "max": round(float(array.max()), 4),
+    }
 
 
 def querygen_summary(candidates: pl.DataFrame, finals: pl.DataFrame, types: Sequence[str], n_documents: int) -> dict:
@@ -150,24 +169,35 @@ def querygen_summary(candidates: pl.DataFrame, finals: pl.DataFrame, types: Sequ
     for qtype in [*types, "all"]:
         of_type = candidates if qtype == "all" else candidates.filter(pl.col("qtype") == qtype)
         shipped = finals if qtype == "all" else finals.filter(pl.col("qtype") == qtype)
-        by_type.append({
-            "qtype": qtype,
-            "generated": of_type.height,
-            "rejected_question": of_type.filter(pl.col("rejected_at") == "question").height,
-            "paraphrased": of_type.filter(pl.col("rejected_at") != "question").height,
-            "rejected_paraphrase": of_type.filter(pl.col("rejected_at") == "paraphrase").height,
-            "survivors": survivors(of_type).height,
-            "finals": shipped.height,
-            "documents": int(shipped["doc_id"].n_unique()) if shipped.height else 0,
-        })
+        by_type.append(
+            {
+                "qtype": qtype,
+                "generated": of_type.height,
+                "rejected_question": of_type.filter(pl.col("rejected_at") == "question").height,
+                "paraphrased": of_type.filter(pl.col("rejected_at") != "question").height,
+                "rejected_paraphrase": of_type.filter(pl.col("rejected_at") == "paraphrase").height,
+                "survivors": survivors(of_type).height,
+                "finals": shipped.height,
+                "documents": int(shipped["doc_id"].n_unique()) if shipped.height else 0,
+            }
+        )
     rejections = [
         {"qtype": qtype, "stage": stage, "reason": reason, "count": int(count)}
         for qtype, stage, reason, count in candidates.filter(pl.col("rejected_at") != "")
-        .group_by("qtype", "rejected_at", "reason").len().sort("qtype", "rejected_at", "reason").iter_rows()
+        .group_by("qtype", "rejected_at", "reason")
+        .len()
+        .sort("qtype", "rejected_at", "reason")
+        .iter_rows()
     ]
-    rouge = [{"qtype": qtype, **rouge_distribution(
-        (finals if qtype == "all" else finals.filter(pl.col("qtype") == qtype))["paraphrase_rouge_l"].to_list())}
-        for qtype in [*types, "all"]]
+    rouge = [
+        {
+            "qtype": qtype,
+            **rouge_distribution(
+                (finals if qtype == "all" else finals.filter(pl.col("qtype") == qtype))["paraphrase_rouge_l"].to_list()
+            ),
+        }
+        for qtype in [*types, "all"]
+    ]
     return {
         "documents": n_documents,
         "documents_with_targets": int(candidates["doc_id"].n_unique()) if candidates.height else 0,

@@ -42,8 +42,11 @@ PARAPHRASE_PROMPT = "querygen_paraphrase"
 NO_ANSWER = "no_answer"
 CLIP_MARK = " [...]"
 # A label a small model puts before its question: "Question:", "Q1.", "Rewritten question -", "1)", "- ".
-_LABEL = re.compile(r"^(?:[-*•>#]+|\d+[.)](?=\s|$)|(?:(?:the\s+)?(?:rewritten|new|paraphrased|reworded)\s+)?"
-                    r"(?:question|q)\s*\d*\s*[:.)-])\s*", re.IGNORECASE)
+_LABEL = re.compile(
+    r"^(?:[-*•>#]+|\d+[.)](?=\s|$)|(?:(?:the\s+)?(?:rewritten|new|paraphrased|reworded)\s+)?"
+    r"(?:question|q)\s*\d*\s*[:.)-])\s*",
+    re.IGNORECASE,
+)
 _WRAPPING = "\"'“”‘’*`_ "
 
 
@@ -62,7 +65,7 @@ def clean_question(answer: str) -> str:
             line = _LABEL.sub("", line.strip()).strip(_WRAPPING)
         if line:
             mark = line.find("?")
-            return " ".join((line[:mark + 1] if mark >= 0 else line).split())
+            return " ".join((line[: mark + 1] if mark >= 0 else line).split())
     return ""
 
 
@@ -89,8 +92,9 @@ def question_request(target: GoldTarget, title: str, text: str, settings: Queryg
 
 def paraphrase_request(question: str, settings: QuerygenSettings) -> ChatRequest:
     prompt = load_prompt(PARAPHRASE_PROMPT)
-    return ChatRequest.of(prompt.render(question=question), prompt_version=prompt.version_id,
-                          max_new_tokens=settings.max_new_tokens)
+    return ChatRequest.of(
+        prompt.render(question=question), prompt_version=prompt.version_id, max_new_tokens=settings.max_new_tokens
+    )
 
 
 def _screen(responses, span_texts, rules, referents) -> tuple[list[str], list[Verdict]]:
@@ -108,20 +112,35 @@ def _screen(responses, span_texts, rules, referents) -> tuple[list[str], list[Ve
     return texts, verdicts
 
 
-def generate_candidates(documents: pl.DataFrame, paragraphs: pl.DataFrame, sections: pl.DataFrame, llm: LLM,
-                        settings: QuerygenSettings, corpus: str) -> pl.DataFrame:
+def generate_candidates(
+    documents: pl.DataFrame,
+    paragraphs: pl.DataFrame,
+    sections: pl.DataFrame,
+    llm: LLM,
+    settings: QuerygenSettings,
+    corpus: str,
+) -> pl.DataFrame:
     """The candidates (:data:`~structbench.querygen.funnel.CANDIDATES`) of the documents in ``documents``
     (``paragraphs`` and the gold ``sections`` of the same documents), in target order."""
     layouts = document_layouts(documents, paragraphs, sections, settings.min_span_words)
     targets = sample_corpus_targets(layouts, settings.types, settings.per_document, settings.seed)
     texts = dict(zip(documents["doc_id"].to_list(), documents["text"].to_list()))
     titles = dict(zip(documents["doc_id"].to_list(), documents["title"].to_list()))
-    rules = FilterRules(settings.rouge_max, settings.ngram_block, settings.min_query_words, settings.max_query_words,
-                        settings.require_question)
+    rules = FilterRules(
+        settings.rouge_max,
+        settings.ngram_block,
+        settings.min_query_words,
+        settings.max_query_words,
+        settings.require_question,
+    )
     span_texts = [[texts[t.doc_id][start:end] for start, end in t.spans] for t in targets]
     referents = [titles[t.doc_id] if t.qtype == "underspecified" else None for t in targets]
-    log.info("%d documents, %d gold targets (%s)", len(layouts), len(targets),
-             ", ".join(f"{q}: {sum(t.qtype == q for t in targets)}" for q in settings.types))
+    log.info(
+        "%d documents, %d gold targets (%s)",
+        len(layouts),
+        len(targets),
+        ", ".join(f"{q}: {sum(t.qtype == q for t in targets)}" for q in settings.types),
+    )
 
     responses = llm.chat([question_request(t, titles[t.doc_id], texts[t.doc_id], settings) for t in targets])
     questions, first = _screen(responses, span_texts, rules, referents)
@@ -137,15 +156,24 @@ def generate_candidates(documents: pl.DataFrame, paragraphs: pl.DataFrame, secti
     for index, target in enumerate(targets):
         paraphrase, verdict = paraphrased.get(index, (None, None))
         rejected_at = "question" if not first[index].passed else "paraphrase" if not verdict.passed else ""
-        rows.append({
-            "qid": target.qid, "corpus": corpus, "doc_id": target.doc_id, "qtype": target.qtype,
-            "spans": [list(span) for span in target.spans], "top_section_ids": list(target.top_section_ids),
-            "question": questions[index], "question_reason": first[index].reason,
-            "question_rouge_l": first[index].rouge_l, "question_ngrams": first[index].shared_ngrams,
-            "paraphrase": paraphrase, "paraphrase_reason": verdict.reason if verdict else None,
-            "paraphrase_rouge_l": verdict.rouge_l if verdict else None,
-            "paraphrase_ngrams": verdict.shared_ngrams if verdict else None,
-            "rejected_at": rejected_at,
-            "reason": first[index].reason if rejected_at == "question" else verdict.reason if verdict else "",
-        })
+        rows.append(
+            {
+                "qid": target.qid,
+                "corpus": corpus,
+                "doc_id": target.doc_id,
+                "qtype": target.qtype,
+                "spans": [list(span) for span in target.spans],
+                "top_section_ids": list(target.top_section_ids),
+                "question": questions[index],
+                "question_reason": first[index].reason,
+                "question_rouge_l": first[index].rouge_l,
+                "question_ngrams": first[index].shared_ngrams,
+                "paraphrase": paraphrase,
+                "paraphrase_reason": verdict.reason if verdict else None,
+                "paraphrase_rouge_l": verdict.rouge_l if verdict else None,
+                "paraphrase_ngrams": verdict.shared_ngrams if verdict else None,
+                "rejected_at": rejected_at,
+                "reason": first[index].reason if rejected_at == "question" else verdict.reason if verdict else "",
+            }
+        )
     return pl.DataFrame(rows, schema=CANDIDATES) if rows else pl.DataFrame(schema=CANDIDATES)

@@ -41,7 +41,7 @@ def normalized_tokens(text: str) -> list[str]:
 
 
 def ngrams(tokens: Sequence[str], n: int) -> set[tuple[str, ...]]:
-    return {tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)}
+    return {tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)}
 
 
 def shared_ngrams(query: str, span_texts: Sequence[str], n: int) -> list[tuple[str, ...]]:
@@ -71,7 +71,7 @@ def names_referent(query: str, name: str) -> bool:
     if not wanted:
         return False
     tokens = normalized_tokens(query)
-    return any(tokens[i:i + len(wanted)] == wanted for i in range(len(tokens) - len(wanted) + 1))
+    return any(tokens[i : i + len(wanted)] == wanted for i in range(len(tokens) - len(wanted) + 1))
 
 
 @dataclass(frozen=True)

@@ -42,13 +42,22 @@ class QuerygenSettings:
             raise ValueError(f"querygen.types must be distinct values of {list(QUERY_TYPES)}, got {list(self.types)}")
         if not 0.0 <= self.rouge_max <= 1.0:
             raise ValueError(f"querygen.rouge_max must lie in [0, 1], got {self.rouge_max}")
-        for name in ("per_document", "per_type", "ngram_block", "min_span_words", "span_chars", "min_query_words",
-                     "max_new_tokens"):
+        for name in (
+            "per_document",
+            "per_type",
+            "ngram_block",
+            "min_span_words",
+            "span_chars",
+            "min_query_words",
+            "max_new_tokens",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"querygen.{name} must be >= 1, got {getattr(self, name)}")
         if self.max_query_words < self.min_query_words:
-            raise ValueError(f"querygen.max_query_words ({self.max_query_words}) is below querygen.min_query_words "
-                             f"({self.min_query_words})")
+            raise ValueError(
+                f"querygen.max_query_words ({self.max_query_words}) is below querygen.min_query_words "
+                f"({self.min_query_words})"
+            )
 
     @classmethod
     def from_config(cls, section: dict, global_seed: int = SEED) -> QuerygenSettings:
@@ -66,5 +75,6 @@ class QuerygenSettings:
         return cls(**values)
 
     def as_config(self) -> dict:
-        return {f.name: (list(getattr(self, f.name)) if f.name == "types" else getattr(self, f.name))
-                for f in fields(self)}
+        return {
+            f.name: (list(getattr(self, f.name)) if f.name == "types" else getattr(self, f.name)) for f in fields(self)
+        }

@@ -78,8 +78,9 @@ def top_section_extents(sections: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def document_layouts(documents: pl.DataFrame, paragraphs: pl.DataFrame, sections: pl.DataFrame,
-                     min_span_words: int) -> list[DocumentLayout]:
+def document_layouts(
+    documents: pl.DataFrame, paragraphs: pl.DataFrame, sections: pl.DataFrame, min_span_words: int
+) -> list[DocumentLayout]:
     """One :class:`DocumentLayout` per document of ``documents`` (in ``doc_id`` order).
 
     ``paragraphs`` and ``sections`` are the corpus tables (``sections`` the gold tree); a paragraph that
@@ -87,7 +88,8 @@ def document_layouts(documents: pl.DataFrame, paragraphs: pl.DataFrame, sections
     the tables do not belong together)."""
     texts = dict(zip(documents["doc_id"].to_list(), documents["text"].to_list()))
     owner_rows = sections.filter(pl.col("para_start") < pl.col("para_end")).select(
-        "doc_id", "para_start", "para_end", "top_section_id")
+        "doc_id", "para_start", "para_end", "top_section_id"
+    )
     owners: dict[str, list[tuple[int, int, int]]] = {}
     for doc_id, para_start, para_end, top in owner_rows.sort("doc_id", "para_start").iter_rows():
         owners.setdefault(doc_id, []).append((para_start, para_end, top))
@@ -95,8 +97,9 @@ def document_layouts(documents: pl.DataFrame, paragraphs: pl.DataFrame, sections
     for doc_id, top, start, end in top_section_extents(sections).iter_rows():
         extents.setdefault(doc_id, []).append((top, start, end))
     by_doc: dict[str, list[tuple[int, int, int]]] = {}
-    for doc_id, para_idx, start, end in paragraphs.sort("doc_id", "para_idx").select(
-            "doc_id", "para_idx", "start", "end").iter_rows():
+    for doc_id, para_idx, start, end in (
+        paragraphs.sort("doc_id", "para_idx").select("doc_id", "para_idx", "start", "end").iter_rows()
+    ):
         by_doc.setdefault(doc_id, []).append((para_idx, start, end))
 
     layouts = []
@@ -112,8 +115,11 @@ def document_layouts(documents: pl.DataFrame, paragraphs: pl.DataFrame, sections
                 raise ValueError(f"{doc_id}: paragraph {para_idx} lies in no section of the gold structure")
             if word_count(text[start:end]) >= min_span_words:
                 eligible_paragraphs.append((start, end, top))
-        eligible_sections = [(top, start, end) for top, start, end in extents.get(doc_id, [])
-                             if start < end and word_count(text[start:end]) >= min_span_words]
+        eligible_sections = [
+            (top, start, end)
+            for top, start, end in extents.get(doc_id, [])
+            if start < end and word_count(text[start:end]) >= min_span_words
+        ]
         layouts.append(DocumentLayout(doc_id, tuple(eligible_paragraphs), tuple(eligible_sections)))
     return layouts
 
@@ -163,9 +169,11 @@ def sample_targets(layout: DocumentLayout, qtype: str, per_document: int, seed: 
     return [GoldTarget(layout.doc_id, qtype, ordinal, spans, tops) for ordinal, (spans, tops) in enumerate(drawn)]
 
 
-def sample_corpus_targets(layouts: Iterable[DocumentLayout], types: Iterable[str], per_document: int,
-                          seed: int) -> list[GoldTarget]:
+def sample_corpus_targets(
+    layouts: Iterable[DocumentLayout], types: Iterable[str], per_document: int, seed: int
+) -> list[GoldTarget]:
     """Every target of every document and type, ordered by document, then type (in ``types`` order)."""
     types = list(types)
-    return [target for layout in layouts for qtype in types
-            for target in sample_targets(layout, qtype, per_document, seed)]
+    return [
+        target for layout in layouts for qtype in types for target in sample_targets(layout, qtype, per_document, seed)
+    ]

@@ -39,7 +39,9 @@ def _json(path: str) -> dict:
     try:
         return json.loads(Path(path).read_text())
     except json.JSONDecodeError as error:
-        raise ValueError(f"{path}: not a readable JSON report ({error}); delete it and rerun the rule that writes it") from error
+        raise ValueError(
+            f"{path}: not a readable JSON report ({error}); delete it and rerun the rule that writes it"
+        ) from error
 
 
 def load_inputs(
@@ -79,8 +81,10 @@ def load_inputs(
         size_matches=[_json(p) for p in size_match_paths],
         text_reports=[_json(p) for p in text_report_paths],
         chunk_sets={key: read_table(path, "chunks") for key, path in (chunk_paths or {}).items()},
-        embed_reports=[{"corpus": corpus, "embedder": embedder, "text set": textset, **_json(path)}
-                       for (corpus, embedder, textset), path in (embed_report_paths or {}).items()],
+        embed_reports=[
+            {"corpus": corpus, "embedder": embedder, "text set": textset, **_json(path)}
+            for (corpus, embedder, textset), path in (embed_report_paths or {}).items()
+        ],
         induction_stats=[_json(p) for p in induction_stats_paths],
         querygen_stats=[_json(p) for p in querygen_stats_paths],
         context_stats=[_json(p) for p in context_stats_paths],
@@ -104,8 +108,14 @@ class ReportPaths:
     @classmethod
     def under(cls, folder: str | os.PathLike) -> ReportPaths:
         folder = Path(folder)
-        return cls(str(folder / "report.md"), str(folder / "index.html"), str(folder / "tables"),
-                   str(folder / "figures"), str(folder / "manifest.json"), str(folder / "summary.txt"))
+        return cls(
+            str(folder / "report.md"),
+            str(folder / "index.html"),
+            str(folder / "tables"),
+            str(folder / "figures"),
+            str(folder / "manifest.json"),
+            str(folder / "summary.txt"),
+        )
 
 
 def _relative(path: str, start: str) -> str:
@@ -117,8 +127,11 @@ def csv_bytes(frame: pl.DataFrame) -> bytes:
     nested = [c for c, dtype in frame.schema.items() if dtype.is_nested()]
     if nested:
         frame = frame.with_columns(
-            pl.col(c).map_elements(lambda v: json.dumps(v.to_list() if hasattr(v, "to_list") else v), return_dtype=pl.String)
-            for c in nested)
+            pl.col(c).map_elements(
+                lambda v: json.dumps(v.to_list() if hasattr(v, "to_list") else v), return_dtype=pl.String
+            )
+            for c in nested
+        )
     return frame.write_csv().encode("utf-8")
 
 
@@ -128,8 +141,14 @@ def cache_counts(inputs: ReportInputs) -> dict[str, int]:
     return {
         "embedded_texts": sum(int(r.get("n_texts", 0)) for r in inputs.embed_reports),
         "embeddings_from_cache": sum(int(r.get("n_from_cache", 0)) for r in inputs.embed_reports),
-        "llm_requests": sum(int((s.get("llm") or {}).get("requests", 0)) for s in inputs.induction_stats + inputs.context_stats + inputs.querygen_stats),
-        "llm_from_cache": sum(int((s.get("llm") or {}).get("served_from_cache", 0)) for s in inputs.induction_stats + inputs.context_stats + inputs.querygen_stats),
+        "llm_requests": sum(
+            int((s.get("llm") or {}).get("requests", 0))
+            for s in inputs.induction_stats + inputs.context_stats + inputs.querygen_stats
+        ),
+        "llm_from_cache": sum(
+            int((s.get("llm") or {}).get("served_from_cache", 0))
+            for s in inputs.induction_stats + inputs.context_stats + inputs.querygen_stats
+        ),
     }
 
 
@@ -147,17 +166,24 @@ def run_summary(inputs: ReportInputs, paths: ReportPaths, tables: Sequence, figu
     else:
         dims = [scores[c].n_unique() for c in ("corpus", "condition", "embedder", "reranker")]
         n_cells = scores.select("corpus", "condition", "embedder", "reranker").unique().height
-        cells = (f"{_count(n_cells, 'cell')} ({_count(dims[0], 'corpus', 'corpora')} × "
-                 f"{_count(dims[1], 'condition')} × {_count(dims[2], 'embedder')} × {_count(dims[3], 'reranker')})")
+        cells = (
+            f"{_count(n_cells, 'cell')} ({_count(dims[0], 'corpus', 'corpora')} × "
+            f"{_count(dims[1], 'condition')} × {_count(dims[2], 'embedder')} × {_count(dims[3], 'reranker')})"
+        )
     built = [sum(not isinstance(t, Omitted) for t in items) for items in (tables, figures)]
     omitted = [len(items) - n for items, n in zip((tables, figures), built)]
     cache = cache_counts(inputs)
-    llm = (f"{cache['llm_from_cache']} of {cache['llm_requests']} LLM requests" if cache["llm_requests"]
-           else "no LLM requests")
-    return (f"structbench report: {paths.html} (Markdown: {paths.markdown}); {cells}; "
-            f"{_count(built[0], 'table')} and {_count(built[1], 'figure')} written, {_count(omitted[0], 'table')} and "
-            f"{_count(omitted[1], 'figure')} omitted (reasons in the report); served from cache: "
-            f"{cache['embeddings_from_cache']} of {cache['embedded_texts']} embedded texts, {llm}")
+    llm = (
+        f"{cache['llm_from_cache']} of {cache['llm_requests']} LLM requests"
+        if cache["llm_requests"]
+        else "no LLM requests"
+    )
+    return (
+        f"structbench report: {paths.html} (Markdown: {paths.markdown}); {cells}; "
+        f"{_count(built[0], 'table')} and {_count(built[1], 'figure')} written, {_count(omitted[0], 'table')} and "
+        f"{_count(omitted[1], 'figure')} omitted (reasons in the report); served from cache: "
+        f"{cache['embeddings_from_cache']} of {cache['embedded_texts']} embedded texts, {llm}"
+    )
 
 
 def write_report_bundle(inputs: ReportInputs, paths: ReportPaths) -> str:
@@ -183,14 +209,18 @@ def write_report_bundle(inputs: ReportInputs, paths: ReportPaths) -> str:
     summary = run_summary(inputs, paths, tables, figures)
 
     def relative_to(document: str):
-        return ({name: [_relative(f, document) for f in names] for name, names in files.items()},
-                {name: _relative(path, document) for name, path in figure_files.items()})
+        return (
+            {name: [_relative(f, document) for f in names] for name, names in files.items()},
+            {name: _relative(path, document) for name, path in figure_files.items()},
+        )
 
     common = {"primary_metric": inputs.primary_metric, "bootstrap_iters": inputs.bootstrap_iters}
     md_files, md_figures = relative_to(paths.markdown)
     write_text(paths.markdown, render_markdown(tables, figures, files=md_files, figure_paths=md_figures, **common))
     html_files, html_figures = relative_to(paths.html)
-    write_text(paths.html, render_html(tables, figures, files=html_files, figure_paths=html_figures, summary=summary, **common))
+    write_text(
+        paths.html, render_html(tables, figures, files=html_files, figure_paths=html_figures, summary=summary, **common)
+    )
     write_json(paths.manifest, manifest(tables, figures, files, figure_files))
     write_text(paths.summary, summary + "\n")
     for item in [*tables, *figures]:
@@ -201,10 +231,17 @@ def write_report_bundle(inputs: ReportInputs, paths: ReportPaths) -> str:
 
 def manifest(tables: Sequence, figures: Sequence, files: dict[str, list[str]], figure_files: dict[str, str]) -> dict:
     """Each table and figure by name: title, whether it was written (its files) or omitted (the reason)."""
+
     def entry(item, paths):
         written = not isinstance(item, Omitted)
-        return {"name": item.spec.name, "title": item.spec.title, "written": written,
-                **({"files": paths} if written else {"reason": item.reason})}
+        return {
+            "name": item.spec.name,
+            "title": item.spec.title,
+            "written": written,
+            **({"files": paths} if written else {"reason": item.reason}),
+        }
 
-    return {"tables": [entry(t, files.get(t.spec.name, [])) for t in tables],
-            "figures": [entry(f, [figure_files[f.spec.name]] if f.spec.name in figure_files else []) for f in figures]}
+    return {
+        "tables": [entry(t, files.get(t.spec.name, [])) for t in tables],
+        "figures": [entry(f, [figure_files[f.spec.name]] if f.spec.name in figure_files else []) for f in figures],
+    }

@@ -103,8 +103,9 @@ def png_bytes(figure) -> bytes:
     return buffer.getvalue()
 
 
-def render_figures(tables: Sequence[Table | Omitted], inputs: ReportInputs,
-                   specs: Sequence[FigureSpec] | None = None) -> list[RenderedFigure | Omitted]:
+def render_figures(
+    tables: Sequence[Table | Omitted], inputs: ReportInputs, specs: Sequence[FigureSpec] | None = None
+) -> list[RenderedFigure | Omitted]:
     """Every registered figure (or ``specs``) as PNG bytes, or omitted with the reason: its own, or its
     table's when that table is omitted."""
     import matplotlib
@@ -140,8 +141,9 @@ def ordered_unique(values) -> list:
     return list(dict.fromkeys(values))
 
 
-def cell_axes(cells: Sequence[tuple[str, str, str]], panel: tuple[float, float] = PANEL_INCHES,
-              extra_width: float = 0.0):
+def cell_axes(
+    cells: Sequence[tuple[str, str, str]], panel: tuple[float, float] = PANEL_INCHES, extra_width: float = 0.0
+):
     """A figure with one panel per cell: a column per corpus, a row per (embedder, reranker).
     Returns ``(figure, {cell: axes})``; grid positions without a cell are hidden."""
     corpora = ordered_unique(c[0] for c in cells)
@@ -182,12 +184,14 @@ def primary_label(inputs: ReportInputs) -> str:
 
 
 @report_figure(
-    "forest_contrasts", "Every contrast (forest plot)",
+    "forest_contrasts",
+    "Every contrast (forest plot)",
     "Each declared contrast per corpus (and embedder · reranker): the mean paired difference with its 95% "
     "document-clustered bootstrap CI; filled = Holm-significant at 0.05 within its family, hollow = not, "
     "diamond = exploratory (outside any Holm family; a dose-response row is a slope per path level). "
     "The numbers are on the right.",
-    table="table1_contrasts")
+    table="table1_contrasts",
+)
 def forest_plot(data: pl.DataFrame, inputs: ReportInputs):
     from matplotlib.lines import Line2D
 
@@ -201,8 +205,16 @@ def forest_plot(data: pl.DataFrame, inputs: ReportInputs):
         exploratory = row["family"] not in ("primary", "secondary")
         color = PALETTE[4] if exploratory else PALETTE[0]
         axes.plot([row["ci_low"], row["ci_high"]], [y, y], color=color, linewidth=1.4, solid_capstyle="butt")
-        axes.plot([row["delta"]], [y], linestyle="none", marker="D" if exploratory else "o", markersize=6,
-                  color=color, markerfacecolor=color if row["holm_significant"] else "white", markeredgewidth=1.3)
+        axes.plot(
+            [row["delta"]],
+            [y],
+            linestyle="none",
+            marker="D" if exploratory else "o",
+            markersize=6,
+            color=color,
+            markerfacecolor=color if row["holm_significant"] else "white",
+            markeredgewidth=1.3,
+        )
     axes.axvline(0.0, color="#777777", linewidth=0.8, zorder=0)
     labels = []
     for row in rows:
@@ -225,17 +237,48 @@ def forest_plot(data: pl.DataFrame, inputs: ReportInputs):
     metric = primary_label(inputs) if not several_metrics else "metric"
     dose = "; dose-response rows: per path level" if any(r["comparison"].startswith("slope") for r in rows) else ""
     axes.set_xlabel(f"Δ {metric}, treatment − control\n(score points on the 0–1 scale{dose})")
-    numbers.annotate("Δ [95% CI]", xy=(1, 1), xycoords="axes fraction", xytext=(8, 6), textcoords="offset points",
-                     ha="left", va="bottom", fontweight="bold")
-    kinds = {("exploratory" if r["family"] not in ("primary", "secondary") else
-              "significant" if r["holm_significant"] else "not significant") for r in rows}
+    numbers.annotate(
+        "Δ [95% CI]",
+        xy=(1, 1),
+        xycoords="axes fraction",
+        xytext=(8, 6),
+        textcoords="offset points",
+        ha="left",
+        va="bottom",
+        fontweight="bold",
+    )
+    kinds = {
+        (
+            "exploratory"
+            if r["family"] not in ("primary", "secondary")
+            else "significant"
+            if r["holm_significant"]
+            else "not significant"
+        )
+        for r in rows
+    }
     legend = {
-        "significant": Line2D([], [], linestyle="none", marker="o", color=PALETTE[0],
-                              label=f"Holm-significant (p < {ALPHA:g})"),
-        "not significant": Line2D([], [], linestyle="none", marker="o", color=PALETTE[0], markerfacecolor="white",
-                                  label="not Holm-significant"),
-        "exploratory": Line2D([], [], linestyle="none", marker="D", color=PALETTE[4], markerfacecolor="white",
-                              label="exploratory (no Holm family)"),
+        "significant": Line2D(
+            [], [], linestyle="none", marker="o", color=PALETTE[0], label=f"Holm-significant (p < {ALPHA:g})"
+        ),
+        "not significant": Line2D(
+            [],
+            [],
+            linestyle="none",
+            marker="o",
+            color=PALETTE[0],
+            markerfacecolor="white",
+            label="not Holm-significant",
+        ),
+        "exploratory": Line2D(
+            [],
+            [],
+            linestyle="none",
+            marker="D",
+            color=PALETTE[4],
+            markerfacecolor="white",
+            label="exploratory (no Holm family)",
+        ),
     }
     handles = [handle for kind, handle in legend.items() if kind in kinds]
     figure.legend(handles=handles, loc="outside lower center", ncols=len(handles), frameon=False)
@@ -243,10 +286,12 @@ def forest_plot(data: pl.DataFrame, inputs: ReportInputs):
 
 
 @report_figure(
-    "condition_means", "Per-condition means with 95% CIs",
+    "condition_means",
+    "Per-condition means with 95% CIs",
     "The primary metric's mean per condition in each cell, with a 95% document-clustered bootstrap interval. "
     "Overlapping intervals do not mean two conditions are equal: Table 1's paired test is the comparison.",
-    table="condition_means_ci")
+    table="condition_means_ci",
+)
 def means_plot(data: pl.DataFrame, inputs: ReportInputs):
     cells = cells_of(data)
     styles = condition_styles(inputs, data["condition"].unique().to_list())
@@ -256,10 +301,22 @@ def means_plot(data: pl.DataFrame, inputs: ReportInputs):
         rows = data.filter(pl.col("corpus") == cell[0], pl.col("embedder") == cell[1], pl.col("reranker") == cell[2])
         for x, row in enumerate(rows.iter_rows(named=True)):
             style = styles[row["condition"]]
-            axes.errorbar([x], [row["mean"]], yerr=[[row["mean"] - row["ci_low"]], [row["ci_high"] - row["mean"]]],
-                          linestyle="none", marker=style["marker"], color=style["color"], capsize=3, markersize=6)
-        axes.set_xticks(range(rows.height), rows["condition"].to_list(), rotation=45 if rows.height > 6 else 0,
-                        ha="right" if rows.height > 6 else "center")
+            axes.errorbar(
+                [x],
+                [row["mean"]],
+                yerr=[[row["mean"] - row["ci_low"]], [row["ci_high"] - row["mean"]]],
+                linestyle="none",
+                marker=style["marker"],
+                color=style["color"],
+                capsize=3,
+                markersize=6,
+            )
+        axes.set_xticks(
+            range(rows.height),
+            rows["condition"].to_list(),
+            rotation=45 if rows.height > 6 else 0,
+            ha="right" if rows.height > 6 else "center",
+        )
         axes.set_xlim(-0.6, rows.height - 0.4)
         axes.set_xlabel("condition")
         axes.set_ylabel(f"mean {primary_label(inputs)} (0–1)")
@@ -269,17 +326,22 @@ def means_plot(data: pl.DataFrame, inputs: ReportInputs):
 
 def budget_columns(data: pl.DataFrame) -> list[tuple[int, str]]:
     """The token-budget coverage columns of a means table as ``(budget, column)``, by budget."""
-    columns = [(parse_metric(c).cutoff, c) for c in data.columns
-               if is_metric(c) and parse_metric(c).definition.name == "budget_cov"]
+    columns = [
+        (parse_metric(c).cutoff, c)
+        for c in data.columns
+        if is_metric(c) and parse_metric(c).definition.name == "budget_cov"
+    ]
     return sorted(columns)
 
 
 @report_figure(
-    "budget_curves", "Token-budget coverage curves",
+    "budget_curves",
+    "Token-budget coverage curves",
     "Mean token-budget coverage per condition: walking down the ranking, whole chunks are taken while their "
     "prefix + content tokens fit the budget, and the score is the share of the gold spans' characters they "
     "cover. Prefix tokens are charged to the budget, so a long prefix costs evidence.",
-    table="metric_ladder")
+    table="metric_ladder",
+)
 def budget_curves(data: pl.DataFrame, inputs: ReportInputs):
     columns = budget_columns(data)
     if len(columns) < 2:
@@ -291,8 +353,14 @@ def budget_curves(data: pl.DataFrame, inputs: ReportInputs):
         rows = data.filter(pl.col("corpus") == cell[0], pl.col("embedder") == cell[1], pl.col("reranker") == cell[2])
         for row in rows.iter_rows(named=True):
             style = styles[row["condition"]]
-            axes.plot(budgets, [row[column] for _, column in columns], label=row["condition"], linewidth=1.4,
-                      markersize=5, **style)
+            axes.plot(
+                budgets,
+                [row[column] for _, column in columns],
+                label=row["condition"],
+                linewidth=1.4,
+                markersize=5,
+                **style,
+            )
         axes.set_xscale("log", base=2)
         axes.set_xticks(budgets, [str(b) for b in budgets])
         axes.minorticks_off()
@@ -305,11 +373,13 @@ def budget_curves(data: pl.DataFrame, inputs: ReportInputs):
 
 
 @report_figure(
-    "dose_response", "Heading-path dose-response",
+    "dose_response",
+    "Heading-path dose-response",
     "The primary metric's mean (with 95% bootstrap CI) against the depth of the injected heading path, "
     "0 = no prefix, for each series of conditions that differ only in depth; the line has the series' "
     "slope (mean per-query OLS slope), whose 95% CI and p are in the legend. Exploratory.",
-    table="dose_response")
+    table="dose_response",
+)
 def dose_response_plot(data: pl.DataFrame, inputs: ReportInputs):
     figure, axes_by_cell = cell_axes(cells_of(data), (PANEL_INCHES[0] + 0.6, PANEL_INCHES[1] + 0.6))
     B = inputs.bootstrap_iters
@@ -322,13 +392,28 @@ def dose_response_plot(data: pl.DataFrame, inputs: ReportInputs):
             depths, means = series["depth"].to_numpy(), series["mean"].to_numpy()
             first = series.row(0, named=True)
             slope = first["slope"]
-            label = (f"{name[0]}: {signed(slope)}/level [{signed(first['slope_ci_low'])}, "
-                     f"{signed(first['slope_ci_high'])}], {p_text(first['slope_p'], B)}")
-            axes.errorbar(depths, means, yerr=[means - series["ci_low"].to_numpy(), series["ci_high"].to_numpy() - means],
-                          linestyle="none", capsize=3, markersize=6, label=label, **style)
+            label = (
+                f"{name[0]}: {signed(slope)}/level [{signed(first['slope_ci_low'])}, "
+                f"{signed(first['slope_ci_high'])}], {p_text(first['slope_p'], B)}"
+            )
+            axes.errorbar(
+                depths,
+                means,
+                yerr=[means - series["ci_low"].to_numpy(), series["ci_high"].to_numpy() - means],
+                linestyle="none",
+                capsize=3,
+                markersize=6,
+                label=label,
+                **style,
+            )
             line_x = np.array([depths.min(), depths.max()])
-            axes.plot(line_x, means.mean() + slope * (line_x - depths.mean()), linestyle="--", linewidth=1.2,
-                      color=style["color"])
+            axes.plot(
+                line_x,
+                means.mean() + slope * (line_x - depths.mean()),
+                linestyle="--",
+                linewidth=1.2,
+                color=style["color"],
+            )
         axes.set_xticks(range(max_depth + 1))
         axes.set_xlim(-0.3, max_depth + 0.3)
         axes.set_xlabel("heading-path depth (levels; 0 = no prefix)")
@@ -339,10 +424,12 @@ def dose_response_plot(data: pl.DataFrame, inputs: ReportInputs):
 
 
 @report_figure(
-    "section_recall", "Section recall of routed retrieval by query type",
+    "section_recall",
+    "Section recall of routed retrieval by query type",
     "Share of queries for which the routing stage kept a section overlapping the gold evidence, per routed "
     "condition and query type (n = queries of that type).",
-    table="section_recall")
+    table="section_recall",
+)
 def section_recall_plot(data: pl.DataFrame, inputs: ReportInputs):
     styles = condition_styles(inputs, data["condition"].unique().to_list())
     figure, axes_by_cell = cell_axes(cells_of(data), extra_width=1.2)
@@ -355,8 +442,15 @@ def section_recall_plot(data: pl.DataFrame, inputs: ReportInputs):
             values = rows.filter(pl.col("condition") == condition)
             by_type = dict(zip(values["qtype"].to_list(), values["section_recall"].to_list()))
             xs = np.arange(len(qtypes)) - 0.4 + width * (i + 0.5)
-            axes.bar(xs, [by_type.get(q, np.nan) for q in qtypes], width=width * 0.95, color=styles[condition]["color"],
-                     label=condition, edgecolor="black", linewidth=0.5)
+            axes.bar(
+                xs,
+                [by_type.get(q, np.nan) for q in qtypes],
+                width=width * 0.95,
+                color=styles[condition]["color"],
+                label=condition,
+                edgecolor="black",
+                linewidth=0.5,
+            )
         counts = rows.group_by("qtype").agg(pl.col("n_queries").max())
         n_by_type = dict(counts.iter_rows())
         axes.set_xticks(range(len(qtypes)), [f"{q}\n(n={n_by_type.get(q, 0)})" for q in qtypes])
@@ -373,11 +467,13 @@ CHUNK_BIN_TOKENS = 10
 
 
 @report_figure(
-    "chunk_sizes", "Chunk sizes: size-matched fixed windows vs structural chunks",
+    "chunk_sizes",
+    "Chunk sizes: size-matched fixed windows vs structural chunks",
     "Content tokens per chunk (prefix excluded) of each fixed-window chunk set and the structural set it is "
     "size-matched to, per document: the means (dashed) should nearly agree while the shapes differ; the "
     "dotted lines are t_min and t_max.",
-    table="chunk_sizes")
+    table="chunk_sizes",
+)
 def chunk_size_plot(data: pl.DataFrame, inputs: ReportInputs):
     from matplotlib.ticker import MaxNLocator
 
@@ -395,13 +491,23 @@ def chunk_size_plot(data: pl.DataFrame, inputs: ReportInputs):
             axes.set_visible(False)
             continue
         corpus, structure = pairs[index]
-        for chunkset, color, linestyle in ((f"structural/{structure}", PALETTE[4], "-"), (f"fixed/{structure}", PALETTE[5], "--")):
+        for chunkset, color, linestyle in (
+            (f"structural/{structure}", PALETTE[4], "-"),
+            (f"fixed/{structure}", PALETTE[5], "--"),
+        ):
             sizes = data.filter(pl.col("corpus") == corpus, pl.col("chunk set") == chunkset)["n_tokens"].to_numpy()
             if len(sizes) == 0:
                 continue
             mean = float(sizes.mean())
-            axes.hist(sizes, bins=bins, histtype="step", linewidth=1.6, color=color, linestyle=linestyle,
-                      label=f"{chunkset}: {len(sizes)} chunks, mean {mean:.1f}")
+            axes.hist(
+                sizes,
+                bins=bins,
+                histtype="step",
+                linewidth=1.6,
+                color=color,
+                linestyle=linestyle,
+                label=f"{chunkset}: {len(sizes)} chunks, mean {mean:.1f}",
+            )
             axes.axvline(mean, color=color, linestyle=(0, (4, 2)), linewidth=1.0)
         for bound in (inputs.t_min, inputs.t_max):
             axes.axvline(bound, color="#777777", linestyle=":", linewidth=1.0)

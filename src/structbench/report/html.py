@@ -50,8 +50,10 @@ def _anchor(kind: str, name: str) -> str:
 
 def table_html(item: Table | Omitted, files: Sequence[str]) -> str:
     spec = item.spec
-    parts = [f'<section id="{_anchor("table", spec.name)}"><h2>{html.escape(spec.title)}</h2>',
-             f'<p class="caption">{_text(spec.caption)}</p>']
+    parts = [
+        f'<section id="{_anchor("table", spec.name)}"><h2>{html.escape(spec.title)}</h2>',
+        f'<p class="caption">{_text(spec.caption)}</p>',
+    ]
     if isinstance(item, Omitted):
         parts.append(f'<p class="omitted">Omitted: {_text(item.reason)}.</p>')
     else:
@@ -73,27 +75,41 @@ def table_html(item: Table | Omitted, files: Sequence[str]) -> str:
 def figure_html(item, path: str | None) -> str:
     spec = item.spec
     if isinstance(item, Omitted):
-        return (f'<section id="{_anchor("figure", spec.name)}"><h3>Figure: {html.escape(spec.title)}</h3>'
-                f'<p class="omitted">Omitted: {_text(item.reason)}.</p></section>')
-    return (f'<figure id="{_anchor("figure", spec.name)}"><img src="{html.escape(path)}" alt="{html.escape(spec.title)}">'
-            f"<figcaption><b>{html.escape(spec.title)}.</b> {_text(spec.caption)}</figcaption></figure>")
+        return (
+            f'<section id="{_anchor("figure", spec.name)}"><h3>Figure: {html.escape(spec.title)}</h3>'
+            f'<p class="omitted">Omitted: {_text(item.reason)}.</p></section>'
+        )
+    return (
+        f'<figure id="{_anchor("figure", spec.name)}"><img src="{html.escape(path)}" alt="{html.escape(spec.title)}">'
+        f"<figcaption><b>{html.escape(spec.title)}.</b> {_text(spec.caption)}</figcaption></figure>"
+    )
 
 
-def render_html(tables: Sequence[Table | Omitted], figures: Sequence = (), primary_metric: str = "",
-                bootstrap_iters: int | None = None, files: dict[str, list[str]] | None = None,
-                figure_paths: dict[str, str] | None = None, summary: str = "") -> str:
+def render_html(
+    tables: Sequence[Table | Omitted],
+    figures: Sequence = (),
+    primary_metric: str = "",
+    bootstrap_iters: int | None = None,
+    files: dict[str, list[str]] | None = None,
+    figure_paths: dict[str, str] | None = None,
+    summary: str = "",
+) -> str:
     """The whole page: summary line, contents, introduction, then each table followed by its figures
     (the same order as the Markdown report)."""
     files, figure_paths = files or {}, figure_paths or {}
     contents = []
     for table in tables:
         mark = " (omitted)" if isinstance(table, Omitted) else ""
-        contents.append(f'<li><a href="#{_anchor("table", table.spec.name)}">{html.escape(table.spec.title)}</a>{mark}</li>')
+        contents.append(
+            f'<li><a href="#{_anchor("table", table.spec.name)}">{html.escape(table.spec.title)}</a>{mark}</li>'
+        )
         for figure in figures:
             if figure.spec.table == table.spec.name:
                 mark = " (omitted)" if isinstance(figure, Omitted) else ""
-                contents.append(f'<li><a href="#{_anchor("figure", figure.spec.name)}">Figure: '
-                                f"{html.escape(figure.spec.title)}</a>{mark}</li>")
+                contents.append(
+                    f'<li><a href="#{_anchor("figure", figure.spec.name)}">Figure: '
+                    f"{html.escape(figure.spec.title)}</a>{mark}</li>"
+                )
     body = [
         "<h1>structbench report</h1>",
         f'<p class="summary">{html.escape(summary)}</p>' if summary else "",
@@ -105,7 +121,10 @@ def render_html(tables: Sequence[Table | Omitted], figures: Sequence = (), prima
         for figure in figures:
             if figure.spec.table == table.spec.name:
                 body.append(figure_html(figure, figure_paths.get(figure.spec.name)))
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>structbench report</title><style>{CSS}</style></head><body>\n"
-            + "\n".join(part for part in body if part) + "\n</body></html>\n")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>structbench report</title><style>{CSS}</style></head><body>\n"
+        + "\n".join(part for part in body if part)
+        + "\n</body></html>\n"
+    )

@@ -76,8 +76,10 @@ def format_cell(value, float_digits: int = 3) -> str:
 def markdown_table(frame: pl.DataFrame, float_digits: int = 3) -> str:
     header = "| " + " | ".join(frame.columns) + " |"
     rule = "|" + "|".join("---" for _ in frame.columns) + "|"
-    rows = ["| " + " | ".join(format_cell(v, float_digits).replace("|", "\\|") for v in row) + " |"
-            for row in frame.iter_rows()]
+    rows = [
+        "| " + " | ".join(format_cell(v, float_digits).replace("|", "\\|") for v in row) + " |"
+        for row in frame.iter_rows()
+    ]
     return "\n".join([header, rule, *rows])
 
 
@@ -130,12 +132,15 @@ def cell_heading(corpus: str, embedder: str, reranker: str) -> str:
 def comparison_labels(contrast_specs: list[dict]) -> pl.DataFrame:
     """What each contrast compares, in words: "G3 − G2", or "slope over G2 → G3-d1 → G3" for a dose-response."""
     labels = [
-        " → ".join(spec["conditions"]).join(("slope over ", "")) if spec.get("conditions")
+        " → ".join(spec["conditions"]).join(("slope over ", ""))
+        if spec.get("conditions")
         else f"{spec['treatment']} − {spec['control']}"
         for spec in contrast_specs
     ]
-    return pl.DataFrame({"contrast": [spec["name"] for spec in contrast_specs], "comparison": labels},
-                        schema={"contrast": pl.String, "comparison": pl.String})
+    return pl.DataFrame(
+        {"contrast": [spec["name"] for spec in contrast_specs], "comparison": labels},
+        schema={"contrast": pl.String, "comparison": pl.String},
+    )
 
 
 def condition_means(scores: pl.DataFrame) -> pl.DataFrame:
@@ -166,7 +171,8 @@ class ReportInputs:
     them; ``bootstrap_iters`` and ``seed``: the statistics settings (also used for the bootstrap CIs of
     the per-condition means); ``chunk_sets``: (corpus, chunk set) -> chunks table;
     ``querygen_stats``: the merged query generation's summary per corpus with generated queries
-    (:func:`structbench.querygen.funnel.querygen_summary`); ``retrieval_layer``: seed 004's run comparisons (:func:`structbench.metrics.diagnostics.retrieval_layer_table`).
+    (:func:`structbench.querygen.funnel.querygen_summary`); ``retrieval_layer``: seed 004's run comparisons
+    (:func:`structbench.metrics.diagnostics.retrieval_layer_table`).
     """
 
     scores: pl.DataFrame
@@ -299,14 +305,20 @@ def blocks_by(frame: pl.DataFrame, keys: list[str], heading: Callable[..., str])
 # ---- conditions, contrasts, means ----------------------------------------------------------------
 
 
-@report_table("conditions", "Conditions",
-              "Each condition is a point on four axes: where chunks are cut (boundaries), whose heading "
-              "tree (structure), what is prepended to each chunk before embedding (prefix) and how search "
-              "runs (retrieval).")
+@report_table(
+    "conditions",
+    "Conditions",
+    "Each condition is a point on four axes: where chunks are cut (boundaries), whose heading "
+    "tree (structure), what is prepended to each chunk before embedding (prefix) and how search "
+    "runs (retrieval).",
+)
 def conditions_table(inputs: ReportInputs) -> TableContent:
     if not inputs.conditions:
         raise Omit("no condition is declared")
-    rows = [{"condition": name, **{axis: str(axes.get(axis, "")) for axis in AXES}} for name, axes in inputs.conditions.items()]
+    rows = [
+        {"condition": name, **{axis: str(axes.get(axis, "")) for axis in AXES}}
+        for name, axes in inputs.conditions.items()
+    ]
     return TableContent(pl.DataFrame(rows, schema={"condition": pl.String, **dict.fromkeys(AXES, pl.String)}))
 
 
@@ -320,22 +332,48 @@ def contrast_rows(contrasts: pl.DataFrame, contrast_specs: Sequence[dict]) -> pl
         pl.coalesce("comparison", pl.col("treatment") + " − " + pl.col("control")).alias("comparison"),
         pl.col("contrast").replace_strict(order, default=len(order), return_dtype=pl.Int64).alias("_order"),
     )
-    significant = pl.col("label").is_in(list(HOLM_FAMILIES)) & pl.col("p_holm").is_not_nan() & (pl.col("p_holm") < ALPHA)
-    columns = ["embedder", "reranker", "contrast", "comparison", "treatment", "control", "corpus",
-               pl.col("label").alias("family"), "metric", "delta", "ci_low", "ci_high", "p", "p_holm",
-               significant.fill_null(False).alias("holm_significant"), "dz", "p_mixedlm", "p_mixedlm_nested",
-               "n_queries", "n_docs", "n_dropped", "mixedlm_note"]
+    significant = (
+        pl.col("label").is_in(list(HOLM_FAMILIES)) & pl.col("p_holm").is_not_nan() & (pl.col("p_holm") < ALPHA)
+    )
+    columns = [
+        "embedder",
+        "reranker",
+        "contrast",
+        "comparison",
+        "treatment",
+        "control",
+        "corpus",
+        pl.col("label").alias("family"),
+        "metric",
+        "delta",
+        "ci_low",
+        "ci_high",
+        "p",
+        "p_holm",
+        significant.fill_null(False).alias("holm_significant"),
+        "dz",
+        "p_mixedlm",
+        "p_mixedlm_nested",
+        "n_queries",
+        "n_docs",
+        "n_dropped",
+        "mixedlm_note",
+    ]
     return frame.sort("embedder", "reranker", "_order", "contrast", "corpus", "metric").select(
-        [c for c in columns if not isinstance(c, str) or c in frame.columns])
+        [c for c in columns if not isinstance(c, str) or c in frame.columns]
+    )
 
 
-@report_table("table1_contrasts", "Contrasts (Table 1)",
-              "Seed 000's Table 1 layout: each declared contrast per corpus. Δ is the mean paired per-query "
-              "difference (treatment − control; for a dose-response, the mean per-query slope per path level), "
-              "the 95% CI and p come from the document-clustered bootstrap, p (Holm) is adjusted within the "
-              "contrast's family (primary or secondary; exploratory rows are outside any family), dz is "
-              "Cohen's dz, and the MixedLM p's are the secondary model (random intercept per document; "
-              "nested: plus a per-query effect). n.s.: not Holm-significant at 0.05.")
+@report_table(
+    "table1_contrasts",
+    "Contrasts (Table 1)",
+    "Seed 000's Table 1 layout: each declared contrast per corpus. Δ is the mean paired per-query "
+    "difference (treatment − control; for a dose-response, the mean per-query slope per path level), "
+    "the 95% CI and p come from the document-clustered bootstrap, p (Holm) is adjusted within the "
+    "contrast's family (primary or secondary; exploratory rows are outside any family), dz is "
+    "Cohen's dz, and the MixedLM p's are the secondary model (random intercept per document; "
+    "nested: plus a per-query effect). n.s.: not Holm-significant at 0.05.",
+)
 def contrasts_table(inputs: ReportInputs) -> TableContent:
     require_scores(inputs)
     if inputs.contrasts.is_empty():
@@ -350,34 +388,44 @@ def contrasts_table(inputs: ReportInputs) -> TableContent:
         return text if significant or text == "n/a" else f"{text} (n.s.)"
 
     shown = data.select(
-        "embedder", "reranker", "metric",
+        "embedder",
+        "reranker",
+        "metric",
         (pl.col("contrast") + ": " + pl.col("comparison")).alias("contrast"),
-        "corpus", "family",
+        "corpus",
+        "family",
         pl.col("delta").map_elements(signed, return_dtype=pl.String).alias("Δ"),
-        pl.struct("ci_low", "ci_high").map_elements(
-            lambda ci: f"[{signed(ci['ci_low'])}, {signed(ci['ci_high'])}]", return_dtype=pl.String).alias("95% CI"),
+        pl.struct("ci_low", "ci_high")
+        .map_elements(lambda ci: f"[{signed(ci['ci_low'])}, {signed(ci['ci_high'])}]", return_dtype=pl.String)
+        .alias("95% CI"),
         pl.col("p").map_elements(lambda p: format_p(p, B), return_dtype=pl.String).alias("p"),
-        pl.struct("p_holm", "family", "holm_significant").map_elements(
-            lambda r: holm_text(r["p_holm"], r["family"], r["holm_significant"]), return_dtype=pl.String).alias("p (Holm)"),
+        pl.struct("p_holm", "family", "holm_significant")
+        .map_elements(lambda r: holm_text(r["p_holm"], r["family"], r["holm_significant"]), return_dtype=pl.String)
+        .alias("p (Holm)"),
         pl.col("dz").map_elements(lambda v: signed(v, 2), return_dtype=pl.String).alias("dz"),
         pl.col("p_mixedlm").map_elements(format_p, return_dtype=pl.String).alias("p (MixedLM)"),
         pl.col("p_mixedlm_nested").map_elements(format_p, return_dtype=pl.String).alias("p (MixedLM, nested)"),
         pl.format("{} / {}", "n_queries", "n_docs").alias("queries / docs"),
     )
-    blocks = blocks_by(shown, ["embedder", "reranker", "metric"],
-                       lambda e, r, m: f"{e} · reranker: {r} · {metric_label(m)}")
+    blocks = blocks_by(
+        shown, ["embedder", "reranker", "metric"], lambda e, r, m: f"{e} · reranker: {r} · {metric_label(m)}"
+    )
     notes = tuple(
         f"{name} · {corpus} · {embedder} · {reranker}: {note}"
-        for name, corpus, embedder, reranker, note
-        in data.select("contrast", "corpus", "embedder", "reranker", "mixedlm_note").iter_rows()
+        for name, corpus, embedder, reranker, note in data.select(
+            "contrast", "corpus", "embedder", "reranker", "mixedlm_note"
+        ).iter_rows()
         if note
     )
     return TableContent(data, blocks, notes)
 
 
-@report_table("table2_condition_means", "Per-condition means (Table 2)",
-              "Seed 000's Table 2 layout: the primary metric's mean over queries, one row per corpus and one "
-              "column per condition.")
+@report_table(
+    "table2_condition_means",
+    "Per-condition means (Table 2)",
+    "Seed 000's Table 2 layout: the primary metric's mean over queries, one row per corpus and one "
+    "column per condition.",
+)
 def means_table(inputs: ReportInputs) -> TableContent:
     require_scores(inputs)
     metric = inputs.primary_metric
@@ -386,8 +434,11 @@ def means_table(inputs: ReportInputs) -> TableContent:
     wide = means.pivot(on="condition", index=CELL, values=metric).sort(CELL)
     conditions = [c for c in order if c in wide.columns]
     data = wide.select(CELL + conditions)
-    blocks = blocks_by(data.select("embedder", "reranker", "corpus", *conditions), ["embedder", "reranker"],
-                       lambda e, r: f"{e} · reranker: {r} · {metric_label(metric)}")
+    blocks = blocks_by(
+        data.select("embedder", "reranker", "corpus", *conditions),
+        ["embedder", "reranker"],
+        lambda e, r: f"{e} · reranker: {r} · {metric_label(metric)}",
+    )
     return TableContent(data, blocks)
 
 
@@ -401,50 +452,90 @@ def condition_mean_cis(scores: pl.DataFrame, metric: str, n_boot: int, seed: int
     rows = []
     valid = scores.filter(pl.col(metric).is_not_null() & pl.col(metric).is_not_nan())
     for (corpus, embedder, reranker, condition), group in valid.sort(CELL + ["condition", "qid"]).group_by(
-            CELL + ["condition"], maintain_order=True):
+        CELL + ["condition"], maintain_order=True
+    ):
         result = cluster_bootstrap(group[metric].to_numpy(), group["doc_id"].to_numpy(), n_boot=n_boot, seed=seed)
-        rows.append({"corpus": corpus, "embedder": embedder, "reranker": reranker, "condition": condition,
-                     "metric": metric, "mean": float(result.estimate[0]), "ci_low": float(result.ci_low[0]),
-                     "ci_high": float(result.ci_high[0]), "n_queries": result.n_queries, "n_docs": result.n_docs})
-    schema = {"corpus": pl.String, "embedder": pl.String, "reranker": pl.String, "condition": pl.String,
-              "metric": pl.String, "mean": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
-              "n_queries": pl.Int64, "n_docs": pl.Int64}
+        rows.append(
+            {
+                "corpus": corpus,
+                "embedder": embedder,
+                "reranker": reranker,
+                "condition": condition,
+                "metric": metric,
+                "mean": float(result.estimate[0]),
+                "ci_low": float(result.ci_low[0]),
+                "ci_high": float(result.ci_high[0]),
+                "n_queries": result.n_queries,
+                "n_docs": result.n_docs,
+            }
+        )
+    schema = {
+        "corpus": pl.String,
+        "embedder": pl.String,
+        "reranker": pl.String,
+        "condition": pl.String,
+        "metric": pl.String,
+        "mean": pl.Float64,
+        "ci_low": pl.Float64,
+        "ci_high": pl.Float64,
+        "n_queries": pl.Int64,
+        "n_docs": pl.Int64,
+    }
     return pl.DataFrame(rows, schema=schema)
 
 
-@report_table("condition_means_ci", "Per-condition means with 95% CIs",
-              "The primary metric's mean per condition with a 95% document-clustered bootstrap interval "
-              "(the statistics step's B and seed): the uncertainty of each condition on its own. Whether two "
-              "conditions differ is Table 1's paired test, which is much tighter than overlapping intervals "
-              "suggest.")
+@report_table(
+    "condition_means_ci",
+    "Per-condition means with 95% CIs",
+    "The primary metric's mean per condition with a 95% document-clustered bootstrap interval "
+    "(the statistics step's B and seed): the uncertainty of each condition on its own. Whether two "
+    "conditions differ is Table 1's paired test, which is much tighter than overlapping intervals "
+    "suggest.",
+)
 def means_ci_table(inputs: ReportInputs) -> TableContent:
     require_scores(inputs)
     data = condition_mean_cis(inputs.scores, inputs.primary_metric, inputs.n_boot, inputs.seed)
     order = {name: i for i, name in enumerate(inputs.condition_order(data["condition"].unique().to_list()))}
-    data = data.with_columns(pl.col("condition").replace_strict(order, return_dtype=pl.Int64).alias("_order")).sort(
-        CELL + ["_order"]).drop("_order")
+    data = (
+        data.with_columns(pl.col("condition").replace_strict(order, return_dtype=pl.Int64).alias("_order"))
+        .sort(CELL + ["_order"])
+        .drop("_order")
+    )
     shown = data.select(
-        *CELL, "condition", "mean",
-        pl.struct("ci_low", "ci_high").map_elements(lambda ci: f"[{ci['ci_low']:.3f}, {ci['ci_high']:.3f}]",
-                                                    return_dtype=pl.String).alias("95% CI"),
-        "n_queries", "n_docs")
+        *CELL,
+        "condition",
+        "mean",
+        pl.struct("ci_low", "ci_high")
+        .map_elements(lambda ci: f"[{ci['ci_low']:.3f}, {ci['ci_high']:.3f}]", return_dtype=pl.String)
+        .alias("95% CI"),
+        "n_queries",
+        "n_docs",
+    )
     return TableContent(data, blocks_by(shown, CELL, cell_heading))
 
 
-@report_table("metric_ladder", "Metric ladder",
-              "Every metric's mean per condition, in each cell (corpus · embedder · reranker).")
+@report_table(
+    "metric_ladder", "Metric ladder", "Every metric's mean per condition, in each cell (corpus · embedder · reranker)."
+)
 def ladder_table(inputs: ReportInputs) -> TableContent:
     require_scores(inputs)
     data = condition_means(inputs.scores)
     order = {name: i for i, name in enumerate(inputs.condition_order(data["condition"].unique().to_list()))}
-    data = data.with_columns(pl.col("condition").replace_strict(order, return_dtype=pl.Int64).alias("_order")).sort(
-        CELL + ["_order"]).drop("_order")
+    data = (
+        data.with_columns(pl.col("condition").replace_strict(order, return_dtype=pl.Int64).alias("_order"))
+        .sort(CELL + ["_order"])
+        .drop("_order")
+    )
     metrics = metric_columns(data)
     blocks = []
     for (corpus, embedder, reranker), cell in data.group_by(CELL, maintain_order=True):
         shown = [m for m in metrics if cell[m].null_count() < cell.height]  # e.g. section recall: routed only
-        blocks.append(Block(cell_heading(corpus, embedder, reranker),
-                            cell.select("condition", *[pl.col(m).alias(metric_label(m)) for m in shown])))
+        blocks.append(
+            Block(
+                cell_heading(corpus, embedder, reranker),
+                cell.select("condition", *[pl.col(m).alias(metric_label(m)) for m in shown]),
+            )
+        )
     legend = tuple(line.removeprefix("- ") for line in metric_legend(metrics).splitlines()) if metrics else ()
     return TableContent(data, tuple(blocks), legend)
 
@@ -478,9 +569,14 @@ def dose_series(conditions: dict[str, dict], contrast_specs: Sequence[dict]) -> 
     path depth (at least two depths) and is not already a declared series. The first condition declared
     at a depth represents it."""
     series = [
-        DoseSeries(spec["name"], tuple(spec["conditions"]),
-                   tuple(float(d) for d in (spec.get("depths") or range(len(spec["conditions"])))), True)
-        for spec in contrast_specs if spec.get("conditions")
+        DoseSeries(
+            spec["name"],
+            tuple(spec["conditions"]),
+            tuple(float(d) for d in (spec.get("depths") or range(len(spec["conditions"])))),
+            True,
+        )
+        for spec in contrast_specs
+        if spec.get("conditions")
     ]
     covered = {frozenset(s.conditions) for s in series}
     groups: dict[tuple, dict[int, str]] = {}
@@ -495,13 +591,16 @@ def dose_series(conditions: dict[str, dict], contrast_specs: Sequence[dict]) -> 
     return series
 
 
-@report_table("dose_response", "Heading-path dose-response",
-              "Exploratory (seed 000, section 6.6): the primary metric against the depth of the injected "
-              "heading path (0 = no prefix). The slope is the mean per-query OLS slope per path level over "
-              "queries scored under every member (it equals the slope of the condition means), with a "
-              "document-clustered bootstrap CI and p. Declared series are the config's dose-response "
-              "contrasts (Table 1 shows the same slope); derived series are conditions that differ only in "
-              "path depth.")
+@report_table(
+    "dose_response",
+    "Heading-path dose-response",
+    "Exploratory (seed 000, section 6.6): the primary metric against the depth of the injected "
+    "heading path (0 = no prefix). The slope is the mean per-query OLS slope per path level over "
+    "queries scored under every member (it equals the slope of the condition means), with a "
+    "document-clustered bootstrap CI and p. Declared series are the config's dose-response "
+    "contrasts (Table 1 shows the same slope); derived series are conditions that differ only in "
+    "path depth.",
+)
 def dose_response_table(inputs: ReportInputs) -> TableContent:
     require_scores(inputs)
     all_series = dose_series(inputs.conditions, inputs.contrast_specs)
@@ -518,31 +617,63 @@ def dose_response_table(inputs: ReportInputs) -> TableContent:
             slopes = depth_slopes(cell, series.conditions, metric, series.depths)
             boot = cluster_bootstrap(slopes.delta, slopes.doc_id, n_boot=inputs.n_boot, seed=inputs.seed)
             for condition, depth in zip(series.conditions, series.depths):
-                mean = means.filter((pl.col("corpus") == corpus) & (pl.col("embedder") == embedder)
-                                    & (pl.col("reranker") == reranker) & (pl.col("condition") == condition)).row(0, named=True)
-                rows.append({"corpus": corpus, "embedder": embedder, "reranker": reranker, "series": series.name,
-                             "declared": series.declared, "condition": condition, "depth": depth, "mean": mean["mean"],
-                             "ci_low": mean["ci_low"], "ci_high": mean["ci_high"], "slope": float(boot.estimate[0]),
-                             "slope_ci_low": float(boot.ci_low[0]), "slope_ci_high": float(boot.ci_high[0]),
-                             "slope_p": float(boot.p[0]), "slope_n_queries": slopes.n_queries})
+                mean = means.filter(
+                    (pl.col("corpus") == corpus)
+                    & (pl.col("embedder") == embedder)
+                    & (pl.col("reranker") == reranker)
+                    & (pl.col("condition") == condition)
+                ).row(0, named=True)
+                rows.append(
+                    {
+                        "corpus": corpus,
+                        "embedder": embedder,
+                        "reranker": reranker,
+                        "series": series.name,
+                        "declared": series.declared,
+                        "condition": condition,
+                        "depth": depth,
+                        "mean": mean["mean"],
+                        "ci_low": mean["ci_low"],
+                        "ci_high": mean["ci_high"],
+                        "slope": float(boot.estimate[0]),
+                        "slope_ci_low": float(boot.ci_low[0]),
+                        "slope_ci_high": float(boot.ci_high[0]),
+                        "slope_p": float(boot.p[0]),
+                        "slope_n_queries": slopes.n_queries,
+                    }
+                )
     if not rows:
         raise Omit("no cell scored every member of a dose-response series")
     data = pl.DataFrame(rows).sort(CELL, maintain_order=True)
     B = inputs.bootstrap_iters
     shown = (
         data.group_by(CELL + ["series"], maintain_order=True)
-        .agg(pl.col("declared").first(),
-             pl.struct("depth", "mean").map_elements(lambda r: f"{r['depth']:g}: {r['mean']:.3f}", return_dtype=pl.String)
-             .str.join(" · ").alias("mean by depth"),
-             pl.col("slope").first(), pl.col("slope_ci_low").first(), pl.col("slope_ci_high").first(),
-             pl.col("slope_p").first(), pl.col("slope_n_queries").first().alias("queries"))
-        .select(*CELL, "series", pl.when("declared").then(pl.lit("declared contrast")).otherwise(pl.lit("derived")).alias("source"),
-                "mean by depth",
-                pl.struct("slope", "slope_ci_low", "slope_ci_high").map_elements(
-                    lambda s: f"{signed(s['slope'])} [{signed(s['slope_ci_low'])}, {signed(s['slope_ci_high'])}]",
-                    return_dtype=pl.String).alias("slope per level [95% CI]"),
-                pl.col("slope_p").map_elements(lambda p: format_p(p, B), return_dtype=pl.String).alias("p"),
-                "queries")
+        .agg(
+            pl.col("declared").first(),
+            pl.struct("depth", "mean")
+            .map_elements(lambda r: f"{r['depth']:g}: {r['mean']:.3f}", return_dtype=pl.String)
+            .str.join(" · ")
+            .alias("mean by depth"),
+            pl.col("slope").first(),
+            pl.col("slope_ci_low").first(),
+            pl.col("slope_ci_high").first(),
+            pl.col("slope_p").first(),
+            pl.col("slope_n_queries").first().alias("queries"),
+        )
+        .select(
+            *CELL,
+            "series",
+            pl.when("declared").then(pl.lit("declared contrast")).otherwise(pl.lit("derived")).alias("source"),
+            "mean by depth",
+            pl.struct("slope", "slope_ci_low", "slope_ci_high")
+            .map_elements(
+                lambda s: f"{signed(s['slope'])} [{signed(s['slope_ci_low'])}, {signed(s['slope_ci_high'])}]",
+                return_dtype=pl.String,
+            )
+            .alias("slope per level [95% CI]"),
+            pl.col("slope_p").map_elements(lambda p: format_p(p, B), return_dtype=pl.String).alias("p"),
+            "queries",
+        )
     )
     return TableContent(data, blocks_by(shown, CELL, cell_heading))
 
@@ -550,11 +681,14 @@ def dose_response_table(inputs: ReportInputs) -> TableContent:
 # ---- diagnostics: section recall, retrieval layer, BM25 ------------------------------------------------
 
 
-@report_table("section_recall", "Section recall of routed retrieval",
-              "Routed retrieval (two-stage, TOC) first keeps some sections and ranks chunks only inside them: "
-              "section recall is the share of queries for which a kept section overlaps the gold evidence "
-              "(seed 000, section 6.4). Whatever stage 1 drops, stage 2 cannot recover. By query type, and "
-              "over all queries.")
+@report_table(
+    "section_recall",
+    "Section recall of routed retrieval",
+    "Routed retrieval (two-stage, TOC) first keeps some sections and ranks chunks only inside them: "
+    "section recall is the share of queries for which a kept section overlaps the gold evidence "
+    "(seed 000, section 6.4). Whatever stage 1 drops, stage 2 cannot recover. By query type, and "
+    "over all queries.",
+)
 def section_recall_table(inputs: ReportInputs) -> TableContent:
     routed = [name for name, axes in inputs.conditions.items() if retrieval_kind(axes) in ROUTED_RETRIEVALS]
     if not routed:
@@ -567,14 +701,21 @@ def section_recall_table(inputs: ReportInputs) -> TableContent:
         raise Omit(f"the routed conditions {', '.join(routed)} were scored without section recall")
     keys = CELL + ["condition"]
     by_type = scored.group_by(keys + ["qtype"]).agg(pl.len().alias("n_queries"), pl.col("section_recall").mean())
-    overall = scored.group_by(keys).agg(pl.lit(ALL_QTYPES).alias("qtype"), pl.len().alias("n_queries"),
-                                        pl.col("section_recall").mean())
+    overall = scored.group_by(keys).agg(
+        pl.lit(ALL_QTYPES).alias("qtype"), pl.len().alias("n_queries"), pl.col("section_recall").mean()
+    )
     data = pl.concat([by_type.sort(keys + ["qtype"]), overall.select(by_type.columns).sort(keys)])
     data = data.sort(keys, maintain_order=True)
     qtypes = sorted(by_type["qtype"].unique().to_list()) + [ALL_QTYPES]
-    shown = data.with_columns(pl.struct("section_recall", "n_queries").map_elements(
-        lambda r: f"{r['section_recall']:.3f} (n={r['n_queries']})", return_dtype=pl.String).alias("v")).pivot(
-        on="qtype", index=keys, values="v").select(keys + [q for q in qtypes if q in data["qtype"].unique().to_list()])
+    shown = (
+        data.with_columns(
+            pl.struct("section_recall", "n_queries")
+            .map_elements(lambda r: f"{r['section_recall']:.3f} (n={r['n_queries']})", return_dtype=pl.String)
+            .alias("v")
+        )
+        .pivot(on="qtype", index=keys, values="v")
+        .select(keys + [q for q in qtypes if q in data["qtype"].unique().to_list()])
+    )
     return TableContent(data, blocks_by(shown, CELL, cell_heading))
 
 
@@ -583,31 +724,44 @@ def retrieval_kind(axes: dict) -> str:
     return str(axes["retrieval"]).split(":", 1)[0]
 
 
-@report_table("retrieval_layer", "Retrieval-layer comparison (prefixed vs unprefixed index)",
-              "Seed 004's annotation-free check that a prefix restructures retrieval: each prefixed condition "
-              "against the condition that ranks the same chunks with no prefix. Shares of queries whose rank-1 "
-              "chunk changed, whose top 5 share no chunk or the same set, and the mean top-5 overlap "
-              "(seed 004: 86.9% top-1 changed, overlap 2.11 / 5).")
+@report_table(
+    "retrieval_layer",
+    "Retrieval-layer comparison (prefixed vs unprefixed index)",
+    "Seed 004's annotation-free check that a prefix restructures retrieval: each prefixed condition "
+    "against the condition that ranks the same chunks with no prefix. Shares of queries whose rank-1 "
+    "chunk changed, whose top 5 share no chunk or the same set, and the mean top-5 overlap "
+    "(seed 004: 86.9% top-1 changed, overlap 2.11 / 5).",
+)
 def retrieval_layer_report(inputs: ReportInputs) -> TableContent:
     require_scores(inputs)
     data = inputs.retrieval_layer
     if data.is_empty():
-        raise Omit("no pair of conditions ranks one chunk set with and without a prefix (same boundaries, "
-                   "structure and retrieval) in this config")
+        raise Omit(
+            "no pair of conditions ranks one chunk set with and without a prefix (same boundaries, "
+            "structure and retrieval) in this config"
+        )
     data = data.sort(CELL, maintain_order=True)
     top = "top-" + "/".join(str(d) for d in data["depth"].unique().sort().to_list())
     shown = data.select(
-        *CELL, pl.format("{} vs {}", "condition", "baseline").alias("prefixed vs unprefixed"),
-        pl.col("n_queries").alias("queries"), pl.col("top1_changed").alias("top-1 changed"),
-        pl.struct("mean_overlap", "depth").map_elements(lambda r: f"{r['mean_overlap']:.2f} / {r['depth']}",
-                                                        return_dtype=pl.String).alias(f"mean {top} overlap"),
-        pl.col("fully_different").alias(f"{top} fully different"), pl.col("identical").alias(f"{top} identical"))
+        *CELL,
+        pl.format("{} vs {}", "condition", "baseline").alias("prefixed vs unprefixed"),
+        pl.col("n_queries").alias("queries"),
+        pl.col("top1_changed").alias("top-1 changed"),
+        pl.struct("mean_overlap", "depth")
+        .map_elements(lambda r: f"{r['mean_overlap']:.2f} / {r['depth']}", return_dtype=pl.String)
+        .alias(f"mean {top} overlap"),
+        pl.col("fully_different").alias(f"{top} fully different"),
+        pl.col("identical").alias(f"{top} identical"),
+    )
     return TableContent(data, blocks_by(shown, CELL, cell_heading))
 
 
-@report_table("bm25_nonlexicality", "BM25 non-lexicality",
-              "Share of queries whose rank-1 BM25 chunk (content only, no prefix) is binary-relevant "
-              "(seed 000, appendix I): low values mean keyword overlap does not solve the benchmark.")
+@report_table(
+    "bm25_nonlexicality",
+    "BM25 non-lexicality",
+    "Share of queries whose rank-1 BM25 chunk (content only, no prefix) is binary-relevant "
+    "(seed 000, appendix I): low values mean keyword overlap does not solve the benchmark.",
+)
 def bm25_table(inputs: ReportInputs) -> TableContent:
     bm25 = inputs.bm25_scores
     if bm25.is_empty():
@@ -625,135 +779,231 @@ def bm25_table(inputs: ReportInputs) -> TableContent:
 # ---- chunk sets ---------------------------------------------------------------------------------------------
 
 
-@report_table("chunk_size_matching", "Chunk sets (size matching)",
-              "Realized mean content tokens of each fixed-window chunk set and the structural set it is "
-              "size-matched to, per document (seed 000 reports gaps of at most 4 tokens).")
+@report_table(
+    "chunk_size_matching",
+    "Chunk sets (size matching)",
+    "Realized mean content tokens of each fixed-window chunk set and the structural set it is "
+    "size-matched to, per document (seed 000 reports gaps of at most 4 tokens).",
+)
 def size_matching_table(inputs: ReportInputs) -> TableContent:
     if not inputs.size_matches:
         raise Omit("no fixed-window condition in this config")
-    data = pl.DataFrame(inputs.size_matches, infer_schema_length=None).select(
-        "corpus", "structure", "documents", "reference_chunks", "fixed_chunks",
-        pl.col("reference_mean_tokens").alias("structural mean tokens"),
-        pl.col("fixed_mean_tokens").alias("fixed mean tokens"),
-        pl.col("difference").alias("fixed − structural"),
-        pl.col("max_doc_difference").alias("max per-document gap"),
-    ).sort("corpus", "structure")
+    data = (
+        pl.DataFrame(inputs.size_matches, infer_schema_length=None)
+        .select(
+            "corpus",
+            "structure",
+            "documents",
+            "reference_chunks",
+            "fixed_chunks",
+            pl.col("reference_mean_tokens").alias("structural mean tokens"),
+            pl.col("fixed_mean_tokens").alias("fixed mean tokens"),
+            pl.col("difference").alias("fixed − structural"),
+            pl.col("max_doc_difference").alias("max per-document gap"),
+        )
+        .sort("corpus", "structure")
+    )
     return TableContent(data, float_digits=1)
 
 
 def chunk_size_rows(chunk_sets: dict[tuple[str, str], pl.DataFrame]) -> pl.DataFrame:
     """One row per chunk of every chunk set: ``corpus, chunk set, doc_id, chunk_id, n_tokens``."""
-    frames = [chunks.select(pl.lit(corpus).alias("corpus"), pl.lit(chunkset).alias("chunk set"), "doc_id", "chunk_id",
-                            pl.col("n_tokens").cast(pl.Int64))
-              for (corpus, chunkset), chunks in sorted(chunk_sets.items())]
+    frames = [
+        chunks.select(
+            pl.lit(corpus).alias("corpus"),
+            pl.lit(chunkset).alias("chunk set"),
+            "doc_id",
+            "chunk_id",
+            pl.col("n_tokens").cast(pl.Int64),
+        )
+        for (corpus, chunkset), chunks in sorted(chunk_sets.items())
+    ]
     return pl.concat(frames) if frames else pl.DataFrame()
 
 
-@report_table("chunk_sizes", "Realized chunk sizes",
-              "Content tokens per chunk of every chunk set (prefix tokens excluded): the distribution's "
-              "quantiles here, every chunk in the table's files.")
+@report_table(
+    "chunk_sizes",
+    "Realized chunk sizes",
+    "Content tokens per chunk of every chunk set (prefix tokens excluded): the distribution's "
+    "quantiles here, every chunk in the table's files.",
+)
 def chunk_sizes_table(inputs: ReportInputs) -> TableContent:
     data = chunk_size_rows(inputs.chunk_sets)
     if data.is_empty():
         raise Omit("no chunk set")
     tokens = pl.col("n_tokens")
     shown = data.group_by("corpus", "chunk set", maintain_order=True).agg(
-        pl.len().alias("chunks"), tokens.mean().alias("mean"), tokens.quantile(0.1, "nearest").alias("p10"),
-        tokens.median().alias("median"), tokens.quantile(0.9, "nearest").alias("p90"), tokens.min().alias("min"),
-        tokens.max().alias("max"))
+        pl.len().alias("chunks"),
+        tokens.mean().alias("mean"),
+        tokens.quantile(0.1, "nearest").alias("p10"),
+        tokens.median().alias("median"),
+        tokens.quantile(0.9, "nearest").alias("p90"),
+        tokens.min().alias("min"),
+        tokens.max().alias("max"),
+    )
     return TableContent(data, (Block("", shown),), float_digits=1)
 
 
-@report_table("chunk_bounds", "Chunk bounds",
-              "Every chunk set against its token bounds: how many chunks exceed t_max (always 0: it is a hard "
-              "bound) or fall under t_min, and how each chunk's end was cut. line, word and token are the "
-              "fallbacks taken where no sentence boundary served (code, lists, tables, unpunctuated text).")
+@report_table(
+    "chunk_bounds",
+    "Chunk bounds",
+    "Every chunk set against its token bounds: how many chunks exceed t_max (always 0: it is a hard "
+    "bound) or fall under t_min, and how each chunk's end was cut. line, word and token are the "
+    "fallbacks taken where no sentence boundary served (code, lists, tables, unpunctuated text).",
+)
 def chunk_bounds_table(inputs: ReportInputs) -> TableContent:
     if not inputs.chunk_sets:
         raise Omit("no chunk set")
     frame = pl.DataFrame(
-        [{"corpus": corpus, "chunk set": chunkset, **bounds_report(chunks, t_max=inputs.t_max, t_min=inputs.t_min)}
-         for (corpus, chunkset), chunks in sorted(inputs.chunk_sets.items())], infer_schema_length=None)
+        [
+            {"corpus": corpus, "chunk set": chunkset, **bounds_report(chunks, t_max=inputs.t_max, t_min=inputs.t_min)}
+            for (corpus, chunkset), chunks in sorted(inputs.chunk_sets.items())
+        ],
+        infer_schema_length=None,
+    )
     cuts = [c for c in frame.columns if c.startswith("cut_")]
     data = frame.select(
-        "corpus", "chunk set", "chunks", "mean_tokens", "max_tokens", "over_t_max", "under_t_min", "fallback_cuts",
+        "corpus",
+        "chunk set",
+        "chunks",
+        "mean_tokens",
+        "max_tokens",
+        "over_t_max",
+        "under_t_min",
+        "fallback_cuts",
         *[pl.col(c).alias(c.removeprefix("cut_")) for c in cuts],
     ).sort("corpus", "chunk set")
     return TableContent(data, float_digits=1)
 
 
-@report_table("prefixes", "Prefixes",
-              "Prefix tokens per text set; for path and placebo sets, how many chunks have a path shorter than "
-              "the depth (rendered whole: capped) and the deepest path; for placebo sets, the residual "
-              "same-document assignments of the permutation.")
+@report_table(
+    "prefixes",
+    "Prefixes",
+    "Prefix tokens per text set; for path and placebo sets, how many chunks have a path shorter than "
+    "the depth (rendered whole: capped) and the deepest path; for placebo sets, the residual "
+    "same-document assignments of the permutation.",
+)
 def prefixes_table(inputs: ReportInputs) -> TableContent:
     if not inputs.text_reports:
         raise Omit("no text set")
     frame = pl.DataFrame(inputs.text_reports, infer_schema_length=None)
     columns = ["corpus", "boundaries", "structure", "prefix", "chunks", "mean_content_tokens", "mean_prefix_tokens"]
-    columns += [c for c in ("capped_chunks", "max_path_depth", "residual_same_doc", "placebo_pairs") if c in frame.columns]
+    columns += [
+        c for c in ("capped_chunks", "max_path_depth", "residual_same_doc", "placebo_pairs") if c in frame.columns
+    ]
     return TableContent(frame.select(columns).sort("corpus", "boundaries", "structure", "prefix"), float_digits=1)
 
 
-@report_table("embedder_input", "Embedder input length",
-              "Texts longer than the embedder's max_seq_length (counted with the embedder's own tokenizer, "
-              "special tokens included) are truncated by the model: a truncation that grows with the prefix "
-              "would confound every prefix contrast, so the shipped configs truncate nothing. n_from_cache: "
-              "vectors served from the content-addressed embedding cache.")
+@report_table(
+    "embedder_input",
+    "Embedder input length",
+    "Texts longer than the embedder's max_seq_length (counted with the embedder's own tokenizer, "
+    "special tokens included) are truncated by the model: a truncation that grows with the prefix "
+    "would confound every prefix contrast, so the shipped configs truncate nothing. n_from_cache: "
+    "vectors served from the content-addressed embedding cache.",
+)
 def embedder_input_table(inputs: ReportInputs) -> TableContent:
     if not inputs.embed_reports:
         raise Omit("no text set was embedded")
     frame = pl.DataFrame(inputs.embed_reports, infer_schema_length=None)
-    columns = [c for c in ("corpus", "embedder", "text set", "n_texts", "max_seq_length", "max_tokens",
-                           "n_truncated", "n_encoded", "n_from_cache", "n_quarantined") if c in frame.columns]
+    columns = [
+        c
+        for c in (
+            "corpus",
+            "embedder",
+            "text set",
+            "n_texts",
+            "max_seq_length",
+            "max_tokens",
+            "n_truncated",
+            "n_encoded",
+            "n_from_cache",
+            "n_quarantined",
+        )
+        if c in frame.columns
+    ]
     return TableContent(frame.select(columns).sort(columns[:3]), float_digits=1)
 
 
 # ---- LLM steps ---------------------------------------------------------------------------------------------
 
 
-@report_table("induction", "Structure induction",
-              "Per document: usable = an answer passed the tiling check (first round or after the one correction "
-              "round), repaired = the deterministic repair changed the answer, failed = no usable section "
-              "(single-section fallback); corrected counts the documents whose first answer failed the check "
-              "and went to the correction round, whatever the outcome. identical spans is the share of the "
-              "induced structural chunks whose span is byte-identical to a gold structural chunk (seed 000, "
-              "table 9).")
+@report_table(
+    "induction",
+    "Structure induction",
+    "Per document: usable = an answer passed the tiling check (first round or after the one correction "
+    "round), repaired = the deterministic repair changed the answer, failed = no usable section "
+    "(single-section fallback); corrected counts the documents whose first answer failed the check "
+    "and went to the correction round, whatever the outcome. identical spans is the share of the "
+    "induced structural chunks whose span is byte-identical to a gold structural chunk (seed 000, "
+    "table 9).",
+)
 def induction_table(inputs: ReportInputs) -> TableContent:
     if not inputs.induction_stats:
         raise Omit("no induced structure in this config")
-    data = pl.DataFrame(inputs.induction_stats, infer_schema_length=None).select(
-        "corpus", "inducer", "documents", "usable", "repaired", "failed", "corrected",
-        pl.col("mean_sections_induced").alias("sections/doc induced"),
-        pl.col("mean_sections_gold").alias("sections/doc gold"),
-        pl.col("identical_span_share").alias("identical spans"),
-    ).sort("corpus", "inducer")
+    data = (
+        pl.DataFrame(inputs.induction_stats, infer_schema_length=None)
+        .select(
+            "corpus",
+            "inducer",
+            "documents",
+            "usable",
+            "repaired",
+            "failed",
+            "corrected",
+            pl.col("mean_sections_induced").alias("sections/doc induced"),
+            pl.col("mean_sections_gold").alias("sections/doc gold"),
+            pl.col("identical_span_share").alias("identical spans"),
+        )
+        .sort("corpus", "inducer")
+    )
     return TableContent(data, float_digits=2)
 
 
-@report_table("situating_contexts", "Situating contexts",
-              "Context length in study tokens (the tokenizer of every other count), after the cap "
-              "contexts.max_tokens; truncated were cut at the cap, empty had no usable answer.")
+@report_table(
+    "situating_contexts",
+    "Situating contexts",
+    "Context length in study tokens (the tokenizer of every other count), after the cap "
+    "contexts.max_tokens; truncated were cut at the cap, empty had no usable answer.",
+)
 def contexts_table(inputs: ReportInputs) -> TableContent:
     if not inputs.context_stats:
         raise Omit("no situating-context prefix in this config")
-    data = pl.DataFrame(inputs.context_stats, infer_schema_length=None).select(
-        "corpus", "chunk set", "chunks", "mean_context_tokens", "max_context_tokens", "truncated", "empty",
-    ).sort("corpus", "chunk set")
+    data = (
+        pl.DataFrame(inputs.context_stats, infer_schema_length=None)
+        .select(
+            "corpus",
+            "chunk set",
+            "chunks",
+            "mean_context_tokens",
+            "max_context_tokens",
+            "truncated",
+            "empty",
+        )
+        .sort("corpus", "chunk set")
+    )
     return TableContent(data, float_digits=1)
 
 
-@report_table("llm_calls", "LLM calls",
-              "Distinct requests per step, generated by the model or served from the shared response cache "
-              "(<cache>/llm): a rerun with the same cache generates nothing. failed requests (the backend "
-              "returned an error, e.g. a prompt over the model's context) are not cached and are asked again.")
+@report_table(
+    "llm_calls",
+    "LLM calls",
+    "Distinct requests per step, generated by the model or served from the shared response cache "
+    "(<cache>/llm): a rerun with the same cache generates nothing. failed requests (the backend "
+    "returned an error, e.g. a prompt over the model's context) are not cached and are asked again.",
+)
 def llm_calls_table(inputs: ReportInputs) -> TableContent:
-    rows = [{"step": "induction", "corpus": s["corpus"], "of": s["inducer"], **s["llm"]} for s in inputs.induction_stats]
-    rows += [{"step": "contexts", "corpus": s["corpus"], "of": s["chunk set"], **s["llm"]} for s in inputs.context_stats]
+    rows = [
+        {"step": "induction", "corpus": s["corpus"], "of": s["inducer"], **s["llm"]} for s in inputs.induction_stats
+    ]
+    rows += [
+        {"step": "contexts", "corpus": s["corpus"], "of": s["chunk set"], **s["llm"]} for s in inputs.context_stats
+    ]
     if not rows:
         raise Omit("no LLM step in this config")
     data = pl.DataFrame(rows, infer_schema_length=None).select(
-        "step", "corpus", "of", "requests", "generated", "served_from_cache", "failed", "backend_calls")
+        "step", "corpus", "of", "requests", "generated", "served_from_cache", "failed", "backend_calls"
+    )
     return TableContent(data)
 
 
@@ -768,47 +1018,73 @@ def _short(value) -> str:
     return str(value)
 
 
-@report_table("corpus_overview", "Corpora",
-              "Each corpus's scalar statistics (SPEC section 4): documents, paragraphs, sections, words, queries "
-              "and spans, with per-document means.")
+@report_table(
+    "corpus_overview",
+    "Corpora",
+    "Each corpus's scalar statistics (SPEC section 4): documents, paragraphs, sections, words, queries "
+    "and spans, with per-document means.",
+)
 def corpus_overview_table(inputs: ReportInputs) -> TableContent:
     if not inputs.corpus_stats:
         raise Omit("no corpus is selected")
     corpora = sorted(inputs.corpus_stats)
-    keys = sorted({k for stats in inputs.corpus_stats.values() for k, v in stats.items() if not isinstance(v, (dict, list))})
-    data = pl.DataFrame({"statistic": keys, **{c: [_short(inputs.corpus_stats[c].get(k)) for k in keys] for c in corpora}},
-                        schema={"statistic": pl.String, **dict.fromkeys(corpora, pl.String)})
+    keys = sorted(
+        {k for stats in inputs.corpus_stats.values() for k, v in stats.items() if not isinstance(v, (dict, list))}
+    )
+    data = pl.DataFrame(
+        {"statistic": keys, **{c: [_short(inputs.corpus_stats[c].get(k)) for k in keys] for c in corpora}},
+        schema={"statistic": pl.String, **dict.fromkeys(corpora, pl.String)},
+    )
     return TableContent(data)
 
 
-@report_table("corpus_distributions", "Corpus distributions",
-              "Each corpus's histograms: document depth (the title counts as level 1), section levels, queries "
-              "by type, how evidence spans were matched, skipped documents by reason.")
+@report_table(
+    "corpus_distributions",
+    "Corpus distributions",
+    "Each corpus's histograms: document depth (the title counts as level 1), section levels, queries "
+    "by type, how evidence spans were matched, skipped documents by reason.",
+)
 def corpus_distributions_table(inputs: ReportInputs) -> TableContent:
-    rows = [{"corpus": corpus, "distribution": key, "value": str(value), "count": int(count)}
-            for corpus, stats in sorted(inputs.corpus_stats.items())
-            for key, histogram in sorted(stats.items()) if isinstance(histogram, dict)
-            for value, count in histogram.items()]
+    rows = [
+        {"corpus": corpus, "distribution": key, "value": str(value), "count": int(count)}
+        for corpus, stats in sorted(inputs.corpus_stats.items())
+        for key, histogram in sorted(stats.items())
+        if isinstance(histogram, dict)
+        for value, count in histogram.items()
+    ]
     if not rows:
         raise Omit("no corpus statistics with histograms")
     data = pl.DataFrame(rows)
     shown = data.group_by("corpus", "distribution", maintain_order=True).agg(
-        pl.format("{}: {}", "value", "count").str.join(", ").alias("counts"))
+        pl.format("{}: {}", "value", "count").str.join(", ").alias("counts")
+    )
     return TableContent(data, (Block("", shown),))
 
 
 def funnel_rows(corpus_stats: dict[str, dict], units: Callable[[str], bool]) -> pl.DataFrame:
     """The corpora's funnel rows (``unit, step, reason, count``, in the loader's order) whose unit passes."""
-    rows = [{"corpus": corpus, "unit": row["unit"], "step": row["step"], "reason": row.get("reason") or "",
-             "count": int(row["count"])}
-            for corpus, stats in sorted(corpus_stats.items()) for row in stats.get("funnel") or [] if units(row["unit"])]
-    return pl.DataFrame(rows, schema={"corpus": pl.String, "unit": pl.String, "step": pl.String, "reason": pl.String,
-                                      "count": pl.Int64})
+    rows = [
+        {
+            "corpus": corpus,
+            "unit": row["unit"],
+            "step": row["step"],
+            "reason": row.get("reason") or "",
+            "count": int(row["count"]),
+        }
+        for corpus, stats in sorted(corpus_stats.items())
+        for row in stats.get("funnel") or []
+        if units(row["unit"])
+    ]
+    return pl.DataFrame(
+        rows, schema={"corpus": pl.String, "unit": pl.String, "step": pl.String, "reason": pl.String, "count": pl.Int64}
+    )
 
 
-@report_table("corpus_funnel", "Corpus funnel",
-              "Documents in, skipped (with the reason) and out, per corpus: every document a loader met is "
-              "accounted for.")
+@report_table(
+    "corpus_funnel",
+    "Corpus funnel",
+    "Documents in, skipped (with the reason) and out, per corpus: every document a loader met is accounted for.",
+)
 def corpus_funnel_table(inputs: ReportInputs) -> TableContent:
     data = funnel_rows(inputs.corpus_stats, lambda unit: unit == "documents")
     if data.is_empty():
@@ -816,10 +1092,13 @@ def corpus_funnel_table(inputs: ReportInputs) -> TableContent:
     return TableContent(data, blocks_by(data, ["corpus"], str))
 
 
-@report_table("query_funnel", "Query funnel",
-              "Questions and their evidence in, dropped (with the reason) and out, and how evidence spans were "
-              "matched to the flat text (exact, fuzzy, section fallback), per corpus (seed 000: QASPER 5,049 → "
-              "4,303 usable questions).")
+@report_table(
+    "query_funnel",
+    "Query funnel",
+    "Questions and their evidence in, dropped (with the reason) and out, and how evidence spans were "
+    "matched to the flat text (exact, fuzzy, section fallback), per corpus (seed 000: QASPER 5,049 → "
+    "4,303 usable questions).",
+)
 def query_funnel_table(inputs: ReportInputs) -> TableContent:
     data = funnel_rows(inputs.corpus_stats, lambda unit: unit != "documents")
     if data.is_empty():
@@ -830,25 +1109,54 @@ def query_funnel_table(inputs: ReportInputs) -> TableContent:
 def querygen_rows(stats: dict) -> pl.DataFrame:
     """One corpus's generation funnel per type beside seed 000's finals, then seed 000's own totals."""
     seed = stats["seed_000"]
-    funnel = pl.DataFrame(stats["by_type"]).select(
-        "qtype", "generated", pl.col("rejected_question").alias("rejected (question)"), "paraphrased",
-        pl.col("rejected_paraphrase").alias("rejected (paraphrase)"), "survivors", "finals", "documents",
-    ).with_columns(pl.col("qtype").replace_strict(seed["finals_by_type"] | {"all": seed["finals"]}, default=None,
-                                                  return_dtype=pl.Int64).alias("seed 000 finals"))
-    seed_row = pl.DataFrame([{"qtype": "seed 000 (all)", "generated": seed["generated"], "survivors": seed["survivors"],
-                              "finals": seed["finals"], "documents": seed["documents_with_queries"],
-                              "seed 000 finals": seed["finals"]}])
-    return pl.concat([funnel, seed_row], how="diagonal_relaxed").select(funnel.columns).with_columns(
-        pl.lit(stats["corpus"]).alias("corpus")).select("corpus", *funnel.columns)
+    funnel = (
+        pl.DataFrame(stats["by_type"])
+        .select(
+            "qtype",
+            "generated",
+            pl.col("rejected_question").alias("rejected (question)"),
+            "paraphrased",
+            pl.col("rejected_paraphrase").alias("rejected (paraphrase)"),
+            "survivors",
+            "finals",
+            "documents",
+        )
+        .with_columns(
+            pl.col("qtype")
+            .replace_strict(seed["finals_by_type"] | {"all": seed["finals"]}, default=None, return_dtype=pl.Int64)
+            .alias("seed 000 finals")
+        )
+    )
+    seed_row = pl.DataFrame(
+        [
+            {
+                "qtype": "seed 000 (all)",
+                "generated": seed["generated"],
+                "survivors": seed["survivors"],
+                "finals": seed["finals"],
+                "documents": seed["documents_with_queries"],
+                "seed 000 finals": seed["finals"],
+            }
+        ]
+    )
+    return (
+        pl.concat([funnel, seed_row], how="diagonal_relaxed")
+        .select(funnel.columns)
+        .with_columns(pl.lit(stats["corpus"]).alias("corpus"))
+        .select("corpus", *funnel.columns)
+    )
 
 
-@report_table("query_generation", "Query generation",
-              "Corpora with queries: generated (seed 000, appendix F). The pipeline samples each query's gold "
-              "spans; the LLM writes a question about them, rejected when its ROUGE-L F1 against a gold span "
-              "exceeds rouge_max or it shares a normalized ngram_block-gram with one; a question that passes is "
-              "paraphrased, and the paraphrase, screened the same way, is the query that ships. Survivors are "
-              "balanced to per_type per type with a seed. Seed 000 (200 Wikipedia Featured Articles): 2,306 "
-              "generated, 1,945 survivors, 951 finals.")
+@report_table(
+    "query_generation",
+    "Query generation",
+    "Corpora with queries: generated (seed 000, appendix F). The pipeline samples each query's gold "
+    "spans; the LLM writes a question about them, rejected when its ROUGE-L F1 against a gold span "
+    "exceeds rouge_max or it shares a normalized ngram_block-gram with one; a question that passes is "
+    "paraphrased, and the paraphrase, screened the same way, is the query that ships. Survivors are "
+    "balanced to per_type per type with a seed. Seed 000 (200 Wikipedia Featured Articles): 2,306 "
+    "generated, 1,945 survivors, 951 finals.",
+)
 def query_generation_table(inputs: ReportInputs) -> TableContent:
     if not inputs.querygen_stats:
         raise Omit("no corpus with queries: generated in this config")
@@ -858,31 +1166,52 @@ def query_generation_table(inputs: ReportInputs) -> TableContent:
         corpus = stats["corpus"]
         blocks.append(Block(f"{corpus}: funnel", querygen_rows(stats).drop("corpus")))
         if stats["rejections"]:
-            blocks.append(Block(f"{corpus}: rejections by stage and reason",
-                                pl.DataFrame(stats["rejections"]).select("qtype", "stage", "reason", "count")))
+            blocks.append(
+                Block(
+                    f"{corpus}: rejections by stage and reason",
+                    pl.DataFrame(stats["rejections"]).select("qtype", "stage", "reason", "count"),
+                )
+            )
         low, high = stats["seed_000"]["typical_rouge_l"]
-        blocks.append(Block(f"{corpus}: ROUGE-L F1 of the shipped queries against their gold spans (seed 000: "
-                            f"typically {low}-{high})", pl.DataFrame(stats["rouge_l"], infer_schema_length=None).select(
-                                "qtype", "n", "mean", "min", "p25", "median", "p75", "max")))
+        blocks.append(
+            Block(
+                f"{corpus}: ROUGE-L F1 of the shipped queries against their gold spans (seed 000: "
+                f"typically {low}-{high})",
+                pl.DataFrame(stats["rouge_l"], infer_schema_length=None).select(
+                    "qtype", "n", "mean", "min", "p25", "median", "p75", "max"
+                ),
+            )
+        )
         total = stats["by_type"][-1]
         if total["finals"] == 0:
-            notes.append(f"**No generated query survived** in corpus {corpus} ({total['generated']} generated): it has "
-                         "no queries, so its cells hold no scores and it has no contrasts.")
+            notes.append(
+                f"**No generated query survived** in corpus {corpus} ({total['generated']} generated): it has "
+                "no queries, so its cells hold no scores and it has no contrasts."
+            )
         usage = stats.get("llm") or {}
         if usage:
-            notes.append(f"{corpus}: LLM requests {usage.get('requests', 0)}; of the distinct ones "
-                         f"{usage.get('generated', 0)} generated, {usage.get('served_from_cache', 0)} from the cache, "
-                         f"{usage.get('failed', 0)} failed.")
+            notes.append(
+                f"{corpus}: LLM requests {usage.get('requests', 0)}; of the distinct ones "
+                f"{usage.get('generated', 0)} generated, {usage.get('served_from_cache', 0)} from the cache, "
+                f"{usage.get('failed', 0)} failed."
+            )
     data = pl.concat([querygen_rows(stats) for stats in ordered], how="diagonal_relaxed")
     return TableContent(data, tuple(blocks), tuple(notes), float_digits=3)
 
 
-@report_table("per_query_scores", "Per-query scores",
-              "Every metric for every query under every condition, embedder and reranker: the data every other "
-              "table is computed from (too long to show here).")
+@report_table(
+    "per_query_scores",
+    "Per-query scores",
+    "Every metric for every query under every condition, embedder and reranker: the data every other "
+    "table is computed from (too long to show here).",
+)
 def per_query_table(inputs: ReportInputs) -> TableContent:
     require_scores(inputs)
-    ids = [c for c in ("corpus", "embedder", "reranker", "condition", "qid", "doc_id", "qtype") if c in inputs.scores.columns]
+    ids = [
+        c
+        for c in ("corpus", "embedder", "reranker", "condition", "qid", "doc_id", "qtype")
+        if c in inputs.scores.columns
+    ]
     data = inputs.scores.select(ids + [c for c in inputs.scores.columns if c not in ids]).sort(ids[:5])
     return TableContent(data, inline=False)
 
@@ -940,9 +1269,14 @@ def figure_markdown(item, path: str | None) -> str:
     return "\n".join(lines + [f"![{spec.title}]({path})", "", spec.caption, ""])
 
 
-def render_markdown(tables: Sequence[Table | Omitted], figures: Sequence = (), primary_metric: str = "",
-                    bootstrap_iters: int | None = None, files: dict[str, list[str]] | None = None,
-                    figure_paths: dict[str, str] | None = None) -> str:
+def render_markdown(
+    tables: Sequence[Table | Omitted],
+    figures: Sequence = (),
+    primary_metric: str = "",
+    bootstrap_iters: int | None = None,
+    files: dict[str, list[str]] | None = None,
+    figure_paths: dict[str, str] | None = None,
+) -> str:
     """The whole Markdown report: the introduction, then each table followed by the figures drawn from it.
 
     ``figures`` are built figures or :class:`Omitted` ones (their ``spec.table`` names the source table);

@@ -59,7 +59,41 @@ ENGLISH_WORD = re.compile(r"\d+(?:[.,]\d+)+|\w+(?:['’.]\w+)*", re.UNICODE)
 POSSESSIVE = re.compile(r"['’]s$")
 # Lucene's EnglishAnalyzer.ENGLISH_STOP_WORDS_SET, verbatim.
 ENGLISH_STOPWORDS = frozenset(
-    ["a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these", "they", "this", "to", "was", "will", "with"]
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "for",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "no",
+        "not",
+        "of",
+        "on",
+        "or",
+        "such",
+        "that",
+        "the",
+        "their",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "to",
+        "was",
+        "will",
+        "with",
+    ]
 )
 
 
@@ -111,8 +145,9 @@ class BM25Index:
         return np.asarray(self.index.get_scores_from_ids(terms), dtype=np.float64)
 
 
-def bm25_search(chunk_texts: list[str], query_texts: list[str], qids: list[str], top_k: int = TOP_K,
-                analyzer_name: str = "english") -> pl.DataFrame:
+def bm25_search(
+    chunk_texts: list[str], query_texts: list[str], qids: list[str], top_k: int = TOP_K, analyzer_name: str = "english"
+) -> pl.DataFrame:
     """Top-k chunks per query by Okapi BM25 under the named analyzer; row i of ``chunk_texts`` is ``chunk_id`` i."""
     index = BM25Index(chunk_texts, analyzer_name)
     k = min(top_k, len(chunk_texts))

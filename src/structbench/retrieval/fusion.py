@@ -36,13 +36,17 @@ def fusion_sources(parameter: str, own_prefix: str) -> list[str]:
 
     A source named twice, or a prefix equal to the condition's own (the same run twice), is an error."""
     if not re.fullmatch(FUSION_SOURCES, parameter):
-        raise ValueError(f"rrf sources {parameter!r}: expected {SOURCE_SEPARATOR!r}-joined names of the form {FUSION_SOURCE}")
+        raise ValueError(
+            f"rrf sources {parameter!r}: expected {SOURCE_SEPARATOR!r}-joined names of the form {FUSION_SOURCE}"
+        )
     sources = [re.sub(r"^(path|placebo)(\d)$", r"\1:\2", name) for name in parameter.split(SOURCE_SEPARATOR)]
     if len(set(sources)) != len(sources):
         raise ValueError(f"rrf sources {parameter!r} name a run twice")
     if own_prefix in sources:
-        raise ValueError(f"rrf sources {parameter!r} include the condition's own prefix {own_prefix!r}: that run "
-                         "would be fused with itself")
+        raise ValueError(
+            f"rrf sources {parameter!r} include the condition's own prefix {own_prefix!r}: that run "
+            "would be fused with itself"
+        )
     return sources
 
 

@@ -38,7 +38,9 @@ def load_cross_encoder(spec: RerankerSpec):
     return CrossEncoder(resolve_model_path(spec.model), num_labels=1, device=pick_device(spec.device))
 
 
-def rerank_run(runs: pl.DataFrame, query_texts: dict[str, str], chunk_texts: dict[int, str], score_pairs, top_n: int) -> pl.DataFrame:
+def rerank_run(
+    runs: pl.DataFrame, query_texts: dict[str, str], chunk_texts: dict[int, str], score_pairs, top_n: int
+) -> pl.DataFrame:
     """Reorder each query's top ``top_n`` by ``score_pairs(list[(query, chunk_text)]) -> scores``.
 
     Reranked rows are sorted by cross-encoder score descending, then chunk_id ascending, and keep
@@ -56,7 +58,9 @@ def rerank_run(runs: pl.DataFrame, query_texts: dict[str, str], chunk_texts: dic
     return conform(pl.concat([reranked, tail]).sort(["qid", "rank"]), "runs")
 
 
-def rerank_with_model(runs: pl.DataFrame, queries: pl.DataFrame, texts: pl.DataFrame, spec: RerankerSpec) -> pl.DataFrame:
+def rerank_with_model(
+    runs: pl.DataFrame, queries: pl.DataFrame, texts: pl.DataFrame, spec: RerankerSpec
+) -> pl.DataFrame:
     model = load_cross_encoder(spec)
 
     def score_pairs(pairs):

@@ -56,14 +56,20 @@ def rescored_first(run: pl.DataFrame, rescored: pl.DataFrame, top_k: int) -> pl.
     """``rescored`` (``qid, chunk_id, score, stage``) ranked first per query by (score desc, chunk_id asc),
     then ``run``'s rows for every other chunk in ``run``'s order; each query cut to ``top_k`` rows."""
     head = rescored.select("qid", "chunk_id", pl.col("score").cast(pl.Float64), "stage").sort(
-        ["qid", "score", "chunk_id"], descending=[False, True, False])
-    tail = (run.join(head.select("qid", "chunk_id"), on=["qid", "chunk_id"], how="anti").sort("qid", "rank")
-            .select("qid", "chunk_id", pl.col("score").cast(pl.Float64), "stage"))
-    ranked = (pl.concat([head.with_columns(pl.lit(0).alias("part")), tail.with_columns(pl.lit(1).alias("part"))])
-              .with_row_index("order")
-              .sort("qid", "part", "order")
-              .with_columns((pl.int_range(pl.len()).over("qid") + 1).alias("rank"))
-              .filter(pl.col("rank") <= top_k))
+        ["qid", "score", "chunk_id"], descending=[False, True, False]
+    )
+    tail = (
+        run.join(head.select("qid", "chunk_id"), on=["qid", "chunk_id"], how="anti")
+        .sort("qid", "rank")
+        .select("qid", "chunk_id", pl.col("score").cast(pl.Float64), "stage")
+    )
+    ranked = (
+        pl.concat([head.with_columns(pl.lit(0).alias("part")), tail.with_columns(pl.lit(1).alias("part"))])
+        .with_row_index("order")
+        .sort("qid", "part", "order")
+        .with_columns((pl.int_range(pl.len()).over("qid") + 1).alias("rank"))
+        .filter(pl.col("rank") <= top_k)
+    )
     return conform(ranked, "runs")
 
 
@@ -71,8 +77,10 @@ def title_blocks(chunks: pl.DataFrame, depth: int, separator: str = DEFAULT_SEPA
     """chunk_id -> the chunk's title chain cut to ``depth``, rendered as a ``path:d`` prefix renders it."""
     if depth < 1:
         raise ValueError(f"title depth must be >= 1, got {depth}")
-    return {chunk_id: render_prefix(path[:depth], separator)
-            for chunk_id, path in zip(chunks["chunk_id"].to_list(), chunks["path"].to_list())}
+    return {
+        chunk_id: render_prefix(path[:depth], separator)
+        for chunk_id, path in zip(chunks["chunk_id"].to_list(), chunks["path"].to_list())
+    }
 
 
 def inject_query_titles(
@@ -89,10 +97,16 @@ def inject_query_titles(
     ``encode_queries(texts) -> (len(texts), dim)`` normalized query vectors (the embedder adds its own
     query prefix); ``titles`` maps chunk_id to its rendered title chain (:func:`title_blocks`)."""
     head = run.filter(pl.col("rank") <= candidates).select("qid", "chunk_id")
-    injected = [titles[chunk] + query_texts[qid] for qid, chunk in zip(head["qid"].to_list(), head["chunk_id"].to_list())]
+    injected = [
+        titles[chunk] + query_texts[qid] for qid, chunk in zip(head["qid"].to_list(), head["chunk_id"].to_list())
+    ]
     distinct = sorted(set(injected))
     position = {text: row for row, text in enumerate(distinct)}
-    vectors = np.asarray(encode_queries(distinct), dtype=np.float32) if distinct else np.zeros((0, chunk_vectors.shape[1]), np.float32)
+    vectors = (
+        np.asarray(encode_queries(distinct), dtype=np.float32)
+        if distinct
+        else np.zeros((0, chunk_vectors.shape[1]), np.float32)
+    )
     rows = np.fromiter((position[text] for text in injected), dtype=np.int64, count=len(injected))
     chunk_rows = head["chunk_id"].to_numpy()
     scores = np.einsum("ij,ij->i", vectors[rows], chunk_vectors[chunk_rows]) if len(rows) else np.zeros(0, np.float32)
@@ -115,17 +129,27 @@ def choose_per_candidate(
     chunk scored by ``score_pairs([(query, text), ...])`` in both versions, the better score kept.
 
     The tail after the rescored chunks follows ``prefixed_run`` (the condition's own index)."""
-    head = (pl.concat([run.filter(pl.col("rank") <= candidates).select("qid", "chunk_id")
-                       for run in (prefixed_run, unprefixed_run)])
-            .unique().sort("qid", "chunk_id"))
+    head = (
+        pl.concat(
+            [
+                run.filter(pl.col("rank") <= candidates).select("qid", "chunk_id")
+                for run in (prefixed_run, unprefixed_run)
+            ]
+        )
+        .unique()
+        .sort("qid", "chunk_id")
+    )
     qids, chunk_ids = head["qid"].to_list(), head["chunk_id"].to_list()
     pairs = [(query_texts[q], prefixed_texts[c]) for q, c in zip(qids, chunk_ids)]
     pairs += [(query_texts[q], unprefixed_texts[c]) for q, c in zip(qids, chunk_ids)]
     scores = np.asarray(score_pairs(pairs), dtype=np.float64).reshape(-1) if pairs else np.zeros(0)
-    with_prefix, without = scores[: head.height], scores[head.height:]
+    with_prefix, without = scores[: head.height], scores[head.height :]
     prefix_wins = with_prefix >= without
-    log.info("per-candidate choice: %d candidates, the prefixed version scored higher (or equal) for %d",
-             head.height, int(prefix_wins.sum()))
+    log.info(
+        "per-candidate choice: %d candidates, the prefixed version scored higher (or equal) for %d",
+        head.height,
+        int(prefix_wins.sum()),
+    )
     rescored = head.with_columns(
         pl.Series("score", np.where(prefix_wins, with_prefix, without), dtype=pl.Float64),
         pl.Series("stage", np.where(prefix_wins, PREFIXED, UNPREFIXED), dtype=pl.String),

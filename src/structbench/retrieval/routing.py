@@ -64,8 +64,10 @@ def section_units(sections: pl.DataFrame, separator: str = SEPARATOR) -> pl.Data
     orphans = units.filter(pl.col("title").is_null())
     if orphans.height:
         first = orphans.row(0, named=True)
-        raise ValueError(f"sections of document {first['doc_id']!r} name top_section_id {first['top_section_id']}, "
-                         "which is no section of that document")
+        raise ValueError(
+            f"sections of document {first['doc_id']!r} name top_section_id {first['top_section_id']}, "
+            "which is no section of that document"
+        )
     return units.with_row_index("unit").select(
         pl.col("unit").cast(pl.Int64), "doc_id", pl.col("top_section_id").cast(pl.Int32), "title", "start", "end"
     )
@@ -86,9 +88,11 @@ def chunk_units(chunks: pl.DataFrame, sections: pl.DataFrame, units: pl.DataFram
     missing = mapped.filter(pl.col("unit").is_null())
     if missing.height:
         first = missing.row(0, named=True)
-        raise ValueError(f"{missing.height} chunks name a section the sections table lacks (first: chunk "
-                         f"{first['chunk_id']} of {first['doc_id']!r}, section_id {first['section_id']}): "
-                         "chunks and sections must come from the same structure")
+        raise ValueError(
+            f"{missing.height} chunks name a section the sections table lacks (first: chunk "
+            f"{first['chunk_id']} of {first['doc_id']!r}, section_id {first['section_id']}): "
+            "chunks and sections must come from the same structure"
+        )
     return mapped["unit"].to_numpy().astype(np.int64)
 
 
@@ -96,7 +100,7 @@ def unit_chunk_ids(chunk_unit: np.ndarray, n_units: int) -> list[list[int]]:
     """The chunk_ids of each unit, ascending (chunk_unit is indexed by chunk_id)."""
     order = np.argsort(chunk_unit, kind="stable")
     bounds = np.searchsorted(chunk_unit[order], np.arange(n_units + 1))
-    return [order[bounds[u]:bounds[u + 1]].tolist() for u in range(n_units)]
+    return [order[bounds[u] : bounds[u + 1]].tolist() for u in range(n_units)]
 
 
 def section_centroids(chunk_vectors: np.ndarray, chunk_unit: np.ndarray, n_units: int) -> tuple[np.ndarray, np.ndarray]:
@@ -118,8 +122,9 @@ def section_centroids(chunk_vectors: np.ndarray, chunk_unit: np.ndarray, n_units
     return centroids.astype(np.float32), has_chunks
 
 
-def top_rows(query_vectors: np.ndarray, row_vectors: np.ndarray, k: int,
-             block: int = 256) -> tuple[np.ndarray, np.ndarray]:
+def top_rows(
+    query_vectors: np.ndarray, row_vectors: np.ndarray, k: int, block: int = 256
+) -> tuple[np.ndarray, np.ndarray]:
     """Exact top-k rows of ``row_vectors`` per query by inner product: ``(scores, rows)``, each
     ``n_queries x min(k, n_rows)``, sorted by score descending, then row ascending (SPEC section 17's
     tie rule). Brute force in query blocks: routing units are few (tens of thousands at most), so no
@@ -131,10 +136,10 @@ def top_rows(query_vectors: np.ndarray, row_vectors: np.ndarray, k: int,
     rows_out = np.empty((queries.shape[0], k), dtype=np.int64)
     ordinal = np.arange(rows.shape[0])
     for first in range(0, queries.shape[0], block):
-        scores = queries[first:first + block] @ rows.T
+        scores = queries[first : first + block] @ rows.T
         order = np.lexsort((np.broadcast_to(ordinal, scores.shape), -scores), axis=1)[:, :k]
-        scores_out[first:first + block] = np.take_along_axis(scores, order, axis=1)
-        rows_out[first:first + block] = order
+        scores_out[first : first + block] = np.take_along_axis(scores, order, axis=1)
+        rows_out[first : first + block] = order
     return scores_out, rows_out
 
 
@@ -167,12 +172,15 @@ def route_two_stage(
     scores, positions = top_rows(query_vectors, centroids[routable], top_sections)
     k = positions.shape[1]
     n_queries = len(qids)
-    kept = pl.DataFrame({
-        "qid": np.repeat(np.asarray(qids, dtype=object), k),
-        "route_rank": np.tile(np.arange(1, k + 1, dtype=np.int32), n_queries),
-        "unit": routable[positions.reshape(-1)],
-        "score": scores.reshape(-1).astype(np.float32),
-    }, schema_overrides={"qid": pl.String, "unit": pl.Int64})
+    kept = pl.DataFrame(
+        {
+            "qid": np.repeat(np.asarray(qids, dtype=object), k),
+            "route_rank": np.tile(np.arange(1, k + 1, dtype=np.int32), n_queries),
+            "unit": routable[positions.reshape(-1)],
+            "score": scores.reshape(-1).astype(np.float32),
+        },
+        schema_overrides={"qid": pl.String, "unit": pl.Int64},
+    )
     return routing_table(kept.with_columns(pl.lit("centroid").alias("source")), units, chunk_unit)
 
 
@@ -241,12 +249,14 @@ def choose_entry(reply: str | None, query_vector: np.ndarray, entry_title_vector
 
 def candidate_documents(flat_runs: pl.DataFrame, chunks: pl.DataFrame) -> dict[str, list[str]]:
     """Per query, the documents of its flat hits in the order of their first (best) hit."""
-    hits = flat_runs.select("qid", "rank", "chunk_id").join(chunks.select("chunk_id", "doc_id"), on="chunk_id",
-                                                           how="left")
+    hits = flat_runs.select("qid", "rank", "chunk_id").join(
+        chunks.select("chunk_id", "doc_id"), on="chunk_id", how="left"
+    )
     if hits["doc_id"].null_count():
         raise ValueError("a run names a chunk_id the chunks table lacks")
-    grouped = hits.sort("qid", "rank").group_by("qid", maintain_order=True).agg(
-        pl.col("doc_id").unique(maintain_order=True))
+    grouped = (
+        hits.sort("qid", "rank").group_by("qid", maintain_order=True).agg(pl.col("doc_id").unique(maintain_order=True))
+    )
     return dict(zip(grouped["qid"].to_list(), grouped["doc_id"].to_list()))
 
 

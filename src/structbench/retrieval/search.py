@@ -47,8 +47,10 @@ def use_faiss_gpu(use_gpu: bool | str, faiss_module=None) -> bool:
         import faiss as faiss_module
     available = hasattr(faiss_module, "StandardGpuResources") and faiss_module.get_num_gpus() > 0
     if use_gpu is True and not available:
-        raise RuntimeError("retrieval.use_gpu = true, but FAISS sees no GPU (faiss-gpu not installed, or no "
-                           "visible device); use auto or false")
+        raise RuntimeError(
+            "retrieval.use_gpu = true, but FAISS sees no GPU (faiss-gpu not installed, or no "
+            "visible device); use auto or false"
+        )
     return available if use_gpu == "auto" else use_gpu
 
 
@@ -97,8 +99,9 @@ def flat_search(
     return runs_from_arrays(qids, scores, ids, stage="flat")
 
 
-def flat_ranking(chunk_vectors: np.ndarray, query_vectors: np.ndarray, top_k: int,
-                 use_gpu: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def flat_ranking(
+    chunk_vectors: np.ndarray, query_vectors: np.ndarray, top_k: int, use_gpu: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     """(scores, chunk_ids), one row per query, of the top ``min(top_k, n_chunks)`` chunks in ranking order."""
     n_chunks = chunk_vectors.shape[0]
     k = min(top_k, n_chunks)
@@ -107,8 +110,9 @@ def flat_ranking(chunk_vectors: np.ndarray, query_vectors: np.ndarray, top_k: in
     return order_candidates(scores, ids.astype(np.int64), k)
 
 
-def compose_ranking(routed_ids: np.ndarray, routed_scores: np.ndarray, flat_ids: np.ndarray,
-                    flat_scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def compose_ranking(
+    routed_ids: np.ndarray, routed_scores: np.ndarray, flat_ids: np.ndarray, flat_scores: np.ndarray, k: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One query's routed ranking: ``(chunk_ids, scores, routed)`` of length min(k, available).
 
     The routed chunks come first, by score descending then chunk_id ascending (at most k of them);
@@ -129,8 +133,16 @@ def compose_ranking(routed_ids: np.ndarray, routed_scores: np.ndarray, flat_ids:
     return np.concatenate((head_ids, tail_ids)), np.concatenate((head_scores, tail_scores)), routed
 
 
-def routed_search(chunk_vectors: np.ndarray, query_vectors: np.ndarray, qids: list[str], top_k: int = TOP_K,
-                  use_gpu: bool = False, *, routing: pl.DataFrame, routed_stage: str) -> pl.DataFrame:
+def routed_search(
+    chunk_vectors: np.ndarray,
+    query_vectors: np.ndarray,
+    qids: list[str],
+    top_k: int = TOP_K,
+    use_gpu: bool = False,
+    *,
+    routing: pl.DataFrame,
+    routed_stage: str,
+) -> pl.DataFrame:
     """Rank each query's routed chunks first, then backfill from the flat ranking (:func:`compose_ranking`).
 
     ``routing`` is a routing table (:data:`structbench.datamodel.ROUTING`): the union of ``chunk_ids``
@@ -142,8 +154,13 @@ def routed_search(chunk_vectors: np.ndarray, query_vectors: np.ndarray, qids: li
     if unknown:
         raise ValueError(f"routing names queries that are not being ranked: {unknown[:5]}")
     routed_by_qid = dict(
-        routing.select("qid", "chunk_ids").explode("chunk_ids").drop_nulls().unique(maintain_order=True)
-        .group_by("qid", maintain_order=True).agg("chunk_ids").iter_rows()
+        routing.select("qid", "chunk_ids")
+        .explode("chunk_ids")
+        .drop_nulls()
+        .unique(maintain_order=True)
+        .group_by("qid", maintain_order=True)
+        .agg("chunk_ids")
+        .iter_rows()
     )
     n_chunks = chunk_vectors.shape[0]
     k = min(top_k, n_chunks)
@@ -157,35 +174,63 @@ def routed_search(chunk_vectors: np.ndarray, query_vectors: np.ndarray, qids: li
             raise ValueError(f"routing of query {qid!r} names chunk_ids outside 0..{n_chunks - 1}")
         routed_scores = chunk_vectors[routed_ids].astype(np.float32) @ np.asarray(query_vectors[row], dtype=np.float32)
         valid = flat_ids[row] >= 0
-        ids, scores, routed = compose_ranking(routed_ids, routed_scores, flat_ids[row][valid],
-                                              flat_scores[row][valid], k)
-        frames.append(pl.DataFrame({
-            "qid": [qid] * ids.size,
-            "rank": np.arange(1, ids.size + 1, dtype=np.int32),
-            "chunk_id": ids,
-            "score": scores,
-            "stage": np.where(routed, routed_stage, "backfill").astype(object),
-        }, schema_overrides={"qid": pl.String, "stage": pl.String}))
+        ids, scores, routed = compose_ranking(
+            routed_ids, routed_scores, flat_ids[row][valid], flat_scores[row][valid], k
+        )
+        frames.append(
+            pl.DataFrame(
+                {
+                    "qid": [qid] * ids.size,
+                    "rank": np.arange(1, ids.size + 1, dtype=np.int32),
+                    "chunk_id": ids,
+                    "score": scores,
+                    "stage": np.where(routed, routed_stage, "backfill").astype(object),
+                },
+                schema_overrides={"qid": pl.String, "stage": pl.String},
+            )
+        )
     return conform(pl.concat(frames) if frames else pl.DataFrame(schema=RUNS), "runs")
 
 
-def two_stage_search(chunk_vectors: np.ndarray, query_vectors: np.ndarray, qids: list[str], top_k: int = TOP_K,
-                     use_gpu: bool = False, *, routing: pl.DataFrame) -> pl.DataFrame:
+def two_stage_search(
+    chunk_vectors: np.ndarray,
+    query_vectors: np.ndarray,
+    qids: list[str],
+    top_k: int = TOP_K,
+    use_gpu: bool = False,
+    *,
+    routing: pl.DataFrame,
+) -> pl.DataFrame:
     """Two-stage retrieval (A4, G4): stage 2 ranks the chunks of the sections stage 1 kept
     (``routing`` from :func:`structbench.retrieval.routing.route_two_stage`); flat search backfills to k."""
     return routed_search(chunk_vectors, query_vectors, qids, top_k, use_gpu, routing=routing, routed_stage="stage2")
 
 
-def toc_search(chunk_vectors: np.ndarray, query_vectors: np.ndarray, qids: list[str], top_k: int = TOP_K,
-               use_gpu: bool = False, *, routing: pl.DataFrame) -> pl.DataFrame:
+def toc_search(
+    chunk_vectors: np.ndarray,
+    query_vectors: np.ndarray,
+    qids: list[str],
+    top_k: int = TOP_K,
+    use_gpu: bool = False,
+    *,
+    routing: pl.DataFrame,
+) -> pl.DataFrame:
     """TOC routing (seed 003): the chunks of the section the LLM named (``routing`` from
     :func:`structbench.retrieval.toc.route_toc`) lead the ranking; flat search fills the rest."""
     return routed_search(chunk_vectors, query_vectors, qids, top_k, use_gpu, routing=routing, routed_stage="toc")
 
 
-def rrf_search(chunk_vectors: np.ndarray, query_vectors: np.ndarray, qids: list[str], top_k: int = 100,
-               use_gpu: bool | str = False, *, partner_vectors: Sequence[np.ndarray] = (),
-               partner_runs: Sequence[pl.DataFrame] = (), rrf_k: int = RRF_K) -> pl.DataFrame:
+def rrf_search(
+    chunk_vectors: np.ndarray,
+    query_vectors: np.ndarray,
+    qids: list[str],
+    top_k: int = 100,
+    use_gpu: bool | str = False,
+    *,
+    partner_vectors: Sequence[np.ndarray] = (),
+    partner_runs: Sequence[pl.DataFrame] = (),
+    rrf_k: int = RRF_K,
+) -> pl.DataFrame:
     """``rrf:<sources>``: reciprocal rank fusion (:mod:`structbench.retrieval.fusion`) of the flat top-k of the
     condition's index and of each partner index (``partner_vectors``: other text sets of the same chunk
     set), and of ``partner_runs`` (the BM25 run of the chunk set)."""
@@ -195,34 +240,57 @@ def rrf_search(chunk_vectors: np.ndarray, query_vectors: np.ndarray, qids: list[
     return reciprocal_rank_fusion([*dense, *partner_runs], k=rrf_k, top_k=top_k)
 
 
-def query_titles_search(chunk_vectors: np.ndarray, query_vectors: np.ndarray, qids: list[str], top_k: int = 100,
-                        use_gpu: bool | str = False, *, query_texts: Mapping[str, str], titles: Mapping[int, str],
-                        encode_queries: Callable[[list[str]], np.ndarray],
-                        candidates: int = RESCORE_CANDIDATES) -> pl.DataFrame:
+def query_titles_search(
+    chunk_vectors: np.ndarray,
+    query_vectors: np.ndarray,
+    qids: list[str],
+    top_k: int = 100,
+    use_gpu: bool | str = False,
+    *,
+    query_texts: Mapping[str, str],
+    titles: Mapping[int, str],
+    encode_queries: Callable[[list[str]], np.ndarray],
+    candidates: int = RESCORE_CANDIDATES,
+) -> pl.DataFrame:
     """``query_titles:<d>``: the flat top-k, its top ``candidates`` rescored with the candidate's title
     chain injected into the query embedding (:func:`structbench.retrieval.rescoring.inject_query_titles`)."""
     run = flat_search(chunk_vectors, query_vectors, qids, top_k, use_gpu)
     return inject_query_titles(run, chunk_vectors, query_texts, titles, encode_queries, candidates, top_k)
 
 
-def per_candidate_search(chunk_vectors: np.ndarray, query_vectors: np.ndarray, qids: list[str], top_k: int = 100,
-                         use_gpu: bool | str = False, *, unprefixed_vectors: np.ndarray,
-                         query_texts: Mapping[str, str], prefixed_texts: Mapping[int, str],
-                         unprefixed_texts: Mapping[int, str],
-                         score_pairs: Callable[[Sequence[tuple[str, str]]], Sequence[float]],
-                         candidates: int = RESCORE_CANDIDATES) -> pl.DataFrame:
+def per_candidate_search(
+    chunk_vectors: np.ndarray,
+    query_vectors: np.ndarray,
+    qids: list[str],
+    top_k: int = 100,
+    use_gpu: bool | str = False,
+    *,
+    unprefixed_vectors: np.ndarray,
+    query_texts: Mapping[str, str],
+    prefixed_texts: Mapping[int, str],
+    unprefixed_texts: Mapping[int, str],
+    score_pairs: Callable[[Sequence[tuple[str, str]]], Sequence[float]],
+    candidates: int = RESCORE_CANDIDATES,
+) -> pl.DataFrame:
     """``per_candidate:<reranker>``: the prefixed (own) and unprefixed indexes' top ``candidates``, each
     candidate scored in both versions by the cross-encoder ``score_pairs``, the better kept
     (:func:`structbench.retrieval.rescoring.choose_per_candidate`)."""
     prefixed = flat_search(chunk_vectors, query_vectors, qids, top_k, use_gpu)
     unprefixed = flat_search(unprefixed_vectors, query_vectors, qids, candidates, use_gpu)
-    return choose_per_candidate(prefixed, unprefixed, query_texts, prefixed_texts, unprefixed_texts, score_pairs,
-                                candidates, top_k)
+    return choose_per_candidate(
+        prefixed, unprefixed, query_texts, prefixed_texts, unprefixed_texts, score_pairs, candidates, top_k
+    )
 
 
 # One function per retrieval kind of structbench.conditions.AXES["retrieval"] (a test checks they agree).
-RETRIEVERS = {"flat": flat_search, "two_stage": two_stage_search, "toc": toc_search, "rrf": rrf_search,
-              "query_titles": query_titles_search, "per_candidate": per_candidate_search}
+RETRIEVERS = {
+    "flat": flat_search,
+    "two_stage": two_stage_search,
+    "toc": toc_search,
+    "rrf": rrf_search,
+    "query_titles": query_titles_search,
+    "per_candidate": per_candidate_search,
+}
 
 
 def kind_inputs(kind: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -233,8 +301,15 @@ def kind_inputs(kind: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(p.name for p in parameters if p.default is p.empty), tuple(p.name for p in parameters)
 
 
-def retrieve(kind: str, chunk_vectors: np.ndarray, query_vectors: np.ndarray, qids: list[str], top_k: int,
-             use_gpu: bool | str = False, **inputs) -> pl.DataFrame:
+def retrieve(
+    kind: str,
+    chunk_vectors: np.ndarray,
+    query_vectors: np.ndarray,
+    qids: list[str],
+    top_k: int,
+    use_gpu: bool | str = False,
+    **inputs,
+) -> pl.DataFrame:
     """The runs table of one retrieval kind (the ``retrieval`` axis value of a condition, e.g. ``flat``,
     ``two_stage`` or ``rrf:bm25``).
 
@@ -246,7 +321,9 @@ def retrieve(kind: str, chunk_vectors: np.ndarray, query_vectors: np.ndarray, qi
     required, accepted = kind_inputs(kind)
     missing, foreign = [n for n in required if n not in inputs], sorted(set(inputs) - set(accepted))
     if missing or foreign:
-        raise ValueError(f"retrieval {kind!r} takes the inputs {list(accepted)}; missing {missing}, not taken {foreign}")
+        raise ValueError(
+            f"retrieval {kind!r} takes the inputs {list(accepted)}; missing {missing}, not taken {foreign}"
+        )
     return RETRIEVERS[name](chunk_vectors, query_vectors, qids, top_k=top_k, use_gpu=use_gpu, **inputs)
 
 

@@ -69,13 +69,16 @@ def route_toc(
     units = section_units(sections)
     chunk_unit = chunk_units(chunks, sections, units)
     if title_vectors.shape[0] != units.height:
-        raise ValueError(f"{title_vectors.shape[0]} title vectors for {units.height} sections: embed the titles of "
-                         "section_units(sections) of the same structure")
+        raise ValueError(
+            f"{title_vectors.shape[0]} title vectors for {units.height} sections: embed the titles of "
+            "section_units(sections) of the same structure"
+        )
     if chunk_vectors.shape[0] != chunk_unit.size:
         raise ValueError(f"{chunk_vectors.shape[0]} chunk vectors for {chunk_unit.size} chunks")
     qids, questions = queries["qid"].to_list(), queries["text"].to_list()
-    candidates = candidate_documents(flat_search(chunk_vectors, query_vectors, qids, top_k=candidate_hits,
-                                                 use_gpu=use_gpu), chunks)
+    candidates = candidate_documents(
+        flat_search(chunk_vectors, query_vectors, qids, top_k=candidate_hits, use_gpu=use_gpu), chunks
+    )
     prompt = load_prompt("toc_route")
     titles = units["title"].to_list()
     room = llm.context_tokens - REPLY_TOKENS
@@ -92,8 +95,13 @@ def route_toc(
         entries_of.append(entries)
         requests.append(ChatRequest.of(messages, prompt_version=prompt.version_id, max_new_tokens=REPLY_TOKENS))
     if shortened:
-        log.info("%d of %d queries: candidate documents left out to fit the %d-token context of %s", shortened,
-                 len(qids), llm.context_tokens, llm.spec.model)
+        log.info(
+            "%d of %d queries: candidate documents left out to fit the %d-token context of %s",
+            shortened,
+            len(qids),
+            llm.context_tokens,
+            llm.spec.model,
+        )
     rows = []
     for row, (qid, entries, response) in enumerate(zip(qids, entries_of, llm.chat(requests))):
         if not response.ok:
@@ -103,11 +111,26 @@ def route_toc(
         chosen, source = choose_entry(reply, query_vectors[row], entry_vectors)
         score = float(np.dot(entry_vectors[chosen], query_vectors[row]))
         rows.append((qid, 1, entries[chosen], score, source, len(entries), response.text))
-    kept = pl.DataFrame(rows, orient="row", schema={"qid": pl.String, "route_rank": pl.Int32, "unit": pl.Int64,
-                                                    "score": pl.Float32, "source": pl.String,
-                                                    "toc_entries": pl.Int32, "reply": pl.String})
+    kept = pl.DataFrame(
+        rows,
+        orient="row",
+        schema={
+            "qid": pl.String,
+            "route_rank": pl.Int32,
+            "unit": pl.Int64,
+            "score": pl.Float32,
+            "source": pl.String,
+            "toc_entries": pl.Int32,
+            "reply": pl.String,
+        },
+    )
     fallbacks = int((kept["source"] == "fallback").sum())
-    log.info("TOC routing: %d queries, %d answered with a section number in range, %d fell back to the nearest "
-             "title; mean %.1f contents entries", kept.height, kept.height - fallbacks, fallbacks,
-             kept["toc_entries"].mean() or 0.0)
+    log.info(
+        "TOC routing: %d queries, %d answered with a section number in range, %d fell back to the nearest "
+        "title; mean %.1f contents entries",
+        kept.height,
+        kept.height - fallbacks,
+        fallbacks,
+        kept["toc_entries"].mean() or 0.0,
+    )
     return routing_table(kept, units, chunk_unit)

@@ -63,7 +63,9 @@ def _condition(scores: pl.DataFrame, condition: str, metric: str) -> pl.DataFram
     return scores.filter(pl.col("condition") == condition).select("qid", "doc_id", metric)
 
 
-def depth_slopes(scores: pl.DataFrame, conditions: Sequence[str], metric: str, depths: Sequence[float] | None = None) -> PairedDeltas:
+def depth_slopes(
+    scores: pl.DataFrame, conditions: Sequence[str], metric: str, depths: Sequence[float] | None = None
+) -> PairedDeltas:
     """Per-query OLS slope of ``metric`` on breadcrumb depth across ``conditions`` (exploratory).
 
         slope_q = sum_x (x - mean(x)) * score_q(x) / sum_x (x - mean(x))^2
@@ -87,7 +89,11 @@ def depth_slopes(scores: pl.DataFrame, conditions: Sequence[str], metric: str, d
     for frame in per_condition[1:]:
         joined = joined.join(frame, on="qid", how="inner")
     joined = joined.sort("qid")
-    values = np.column_stack([joined[f"y{i}"].to_numpy().astype(np.float64) for i in range(len(conditions))]) if joined.height else np.zeros((0, len(conditions)))
+    values = (
+        np.column_stack([joined[f"y{i}"].to_numpy().astype(np.float64) for i in range(len(conditions))])
+        if joined.height
+        else np.zeros((0, len(conditions)))
+    )
     slope = np.zeros(joined.height)
     for i in range(len(conditions)):  # fixed order of accumulation: deterministic
         slope = slope + weights[i] * values[:, i]
@@ -97,7 +103,11 @@ def depth_slopes(scores: pl.DataFrame, conditions: Sequence[str], metric: str, d
 def _check_contrast(contrast: Mapping, conditions: set[str]) -> None:
     if "name" not in contrast or contrast.get("family") not in FAMILIES:
         raise ValueError(f"contrast {contrast!r}: needs a name and a family in {FAMILIES}")
-    named = list(contrast["conditions"]) if "conditions" in contrast else [contrast.get("treatment"), contrast.get("control")]
+    named = (
+        list(contrast["conditions"])
+        if "conditions" in contrast
+        else [contrast.get("treatment"), contrast.get("control")]
+    )
     unknown = [c for c in named if c not in conditions]
     if unknown:
         raise ValueError(f"contrast {contrast['name']!r}: conditions {unknown} have no scores in this cell")
@@ -149,7 +159,9 @@ def contrast_table(
                 treatment, control = contrast["conditions"][-1], contrast["conditions"][0]
             else:
                 treatment, control = contrast["treatment"], contrast["control"]
-                paired = paired_deltas(_condition(scores, treatment, metric), _condition(scores, control, metric), metric)
+                paired = paired_deltas(
+                    _condition(scores, treatment, metric), _condition(scores, control, metric), metric
+                )
             columns.append(paired)
             row = {
                 "contrast": contrast["name"],
@@ -211,7 +223,12 @@ def _mixedlm_columns(scores: pl.DataFrame, treatment: str, control: str, metric:
     keep = pl.Series(paired.qid)
     long = (
         scores.filter(pl.col("condition").is_in([treatment, control]) & pl.col("qid").is_in(keep.implode()))
-        .select("qid", "doc_id", (pl.col("condition") == treatment).cast(pl.Float64).alias("treated"), pl.col(metric).cast(pl.Float64))
+        .select(
+            "qid",
+            "doc_id",
+            (pl.col("condition") == treatment).cast(pl.Float64).alias("treated"),
+            pl.col(metric).cast(pl.Float64),
+        )
         .sort("qid", "treated")
     )
     arrays = (long[metric].to_numpy(), long["treated"].to_numpy(), long["doc_id"].to_numpy(), long["qid"].to_numpy())

@@ -98,5 +98,7 @@ def mixedlm_treatment_p(score, treated, doc_id, qid=None, *, nested: bool = Fals
     if not converged:
         return MixedLMFit(float("nan"), coef, False, "not converged" + (f": {note}" if note else ""))
     if not np.isfinite(p):
-        return MixedLMFit(float("nan"), coef, converged, "singular fit (non-finite standard error)" + (f": {note}" if note else ""))
+        return MixedLMFit(
+            float("nan"), coef, converged, "singular fit (non-finite standard error)" + (f": {note}" if note else "")
+        )
     return MixedLMFit(p, coef, converged, note)

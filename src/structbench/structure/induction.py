@@ -117,12 +117,15 @@ class Window:
 
 def sections_from_answer(value) -> list[InducedSection]:
     """The sections of a schema-valid answer (``{"sections": [...]}``), titles stripped."""
-    return [InducedSection(str(item["title"]).strip(), int(item["level"]), int(item["first"]), int(item["last"]))
-            for item in value["sections"]]
+    return [
+        InducedSection(str(item["title"]).strip(), int(item["level"]), int(item["first"]), int(item["last"]))
+        for item in value["sections"]
+    ]
 
 
-def check_sections(sections: Sequence[InducedSection], first: int, last: int, *,
-                   allow_empty: bool = False) -> list[str]:
+def check_sections(
+    sections: Sequence[InducedSection], first: int, last: int, *, allow_empty: bool = False
+) -> list[str]:
     """Violations of the induction constraints for paragraphs ``first..last``; ``[]`` means legal.
 
     Each violation names the section (1-based, with its title) and the paragraphs involved, in words
@@ -145,14 +148,19 @@ def check_sections(sections: Sequence[InducedSection], first: int, last: int, *,
                 problems.append(f"{name}: the first section has level {section.level}, not 1")
         else:
             if section.first <= previous.last:
-                problems.append(f"{name} overlaps section {number - 1}: both contain paragraphs "
-                                f"{section.first}..{min(previous.last, section.last)}")
+                problems.append(
+                    f"{name} overlaps section {number - 1}: both contain paragraphs "
+                    f"{section.first}..{min(previous.last, section.last)}"
+                )
             elif section.first > previous.last + 1:
-                problems.append(f"gap before {name}: paragraphs {previous.last + 1}..{section.first - 1} "
-                                "belong to no section")
+                problems.append(
+                    f"gap before {name}: paragraphs {previous.last + 1}..{section.first - 1} belong to no section"
+                )
             if section.level > previous.level + 1:
-                problems.append(f"{name} has level {section.level} right after level {previous.level}: "
-                                "a level may rise by at most one")
+                problems.append(
+                    f"{name} has level {section.level} right after level {previous.level}: "
+                    "a level may rise by at most one"
+                )
         if section.level < 1:
             problems.append(f"{name}: level {section.level} is below 1")
         previous = section
@@ -201,8 +209,9 @@ def single_section(first: int, last: int, title: str = "") -> list[InducedSectio
 # -------------------------------------------------------------------------------------------- windows
 
 
-def plan_windows(doc_id: str, texts: Sequence[str], line_tokens, budget: int, overlap: int,
-                 paragraph_chars: int | None = None) -> list[Window]:
+def plan_windows(
+    doc_id: str, texts: Sequence[str], line_tokens, budget: int, overlap: int, paragraph_chars: int | None = None
+) -> list[Window]:
     """Consecutive windows of numbered paragraph lines whose tokens fit ``budget``, overlapping by
     ``overlap`` paragraphs. ``line_tokens(lines) -> counts``; a line alone over budget is clipped."""
     lines, clipped = [], []
@@ -230,8 +239,9 @@ def plan_windows(doc_id: str, texts: Sequence[str], line_tokens, budget: int, ov
         start = max(start + 1, end - overlap)
 
 
-def stitch(left: list[InducedSection], right: list[InducedSection], right_first: int,
-           left_last: int) -> list[InducedSection]:
+def stitch(
+    left: list[InducedSection], right: list[InducedSection], right_first: int, left_last: int
+) -> list[InducedSection]:
     """Join two window tilings whose ranges overlap on ``right_first..left_last`` (module docstring)."""
     middle = (right_first + left_last) / 2
     inside = [s.first for s in right if right_first < s.first <= left_last]
@@ -260,10 +270,16 @@ class _WindowResult:
     failed: bool
 
 
-def induce_structure(documents: pl.DataFrame, paragraphs: pl.DataFrame, llm: LLM, *,
-                     window_tokens: int | None = None, overlap_paragraphs: int = 2,
-                     paragraph_chars: int | None = None,
-                     max_new_tokens: int | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+def induce_structure(
+    documents: pl.DataFrame,
+    paragraphs: pl.DataFrame,
+    llm: LLM,
+    *,
+    window_tokens: int | None = None,
+    overlap_paragraphs: int = 2,
+    paragraph_chars: int | None = None,
+    max_new_tokens: int | None = None,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Induce a section tree for every document: ``(sections, status)``.
 
     ``sections`` has exactly the gold schema (``datamodel.SECTIONS``) and passes ``verify_sections``;
@@ -279,24 +295,34 @@ def induce_structure(documents: pl.DataFrame, paragraphs: pl.DataFrame, llm: LLM
     n_by_doc = {doc_id: len(texts) for doc_id, texts in texts_by_doc.items()}
     titles = dict(zip(documents["doc_id"].to_list(), documents["title"].to_list()))
     empty_prompt = prompt.render(first=1, last=1, title="", n_paragraphs=1, paragraphs="")
-    budget = window_tokens or (llm.context_tokens - llm.count_tokens(empty_prompt) - 2 * answer_tokens
-                               - CORRECTION_RESERVE)
+    budget = window_tokens or (
+        llm.context_tokens - llm.count_tokens(empty_prompt) - 2 * answer_tokens - CORRECTION_RESERVE
+    )
     if budget < 16:
-        raise ValueError(f"no room for paragraphs in the LLM context ({llm.context_tokens} tokens, "
-                         f"{answer_tokens} reserved for the answer); lower max_new_tokens")
+        raise ValueError(
+            f"no room for paragraphs in the LLM context ({llm.context_tokens} tokens, "
+            f"{answer_tokens} reserved for the answer); lower max_new_tokens"
+        )
     base = llm.count_tokens([{"role": "user", "content": ""}])
 
     def line_tokens(lines):
         return [llm.count_tokens([{"role": "user", "content": line}]) - base for line in lines]
 
-    windows = [window for doc_id, texts in texts_by_doc.items()
-               for window in plan_windows(doc_id, texts, line_tokens, budget, overlap_paragraphs, paragraph_chars)]
+    windows = [
+        window
+        for doc_id, texts in texts_by_doc.items()
+        for window in plan_windows(doc_id, texts, line_tokens, budget, overlap_paragraphs, paragraph_chars)
+    ]
 
     def request(window: Window) -> ChatRequest:
-        messages = prompt.render(first=window.first, last=window.last, title=titles[window.doc_id],
-                                 n_paragraphs=n_by_doc[window.doc_id], paragraphs="\n\n".join(window.lines))
-        return ChatRequest.of(messages, schema=SCHEMA, prompt_version=prompt.version_id,
-                              max_new_tokens=answer_tokens)
+        messages = prompt.render(
+            first=window.first,
+            last=window.last,
+            title=titles[window.doc_id],
+            n_paragraphs=n_by_doc[window.doc_id],
+            paragraphs="\n\n".join(window.lines),
+        )
+        return ChatRequest.of(messages, schema=SCHEMA, prompt_version=prompt.version_id, max_new_tokens=answer_tokens)
 
     first_requests = [request(window) for window in windows]
     first_answers = llm.chat(first_requests)
@@ -308,12 +334,19 @@ def induce_structure(documents: pl.DataFrame, paragraphs: pl.DataFrame, llm: LLM
         for index in retry:
             window = windows[index]
             quoted = "\n".join(f"- {problem}" for problem in judged[index][1])
-            messages = first_requests[index].as_dicts() + [
-                {"role": "assistant", "content": first_answers[index].text}] + correction.render(
-                violations=quoted, first=window.first, last=window.last)
-            follow_ups.append(ChatRequest.of(messages, schema=SCHEMA,
-                                             prompt_version=f"{prompt.version_id}+{correction.version_id}",
-                                             max_new_tokens=answer_tokens))
+            messages = (
+                first_requests[index].as_dicts()
+                + [{"role": "assistant", "content": first_answers[index].text}]
+                + correction.render(violations=quoted, first=window.first, last=window.last)
+            )
+            follow_ups.append(
+                ChatRequest.of(
+                    messages,
+                    schema=SCHEMA,
+                    prompt_version=f"{prompt.version_id}+{correction.version_id}",
+                    max_new_tokens=answer_tokens,
+                )
+            )
         for index, answer in zip(retry, llm.chat(follow_ups)):
             second[index] = _judge(answer, windows[index])
 
@@ -383,9 +416,18 @@ def _assemble(doc_id: str, results: list[_WindowResult], n_paragraphs: int) -> t
     else:
         status = "usable"
         reason = "" if not first_problems else "passed after correction: " + _summary(first_problems)
-    row = (doc_id, status, reason, max(result.rounds for result in results), len(results), len(tiling),
-           len(first_problems), sum(len(result.violations[1]) for result in results if result.rounds == 2),
-           sum(section.level > MAX_LEVEL for section in tiling), sum(result.window.clipped for result in results))
+    row = (
+        doc_id,
+        status,
+        reason,
+        max(result.rounds for result in results),
+        len(results),
+        len(tiling),
+        len(first_problems),
+        sum(len(result.violations[1]) for result in results if result.rounds == 2),
+        sum(section.level > MAX_LEVEL for section in tiling),
+        sum(result.window.clipped for result in results),
+    )
     return tiling, row
 
 
@@ -409,8 +451,9 @@ def _paragraph_texts(documents: pl.DataFrame, paragraphs: pl.DataFrame) -> dict[
     return result
 
 
-def _sections_table(documents: pl.DataFrame, texts_by_doc: dict[str, list[str]],
-                    specs: dict[str, list[SectionSpec]]) -> pl.DataFrame:
+def _sections_table(
+    documents: pl.DataFrame, texts_by_doc: dict[str, list[str]], specs: dict[str, list[SectionSpec]]
+) -> pl.DataFrame:
     """Sections built exactly like gold ones (paths, clamped levels, offsets, top_section_id)."""
     titles = dict(zip(documents["doc_id"].to_list(), documents["title"].to_list()))
     flat = dict(zip(documents["doc_id"].to_list(), documents["text"].to_list()))

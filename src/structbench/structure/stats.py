@@ -32,8 +32,13 @@ def mean_sections_per_document(sections: pl.DataFrame, doc_ids: list[str]) -> fl
     return sections.filter(pl.col("doc_id").is_in(doc_ids)).height / len(doc_ids)
 
 
-def induction_summary(status: pl.DataFrame, induced_sections: pl.DataFrame, gold_sections: pl.DataFrame,
-                      induced_chunks: pl.DataFrame, gold_chunks: pl.DataFrame) -> dict:
+def induction_summary(
+    status: pl.DataFrame,
+    induced_sections: pl.DataFrame,
+    gold_sections: pl.DataFrame,
+    induced_chunks: pl.DataFrame,
+    gold_chunks: pl.DataFrame,
+) -> dict:
     """One inducer on one corpus: documents per status (``induction.STATUS``: usable = an answer passed
     the check, repaired = the deterministic repair changed it, failed = single-section fallback), how
     many needed the correction round, mean sections per document induced vs gold (same documents), and
