@@ -7,6 +7,9 @@ import shutil
 import polars as pl
 import pytest
 from conftest import REPO, kb_config, run_snakemake
+from workflow_rules import parse_rules
+
+from structbench.provenance import reached_modules
 
 pytestmark = pytest.mark.workflow
 
@@ -283,6 +286,39 @@ def assert_exact_partial_rebuilds(first, root):
     out = edited.stdout + edited.stderr
     assert edited.returncode == 0, out[-3000:]
     assert planned_jobs(out) == {
+        "score": 4,
+        "score_bm25": 2,
+        "retrieval_layer": 1,
+        "contrasts": 1,
+        "report": 1,
+        "all": 1,
+    }
+
+    # Edited conditions.py (the axes every prefix and retrieval value is parsed by): the rules whose scripts
+    # reach it (structbench.provenance, the same walk the rules' code versions hash) rerun, with everything
+    # downstream of them; the corpus, the chunks and the query vectors, whose scripts do not, are kept.
+    (root / "conditions-edit").mkdir()
+    copy = edited_copy(root / "conditions-edit", "conditions.py")
+    edited = run_snakemake(
+        first, "-n", "--configfile", str(gold_f0(first)), timeout=600, checkout=copy, PYTHONPATH=str(copy / "src")
+    )
+    out = edited.stdout + edited.stderr
+    assert edited.returncode == 0, out[-3000:]
+    planned = planned_jobs(out)
+    whole = run_snakemake(first, "-n", "--forceall", "--configfile", str(gold_f0(first)))
+    in_run = planned_jobs(whole.stdout + whole.stderr)
+    reaching = {
+        name
+        for name, rule in parse_rules().items()
+        if name in in_run and "structbench.conditions" in reached_modules(REPO / rule.script)[0]
+    }
+    assert {"texts", "retrieve", "bm25", "report"} <= reaching <= set(planned)
+    assert planned == {
+        "texts": 3,
+        "embed_texts": 3,
+        "route_sections": 1,
+        "retrieve": 4,
+        "bm25": 2,
         "score": 4,
         "score_bm25": 2,
         "retrieval_layer": 1,

@@ -1,13 +1,15 @@
 """structbench: does document structure help dense retrieval? A reproducible experiment system."""
 
 __version__ = "0.1.0"
-
-
-def chunk_markdown(text, **options):
-    """The study's winning recipe as one call; see :func:`structbench.api.chunk_markdown`."""
-    from structbench.api import chunk_markdown as _chunk_markdown
-
-    return _chunk_markdown(text, **options)
-
-
 __all__ = ["__version__", "chunk_markdown"]
+
+
+def __getattr__(name):
+    # The study's winning recipe as one call (structbench.api.chunk_markdown), loaded on first use: importing
+    # the package (every workflow job does) loads no chunking code, and a job's code version
+    # (structbench.provenance) follows only what its script imports.
+    if name == "chunk_markdown":
+        from structbench.api import chunk_markdown
+
+        return chunk_markdown
+    raise AttributeError(f"module 'structbench' has no attribute {name!r}")

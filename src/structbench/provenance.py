@@ -47,6 +47,16 @@ def imports_of(path: Path, package: str | None) -> tuple[frozenset[str], frozens
     optional (a dependency the code does without); ``from structbench import defaults`` names the
     submodule ``structbench.defaults`` too."""
     tree = ast.parse(path.read_text(), filename=str(path))
+    # A module-level ``__getattr__`` (PEP 562) imports on attribute access only: ``structbench.chunk_markdown``
+    # loads the API, ``import structbench.metrics`` does not. A script that uses such a name imports it
+    # by name itself, which this walk sees; following every package's lazy exports would make every
+    # script depend on everything.
+    lazy_nodes = {
+        id(inner)
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef) and node.name == "__getattr__"
+        for inner in ast.walk(node)
+    }
     optional_nodes = {
         id(inner)
         for node in ast.walk(tree)
@@ -56,6 +66,8 @@ def imports_of(path: Path, package: str | None) -> tuple[frozenset[str], frozens
     }
     required, optional = set(), set()
     for node in ast.walk(tree):
+        if id(node) in lazy_nodes:
+            continue
         names: set[str] = set()
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
