@@ -69,224 +69,22 @@ Encode = Callable[[list[str]], np.ndarray]
 DEPTH_EPSILON = 1e-4  # depths below this are float noise on a flat curve, not valleys
 UNITS = ("paragraph", "sentence")
 
-TUNED = """(filled by the tuning run)"""
-
-STOPWORDS = frozenset(
-    [
-        "a",
-        "about",
-        "above",
-        "across",
-        "after",
-        "again",
-        "against",
-        "all",
-        "almost",
-        "also",
-        "although",
-        "always",
-        "am",
-        "among",
-        "an",
-        "and",
-        "another",
-        "any",
-        "are",
-        "as",
-        "at",
-        "be",
-        "because",
-        "been",
-        "before",
-        "being",
-        "below",
-        "between",
-        "both",
-        "but",
-        "by",
-        "can",
-        "cannot",
-        "could",
-        "did",
-        "do",
-        "does",
-        "doing",
-        "done",
-        "down",
-        "during",
-        "each",
-        "either",
-        "else",
-        "etc",
-        "even",
-        "ever",
-        "every",
-        "few",
-        "for",
-        "from",
-        "further",
-        "had",
-        "has",
-        "have",
-        "having",
-        "he",
-        "her",
-        "here",
-        "hers",
-        "herself",
-        "him",
-        "himself",
-        "his",
-        "how",
-        "however",
-        "i",
-        "if",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "itself",
-        "just",
-        "least",
-        "less",
-        "many",
-        "may",
-        "me",
-        "might",
-        "more",
-        "most",
-        "much",
-        "must",
-        "my",
-        "myself",
-        "neither",
-        "no",
-        "nor",
-        "not",
-        "now",
-        "of",
-        "off",
-        "often",
-        "on",
-        "once",
-        "one",
-        "only",
-        "onto",
-        "or",
-        "other",
-        "others",
-        "otherwise",
-        "our",
-        "ours",
-        "ourselves",
-        "out",
-        "over",
-        "own",
-        "per",
-        "perhaps",
-        "rather",
-        "same",
-        "several",
-        "shall",
-        "she",
-        "should",
-        "since",
-        "so",
-        "some",
-        "such",
-        "than",
-        "that",
-        "the",
-        "their",
-        "theirs",
-        "them",
-        "themselves",
-        "then",
-        "there",
-        "therefore",
-        "these",
-        "they",
-        "this",
-        "those",
-        "though",
-        "through",
-        "thus",
-        "to",
-        "too",
-        "toward",
-        "towards",
-        "two",
-        "under",
-        "until",
-        "up",
-        "upon",
-        "us",
-        "use",
-        "used",
-        "uses",
-        "using",
-        "very",
-        "via",
-        "was",
-        "we",
-        "were",
-        "what",
-        "when",
-        "where",
-        "whether",
-        "which",
-        "while",
-        "who",
-        "whom",
-        "whose",
-        "why",
-        "will",
-        "with",
-        "within",
-        "without",
-        "would",
-        "yet",
-        "you",
-        "your",
-        "yours",
-        "e.g",
-        "i.e",
-        "et",
-        "al",
-        "fig",
-        "figure",
-        "table",
-        "section",
-        "sec",
-        "eq",
-        "equation",
-        "respectively",
-        "show",
-        "shows",
-        "shown",
-        "propose",
-        "proposed",
-        "present",
-        "presented",
-        "see",
-        "based",
-        "also",
-        "first",
-        "second",
-        "third",
-        "new",
-        "given",
-        "like",
-        "well",
-        "able",
-        "make",
-        "makes",
-        "made",
-        "get",
-        "gets",
-    ]
-)
+# English function words plus the boilerplate of papers and articles ("figure", "proposed"): never at a
+# title phrase's ends.
+_STOPWORD_TEXT = """
+a about above across after again against all almost also although always am among an and another any are
+as at be because been before being below between both but by can cannot could did do does doing done
+down during each either else etc even ever every few for from further had has have having he her here
+hers herself him himself his how however i if in into is it its itself just least less many may me might
+more most much must my myself neither no nor not now of off often on once one only onto or other others
+otherwise our ours ourselves out over own per perhaps rather same several shall she should since so some
+such than that the their theirs them themselves then there therefore these they this those though
+through thus to too toward towards two under until up upon us use used uses using very via was we were
+what when where whether which while who whom whose why will with within without would yet you your yours
+e.g i.e et al fig figure table section sec eq equation respectively show shows shown propose proposed
+present presented see based also first second third new given like well able make makes made get gets
+"""
+STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 _WORD = re.compile(r"[^\W\d_][\w'-]*")
 _PHRASE_BREAK = re.compile(r"[.,;:!?()\[\]{}\"“”‘’/|=+*<>]|\s-\s|\s–\s|\s—\s")
 
@@ -363,7 +161,8 @@ def boundary_levels(strengths: Sequence[float], max_levels: int, level_cutoff: f
         strong = [i for i in remaining if strengths[i] >= threshold - 1e-12]
         for i in strong:
             levels[i] = level
-        remaining = [i for i in remaining if i not in set(strong)]
+        taken = set(strong)
+        remaining = [i for i in remaining if i not in taken]
     return levels
 
 
@@ -480,11 +279,12 @@ def section_titles(
     diversity: float,
 ) -> list[str]:
     """One title per section of one document; all candidates go to ``encode`` in one call."""
-    shortlists = [shortlist(candidate_phrases(text), max_candidates) for text in section_texts]
+    phrases = [candidate_phrases(text) for text in section_texts]
+    shortlists = [shortlist(candidates, max_candidates) for candidates in phrases]
     all_keys = list(dict.fromkeys(key for keys in shortlists for key in keys))
-    surfaces = {}
-    for text in section_texts:
-        for key, candidate in candidate_phrases(text).items():
+    surfaces: dict[str, str] = {}  # a phrase's first surface form in the document, for display
+    for candidates in phrases:
+        for key, candidate in candidates.items():
             surfaces.setdefault(key, candidate.surface)
     vectors = normalise_rows(np.asarray(encode(all_keys), dtype=np.float32)) if all_keys else None
     row = {key: index for index, key in enumerate(all_keys)}
