@@ -374,7 +374,7 @@ def induce_segmentation(
     paragraphs: pl.DataFrame,
     encode: Encode,
     *,
-    window: int = 2,
+    window: int = 3,
     depth_cutoff: float = 0.5,
     max_levels: int = 2,
     min_section_paragraphs: int = 2,
