@@ -2,13 +2,14 @@
 
 Run: ``PYTHONPATH=src python benchmarks/tune_segmentation.py [--papers 40] [--cache /tmp/segtune/cache]``
 
-It embeds the first ``--papers`` train papers' paragraphs (and, for the paragraph-vs-sentence
-comparison, their sentences) with the packaged MiniLM, caching every vector by text under ``--cache``
-so a second run computes nothing, then scores a grid of (window, depth_cutoff, min_section_paragraphs,
-unit) against the gold trees with :func:`structbench.structure.agreement.agreement_summary`, next to two
-trivial baselines (a single section; equal-length splitting into the gold number of top-level sections).
-The objective is the mean of (1 - WindowDiff) over all levels and top level plus boundary F1, with the
-sections/doc ratio to gold printed beside it.
+It embeds ``--papers`` train papers (evenly spaced through the file) with the packaged MiniLM, paragraphs
+and, for the paragraph-vs-sentence comparison, sentences, caching every vector by text under ``--cache``
+so a second run embeds nothing new. It scores a grid of (unit, window, depth_cutoff,
+min_section_paragraphs, max_levels, level_cutoff) against the gold trees with
+:func:`structbench.structure.agreement.agreement_summary`, next to trivial baselines (a single section;
+equal-length splitting into gold's section count, all or top-level: an oracle on the count), prints the
+best settings per unit and depth and the chosen default (:func:`objective`), then runs the inducer with
+the module's defaults, titles included, and prints its numbers, time and a few titles.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ import polars as pl
 from structbench.corpus.build import build_tables
 from structbench.corpus.qasper import parse_paper, read_qasper_records
 from structbench.induction import _paragraph_texts
-from structbench.sentences import sentence_starts
 from structbench.structure.agreement import agreement_summary
 from structbench.structure.segmentation import induce_segmentation, paragraph_vectors, segment
 from structbench.tables import ParsedDocument
@@ -79,15 +79,6 @@ def train_papers(n_papers: int) -> list[ParsedDocument]:
             usable.append(doc)
     step = len(usable) / n_papers
     return [usable[int(i * step)] for i in range(n_papers)]
-
-
-def sentences_of(paragraph: str) -> list[str]:
-    """The paragraph's sentences (``structbench.sentences``), for the sentence-unit variant."""
-    starts = list(sentence_starts(paragraph)) or [0]
-    if starts[0] != 0:
-        starts = [0] + starts
-    pieces = [paragraph[a:b].strip() for a, b in zip(starts, starts[1:] + [len(paragraph)])]
-    return [piece for piece in pieces if piece] or [paragraph]
 
 
 def equal_split_baseline(paragraphs: pl.DataFrame, gold: pl.DataFrame, top_only: bool) -> pl.DataFrame:
