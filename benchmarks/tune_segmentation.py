@@ -26,10 +26,10 @@ import polars as pl
 
 from structbench.corpus.build import build_tables
 from structbench.corpus.qasper import parse_paper, read_qasper_records
-from structbench.induction import _paragraph_texts
+from structbench.datamodel import ParsedDocument
 from structbench.structure.agreement import agreement_summary
+from structbench.structure.sections import paragraph_texts
 from structbench.structure.segmentation import induce_segmentation, paragraph_vectors, segment
-from structbench.tables import ParsedDocument
 
 TRAIN = Path("/work/shared/data/qasper/qasper-train-v0.3.rebuilt.json")
 
@@ -170,7 +170,7 @@ def main() -> None:
                 agreement_summary(baseline, gold, doc_ids),
             )
         )
-    texts_by_doc = _paragraph_texts(documents, paragraphs)
+    texts_by_doc = paragraph_texts(documents, paragraphs)
     vectors = {unit: paragraph_vectors(texts_by_doc, encoder, unit) for unit in ("paragraph", "sentence")}
     results = []
     grid = itertools.product(

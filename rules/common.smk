@@ -17,6 +17,7 @@ from structbench.metrics.diagnostics import retrieval_layer_pairs
 from structbench.provenance import code_version
 from structbench.report.tables import TABLES
 from structbench.retrieval.search import kind_inputs
+from structbench.structure.segmentation import OPTIONS as SEGMENTATION_OPTIONS
 from structbench.retrieval.routing import routing_metrics
 from structbench.querygen.settings import QuerygenSettings
 
@@ -66,7 +67,8 @@ LLM_SHARDS = list(range(config["llm_shards"]))
 
 
 def alternation(names):
-    return "|".join(re.escape(name) for name in names)
+    """A wildcard constraint matching exactly ``names`` (none: a pattern that matches nothing)."""
+    return "|".join(re.escape(name) for name in names) or "(?!)"
 
 
 wildcard_constraints:
@@ -75,7 +77,7 @@ wildcard_constraints:
     embedder=alternation(EMBEDDERS),
     reranker=alternation(RERANKERS),
     condition=alternation(CONDITIONS),
-    inducer=alternation(config["inducers"]) or "(?!)",
+    inducer=alternation(config["inducers"]),
     shard=r"\d+",
 
 
@@ -307,6 +309,15 @@ def llm_entry(name):
     return config["llms"][name]
 
 
+def inducers_of_kind(kind):
+    return [name for name, inducer in config["inducers"].items() if inducer["kind"] == kind]
+
+
+# Which rule induces an inducer's structure follows from its kind (rule-level wildcard constraints).
+LLM_INDUCERS = inducers_of_kind("llm")
+SEGMENTATION_INDUCERS = inducers_of_kind("segmentation")
+
+
 def inducer_llm(wildcards):
     """The ``llms`` entry of the inducer."""
     return llm_entry(config["inducers"][wildcards.inducer]["llm"])
@@ -326,6 +337,21 @@ def inducer_options(wildcards):
     """The inducer's keyword arguments of structbench.structure.induction.induce_structure."""
     inducer = config["inducers"][wildcards.inducer]
     return {key: inducer[key] for key in ("window_tokens", "overlap_paragraphs", "max_new_tokens")}
+
+
+def segmentation_embedder(wildcards):
+    return config["inducers"][wildcards.inducer]["embedder"]
+
+
+def segmentation_embedder_spec(wildcards):
+    """The embedder whose vectors a segmentation inducer compares (a declared ``embedders`` entry)."""
+    return config["embedders"][segmentation_embedder(wildcards)]
+
+
+def segmentation_options(wildcards):
+    """The inducer's keyword arguments of structbench.structure.segmentation.induce_segmentation."""
+    inducer = config["inducers"][wildcards.inducer]
+    return {key: inducer[key] for key in SEGMENTATION_OPTIONS}
 
 
 def induction_shards(wildcards):

@@ -1,10 +1,14 @@
-# Structure induction (structure: induced:<inducer>): an LLM reads each document's paragraphs with the
-# headings stripped and states its sections (structbench.structure.induction). One GPU-kind job per document
-# shard (llm_shards), then a CPU merge that verifies the whole corpus's induced sections; the merged
-# table sits where every structure source does, so chunking reads it like the gold one.
+# Structure induction (structure: induced:<inducer>), by the inducer's kind. An LLM inducer
+# (structbench.structure.induction) reads each document's paragraphs with the headings stripped and states
+# its sections: one GPU-kind job per document shard (llm_shards), then a CPU merge that verifies the whole
+# corpus's induced sections. A segmentation inducer (structbench.structure.segmentation) needs no LLM: one
+# embedding job segments the whole corpus. Either way the table sits where every structure source does,
+# so chunking reads it like the gold one.
 
 
 rule induce_structure:
+    wildcard_constraints:
+        inducer=alternation(LLM_INDUCERS),
     input:
         documents=f"{R}/{{corpus}}/corpus/documents.parquet",
         paragraphs=f"{R}/{{corpus}}/corpus/paragraphs.parquet",
@@ -33,6 +37,8 @@ rule induce_structure:
 
 
 rule merge_structure:
+    wildcard_constraints:
+        inducer=alternation(LLM_INDUCERS),
     input:
         unpack(induction_shards),
         paragraphs=f"{R}/{{corpus}}/corpus/paragraphs.parquet",
@@ -50,11 +56,40 @@ rule merge_structure:
         "../workflow/scripts/merge_structure.py"
 
 
+rule segment_structure:
+    wildcard_constraints:
+        inducer=alternation(SEGMENTATION_INDUCERS),
+    input:
+        documents=f"{R}/{{corpus}}/corpus/documents.parquet",
+        paragraphs=f"{R}/{{corpus}}/corpus/paragraphs.parquet",
+    output:
+        sections=f"{R}/{{corpus}}/structure/induced-{{inducer}}/sections.parquet",
+        status=f"{R}/{{corpus}}/structure/induced-{{inducer}}/status.parquet",
+        usage=f"{R}/{{corpus}}/structure/induced-{{inducer}}/usage.json",
+    log:
+        f"{LOGS}/structure/{{corpus}}/induced-{{inducer}}.log",
+    conda:
+        "../envs/gpu-embed.yaml"
+    threads: 4
+    resources:
+        gpu=1,
+        mem_mb=16000,
+        runtime=120,
+    params:
+        embedder=segmentation_embedder_spec,
+        embedder_name=segmentation_embedder,
+        options=segmentation_options,
+        cache=f"{CACHE}/embeddings",
+        code=script_code("segment_structure"),
+    script:
+        "../workflow/scripts/segment_structure.py"
+
+
 rule induction_stats:
     input:
-        status=rules.merge_structure.output.status,
-        usage=rules.merge_structure.output.usage,
-        sections=rules.merge_structure.output.sections,
+        status=f"{R}/{{corpus}}/structure/induced-{{inducer}}/status.parquet",
+        usage=f"{R}/{{corpus}}/structure/induced-{{inducer}}/usage.json",
+        sections=f"{R}/{{corpus}}/structure/induced-{{inducer}}/sections.parquet",
         gold_sections=f"{R}/{{corpus}}/structure/gold/sections.parquet",
         chunks=f"{R}/{{corpus}}/chunks/structural/induced-{{inducer}}.parquet",
         gold_chunks=f"{R}/{{corpus}}/chunks/structural/gold.parquet",
@@ -65,6 +100,7 @@ rule induction_stats:
     conda:
         "../envs/cpu.yaml"
     params:
+        kind=lambda wildcards: config["inducers"][wildcards.inducer]["kind"],
         code=script_code("induction_stats"),
     script:
         "../workflow/scripts/induction_stats.py"

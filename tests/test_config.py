@@ -65,12 +65,27 @@ def test_the_paper_config_is_seed_000s_grid():
     config = layered("paper.yaml")
     conditions, contrasts = check_config(config, metrics_from_config(config["metrics"]))
     assert list(conditions)[:11] == PAPER_CONDITIONS
-    assert set(conditions) - set(PAPER_CONDITIONS) == {"S2", "S3", "T3", "D3", "H3", "Q3", "PC3"}
+    assert set(conditions) - set(PAPER_CONDITIONS) == {
+        "S2",
+        "S3",
+        "T3",
+        "D3",
+        "H3",
+        "Q3",
+        "PC3",
+        "M2",
+        "M3",
+        "MP",
+        "M4",
+    }
+    # the model-free arm: segmentation with the weak embedder, its contrasts exploratory in the paper grid
+    assert config["inducers"]["tiling"]["kind"] == "segmentation"
+    assert config["inducers"]["tiling"]["embedder"] == "bge_small"
     # the default's own declarations are the paper's under the same names: select keeps them identical
     assert all(config["conditions"][name] == DEFAULT["conditions"][name] for name in PAPER_CONDITIONS)
     primary = {name: (c.treatment, c.control) for name, c in contrasts.items() if c.family == "primary"}
     assert primary == {"C1": ("A3", "A1"), "C2": ("A3", "P"), "C3": ("G3", "A3"), "C4": ("A4", "A3")}
-    # a contrast involving a seed 003/004 condition never joins a Holm family
+    # a contrast involving a seed 003/004 or model-free condition never joins a Holm family
     assert all(c.family == "exploratory" for c in contrasts.values() if set(c.members) - set(PAPER_CONDITIONS))
     select = config["select"]
     assert select["corpora"] == ["qasper", "wikipedia"]
@@ -249,6 +264,7 @@ TOC = {"T3": {"boundaries": "structural", "structure": "gold", "prefix": "path:3
 def test_llm_keys_default_to_off_and_inducers_get_their_defaults():
     config = validated(GOLD, llms=LLMS, inducers={"llm": {"llm": "small"}})
     assert config["inducers"]["llm"] == {
+        "kind": "llm",
         "llm": "small",
         "window_tokens": None,
         "overlap_paragraphs": 2,
@@ -257,6 +273,36 @@ def test_llm_keys_default_to_off_and_inducers_get_their_defaults():
     assert config["contexts"] == {"llm": None, "max_tokens": defaults.CONTEXT_MAX_TOKENS, "max_new_tokens": None}
     assert config["llm_shards"] == 1
     assert validated(GOLD)["llms"] == {} and validated(GOLD)["inducers"] == {}
+
+
+def test_a_segmentation_inducer_gets_its_own_keys_and_defaults_only():
+    config = validated(GOLD, inducers={"seg": {"kind": "segmentation", "embedder": "minilm"}})
+    seg = config["inducers"]["seg"]
+    assert seg["window"] == 3 and seg["max_levels"] == 2 and seg["unit"] == "paragraph"
+    assert "llm" not in seg and "window_tokens" not in seg
+
+
+@pytest.mark.parametrize(
+    "inducer, named",
+    [
+        ({"kind": "segmentation"}, r"inducers\.seg: 'embedder' is a required property"),
+        (
+            {"kind": "segmentation", "embedder": "minilm", "llm": "small"},
+            r"inducers\.seg: Unevaluated properties are not allowed \('llm' was unexpected\)",
+        ),
+        ({"kind": "segmentation", "embedder": "minilm", "max_levels": 9}, r"inducers\.seg\.max_levels: 9 is greater"),
+        ({"llm": "small", "window": 3}, r"inducers\.seg: Unevaluated properties are not allowed \('window'"),
+        ({"kind": "tiling", "embedder": "minilm"}, r"inducers\.seg\.kind: 'tiling' is not one of"),
+    ],
+)
+def test_inducer_keys_are_checked_by_kind(inducer, named):
+    with pytest.raises(ConfigError, match=named):
+        validated(GOLD, llms=LLMS, inducers={"seg": inducer})
+
+
+def test_a_segmentation_inducer_names_a_declared_embedder():
+    with pytest.raises(ConfigError, match=r"inducers\.seg\.embedder = 'bge' names no embedders entry"):
+        checked(GOLD, inducers={"seg": {"kind": "segmentation", "embedder": "bge"}})
 
 
 def test_llm_conditions_check_when_declared():

@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 from structbench.corpus.build import build_tables
 from structbench.corpus.qasper import parse_paper, read_qasper_records
 from structbench.corpus.verify import verify_sections
-from structbench.induction import STATUS
+from structbench.datamodel import SECTIONS, ParsedDocument, SectionSpec
 from structbench.structure.agreement import agreement_summary
+from structbench.structure.sections import STATUS
 from structbench.structure.segmentation import (
     STOPWORDS,
     boundary_levels,
@@ -28,7 +29,6 @@ from structbench.structure.segmentation import (
     shortlist,
     tiling,
 )
-from structbench.tables import SECTIONS, ParsedDocument, SectionSpec
 
 QASPER10_FILE = (
     Path(__file__).resolve().parents[1].parent
@@ -360,3 +360,19 @@ def test_real_minilm_on_qasper_train_papers_beats_a_single_section():
     assert ours["boundary_f1"] > 0.2
     assert ours["windowdiff"] < baseline["windowdiff"]
     assert all(title and not title.startswith("Section") for title in sections["title"].to_list())
+
+
+def test_the_config_schema_states_the_inducers_defaults():
+    """inducers.<name> of kind segmentation: every option is a schema key whose default is the function's."""
+    import inspect
+
+    import yaml
+    from conftest import REPO
+
+    from structbench.structure.segmentation import OPTIONS, induce_segmentation
+
+    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+    keys = schema["properties"]["inducers"]["additionalProperties"]["then"]["properties"]
+    signature = inspect.signature(induce_segmentation).parameters
+    assert set(keys) - {"embedder"} == set(OPTIONS)
+    assert {name: keys[name]["default"] for name in OPTIONS} == {name: signature[name].default for name in OPTIONS}

@@ -128,6 +128,22 @@ def test_induction_summary_by_hand():
         "mean_sections_induced": 1.5,
         "mean_sections_gold": 1.5,
         "identical_span_share": pytest.approx(1 / 3),
+        # Agreement, by hand. a (3 paragraphs): gold has no boundary, induced one at paragraph 1; k =
+        # min(max(2, round(3 / 1 / 2)), 2) = 2, one probe (paragraphs 0 and 2) that disagrees. b (2
+        # paragraphs): gold has a boundary at 1, induced none; k = min(2, 1) = 1, one probe, disagreeing.
+        # So Pk = WindowDiff = 1 on both; no induced boundary matches a gold one (P = R = F1 = 0).
+        "pk": 1.0,
+        "windowdiff": 1.0,
+        "boundary_precision": 0.0,
+        "boundary_recall": 0.0,
+        "boundary_f1": 0.0,
+        "pk_top": 1.0,
+        "windowdiff_top": 1.0,
+        "boundary_precision_top": 0.0,
+        "boundary_recall_top": 0.0,
+        "boundary_f1_top": 0.0,
+        "top_sections_per_doc": 1.5,
+        "gold_top_sections_per_doc": 1.5,
     }
 
 

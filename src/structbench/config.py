@@ -210,9 +210,17 @@ def check_llm_config(config: dict, conditions: dict) -> None:
         except (TypeError, ValueError) as error:
             raise ConfigError(str(error)) from None
     declared = f"(declared: {sorted(llms)})"
+    embedders = config.get("embedders") or {}
     for name, inducer in (config.get("inducers") or {}).items():
-        if inducer["llm"] not in llms:
-            raise ConfigError(f"inducers.{name}.llm = {inducer['llm']!r} names no llms entry {declared}")
+        # the schema gives each kind its own keys: llm names an LLM, segmentation an embedder
+        if inducer["kind"] == "llm":
+            if inducer["llm"] not in llms:
+                raise ConfigError(f"inducers.{name}.llm = {inducer['llm']!r} names no llms entry {declared}")
+        elif inducer["embedder"] not in embedders:
+            raise ConfigError(
+                f"inducers.{name}.embedder = {inducer['embedder']!r} names no embedders entry "
+                f"(declared: {sorted(embedders)}); a segmentation inducer compares that embedder's vectors"
+            )
     context_llm = (config.get("contexts") or {}).get("llm")
     if context_llm is not None and context_llm not in llms:
         raise ConfigError(f"contexts.llm = {context_llm!r} names no llms entry {declared}")

@@ -426,6 +426,67 @@ class Embedded:
     report: dict
 
 
+class CachedEncoder:
+    """``encoder(texts) -> float32 rows`` through the content-addressed cache, for a step that embeds in
+    several calls (the model-free inducer: paragraphs, then title candidates). The model loads once, on
+    the first text the cache lacks; :meth:`report` sums every call in :func:`embed_texts`'s keys."""
+
+    def __init__(self, spec: EmbedderSpec, cache_root: str | Path, threads: int | None = None):
+        self.spec = spec
+        self.location = locate_model(spec.model)
+        self.cache = VectorCache(cache_root, model_fingerprint(spec, cache_root, self.location))
+        self.threads = threads
+        self._model = None
+        self.totals = {"n_texts": 0, "n_distinct": 0, "n_encoded": 0, "n_from_cache": 0, "n_quarantined": 0}
+        self.truncation = TruncationCount(effective_max_seq_length(spec, self.location), 0, 0)
+
+    def model(self):
+        if self._model is None:
+            if self.threads:
+                import torch
+
+                torch.set_num_threads(self.threads)
+            log.info("loading %s from %s", self.spec.model, self.location.directory)
+            self._model = load_model(self.spec, self.location)
+        return self._model
+
+    def _compute(self, missing: list[str]) -> np.ndarray:
+        model = self.model()
+        return encode(model, missing, self.spec.batch_size, fixed_rows=model.device.type == "cuda")
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray:
+        texts = list(texts)
+        counted = count_truncated(texts, self.spec, self.location)
+        self.truncation = TruncationCount(
+            counted.max_seq_length,
+            self.truncation.n_truncated + counted.n_truncated,
+            max(self.truncation.max_tokens, counted.max_tokens),
+        )
+        lookup = self.cache.get_or_compute(texts, self._compute, verb="encoded")
+        for key, value in (
+            ("n_texts", len(texts)),
+            ("n_distinct", lookup.n_computed + lookup.n_from_cache),
+            ("n_encoded", lookup.n_computed),
+            ("n_from_cache", lookup.n_from_cache),
+            ("n_quarantined", lookup.n_quarantined),
+        ):
+            self.totals[key] += value
+        if not texts:
+            # No text (a corpus whose query generation kept none) still needs the model's width: retrieval
+            # searches a (0, d) query matrix against d-wide chunk vectors.
+            return np.zeros((0, embedding_dimension(self.model())), dtype=np.float32)
+        return lookup.vectors
+
+    def report(self) -> dict:
+        return {
+            **self.totals,
+            "max_seq_length": self.truncation.max_seq_length,
+            "n_truncated": self.truncation.n_truncated,
+            "max_tokens": self.truncation.max_tokens,
+            "namespace": self.cache.directory.name,
+        }
+
+
 def embed_texts(
     texts: Sequence[str], spec: EmbedderSpec, cache_root: str | Path, threads: int | None = None
 ) -> Embedded:
@@ -435,40 +496,9 @@ def embed_texts(
     ``n_quarantined`` (damaged cache shards moved aside), ``max_seq_length``, ``n_truncated`` and
     ``max_tokens`` (:func:`count_truncated`) and the cache ``namespace`` folder name."""
     texts = list(texts)
-    location = locate_model(spec.model)
-    truncation = count_truncated(texts, spec, location)
-    cache = VectorCache(cache_root, model_fingerprint(spec, cache_root, location))
-    loaded = {}
-
-    def compute(missing: list[str]) -> np.ndarray:
-        if "model" not in loaded:
-            if threads:
-                import torch
-
-                torch.set_num_threads(threads)
-            log.info("loading %s from %s", spec.model, location.directory)
-            loaded["model"] = load_model(spec, location)
-        model = loaded["model"]
-        return encode(model, missing, spec.batch_size, fixed_rows=model.device.type == "cuda")
-
-    lookup = cache.get_or_compute(texts, compute, verb="encoded")
-    vectors = lookup.vectors
-    if not texts:
-        # No text (a corpus whose query generation kept none) still needs the model's width: retrieval
-        # searches a (0, d) query matrix against d-wide chunk vectors.
-        model = loaded["model"] if "model" in loaded else load_model(spec, location)
-        vectors = np.zeros((0, embedding_dimension(model)), dtype=np.float32)
-    report = {
-        "n_texts": len(texts),
-        "n_distinct": lookup.n_computed + lookup.n_from_cache,
-        "n_encoded": lookup.n_computed,
-        "n_from_cache": lookup.n_from_cache,
-        "n_quarantined": lookup.n_quarantined,
-        "max_seq_length": truncation.max_seq_length,
-        "n_truncated": truncation.n_truncated,
-        "max_tokens": truncation.max_tokens,
-        "namespace": cache.directory.name,
-    }
+    encoder = CachedEncoder(spec, cache_root, threads)
+    vectors = encoder(texts)
+    report = encoder.report()
     log.info(
         "%d texts (%d distinct): %d encoded, %d from cache, %d cache shards quarantined",
         report["n_texts"],
@@ -477,14 +507,14 @@ def embed_texts(
         report["n_from_cache"],
         report["n_quarantined"],
     )
-    if truncation.n_truncated:
+    if report["n_truncated"]:
         log.warning(
             "%d of %d texts exceed %s's max_seq_length of %d tokens (longest %d) and were truncated",
-            truncation.n_truncated,
+            report["n_truncated"],
             len(texts),
             spec.model,
-            truncation.max_seq_length,
-            truncation.max_tokens,
+            report["max_seq_length"],
+            report["max_tokens"],
         )
     return Embedded(vectors, report)
 

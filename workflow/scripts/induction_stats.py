@@ -17,10 +17,14 @@ with step_log(snakemake.log[0], "induction_stats") as log:
         read_table(snakemake.input.gold_chunks, "chunks"),
     )
     usage = json.loads(Path(snakemake.input.usage).read_text())
+    # an LLM inducer's usage is its LLM calls (the report's LLM calls table); a segmentation
+    # inducer's is its embedding (texts encoded and served from the vector cache)
+    kind = snakemake.params.kind
     summary |= {
         "corpus": snakemake.wildcards.corpus,
         "inducer": snakemake.wildcards.inducer,
-        "llm": {key: value for key, value in usage.items() if key != "shards"},
+        "kind": kind,
+        "llm" if kind == "llm" else "embedding": {key: value for key, value in usage.items() if key != "shards"},
     }
     log.info("%s", summary)
     write_json(snakemake.output[0], summary)

@@ -36,6 +36,7 @@ from structbench.report.tables import (
     p_text,
     signed,
 )
+from structbench.stats.contrasts import HOLM_FAMILIES
 
 DPI = 100
 # Okabe & Ito (2008), "Color Universal Design": black, orange, sky blue, bluish green, blue, vermillion,
@@ -202,7 +203,7 @@ def forest_plot(data: pl.DataFrame, inputs: ReportInputs):
     axes = figure.add_subplot()
     ys = np.arange(len(rows))[::-1].astype(float)
     for y, row in zip(ys, rows):
-        exploratory = row["family"] not in ("primary", "secondary")
+        exploratory = row["family"] not in HOLM_FAMILIES
         color = PALETTE[4] if exploratory else PALETTE[0]
         axes.plot([row["ci_low"], row["ci_high"]], [y, y], color=color, linewidth=1.4, solid_capstyle="butt")
         axes.plot(
@@ -250,7 +251,7 @@ def forest_plot(data: pl.DataFrame, inputs: ReportInputs):
     kinds = {
         (
             "exploratory"
-            if r["family"] not in ("primary", "secondary")
+            if r["family"] not in HOLM_FAMILIES
             else "significant"
             if r["holm_significant"]
             else "not significant"

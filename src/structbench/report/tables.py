@@ -370,7 +370,7 @@ def contrast_rows(contrasts: pl.DataFrame, contrast_specs: Sequence[dict]) -> pl
     "Seed 000's Table 1 layout: each declared contrast per corpus. Δ is the mean paired per-query "
     "difference (treatment − control; for a dose-response, the mean per-query slope per path level), "
     "the 95% CI and p come from the document-clustered bootstrap, p (Holm) is adjusted within the "
-    "contrast's family (primary or secondary; exploratory rows are outside any family), dz is "
+    "contrast's family (primary, secondary or model_free; exploratory rows are outside any family), dz is "
     "Cohen's dz, and the MixedLM p's are the secondary model (random intercept per document; "
     "nested: plus a per-query effect). n.s.: not Holm-significant at 0.05.",
 )
@@ -934,9 +934,13 @@ def embedder_input_table(inputs: ReportInputs) -> TableContent:
     "Per document: usable = an answer passed the tiling check (first round or after the one correction "
     "round), repaired = the deterministic repair changed the answer, failed = no usable section "
     "(single-section fallback); corrected counts the documents whose first answer failed the check "
-    "and went to the correction round, whatever the outcome. identical spans is the share of the "
-    "induced structural chunks whose span is byte-identical to a gold structural chunk (seed 000, "
-    "table 9).",
+    "and went to the correction round, whatever the outcome (a segmentation inducer has no rounds: "
+    "usable = more than one section). identical spans is the share of the induced structural chunks "
+    "whose span is byte-identical to a gold structural chunk (seed 000, table 9). Agreement with the gold "
+    "section starts, over paragraph boundaries of every level: Pk (Beeferman et al. 1999) and WindowDiff "
+    "(Pevzner and Hearst 2002), lower is better, probe width half the mean gold section length; boundary "
+    "precision, recall and F1 with a tolerance of one paragraph (micro-averaged); top F1 counts top-level "
+    "sections only.",
 )
 def induction_table(inputs: ReportInputs) -> TableContent:
     if not inputs.induction_stats:
@@ -946,6 +950,7 @@ def induction_table(inputs: ReportInputs) -> TableContent:
         .select(
             "corpus",
             "inducer",
+            "kind",
             "documents",
             "usable",
             "repaired",
@@ -954,6 +959,12 @@ def induction_table(inputs: ReportInputs) -> TableContent:
             pl.col("mean_sections_induced").alias("sections/doc induced"),
             pl.col("mean_sections_gold").alias("sections/doc gold"),
             pl.col("identical_span_share").alias("identical spans"),
+            pl.col("pk").alias("Pk"),
+            pl.col("windowdiff").alias("WindowDiff"),
+            pl.col("boundary_precision").alias("boundary P"),
+            pl.col("boundary_recall").alias("boundary R"),
+            pl.col("boundary_f1").alias("boundary F1"),
+            pl.col("boundary_f1_top").alias("top F1"),
         )
         .sort("corpus", "inducer")
     )
@@ -994,7 +1005,9 @@ def contexts_table(inputs: ReportInputs) -> TableContent:
 )
 def llm_calls_table(inputs: ReportInputs) -> TableContent:
     rows = [
-        {"step": "induction", "corpus": s["corpus"], "of": s["inducer"], **s["llm"]} for s in inputs.induction_stats
+        {"step": "induction", "corpus": s["corpus"], "of": s["inducer"], **s["llm"]}
+        for s in inputs.induction_stats
+        if "llm" in s
     ]
     rows += [
         {"step": "contexts", "corpus": s["corpus"], "of": s["chunk set"], **s["llm"]} for s in inputs.context_stats

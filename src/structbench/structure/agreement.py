@@ -2,7 +2,7 @@
 
 **Representation.** A document of ``n`` paragraphs (0-based) is segmented by its set of *boundaries*: a
 boundary at paragraph ``i`` (``0 < i < n``) means a section starts at paragraph ``i``. Paragraph 0
-always starts a section and is never a boundary. From a sections table (``tables.SECTIONS``, or any
+always starts a section and is never a boundary. From a sections table (``datamodel.SECTIONS``, or any
 frame with ``doc_id, level, para_start, para_end``) the boundaries of all levels are every section start
 (:func:`section_boundaries`); the top-level boundaries are the starts of level-1 sections only. An empty
 parent heading (``para_end == para_start``) starts at the same paragraph as its first child, so it adds

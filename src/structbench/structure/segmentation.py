@@ -4,7 +4,7 @@ SPEC section 5's model-free arm (its own condition, never a silent substitute fo
 takes what the LLM inducer takes, the ``documents`` and ``paragraphs`` tables, plus an injected
 ``encode(texts) -> np.ndarray`` (L2-normalised float32 rows; the workflow passes the configured
 embedder with its cache), and returns the same ``(sections, status)`` pair as
-:func:`structbench.induction.induce_structure`. This module imports no model library.
+:func:`structbench.structure.induction.induce_structure`. This module imports no model library.
 
 **Segmentation** (Hearst 1997, "TextTiling: segmenting text into multi-paragraph subtopic passages",
 Computational Linguistics 23(1), with embeddings for term vectors), per document of ``n`` paragraphs:
@@ -70,6 +70,7 @@ kept because SPEC section 5 asks for one.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import re
 from bisect import bisect_left
@@ -80,9 +81,9 @@ import numpy as np
 import polars as pl
 
 from structbench.corpus.verify import verify_sections
-from structbench.induction import STATUS, InducedSection, _paragraph_texts, _sections_table, check_sections
+from structbench.datamodel import MAX_LEVEL, SectionSpec
 from structbench.sentences import sentence_starts
-from structbench.tables import MAX_LEVEL, SectionSpec
+from structbench.structure.sections import STATUS, InducedSection, check_sections, paragraph_texts, sections_table
 
 log = logging.getLogger(__name__)
 
@@ -408,14 +409,14 @@ def induce_segmentation(
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Induce a section tree for every document without an LLM: ``(sections, status)``.
 
-    ``sections`` has exactly the gold schema (``tables.SECTIONS``), is built like gold and LLM sections
+    ``sections`` has exactly the gold schema (``datamodel.SECTIONS``), is built like gold and LLM sections
     (``corpus.build.build_tables``) and passes ``verify_sections``; ``status`` has the columns of
     ``induction.STATUS`` (semantics in the module docstring). The parameters are those of the module
     docstring; ``encode`` is called once for all paragraphs (or sentences) and once per document for its
     title candidates."""
     if max_levels < 1 or min_section_paragraphs < 1 or title_words < 1:
         raise ValueError("max_levels, min_section_paragraphs and title_words must be at least 1")
-    texts_by_doc = _paragraph_texts(documents, paragraphs)
+    texts_by_doc = paragraph_texts(documents, paragraphs)
     vectors_by_doc = paragraph_vectors(texts_by_doc, encode, unit)
     specs, status_rows = {}, []
     for doc_id, texts in texts_by_doc.items():
@@ -450,8 +451,8 @@ def induce_segmentation(
         status_rows.append(
             (doc_id, status, reason, 1, 1, len(sections), 0, 0, sum(s.level > MAX_LEVEL for s in sections), 0)
         )
-    sections_table = _sections_table(documents, texts_by_doc, specs)
-    violations = verify_sections(paragraphs.filter(pl.col("doc_id").is_in(list(texts_by_doc))), sections_table)
+    induced = sections_table(documents, texts_by_doc, specs)
+    violations = verify_sections(paragraphs.filter(pl.col("doc_id").is_in(list(texts_by_doc))), induced)
     if violations:
         raise AssertionError("segmented sections fail verification:\n" + "\n".join(violations[:20]))
     status_table = pl.DataFrame(status_rows, schema=STATUS, orient="row")
@@ -460,4 +461,11 @@ def induce_segmentation(
         status_table.height,
         status_table.filter(pl.col("status") == "usable").height,
     )
-    return sections_table, status_table
+    return induced, status_table
+
+
+# The inducer's options, as config keys (inducers.<name> of kind segmentation; the schema states the same
+# defaults, checked by tests/test_segmentation.py).
+OPTIONS = tuple(
+    name for name, p in inspect.signature(induce_segmentation).parameters.items() if p.kind == p.KEYWORD_ONLY
+)

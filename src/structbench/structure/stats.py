@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import polars as pl
 
+from structbench.structure.agreement import agreement_summary
+
 INDUCTION_STATUSES = ("usable", "repaired", "failed")
+# agreement_summary's document and section counts, which induction_summary already reports
+AGREEMENT_COUNTS = ("n_docs", "sections_per_doc", "gold_sections_per_doc")
 
 
 def identical_span_share(induced_chunks: pl.DataFrame, gold_chunks: pl.DataFrame) -> float:
@@ -42,7 +46,9 @@ def induction_summary(
     """One inducer on one corpus: documents per status (``induction.STATUS``: usable = an answer passed
     the check, repaired = the deterministic repair changed it, failed = single-section fallback), how
     many needed the correction round, mean sections per document induced vs gold (same documents), and
-    the share of induced structural chunk spans byte-identical to gold ones (:func:`identical_span_share`)."""
+    the share of induced structural chunk spans byte-identical to gold ones (:func:`identical_span_share`),
+    and the segmentation's agreement with gold (:func:`structbench.structure.agreement.agreement_summary`:
+    Pk, WindowDiff, boundary precision / recall / F1 within one paragraph, all levels and top level)."""
     doc_ids = status["doc_id"].to_list()
     counts = dict(status["status"].value_counts().iter_rows())
     unknown = sorted(set(counts) - set(INDUCTION_STATUSES))
@@ -56,4 +62,9 @@ def induction_summary(
         "mean_sections_induced": mean_sections_per_document(induced_sections, doc_ids),
         "mean_sections_gold": mean_sections_per_document(gold_sections, doc_ids),
         "identical_span_share": identical_span_share(induced_chunks, gold_chunks),
+        **{
+            key: value
+            for key, value in agreement_summary(induced_sections, gold_sections, doc_ids).items()
+            if key not in AGREEMENT_COUNTS
+        },
     }
