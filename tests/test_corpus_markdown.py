@@ -170,6 +170,10 @@ def test_quote_not_in_text_names_question_file_and_quote(tmp_path):
         ('{"qid": "x", "doc_id": "nope", "question": "?", "evidence": ["a"]}', "'nope' is not a file stem"),
         ('{"qid": "x", "doc_id": "headings-only", "question": "?", "evidence": ["a"]}', "was skipped"),
         ('{"qid": "x", "doc_id": "gamma", "question": "?", "evidence": "Detail text."}', "non-empty list"),
+        ('{"qid": "x", "doc_id": "gamma", "question": "", "evidence": ["Detail text."]}', r"question 'x'.*no text"),
+        ('{"qid": "x", "doc_id": "gamma", "question": " \\t ", "evidence": ["Detail text."]}', r"'x'.*no text"),
+        ('{"qid": "x", "doc_id": "gamma", "question": null, "evidence": ["Detail text."]}', r"'x'.*no text"),
+        ('{"qid": "x", "doc_id": "gamma", "question": 7, "evidence": ["Detail text."]}', r"'x'.*not a string"),
     ],
 )
 def test_malformed_question_lines_are_errors_naming_file_and_line(tmp_path, line, message):

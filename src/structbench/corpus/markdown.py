@@ -38,9 +38,10 @@ Questions file (``questions_path``): JSONL, one object per line (blank lines all
 ``qtype`` is optional (default ``"factoid"``). Each quote maps to content offsets by exact substring
 search in the document's flat text (first occurrence; the count is kept in ``meta``), then by
 whitespace-normalized search mapped back to original offsets. A quote found neither way, an unknown
-``doc_id``, a duplicate ``qid``, a missing key or a line that is not JSON is a ``ValueError`` naming
-the file, the line and the question. ``spans`` is the union of the quotes' spans; ``meta`` holds
-``span_steps`` (``exact`` or ``normalized`` per span) and the quotes.
+``doc_id``, a duplicate ``qid``, a missing key, a question whose text is empty, whitespace, null or
+not a string, or a line that is not JSON is a ``ValueError`` naming the file, the line and the
+question. ``spans`` is the union of the quotes' spans; ``meta`` holds ``span_steps`` (``exact`` or
+``normalized`` per span) and the quotes.
 
 Bad input: a file that is not UTF-8 is a ``ValueError`` naming the file and byte offset (decoding
 with replacement would silently break verbatim quotes); a file with no body paragraphs (empty, or
@@ -343,6 +344,11 @@ def _load_questions(
         if qid in seen:
             raise ValueError(f"{where}: duplicate qid")
         seen.add(qid)
+        question = record["question"]
+        if question is not None and not isinstance(question, str):
+            raise ValueError(f"{where}: question text is not a string ({question!r})")
+        if question is None or not question.strip():
+            raise ValueError(f"{where}: question has no text ({question!r}); an empty question cannot be embedded")
         if doc_id not in texts:
             why = "was skipped (no paragraphs)" if doc_id in skipped_ids else "is not a file stem in the folder"
             raise ValueError(f"{where}: doc_id {doc_id!r} {why}")
@@ -368,7 +374,7 @@ def _load_questions(
                 "qid": qid,
                 "corpus": corpus,
                 "doc_id": doc_id,
-                "text": str(record["question"]),
+                "text": question,
                 "qtype": str(record.get("qtype") or "factoid"),
                 "spans": [(start, end) for start, end, _ in spans],
                 "meta": {
