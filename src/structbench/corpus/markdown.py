@@ -6,6 +6,10 @@ Parsing decisions (``parse_markdown``):
   whitespace removed and inner line breaks kept as in the source, so verbatim evidence quotes of
   up to a paragraph match exactly. Tables, block quotes, HTML blocks and comments, and indented
   (four-space) code are paragraphs like any other block; inline markup is kept as written.
+- **Comments.** An HTML comment block (a line starting with ``<!--``, up to three spaces in, through
+  the first line containing ``-->``, or the end of the file) is one paragraph, blank lines inside
+  kept; ``#`` lines and fences inside it are neither headings nor fences. It interrupts a paragraph
+  or list, and the line after its closing line starts a new block (a heading there is a heading).
 - **Lists.** The items of one list form one paragraph, even when blank lines separate them (a
   "loose" list): its text is the item lines joined by single line breaks (the blank lines between
   items are dropped). A list ends at a blank line followed by a line that is neither a list item
@@ -77,11 +81,12 @@ _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _THEMATIC = re.compile(r"^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
 _LIST_ITEM = re.compile(r"^ {0,3}(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)")
 _CONTINUATION = re.compile(r"^(?: {2,}|\t)\S")
+_COMMENT_OPEN = re.compile(r"^ {0,3}<!--")
 
 
 @dataclass
 class _Block:
-    kind: str  # "para", "list" or "code"
+    kind: str  # "para", "list", "code" or "comment"
     lines: list[str]
     fence: str = ""
 
@@ -126,6 +131,9 @@ def parse_markdown(text: str, doc_id: str, title: str | None = None) -> ParsedDo
     def flush() -> None:
         nonlocal block, blank_in_list
         if block is not None:
+            if block.kind == "comment":
+                while block.lines and not block.lines[-1].strip():
+                    block.lines.pop()  # an unclosed comment runs to the end of the file
             joined = "\n".join(block.lines)
             if joined.strip():
                 paragraphs.append(joined)
@@ -145,10 +153,21 @@ def parse_markdown(text: str, doc_id: str, title: str | None = None) -> ParsedDo
                 flush()
             continue
         line = raw.rstrip()
+        if block is not None and block.kind == "comment":
+            block.lines.append(line)
+            if "-->" in line:
+                flush()
+            continue
         if not line.strip():
             if block is not None and block.kind == "list":
                 blank_in_list = True
             else:
+                flush()
+            continue
+        if _COMMENT_OPEN.match(line):
+            flush()
+            block = _Block("comment", [line])
+            if "-->" in line:
                 flush()
             continue
         fence = _FENCE.match(line)
