@@ -187,6 +187,13 @@ def test_nested_command_line_strings_get_the_schema_type():
         ({"stats__primary_metric": "nDCG@20"}, r"stats\.primary_metric = 'nDCG@20' is not computed"),
         ({"stats__primary_metric": "cov_ndcg"}, r"stats\.primary_metric = 'cov_ndcg' is not computed"),
         ({"contrasts": {"C0": {"treatment": "G3", "control": "G3"}}}, r"contrasts\.C0 compares 'G3' with itself"),
+        (
+            {
+                "conditions": GOLD["conditions"] | {"G3b": GOLD["conditions"]["G3"]},
+                "contrasts": {"C0": {"treatment": "G3b", "control": "G3"}},
+            },
+            r"contrasts\.C0 compares 'G3b' with 'G3', which have identical axes \(boundaries=structural, structure=gol",
+        ),
         ({"select": {"corpora": ["nope"]}}, r"select\.corpora names \['nope'\]"),
         ({"select": {"conditions": ["G3", "G9"]}}, r"select\.conditions names \['G9'\]"),
     ],
