@@ -410,3 +410,20 @@ def test_markdown_places_each_figure_after_its_table():
         < text.index("## Per-condition means (Table 2)")
     )
     assert text.count("*Omitted: not drawn in this test.*") == len(FIGURES)
+
+
+def test_the_conditions_table_lists_the_selected_conditions_only():
+    """``select.conditions`` runs a subset: the report rule hands the report the selected conditions (in
+    declared order), so the Conditions table, like every table that reads the axes, shows what ran."""
+    import re
+
+    from conftest import REPO
+
+    selected = ["G2", "G3", "G4"]
+    inputs = synthetic_inputs(conditions={name: CONDITIONS[name] for name in selected})
+    (table,) = tables_of(inputs, "conditions")
+    assert table.content.data["condition"].to_list() == selected
+    rule = (REPO / "rules/report.smk").read_text()
+    report_rule = rule[rule.index("rule report:") :]
+    passed = re.search(r"^        conditions=(.*),$", report_rule, re.MULTILINE).group(1)
+    assert passed == '{name: config["conditions"][name] for name in CONDITIONS}'  # CONDITIONS: check_config's selection

@@ -166,7 +166,8 @@ class ReportInputs:
     builds it from the run's files).
 
     ``scores``: every dense cell's per-query scores, concatenated; ``contrasts``: every cell's contrasts
-    table with its cell columns; ``conditions``: name -> axes as declared (declared order is the order
+    table with its cell columns; ``conditions``: name -> axes of the conditions the run selected
+    (``select.conditions``; every declared one when none), as declared (declared order is the order
     every table and figure shows them in); ``contrast_specs``: the contrasts as the statistics step got
     them; ``bootstrap_iters`` and ``seed``: the statistics settings (also used for the bootstrap CIs of
     the per-condition means); ``chunk_sets``: (corpus, chunk set) -> chunks table;
