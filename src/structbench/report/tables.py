@@ -900,8 +900,10 @@ def prefixes_table(inputs: ReportInputs) -> TableContent:
     "Embedder input length",
     "Texts longer than the embedder's max_seq_length (counted with the embedder's own tokenizer, "
     "special tokens included) are truncated by the model: a truncation that grows with the prefix "
-    "would confound every prefix contrast, so the shipped configs truncate nothing. n_from_cache: "
-    "vectors served from the content-addressed embedding cache.",
+    "would confound every prefix contrast, so the shipped configs truncate nothing. The "
+    "'(merge paragraphs)' rows are the paragraphs the semantic merge embeds to compare neighbours "
+    "(chunking.semantic_embedder): a truncated one is compared on its first max_seq_length tokens. "
+    "n_from_cache: vectors served from the content-addressed embedding cache.",
 )
 def embedder_input_table(inputs: ReportInputs) -> TableContent:
     if not inputs.embed_reports:
