@@ -135,3 +135,24 @@ def test_cli_piped_into_head_stops_quietly(tmp_path):
 def test_cli_missing_file_is_named(tmp_path, capsys):
     assert main(["chunk", str(tmp_path / "absent.md")]) == 2
     assert "absent.md" in capsys.readouterr().err
+
+
+def test_python_dash_m_structbench_is_the_structbench_script(tmp_path):
+    """`python -m structbench` (src/structbench/__main__.py) runs the same command line as the installed
+    `structbench` script: the same JSON lines for `chunk FILE --json`, the same exit status."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    path = tmp_path / "pet-notes.md"
+    path.write_text(GUIDE)
+    arguments = ["chunk", str(path), "--json"]
+    script_command = [str(Path(sys.executable).with_name("structbench")), *arguments]
+    script = subprocess.run(script_command, capture_output=True, text=True, timeout=300)
+    module_command = [sys.executable, "-m", "structbench", *arguments]
+    module = subprocess.run(module_command, capture_output=True, text=True, timeout=300)
+    assert script.returncode == module.returncode == 0, script.stderr + module.stderr
+    assert module.stdout == script.stdout
+    assert [json.loads(line)["index"] for line in module.stdout.splitlines()] == list(range(len(chunk_markdown(GUIDE))))
+    missing = [sys.executable, "-m", "structbench", "chunk", str(tmp_path / "absent.md")]
+    assert subprocess.run(missing, capture_output=True, text=True, timeout=300).returncode == 2
