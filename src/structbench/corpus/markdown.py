@@ -119,7 +119,8 @@ def _front_matter(lines: list[str], doc_id: str) -> tuple[dict, int]:
 
 
 def parse_markdown(text: str, doc_id: str, title: str | None = None) -> ParsedDocument:
-    """Parse one Markdown document; ``title`` is the fallback title (default: ``doc_id``)."""
+    """Parse one Markdown document; ``title`` is the fallback title (default: ``doc_id``; ``""``: none, the
+    document is untitled unless it names a title itself)."""
     text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
     lines = text.split("\n")
     front, first_line = _front_matter(lines, doc_id)
@@ -216,7 +217,7 @@ def parse_markdown(text: str, doc_id: str, title: str | None = None) -> ParsedDo
     if headings and headings[0][0] == 1 and h1_count == 1:
         _, heading_title, _ = headings.pop(0)
         doc_title = doc_title or heading_title or None
-    doc_title = doc_title or title or doc_id
+    doc_title = doc_title or (title if title is not None else doc_id)
     sections = sections_from_headings(len(paragraphs), headings)
     meta = {"front_matter": {str(key): _jsonable(value) for key, value in front.items()}} if front else {}
     return ParsedDocument(doc_id=doc_id, title=doc_title, paragraphs=paragraphs, sections=sections, meta=meta)
