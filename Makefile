@@ -15,6 +15,8 @@ CORES ?= 2
 ARGS ?=
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.structbench-installed
+# Snakemake reports a YAML error in a --configfile without the file or the line: name them first.
+CHECK_CONFIG = $(BIN)/python -m structbench check-config --snakemake-args $(ARGS)
 
 .PHONY: install run resume dryrun test lint fidelity clean
 
@@ -31,14 +33,17 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 run: $(STAMP)
+	$(CHECK_CONFIG)
 	$(BIN)/snakemake --cores $(CORES) $(ARGS) || { \
 	  echo "If an earlier run was killed (Directory cannot be locked, IncompleteFilesException): make resume, with the same ARGS"; \
 	  exit 1; }
 
 resume: $(STAMP)
+	$(CHECK_CONFIG)
 	$(BIN)/python workflow/resume.py --cores $(CORES) $(ARGS)
 
 dryrun: $(STAMP)
+	$(CHECK_CONFIG)
 	$(BIN)/snakemake -n $(ARGS)
 
 # ruff (lint + format check) over the Python, snakefmt over Snakefile and rules/ (config in pyproject.toml).

@@ -69,7 +69,8 @@ rule semantic_chunks:
         paragraphs=f"{R}/{{corpus}}/corpus/paragraphs.parquet",
         sections=structure_sections,
     output:
-        f"{R}/{{corpus}}/chunks/semantic/{{structure}}.parquet",
+        chunks=f"{R}/{{corpus}}/chunks/semantic/{{structure}}.parquet",
+        embed_report=f"{R}/{{corpus}}/chunks/semantic/{{structure}}.embed.json",
     log:
         f"{LOGS}/chunks/{{corpus}}/semantic-{{structure}}.log",
     conda:

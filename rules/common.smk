@@ -210,13 +210,23 @@ def all_chunk_sets():
 
 
 def all_embed_reports():
-    """(corpus, embedder, text set) -> the embedding step's report (input length, truncation, cache use)."""
+    """(corpus, embedder, text set) -> the embedding step's report (input length, truncation, cache use);
+    the semantic merge's paragraph embeddings (every corpus it chunks) are the text set
+    ``semantic/<structure> (merge paragraphs)``."""
     textsets = sorted({c.textset for c in CONDITIONS.values()})
     reports = {
         (corpus, embedder, textset): f"{R}/{corpus}/vectors/{embedder}/{textset}.embed.json"
         for corpus in SCORED_CORPORA
         for embedder in EMBEDDERS
         for textset in textsets
+    }
+    semantic = sorted({c.chunkset for c in CONDITIONS.values() if c.boundaries == "semantic"})
+    reports |= {
+        (corpus, config["chunking"]["semantic_embedder"], f"{chunkset} (merge paragraphs)"): (
+            f"{R}/{corpus}/chunks/{chunkset}.embed.json"
+        )
+        for corpus in CORPORA
+        for chunkset in semantic
     }
     return reports | {
         (corpus, embedder, "queries"): f"{R}/{corpus}/vectors/{embedder}/queries.embed.json"

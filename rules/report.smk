@@ -61,7 +61,7 @@ rule report:
         primary_metric=config["stats"]["primary_metric"],
         bootstrap_iters=config["stats"]["bootstrap_iters"],
         seed=config["seed"],
-        conditions=config["conditions"],
+        conditions={name: config["conditions"][name] for name in CONDITIONS},
         contrasts=contrast_params,
         table_captions=table_captions(),
         figure_captions=figure_captions(),

@@ -135,3 +135,46 @@ def test_cli_piped_into_head_stops_quietly(tmp_path):
 def test_cli_missing_file_is_named(tmp_path, capsys):
     assert main(["chunk", str(tmp_path / "absent.md")]) == 2
     assert "absent.md" in capsys.readouterr().err
+
+
+def test_python_dash_m_structbench_is_the_structbench_script(tmp_path):
+    """`python -m structbench` (src/structbench/__main__.py) runs the same command line as the installed
+    `structbench` script: the same JSON lines for `chunk FILE --json`, the same exit status."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    path = tmp_path / "pet-notes.md"
+    path.write_text(GUIDE)
+    arguments = ["chunk", str(path), "--json"]
+    script_command = [str(Path(sys.executable).with_name("structbench")), *arguments]
+    script = subprocess.run(script_command, capture_output=True, text=True, timeout=300)
+    module_command = [sys.executable, "-m", "structbench", *arguments]
+    module = subprocess.run(module_command, capture_output=True, text=True, timeout=300)
+    assert script.returncode == module.returncode == 0, script.stderr + module.stderr
+    assert module.stdout == script.stdout
+    assert [json.loads(line)["index"] for line in module.stdout.splitlines()] == list(range(len(chunk_markdown(GUIDE))))
+    missing = [sys.executable, "-m", "structbench", "chunk", str(tmp_path / "absent.md")]
+    assert subprocess.run(missing, capture_output=True, text=True, timeout=300).returncode == 2
+
+
+def test_a_document_without_a_title_gets_no_invented_one():
+    """No front matter title, no single H1 and no ``title`` argument: the path starts at the first real
+    heading (no placeholder word), a chunk before any heading has an empty path and no prefix, and
+    ``depth`` counts the same levels as with a title (2 = the top-level section; 1 = nothing)."""
+    text = "Lead text before any heading.\n\n## Dogs\n\nDogs like walks.\n\n### Puppies\n\nPuppies sleep a lot.\n"
+    chunks = chunk_markdown(text, t_min=0)
+    assert chunks.title == ""
+    assert [c.path for c in chunks] == [(), ("Dogs",), ("Dogs", "Puppies")]
+    assert [c.prefix for c in chunks] == ["", "[Dogs]\n\n", "[Dogs]\n\n"]
+    assert chunks[0].text == chunks[0].content == "Lead text before any heading." and chunks[0].prefix_tokens == 0
+    assert chunks[1].prefix_tokens == TOK.count("[Dogs]\n\n")
+    assert all("document" not in c.text for c in chunks)
+    assert [c.prefix for c in chunk_markdown(text, t_min=0, depth=3)][2] == "[Dogs > Puppies]\n\n"
+    assert {c.prefix for c in chunk_markdown(text, t_min=0, depth=1)} == {""}
+    several = chunk_markdown("# A\n\nx\n\n# B\n\ny\n", t_min=0)
+    assert [(c.path, c.prefix) for c in several] == [(("A",), "[A]\n\n"), (("B",), "[B]\n\n")]
+    plain = chunk_markdown("Just one paragraph of text here.")
+    assert [(c.path, c.prefix) for c in plain] == [((), "")]
+    titled = chunk_markdown(text, t_min=0, title="Pets")
+    assert [c.prefix for c in titled] == ["[Pets]\n\n", "[Pets > Dogs]\n\n", "[Pets > Dogs]\n\n"]

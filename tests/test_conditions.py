@@ -134,6 +134,18 @@ def test_self_contrast_and_incomplete_pairs_are_refused():
         parse_contrasts({"C1": {"treatment": "G3"}}, conditions)
 
 
+def test_contrast_of_two_names_for_one_condition_is_refused():
+    """Two differently named conditions with the same four axes rank the same chunks the same way:
+    contrasting them is the self-contrast under another name (delta 0, CI [0, 0], p = 1 in a Holm family)."""
+    conditions = parse_conditions({"G3": axes(), "G3b": axes(), "G2": axes(prefix="none")})
+    twin = r"contrasts\.C0 compares 'G3b' with 'G3', which have identical axes \(boundaries=structural, .*prefix=path:3"
+    with pytest.raises(ValueError, match=twin):
+        parse_contrasts({"C0": {"treatment": "G3b", "control": "G3"}}, conditions)
+    with pytest.raises(ValueError, match=r"contrasts\.D0\.conditions: 'G3' and 'G3b' have identical axes"):
+        parse_contrasts({"D0": {"conditions": ["G2", "G3", "G3b"]}}, conditions)
+    assert set(parse_contrasts({"C1": {"treatment": "G3b", "control": "G2"}}, conditions)) == {"C1"}
+
+
 def test_llm_kinds_parse_and_their_declarations_are_checked_by_config():
     """induced:<x> and context are ordinary axis values; whether an inducer or a context LLM is
     declared for them is a cross-key check of structbench.config (tests/test_config.py)."""

@@ -1,6 +1,7 @@
 """Start-up validation (structbench.config): schema, defaults, cross-key checks — all before any job runs."""
 
 import copy
+import re
 
 import pytest
 import yaml
@@ -202,6 +203,13 @@ def test_nested_command_line_strings_get_the_schema_type():
         ({"stats__primary_metric": "nDCG@20"}, r"stats\.primary_metric = 'nDCG@20' is not computed"),
         ({"stats__primary_metric": "cov_ndcg"}, r"stats\.primary_metric = 'cov_ndcg' is not computed"),
         ({"contrasts": {"C0": {"treatment": "G3", "control": "G3"}}}, r"contrasts\.C0 compares 'G3' with itself"),
+        (
+            {
+                "conditions": GOLD["conditions"] | {"G3b": GOLD["conditions"]["G3"]},
+                "contrasts": {"C0": {"treatment": "G3b", "control": "G3"}},
+            },
+            r"contrasts\.C0 compares 'G3b' with 'G3', which have identical axes \(boundaries=structural, structure=gol",
+        ),
         ({"select": {"corpora": ["nope"]}}, r"select\.corpora names \['nope'\]"),
         ({"select": {"conditions": ["G3", "G9"]}}, r"select\.conditions names \['G9'\]"),
     ],
@@ -470,3 +478,75 @@ def test_the_wikitext_arm_config_names_its_file_on_the_command_line():
     validate_config(config, SCHEMA)
     conditions, contrasts = check_config(config, metrics_from_config(config["metrics"]))
     assert set(conditions) == set(DEFAULT["conditions"]) and config["querygen"]["llm"] == "smollm2"
+
+
+BROKEN_YAML = {
+    "indent.yaml": ("chunking:\n  t_max: 300\n   t_min: 20\n", r"indent\.yaml:3:9: mapping values are not allowed.*"),
+    "flow.yaml": (
+        "corpora:\n  kb: {kind: markdown\nselect: x\n",
+        r"flow\.yaml:3:7: expected ',' or '}', but got ':' \(while parsing a flow mapping at line 2, column 7\)",
+    ),
+    "tab.yaml": ("stats:\n\tseed: 1\n", r"tab\.yaml:2:1: found character '\\t' that cannot start any token"),
+    "list.yaml": ("- a\n- b\n", r"list\.yaml: the top level is a list, not a mapping of config keys"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BROKEN_YAML))
+def test_a_broken_config_file_is_named_with_line_and_column(tmp_path, name):
+    from structbench.config import config_file_problems
+
+    text, message = BROKEN_YAML[name]
+    (tmp_path / name).write_text(text)
+    (tmp_path / "good.yaml").write_text("stats: {seed: 1}\n")
+    (problem,) = config_file_problems([tmp_path / "good.yaml", tmp_path / name])
+    assert re.fullmatch(f".*{message}", problem), problem
+
+
+def test_check_config_reads_the_configfiles_of_a_snakemake_command_line(tmp_path):
+    """Snakemake loads --configfile before it reads the workflow, and names neither the file nor the line
+    of a YAML error (the dry run below): `structbench check-config` (run by make run, dryrun and resume
+    before Snakemake) does, from the same arguments."""
+    import subprocess
+    import sys
+
+    from conftest import SNAKEMAKE, local_env
+
+    (tmp_path / "bad.yaml").write_text(BROKEN_YAML["indent.yaml"][0])
+    (tmp_path / "good.yaml").write_text("stats: {seed: 1}\n")
+    dry = subprocess.run(
+        [str(SNAKEMAKE), "-n", "-d", str(tmp_path / "run"), "--configfile", str(tmp_path / "bad.yaml")],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=local_env(),
+        timeout=120,
+    )
+    assert dry.returncode != 0 and "Config file is not valid JSON or YAML" in dry.stderr + dry.stdout
+    command = [sys.executable, "-m", "structbench", "check-config", "--snakemake-args", "-n", "--cores", "2"]
+    checked = subprocess.run(
+        command + ["--configfile", str(tmp_path / "good.yaml"), str(tmp_path / "bad.yaml"), "--config", "seed=2"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=local_env(PYTHONPATH=str(REPO / "src")),
+        timeout=60,
+    )
+    assert checked.returncode == 1
+    assert checked.stderr.strip() == f"{tmp_path / 'bad.yaml'}:3:9: mapping values are not allowed here"
+    fine = subprocess.run(
+        [*command[:5], f"--configfile={tmp_path / 'good.yaml'}"],
+        capture_output=True,
+        text=True,
+        env=local_env(PYTHONPATH=str(REPO / "src")),
+        timeout=60,
+    )
+    assert (fine.returncode, fine.stdout, fine.stderr) == (0, "", "")
+    named = subprocess.run(
+        [sys.executable, "-m", "structbench", "check-config", str(tmp_path / "good.yaml"), str(tmp_path / "bad.yaml")],
+        capture_output=True,
+        text=True,
+        env=local_env(PYTHONPATH=str(REPO / "src")),
+        timeout=60,
+    )
+    assert named.returncode == 1 and named.stderr.startswith(f"{tmp_path / 'bad.yaml'}:3:9: ")
+    assert "check-config --snakemake-args $(ARGS)" in (REPO / "Makefile").read_text()

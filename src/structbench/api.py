@@ -14,12 +14,19 @@ study's depth ladder (exploratory) found most of the gain at depth 1 and a plate
 nothing measured while telling the sections of one document apart, and depth 3 only adds
 prefix tokens. The real path beat a shuffled placebo, so the gain is its content, not extra tokens.
 ``depth=1`` keeps the title alone; ``depth=0`` turns the prefix off.
+
+A document that names no title (no front matter ``title:``, no single H1) and gets no ``title``
+argument is untitled: nothing is invented in the title's place. Its paths start at the first real
+heading, a chunk before any heading has the empty path and no prefix, and ``depth`` counts the same
+levels as with a title (``depth=2`` is ``[Section]``, the top-level section alone; ``depth=1`` no prefix).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+
+import polars as pl
 
 from structbench import defaults
 from structbench.boundaries import structural_chunks
@@ -79,7 +86,8 @@ def chunk_markdown(
 ) -> ChunkList:
     """Chunk one Markdown document at its headings and prefix each chunk with its heading path.
 
-    ``title`` is used when the document names none (front matter ``title:`` or a single H1 wins).
+    ``title`` is used when the document names none (front matter ``title:`` or a single H1 wins); with
+    neither, the document is untitled (``result.title == ""``; module docstring).
     Sections are split at sentence boundaries above ``t_max`` content tokens and merged with a
     neighbour in the same top-level section below ``t_min`` (see :mod:`structbench.boundaries`).
     Offsets are into ``result.flat_text``: the body paragraphs joined by blank lines, headings
@@ -98,12 +106,16 @@ def chunk_markdown(
     if depth < 0:
         raise ValueError(f"depth must be >= 0, got {depth}")
     counter = load_tokenizer(tokenizer)
-    parsed = parse_markdown(text, "document", title)
+    parsed = parse_markdown(text, "document", title if title is not None else "")
     if not parsed.paragraphs:
         return ChunkList(flat_text="", title=parsed.title)
     documents, paragraphs, sections = build_tables("api", [parsed])
     chunks = structural_chunks(documents, paragraphs, sections, counter, t_max=t_max, t_min=t_min)
-    texts, _ = render_texts(documents, chunks, f"path:{depth}" if depth else "none", counter, separator=separator)
+    levels = depth
+    if not parsed.title:  # untitled: drop the empty title slot; depth still counts it
+        chunks = chunks.with_columns(pl.col("path").list.slice(1))
+        levels = max(depth - 1, 0)
+    texts, _ = render_texts(documents, chunks, f"path:{levels}" if levels else "none", counter, separator=separator)
     flat = documents["text"][0]
     result = ChunkList(flat_text=flat, title=parsed.title)
     for start, end, n_tokens, path, prefix, embed_text, prefix_tokens in zip(
@@ -118,6 +130,8 @@ def chunk_markdown(
         span = flat[start:end]
         start += len(span) - len(span.lstrip())
         content = span.strip()
+        if not path:  # an untitled document's text before its first heading: no path, so no prefix
+            prefix, embed_text, prefix_tokens = "", content, 0
         result.append(
             Chunk(
                 start=start,

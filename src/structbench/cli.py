@@ -85,7 +85,35 @@ def _run_chunk(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS: list[Callable] = [_add_chunk]
+def _add_check_config(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "check-config",
+        help="name the file, line and column of a YAML error in config files",
+        description="Read each config FILE (and the --configfile files of a Snakemake command line given "
+        "after --snakemake-args) and print FILE:LINE:COLUMN: problem for each that is not valid YAML or not "
+        "a mapping; exit 1 if any is. Snakemake's own message names neither the file nor the line.",
+    )
+    parser.add_argument("files", nargs="*", metavar="FILE", help="a YAML config file")
+    parser.add_argument(
+        "--snakemake-args",
+        nargs=argparse.REMAINDER,
+        default=[],
+        metavar="ARGS",
+        help="a Snakemake command line (everything after this option): its --configfile files are read",
+    )
+    parser.set_defaults(run=_run_check_config)
+
+
+def _run_check_config(args: argparse.Namespace) -> int:
+    from structbench.config import config_file_problems, snakemake_configfiles
+
+    problems = config_file_problems([*args.files, *snakemake_configfiles(args.snakemake_args)])
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    return 1 if problems else 0
+
+
+COMMANDS: list[Callable] = [_add_chunk, _add_check_config]
 
 
 def build_parser() -> argparse.ArgumentParser:

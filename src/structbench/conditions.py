@@ -224,8 +224,18 @@ def parse_conditions(entries: dict) -> dict[str, Condition]:
     return conditions
 
 
+def _axes(condition: Condition) -> tuple[str, ...]:
+    return tuple(getattr(condition, axis) for axis in AXES)
+
+
+def _axes_text(condition: Condition) -> str:
+    return ", ".join(f"{axis}={getattr(condition, axis)}" for axis in AXES)
+
+
 def parse_contrasts(entries: dict, conditions: dict[str, Condition]) -> dict[str, Contrast]:
-    """Validate the ``contrasts`` block: members are declared conditions, a pair compares two different ones."""
+    """Validate the ``contrasts`` block: members are declared conditions, a pair compares two different ones
+    (different names and different axes: two names for one condition are a self-contrast), and a
+    conditions list holds no condition twice (by name or by axes)."""
     contrasts = {}
     for name, entry in entries.items():
         pairwise = "treatment" in entry or "control" in entry
@@ -254,6 +264,21 @@ def parse_contrasts(entries: dict, conditions: dict[str, Condition]) -> dict[str
             )
         if len(set(contrast.conditions)) != len(contrast.conditions):
             raise ValueError(f"contrasts.{name}.conditions lists a condition twice: {list(contrast.conditions)}")
+        if pairwise and _axes(conditions[contrast.treatment]) == _axes(conditions[contrast.control]):
+            raise ValueError(
+                f"contrasts.{name} compares {contrast.treatment!r} with {contrast.control!r}, which have identical "
+                f"axes ({_axes_text(conditions[contrast.control])}): every delta is 0, and in a Holm family it "
+                "would inflate the other contrasts' adjusted p-values"
+            )
+        seen: dict[tuple, str] = {}
+        for member in contrast.conditions:
+            key = _axes(conditions[member])
+            if key in seen:
+                raise ValueError(
+                    f"contrasts.{name}.conditions: {seen[key]!r} and {member!r} have identical axes "
+                    f"({_axes_text(conditions[member])}): the slope would count one condition twice"
+                )
+            seen[key] = member
         if contrast.depths and len(contrast.depths) != len(contrast.conditions):
             raise ValueError(f"contrasts.{name}.depths needs one depth per condition")
         if contrast.family not in FAMILIES:

@@ -29,6 +29,60 @@ class ConfigError(ValueError):
     """A config that cannot run; the message names the key."""
 
 
+def config_file_problems(paths) -> list[str]:
+    """``FILE:LINE:COLUMN: problem`` for each of ``paths`` that is not valid YAML, ``FILE: problem`` for one
+    whose top level is not a mapping (``[]`` when every file reads cleanly; a missing file is left to
+    Snakemake, whose message names it).
+
+    Snakemake loads ``--configfile`` itself, before it reads the workflow, and reports a YAML error as
+    "Config file is not valid JSON or YAML" naming neither the file nor the line (9.27; ``--verbose``
+    shows the parser's traceback). ``structbench check-config`` runs this on the files of a Snakemake
+    command line; ``make run``, ``dryrun`` and ``resume`` run it before Snakemake."""
+    problems = []
+    for path in paths:
+        path = Path(path)
+        if not path.is_file():
+            continue
+        try:
+            loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except UnicodeDecodeError as error:
+            problems.append(f"{path}: not valid UTF-8 (byte {error.start})")
+            continue
+        except yaml.MarkedYAMLError as error:
+            mark = error.problem_mark or error.context_mark
+            where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+            problem = error.problem or error.context or "not valid YAML"
+            if error.context and error.problem and error.context_mark:
+                context = error.context_mark
+                problem += f" ({error.context} at line {context.line + 1}, column {context.column + 1})"
+            problems.append(f"{where}: {problem}")
+            continue
+        except yaml.YAMLError as error:
+            problems.append(f"{path}: not valid YAML ({error})")
+            continue
+        if loaded is not None and not isinstance(loaded, dict):
+            problems.append(f"{path}: the top level is a {type(loaded).__name__}, not a mapping of config keys")
+    return problems
+
+
+def snakemake_configfiles(arguments) -> list[str]:
+    """The files a Snakemake command line names with ``--configfile``/``--configfiles`` (each option takes
+    every following argument up to the next option; ``--configfile=FILE`` too)."""
+    files: list[str] = []
+    taking = False
+    for argument in arguments:
+        option, equals, value = argument.partition("=")
+        if option in ("--configfile", "--configfiles"):
+            taking = not equals
+            if equals:
+                files.append(value)
+        elif argument.startswith("-"):
+            taking = False
+        elif taking:
+            files.append(argument)
+    return files
+
+
 def load_schema(path: str | Path) -> dict:
     schema = yaml.safe_load(Path(path).read_text())
     schema.setdefault("$defs", {})["axes"] = axes.schema_definitions()

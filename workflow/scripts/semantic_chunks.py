@@ -1,5 +1,9 @@
-"""Seed 004's semantic merge: adjacent paragraphs of a section merge at cosine >= threshold, then the bounds."""
+"""Seed 004's semantic merge: adjacent paragraphs of a section merge at cosine >= threshold, then the bounds.
 
+Besides the chunks, the step writes the embedding report of the paragraphs it compared (input length,
+truncation, cache use: ``embed.embed_texts``), which the report's embedder-input table shows."""
+
+from structbench.atomic import write_json
 from structbench.boundaries import assert_tiling, semantic_chunks
 from structbench.datamodel import read_table, write_table
 from structbench.embed import EmbedderSpec, embed_texts
@@ -9,16 +13,26 @@ from structbench.tokens import load_tokenizer
 with step_log(snakemake.log[0], "semantic_chunks") as log:
     spec = EmbedderSpec.from_config(dict(snakemake.params.embedder))
     documents = read_table(snakemake.input.documents, "documents")
+    reports = []
+
+    def embed(texts):
+        embedded = embed_texts(texts, spec, snakemake.params.cache, threads=snakemake.threads)
+        reports.append(embedded.report)
+        return embedded.vectors
+
     chunks = semantic_chunks(
         documents,
         read_table(snakemake.input.paragraphs, "paragraphs"),
         read_table(snakemake.input.sections, "sections"),
         load_tokenizer(snakemake.params.tokenizer),
-        lambda texts: embed_texts(texts, spec, snakemake.params.cache, threads=snakemake.threads).vectors,
+        embed,
         threshold=snakemake.params.threshold,
         t_max=snakemake.params.t_max,
         t_min=snakemake.params.t_min,
     )
     assert_tiling(documents, chunks)
     log.info("%d chunks, mean %.1f tokens", chunks.height, chunks["n_tokens"].mean())
-    write_table(chunks, snakemake.output[0])
+    # No section with two paragraphs: nothing was embedded, nothing truncated.
+    report = reports[0] if reports else {"n_texts": 0, "n_truncated": 0}
+    write_table(chunks, snakemake.output.chunks)
+    write_json(snakemake.output.embed_report, report)

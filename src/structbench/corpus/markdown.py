@@ -6,6 +6,10 @@ Parsing decisions (``parse_markdown``):
   whitespace removed and inner line breaks kept as in the source, so verbatim evidence quotes of
   up to a paragraph match exactly. Tables, block quotes, HTML blocks and comments, and indented
   (four-space) code are paragraphs like any other block; inline markup is kept as written.
+- **Comments.** An HTML comment block (a line starting with ``<!--``, up to three spaces in, through
+  the first line containing ``-->``, or the end of the file) is one paragraph, blank lines inside
+  kept; ``#`` lines and fences inside it are neither headings nor fences. It interrupts a paragraph
+  or list, and the line after its closing line starts a new block (a heading there is a heading).
 - **Lists.** The items of one list form one paragraph, even when blank lines separate them (a
   "loose" list): its text is the item lines joined by single line breaks (the blank lines between
   items are dropped). A list ends at a blank line followed by a line that is neither a list item
@@ -38,9 +42,10 @@ Questions file (``questions_path``): JSONL, one object per line (blank lines all
 ``qtype`` is optional (default ``"factoid"``). Each quote maps to content offsets by exact substring
 search in the document's flat text (first occurrence; the count is kept in ``meta``), then by
 whitespace-normalized search mapped back to original offsets. A quote found neither way, an unknown
-``doc_id``, a duplicate ``qid``, a missing key or a line that is not JSON is a ``ValueError`` naming
-the file, the line and the question. ``spans`` is the union of the quotes' spans; ``meta`` holds
-``span_steps`` (``exact`` or ``normalized`` per span) and the quotes.
+``doc_id``, a duplicate ``qid``, a missing key, a question whose text is empty, whitespace, null or
+not a string, or a line that is not JSON is a ``ValueError`` naming the file, the line and the
+question. ``spans`` is the union of the quotes' spans; ``meta`` holds ``span_steps`` (``exact`` or
+``normalized`` per span) and the quotes.
 
 Bad input: a file that is not UTF-8 is a ``ValueError`` naming the file and byte offset (decoding
 with replacement would silently break verbatim quotes); a file with no body paragraphs (empty, or
@@ -76,11 +81,12 @@ _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _THEMATIC = re.compile(r"^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
 _LIST_ITEM = re.compile(r"^ {0,3}(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)")
 _CONTINUATION = re.compile(r"^(?: {2,}|\t)\S")
+_COMMENT_OPEN = re.compile(r"^ {0,3}<!--")
 
 
 @dataclass
 class _Block:
-    kind: str  # "para", "list" or "code"
+    kind: str  # "para", "list", "code" or "comment"
     lines: list[str]
     fence: str = ""
 
@@ -113,7 +119,8 @@ def _front_matter(lines: list[str], doc_id: str) -> tuple[dict, int]:
 
 
 def parse_markdown(text: str, doc_id: str, title: str | None = None) -> ParsedDocument:
-    """Parse one Markdown document; ``title`` is the fallback title (default: ``doc_id``)."""
+    """Parse one Markdown document; ``title`` is the fallback title (default: ``doc_id``; ``""``: none, the
+    document is untitled unless it names a title itself)."""
     text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
     lines = text.split("\n")
     front, first_line = _front_matter(lines, doc_id)
@@ -125,6 +132,9 @@ def parse_markdown(text: str, doc_id: str, title: str | None = None) -> ParsedDo
     def flush() -> None:
         nonlocal block, blank_in_list
         if block is not None:
+            if block.kind == "comment":
+                while block.lines and not block.lines[-1].strip():
+                    block.lines.pop()  # an unclosed comment runs to the end of the file
             joined = "\n".join(block.lines)
             if joined.strip():
                 paragraphs.append(joined)
@@ -144,10 +154,21 @@ def parse_markdown(text: str, doc_id: str, title: str | None = None) -> ParsedDo
                 flush()
             continue
         line = raw.rstrip()
+        if block is not None and block.kind == "comment":
+            block.lines.append(line)
+            if "-->" in line:
+                flush()
+            continue
         if not line.strip():
             if block is not None and block.kind == "list":
                 blank_in_list = True
             else:
+                flush()
+            continue
+        if _COMMENT_OPEN.match(line):
+            flush()
+            block = _Block("comment", [line])
+            if "-->" in line:
                 flush()
             continue
         fence = _FENCE.match(line)
@@ -196,7 +217,7 @@ def parse_markdown(text: str, doc_id: str, title: str | None = None) -> ParsedDo
     if headings and headings[0][0] == 1 and h1_count == 1:
         _, heading_title, _ = headings.pop(0)
         doc_title = doc_title or heading_title or None
-    doc_title = doc_title or title or doc_id
+    doc_title = doc_title or (title if title is not None else doc_id)
     sections = sections_from_headings(len(paragraphs), headings)
     meta = {"front_matter": {str(key): _jsonable(value) for key, value in front.items()}} if front else {}
     return ParsedDocument(doc_id=doc_id, title=doc_title, paragraphs=paragraphs, sections=sections, meta=meta)
@@ -343,6 +364,11 @@ def _load_questions(
         if qid in seen:
             raise ValueError(f"{where}: duplicate qid")
         seen.add(qid)
+        question = record["question"]
+        if question is not None and not isinstance(question, str):
+            raise ValueError(f"{where}: question text is not a string ({question!r})")
+        if question is None or not question.strip():
+            raise ValueError(f"{where}: question has no text ({question!r}); an empty question cannot be embedded")
         if doc_id not in texts:
             why = "was skipped (no paragraphs)" if doc_id in skipped_ids else "is not a file stem in the folder"
             raise ValueError(f"{where}: doc_id {doc_id!r} {why}")
@@ -368,7 +394,7 @@ def _load_questions(
                 "qid": qid,
                 "corpus": corpus,
                 "doc_id": doc_id,
-                "text": str(record["question"]),
+                "text": question,
                 "qtype": str(record.get("qtype") or "factoid"),
                 "spans": [(start, end) for start, end, _ in spans],
                 "meta": {

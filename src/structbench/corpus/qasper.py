@@ -33,7 +33,9 @@ Question decisions (SPEC section 17):
   ``no_evidence`` (answered without evidence), ``float_only`` (only ``FLOAT SELECTED`` figure/table
   evidence, seed 000's "numeric-only") or ``unmappable`` (nothing maps); ``FLOAT SELECTED`` strings
   are dropped from the others. A question without ``question_id``/``question``/``answers`` is
-  dropped as ``malformed_question``.
+  dropped as ``malformed_question``, one whose text is empty, whitespace or null as
+  ``empty_question`` (before the others; listed in ``skipped`` by question id): it would be embedded
+  as nothing and scored.
 - Each evidence string maps to a span by the first step that succeeds: ``exact`` (equal to a
   paragraph after stripping), ``fuzzy`` (``rapidfuzz.fuzz.ratio`` against each paragraph at least
   ``fuzzy_threshold``; best wins), ``section`` (the string names a section: its full ``:::`` name
@@ -74,7 +76,7 @@ from structbench.corpus.verify import assert_verified
 from structbench.datamodel import ParsedDocument, SectionSpec
 
 FLOAT_PREFIX = "FLOAT SELECTED"
-DROP_REASONS = ("malformed_question", "unanswerable", "no_evidence", "float_only", "unmappable")
+DROP_REASONS = ("malformed_question", "empty_question", "unanswerable", "no_evidence", "float_only", "unmappable")
 _SPLIT = re.compile(r"(?:^|[^a-z])(train|dev|test)(?:[^a-z]|$)")
 
 
@@ -319,6 +321,8 @@ def map_question(question: dict, mapper: EvidenceMapper) -> tuple[str, dict | No
     counts: Counter = Counter()
     if not isinstance(question, dict) or not all(key in question for key in ("question", "question_id", "answers")):
         return "malformed_question", None, counts
+    if not isinstance(question["question"], str) or not question["question"].strip():
+        return "empty_question", None, counts
     answers = [entry.get("answer") if isinstance(entry, dict) else None for entry in question["answers"] or []]
     answers = [answer for answer in answers if isinstance(answer, dict)]
     answering = [answer for answer in answers if not answer.get("unanswerable")]
@@ -421,6 +425,9 @@ def load_qasper(
             if outcome == "out" and fields["qid"] in seen_questions:
                 outcome = "malformed_question"
                 skipped.append((source, fields["qid"], "duplicate_question_id"))
+            if outcome == "empty_question":
+                qid = question.get("question_id")
+                skipped.append((source, str(qid) if qid is not None else paper_id, "empty_question"))
             question_outcomes[outcome] += 1
             evidence_counts.update(counts)
             if outcome == "out":
@@ -431,7 +438,8 @@ def load_qasper(
     documents, paragraphs, sections = build_tables(corpus, docs)
     assert_verified(paragraphs, sections, documents)
     span_steps = Counter(step for row in query_rows for step in row["meta"]["span_steps"])
-    skip_reasons = Counter(reason.split(":")[0] for _, _, reason in skipped if reason != "duplicate_question_id")
+    question_skips = ("duplicate_question_id", "empty_question")
+    skip_reasons = Counter(reason.split(":")[0] for _, _, reason in skipped if reason not in question_skips)
     funnel = [("documents", "in", "", papers_in)]
     funnel += [("documents", "skipped", reason, count) for reason, count in sorted(skip_reasons.items())]
     funnel += [("documents", "out", "", len(docs))]

@@ -166,7 +166,8 @@ class ReportInputs:
     builds it from the run's files).
 
     ``scores``: every dense cell's per-query scores, concatenated; ``contrasts``: every cell's contrasts
-    table with its cell columns; ``conditions``: name -> axes as declared (declared order is the order
+    table with its cell columns; ``conditions``: name -> axes of the conditions the run selected
+    (``select.conditions``; every declared one when none), as declared (declared order is the order
     every table and figure shows them in); ``contrast_specs``: the contrasts as the statistics step got
     them; ``bootstrap_iters`` and ``seed``: the statistics settings (also used for the bootstrap CIs of
     the per-condition means); ``chunk_sets``: (corpus, chunk set) -> chunks table;
@@ -899,8 +900,10 @@ def prefixes_table(inputs: ReportInputs) -> TableContent:
     "Embedder input length",
     "Texts longer than the embedder's max_seq_length (counted with the embedder's own tokenizer, "
     "special tokens included) are truncated by the model: a truncation that grows with the prefix "
-    "would confound every prefix contrast, so the shipped configs truncate nothing. n_from_cache: "
-    "vectors served from the content-addressed embedding cache.",
+    "would confound every prefix contrast, so the shipped configs truncate nothing. The "
+    "'(merge paragraphs)' rows are the paragraphs the semantic merge embeds to compare neighbours "
+    "(chunking.semantic_embedder): a truncated one is compared on its first max_seq_length tokens. "
+    "n_from_cache: vectors served from the content-addressed embedding cache.",
 )
 def embedder_input_table(inputs: ReportInputs) -> TableContent:
     if not inputs.embed_reports:
