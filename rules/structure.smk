@@ -7,8 +7,6 @@
 
 
 rule induce_structure:
-    wildcard_constraints:
-        inducer=alternation(LLM_INDUCERS),
     input:
         documents=f"{R}/{{corpus}}/corpus/documents.parquet",
         paragraphs=f"{R}/{{corpus}}/corpus/paragraphs.parquet",
@@ -18,6 +16,8 @@ rule induce_structure:
         usage=f"{R}/{{corpus}}/structure/induced-{{inducer}}/shards/{{shard}}.usage.json",
     log:
         f"{LOGS}/structure/{{corpus}}/induced-{{inducer}}-{{shard}}.log",
+    wildcard_constraints:
+        inducer=alternation(LLM_INDUCERS),
     conda:
         "../envs/gpu-llm.yaml"
     threads: lambda wildcards: llm_threads(inducer_name(wildcards))
@@ -37,8 +37,6 @@ rule induce_structure:
 
 
 rule merge_structure:
-    wildcard_constraints:
-        inducer=alternation(LLM_INDUCERS),
     input:
         unpack(induction_shards),
         paragraphs=f"{R}/{{corpus}}/corpus/paragraphs.parquet",
@@ -48,6 +46,8 @@ rule merge_structure:
         usage=f"{R}/{{corpus}}/structure/induced-{{inducer}}/usage.json",
     log:
         f"{LOGS}/structure/{{corpus}}/induced-{{inducer}}-merge.log",
+    wildcard_constraints:
+        inducer=alternation(LLM_INDUCERS),
     conda:
         "../envs/cpu.yaml"
     params:
@@ -57,8 +57,6 @@ rule merge_structure:
 
 
 rule segment_structure:
-    wildcard_constraints:
-        inducer=alternation(SEGMENTATION_INDUCERS),
     input:
         documents=f"{R}/{{corpus}}/corpus/documents.parquet",
         paragraphs=f"{R}/{{corpus}}/corpus/paragraphs.parquet",
@@ -68,6 +66,8 @@ rule segment_structure:
         usage=f"{R}/{{corpus}}/structure/induced-{{inducer}}/usage.json",
     log:
         f"{LOGS}/structure/{{corpus}}/induced-{{inducer}}.log",
+    wildcard_constraints:
+        inducer=alternation(SEGMENTATION_INDUCERS),
     conda:
         "../envs/gpu-embed.yaml"
     threads: 4
