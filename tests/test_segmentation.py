@@ -358,7 +358,7 @@ def test_real_minilm_on_qasper_train_papers_beats_a_single_section():
     )
     ours, baseline = agreement_summary(sections, gold, doc_ids), agreement_summary(single, gold, doc_ids)
     assert ours["boundary_f1"] > 0.2
-    assert ours["windowdiff"] < baseline["windowdiff"]
+    assert ours["pk"] < baseline["pk"]  # on 40 train papers: 0.43 against 0.51
     assert all(title and not title.startswith("Section") for title in sections["title"].to_list())
 
 
