@@ -2,6 +2,7 @@ import dataclasses
 import json
 
 import pytest
+from conftest import REPO
 
 import structbench
 from structbench.api import Chunk, chunk_markdown, chunk_markdown_file
@@ -178,3 +179,39 @@ def test_a_document_without_a_title_gets_no_invented_one():
     assert [(c.path, c.prefix) for c in plain] == [((), "")]
     titled = chunk_markdown(text, t_min=0, title="Pets")
     assert [c.prefix for c in titled] == ["[Pets]\n\n", "[Pets > Dogs]\n\n", "[Pets > Dogs]\n\n"]
+
+
+def test_heading_less_text_gets_induced_sections_with_keyphrase_titles():
+    """induce="segmentation": three topics in paragraphs with no heading become three sections; each
+    chunk's path carries its section's induced title and its prefix renders it; offsets stay exact
+    (one level here: induce_options reach the inducer)."""
+    from segmentation_testing import HashedBagOfWords, three_topic_document
+
+    text = "\n\n".join(three_topic_document())
+    assert chunk_markdown(text, t_min=0).__len__() == 1  # no headings: one section, one chunk
+    chunks = chunk_markdown(
+        text, title="Notes", induce="segmentation", encode=HashedBagOfWords(), induce_options={"max_levels": 1}, t_min=0
+    )
+    assert len(chunks) == 3 and {len(chunk.path) for chunk in chunks} == {2}
+    assert [chunk.path[0] for chunk in chunks] == ["Notes"] * 3
+    titles = [chunk.path[1] for chunk in chunks]
+    assert len(set(titles)) == 3 and all(titles)
+    for chunk, topic in zip(chunks, ("lava", "violin", "compiler")):
+        assert topic in chunk.content and chunk.prefix == f"[Notes > {chunk.path[1]}]\n\n"
+        assert chunks.flat_text[chunk.start : chunk.end] == chunk.content
+    with pytest.raises(ValueError, match=r"induce must be one of \(None, 'segmentation'\), got 'llm'"):
+        chunk_markdown(text, induce="llm")
+
+
+@pytest.mark.model
+def test_cli_induces_sections_of_a_heading_less_file_with_the_packaged_minilm(tmp_path, capsys):
+    """The CLI's --induce segmentation on a knowledge-base document with its headings removed: the real
+    MiniLM finds several sections, and every chunk's path carries an induced title."""
+    source = sorted((REPO / "data/kb/docs").glob("*.md"))[0].read_text()
+    body = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("#"))
+    plain = tmp_path / "plain.md"
+    plain.write_text(body)
+    assert main(["chunk", str(plain), "--induce", "segmentation", "--json", "--title", "Doc"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert len({tuple(row["path"]) for row in rows}) >= 3
+    assert all(row["path"][0] == "Doc" and len(row["path"]) >= 2 and row["path"][1] for row in rows)

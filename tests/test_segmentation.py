@@ -1,6 +1,5 @@
 """The model-free inducer (structbench.structure.segmentation): TextTiling steps, titles, tables, edge cases."""
 
-import hashlib
 import re
 from pathlib import Path
 
@@ -9,6 +8,7 @@ import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from segmentation_testing import TOPICS, HashedBagOfWords, three_topic_document, topic_paragraph
 
 from structbench.corpus.build import build_tables
 from structbench.corpus.qasper import parse_paper, read_qasper_records
@@ -35,24 +35,6 @@ QASPER10_FILE = (
     / "shared/data/qasper/sample-train10"
     / "qasper-train-first10.official-format.json"
 )
-DIMENSION = 512
-
-
-class HashedBagOfWords:
-    """A deterministic stand-in encoder: word counts hashed into DIMENSION buckets, L2-normalised (a text
-    without a word is the zero vector). Records every call's texts."""
-
-    def __init__(self):
-        self.calls: list[list[str]] = []
-
-    def __call__(self, texts):
-        self.calls.append(list(texts))
-        rows = np.zeros((len(texts), DIMENSION), np.float32)
-        for row, text in enumerate(texts):
-            for word in re.findall(r"\w+", text.lower()):
-                rows[row, int(hashlib.sha256(word.encode()).hexdigest()[:8], 16) % DIMENSION] += 1
-        norms = np.linalg.norm(rows, axis=1, keepdims=True)
-        return np.divide(rows, norms, out=np.zeros_like(rows), where=norms > 0)
 
 
 def tables_for(docs: dict[str, list[str]]):
@@ -63,27 +45,6 @@ def tables_for(docs: dict[str, list[str]]):
     ]
     documents, paragraphs, _ = build_tables("test", parsed)
     return documents, paragraphs
-
-
-TOPICS = {
-    "volcano": "volcano lava magma eruption crater ash basalt",
-    "violin": "violin orchestra concerto bow strings melody symphony",
-    "compiler": "compiler parser bytecode register optimisation syntax lexer",
-}
-
-
-def topic_paragraph(topic: str, variant: int) -> str:
-    """A paragraph about one topic: its words rotated by ``variant``, so paragraphs differ but share words."""
-    words = TOPICS[topic].split()
-    rotated = words[variant % len(words) :] + words[: variant % len(words)]
-    return f"The {rotated[0]} and the {rotated[1]} with {' '.join(rotated[2:5])}. A {rotated[5]} of {rotated[6]}."
-
-
-def three_topic_document(per_topic: int = 4) -> list[str]:
-    return [topic_paragraph(topic, variant) for topic in TOPICS for variant in range(per_topic)]
-
-
-# ----------------------------------------------------------------------------------------- curve steps
 
 
 def test_gap_similarities_average_windows_clipped_at_the_edges():

