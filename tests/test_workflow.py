@@ -124,7 +124,7 @@ def measured_files(workdir):
 
 def read_cell_tables(workdir):
     scores = sorted((workdir / "results/kb/scores").rglob("*.parquet"))
-    contrasts = sorted((workdir / "results/contrasts").rglob("*.parquet"))
+    contrasts = sorted((workdir / "results/contrasts").rglob("contrasts.parquet"))
     return scores, contrasts
 
 
