@@ -7,7 +7,8 @@ import time
 from snakemake.logging import logger
 
 from structbench import cells
-from structbench.conditions import from_token, parse_value, to_token, wildcard_constraints as axis_constraints
+from structbench.conditions import from_token, parse_value, retrieval_kind, to_token
+from structbench.conditions import wildcard_constraints as axis_constraints
 from structbench.config import check_config, truncation_warnings, validate_config
 from structbench.report.figures import FIGURES
 from structbench.retrieval.fusion import LEXICAL_SOURCE, fusion_sources
@@ -15,11 +16,11 @@ from structbench.corpus import generates_queries, has_queries, source_files
 from structbench.metrics import metrics_from_config
 from structbench.metrics.diagnostics import retrieval_layer_pairs
 from structbench.provenance import code_version
-from structbench.report.tables import TABLES
+from structbench.report.tables import TABLES, report_inputs
 from structbench.retrieval.search import kind_inputs
 from structbench.structure.segmentation import OPTIONS as SEGMENTATION_OPTIONS
-from structbench.retrieval.routing import routing_metrics
 from structbench.querygen.settings import QuerygenSettings
+from structbench.stats.means import dose_series
 
 # Validate against the schema and fill its defaults; then the cross-key checks. Both run before any job.
 validate_config(config, os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml"))
@@ -178,17 +179,41 @@ def all_cells():
     ]
 
 
-def all_contrasts():
+def cell_statistics(table):
+    """One statistics-step table (``contrasts``, ``condition_means``, ``dose_response``) of every scored cell."""
     return [
-        f"{R}/contrasts/{corpus}/{embedder}/{reranker}/contrasts.parquet"
+        f"{R}/contrasts/{corpus}/{embedder}/{reranker}/{table}.parquet"
         for corpus in SCORED_CORPORA
         for embedder in EMBEDDERS
         for reranker in RERANKERS
     ]
 
 
+def all_contrasts():
+    return cell_statistics("contrasts")
+
+
+def all_condition_means():
+    return cell_statistics("condition_means")
+
+
+def all_dose_responses():
+    return cell_statistics("dose_response")
+
+
+# The dose-response series of the statistics step (structbench.stats.means.dose_series): the declared
+# dose-response contrasts, then the selected conditions that differ only in heading-path depth.
+DOSE_SERIES = [
+    series.as_params()
+    for series in dose_series(
+        {name: config["conditions"][name] for name in CONDITIONS}, [c.as_params() for c in CONTRASTS.values()]
+    )
+]
+
+
 def all_corpus_stats():
-    return [f"{R}/{corpus}/corpus/stats.json" for corpus in CORPORA]
+    """corpus -> its statistics."""
+    return {corpus: f"{R}/{corpus}/corpus/stats.json" for corpus in CORPORA}
 
 
 def all_size_matches():
@@ -247,11 +272,6 @@ def condition_retrieval(wildcards):
 # ---- routed retrieval (two-stage, TOC): a router writes a routing table, retrieval and scoring read it --
 
 
-def routed_condition_pattern(kind):
-    """Wildcard constraint of the conditions whose retrieval is ``kind`` (never matches when there are none)."""
-    return alternation([name for name, c in CONDITIONS.items() if c.retrieval == kind]) or "(?!)"
-
-
 def condition_routing(wildcards):
     return f"{R}/{wildcards.corpus}/runs/{wildcards.embedder}/{wildcards.condition}.routing.parquet"
 
@@ -285,14 +305,15 @@ def score_inputs(wildcards):
         "chunks": condition_chunks(wildcards),
         "texts": condition_texts(wildcards),
     }
-    if routing_metrics(condition_retrieval(wildcards)):
+    if retrieval_kind(condition_retrieval(wildcards)).metrics:
         inputs["routing"] = condition_routing(wildcards)
     return inputs
 
 
 def score_metrics(wildcards):
-    """The configured metrics, plus the routing diagnostics of a routed condition (structbench.retrieval.routing)."""
-    return SCORE_METRICS + routing_metrics(condition_retrieval(wildcards))
+    """The configured metrics, plus the metrics the condition's retrieval kind adds (``Kind.metrics``:
+    a routed kind's routing diagnostics)."""
+    return SCORE_METRICS + list(retrieval_kind(condition_retrieval(wildcards)).metrics)
 
 
 def toc_llm(wildcards):
@@ -407,7 +428,7 @@ def all_context_stats():
 
 def retrieval_kind_conditions(kind):
     """A rule-level wildcard constraint: the conditions whose retrieval is ``kind`` (matches none when none is)."""
-    names = [name for name, c in CONDITIONS.items() if parse_value("retrieval", c.retrieval)[0].name == kind]
+    names = [name for name, c in CONDITIONS.items() if retrieval_kind(c.retrieval).name == kind]
     return alternation(names) or "(?!)"
 
 
@@ -481,6 +502,31 @@ def all_retrieval_layers():
         for embedder in EMBEDDERS
         for reranker in RERANKERS
     ]
+
+
+def report_files():
+    """Report input name -> the files the report reads, from the function each input names
+    (structbench.report.tables.report_inputs: the one place a report input is declared)."""
+    files = {}
+    for name, spec in report_inputs().items():
+        if spec.files not in globals():
+            raise NameError(f"report input {name!r} names {spec.files!r}, which rules/common.smk does not define")
+        files[name] = globals()[spec.files]()
+    return files
+
+
+def report_input_files():
+    """The report rule's named inputs: one list of files per report input (a keyed input's, in key order)."""
+    return {name: list(files.values()) if isinstance(files, dict) else files for name, files in report_files().items()}
+
+
+def report_input_keys():
+    """The keys of each keyed report input (a dict key -> path), in file order, tuples as lists."""
+    return {
+        name: [list(key) if isinstance(key, tuple) else key for key in files]
+        for name, files in report_files().items()
+        if isinstance(files, dict)
+    }
 
 
 def table_captions():

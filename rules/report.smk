@@ -17,18 +17,8 @@ rule retrieval_layer:
 
 rule report:
     input:
-        scores=all_cells(),
-        contrasts=all_contrasts(),
-        corpus_stats=all_corpus_stats(),
-        size_matches=all_size_matches(),
-        text_reports=all_text_reports(),
-        bm25_scores=all_bm25_scores(),
-        chunk_sets=list(all_chunk_sets().values()),
-        embed_reports=list(all_embed_reports().values()),
-        induction_stats=all_induction_stats(),
-        context_stats=all_context_stats(),
-        retrieval_layer=all_retrieval_layers(),
-        querygen_stats=all_querygen_stats(),
+        # every report input declared in structbench.report.tables.ReportInputs (report_inputs)
+        **report_input_files(),
     output:
         report=report(REPORT, category="Report", caption="../workflow/report/report.rst"),
         html=f"{R}/report/index.html",
@@ -53,14 +43,11 @@ rule report:
     conda:
         "../envs/cpu.yaml"
     params:
-        corpora=CORPORA,
-        chunk_sets=list(all_chunk_sets()),
-        embed_reports=list(all_embed_reports()),
+        input_keys=report_input_keys(),
         t_max=config["chunking"]["t_max"],
         t_min=config["chunking"]["t_min"],
         primary_metric=config["stats"]["primary_metric"],
         bootstrap_iters=config["stats"]["bootstrap_iters"],
-        seed=config["seed"],
         conditions={name: config["conditions"][name] for name in CONDITIONS},
         contrasts=contrast_params,
         table_captions=table_captions(),

@@ -14,7 +14,7 @@ rule route_sections:
     log:
         f"{LOGS}/route/{{corpus}}/{{embedder}}-{{condition}}.log",
     wildcard_constraints:
-        condition=routed_condition_pattern("two_stage"),
+        condition=retrieval_kind_conditions("two_stage"),
     conda:
         "../envs/cpu.yaml"
     params:
@@ -37,7 +37,7 @@ rule route_toc:
     log:
         f"{LOGS}/route/{{corpus}}/{{embedder}}-{{condition}}.log",
     wildcard_constraints:
-        condition=routed_condition_pattern("toc"),
+        condition=retrieval_kind_conditions("toc"),
     conda:
         "../envs/gpu-llm.yaml"
     threads: 4

@@ -16,3 +16,23 @@ rule contrasts:
         code=script_code("contrasts"),
     script:
         "../workflow/scripts/contrasts.py"
+
+
+rule condition_stats:
+    input:
+        contrast_inputs,
+    output:
+        means=f"{R}/contrasts/{{corpus}}/{{embedder}}/{{reranker}}/condition_means.parquet",
+        dose_response=f"{R}/contrasts/{{corpus}}/{{embedder}}/{{reranker}}/dose_response.parquet",
+    log:
+        f"{LOGS}/contrasts/{{corpus}}/{{embedder}}-{{reranker}}-condition_stats.log",
+    conda:
+        "../envs/cpu.yaml"
+    params:
+        series=DOSE_SERIES,
+        primary_metric=config["stats"]["primary_metric"],
+        bootstrap_iters=config["stats"]["bootstrap_iters"],
+        seed=config["seed"],
+        code=script_code("condition_stats"),
+    script:
+        "../workflow/scripts/condition_stats.py"

@@ -14,6 +14,7 @@ import polars as pl
 from structbench.metrics.diagnostics import retrieval_layer_pairs, retrieval_layer_table
 from structbench.report.tables import ReportInputs
 from structbench.stats import contrast_table
+from structbench.stats.means import condition_mean_cis, dose_response_slopes, dose_series
 
 CONDITIONS = {
     "F0": {"boundaries": "fixed", "structure": "gold", "prefix": "none", "retrieval": "flat"},
@@ -101,6 +102,15 @@ def chunk_table(n_tokens: list[int], n_docs: int = 4) -> pl.DataFrame:
     )
 
 
+def condition_statistics(scores: pl.DataFrame, conditions=CONDITIONS, contrast_specs=CONTRAST_SPECS, b=B, seed=SEED):
+    """What the statistics step writes per cell (workflow rule condition_stats), for every cell of ``scores``:
+    ``condition_means`` and ``dose_response`` of the primary metric."""
+    return {
+        "condition_means": condition_mean_cis(scores, "cov_nDCG@10", b, seed),
+        "dose_response": dose_response_slopes(scores, dose_series(conditions, contrast_specs), "cov_nDCG@10", b, seed),
+    }
+
+
 def synthetic_inputs(**overrides) -> ReportInputs:
     scores = synthetic_scores()
     contrasts = pl.concat(
@@ -153,7 +163,7 @@ def synthetic_inputs(**overrides) -> ReportInputs:
         primary_metric="cov_nDCG@10",
         contrast_specs=CONTRAST_SPECS,
         bootstrap_iters=B,
-        seed=SEED,
+        **condition_statistics(scores),
         bm25_scores=bm25,
         corpus_stats=stats,
         size_matches=[

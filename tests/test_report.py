@@ -1,3 +1,6 @@
+import json
+from types import SimpleNamespace
+
 import numpy as np
 import polars as pl
 import pytest
@@ -5,6 +8,7 @@ from report_testing import CONDITIONS, CONTRAST_SPECS, B, synthetic_inputs, synt
 
 from structbench.metrics import metric_names, parse_metric
 from structbench.metrics.diagnostics import retrieval_layer_pairs, retrieval_layer_table
+from structbench.report.bundle import load_inputs, rule_input_paths
 from structbench.report.tables import (
     TABLES,
     Omit,
@@ -14,17 +18,16 @@ from structbench.report.tables import (
     TableContent,
     TableSpec,
     build_tables,
-    condition_mean_cis,
     condition_means,
-    dose_series,
     format_p,
     markdown_table,
     metric_columns,
     metric_legend,
     render_markdown,
+    report_inputs,
     report_table,
 )
-from structbench.stats import bootstrap_draws, contrast_table
+from structbench.stats import contrast_table
 
 
 def scores_frame():
@@ -116,7 +119,6 @@ def ab_inputs(B=2_000, **overrides):
         primary_metric="cov_nDCG@10",
         contrast_specs=[{"name": "B-A", "treatment": "B", "control": "A", "family": "primary"}],
         bootstrap_iters=B,
-        seed=1,
     )
     return ReportInputs(**(values | overrides))
 
@@ -181,34 +183,6 @@ def test_table2_is_one_row_per_corpus_with_conditions_in_declared_order():
     assert tables_of(ab_inputs(), "table2_condition_means")[0].content.data.columns[3:] == ["B", "A"]
 
 
-def test_condition_mean_cis_match_an_independent_cluster_bootstrap():
-    scores = synthetic_scores(corpora=("alpha",))
-    cis = condition_mean_cis(scores, "cov_nDCG@10", n_boot=300, seed=5)
-    row = cis.filter(pl.col("condition") == "G2").row(0, named=True)
-    g2 = scores.filter(pl.col("condition") == "G2").sort("qid")
-    assert row["mean"] == pytest.approx(g2["cov_nDCG@10"].mean()) and row["n_docs"] == 12 and row["n_queries"] == 48
-    # the same draws, by hand: per-document sums and counts, replicate mean = drawn sums / drawn counts
-    docs = sorted(g2["doc_id"].unique().to_list())
-    sums = np.array([g2.filter(pl.col("doc_id") == d)["cov_nDCG@10"].sum() for d in docs])
-    counts = np.array([g2.filter(pl.col("doc_id") == d).height for d in docs])
-    draws = bootstrap_draws(len(docs), 300, seed=5)
-    replicates = sums[draws].sum(axis=1) / counts[draws].sum(axis=1)
-    assert (row["ci_low"], row["ci_high"]) == pytest.approx(tuple(np.percentile(replicates, [2.5, 97.5])))
-    assert row["ci_low"] < row["mean"] < row["ci_high"]
-
-
-def test_dose_series_are_declared_contrasts_then_conditions_that_differ_only_in_depth():
-    series = dose_series(CONDITIONS, CONTRAST_SPECS)
-    assert [(s.name, s.conditions, s.depths, s.declared) for s in series] == [
-        ("depth", ("G2", "G3-d1", "G3"), (0.0, 1.0, 3.0), True)
-    ]  # the derived G2/G3-d1/G3 group is the same one
-    undeclared = dose_series(CONDITIONS, [])
-    assert [(s.name, s.conditions, s.depths) for s in undeclared] == [
-        ("G2 → G3-d1 → G3", ("G2", "G3-d1", "G3"), (0.0, 1.0, 3.0))
-    ]  # placebo and two-stage are not on the path axis
-    assert dose_series({"F0": CONDITIONS["F0"], "G2": CONDITIONS["G2"]}, []) == []  # one depth per group: no series
-
-
 def test_dose_response_slope_is_the_contrast_tables_slope():
     inputs = synthetic_inputs()
     (dose,) = tables_of(inputs, "dose_response")
@@ -228,6 +202,56 @@ def test_dose_response_slope_is_the_contrast_tables_slope():
         means = data.filter(pl.col("corpus") == corpus).sort("depth")
         x, y = means["depth"].to_numpy(), means["mean"].to_numpy()
         assert row["slope"] == pytest.approx(np.polyfit(x, y, 1)[0])  # = the OLS slope of the condition means
+
+
+def test_the_report_formats_the_statistics_steps_means_and_draws_no_bootstrap(monkeypatch):
+    inputs = synthetic_inputs()
+
+    def no_bootstrap(*args, **kwargs):
+        raise AssertionError("the report step drew a bootstrap")
+
+    for module in ("structbench.stats.bootstrap", "structbench.stats.contrasts", "structbench.stats.means"):
+        for name in ("cluster_bootstrap", "bootstrap_replicates", "iter_bootstrap_draws"):
+            monkeypatch.setattr(f"{module}.{name}", no_bootstrap, raising=False)
+    built = {t.spec.name: t for t in build_tables(inputs)}
+    keys = ["corpus", "embedder", "reranker", "condition"]
+    cis = built["condition_means_ci"].content.data
+    assert cis.sort(keys).equals(inputs.condition_means.sort(keys))  # the statistics step's numbers, re-ordered
+    dose = built["dose_response"].content.data
+    joined = dose.join(inputs.condition_means, on=keys, suffix="_stats")
+    assert (joined["mean"] == joined["mean_stats"]).all() and (joined["ci_low"] == joined["ci_low_stats"]).all()
+    assert dose["slope"].to_list() == inputs.dose_response["slope"].to_list()
+
+
+def test_tables_of_statistics_the_step_did_not_write_are_omitted():
+    inputs = synthetic_inputs(condition_means=pl.DataFrame(), dose_response=pl.DataFrame())
+    omitted = {t.spec.name: t.reason for t in build_tables(inputs) if isinstance(t, Omitted)}
+    assert omitted["condition_means_ci"] == "the statistics step wrote no per-condition means of cov_nDCG@10"
+    assert omitted["dose_response"].startswith("no dose-response contrast")
+
+
+def test_report_inputs_load_from_the_rules_named_files(tmp_path):
+    """The report script's path: the rule's named inputs (one per report_inputs() entry; a keyed input's
+    keys in params) -> load_inputs -> ReportInputs."""
+    scores = synthetic_scores(corpora=("alpha",))
+    scores.write_parquet(tmp_path / "scores.parquet")
+    (tmp_path / "stats.json").write_text(json.dumps({"documents": 3}))
+    (tmp_path / "embed.json").write_text(json.dumps({"n_texts": 5}))
+    rule_input = SimpleNamespace(**{name: [] for name in report_inputs()})
+    rule_input.scores = [str(tmp_path / "scores.parquet")]
+    rule_input.corpus_stats = [str(tmp_path / "stats.json")]
+    rule_input.embed_reports = [str(tmp_path / "embed.json")]
+    keys = {"corpus_stats": ["alpha"], "embed_reports": [["alpha", "e5", "structural/gold/none"]], "chunk_sets": []}
+    inputs = load_inputs(rule_input_paths(rule_input, keys), conditions=CONDITIONS, primary_metric="cov_nDCG@10")
+    assert inputs.scores.equals(scores) and inputs.contrasts.is_empty() and inputs.condition_means.is_empty()
+    assert inputs.corpus_stats == {"alpha": {"documents": 3}} and inputs.chunk_sets == {}
+    assert inputs.embed_reports == [
+        {"corpus": "alpha", "embedder": "e5", "text set": "structural/gold/none", "n_texts": 5}
+    ]
+    with pytest.raises(ValueError, match="unknown report inputs"):
+        load_inputs({"scorez": []}, conditions={}, primary_metric="MRR")
+    with pytest.raises(ValueError, match="1 files for 2 keys"):
+        rule_input_paths(rule_input, keys | {"corpus_stats": ["alpha", "beta"]})
 
 
 def test_section_recall_by_query_type_is_the_share_of_queries():

@@ -3,14 +3,18 @@
 One hand-built corpus serves every test: two documents, five routing units (a document plus a top-level
 heading), six chunks, and vectors chosen so that each result can be worked out by hand."""
 
+import inspect
+
 import numpy as np
 import polars as pl
 import pytest
 from llm_testing import ScriptedBackend, build_tiny_model
 
+from structbench.conditions import AXES, retrieval_kind, routed_kinds
 from structbench.datamodel import CHUNKS, QUERIES, ROUTING, SECTIONS
 from structbench.llm import LLM, LLMSpec, load_llm, load_prompt
 from structbench.metrics import score_run, section_recall
+from structbench.metrics.registry import REGISTRY, parse_metric
 from structbench.retrieval.routing import (
     choose_entry,
     chunk_units,
@@ -22,7 +26,7 @@ from structbench.retrieval.routing import (
     toc_contents,
     top_rows,
 )
-from structbench.retrieval.search import compose_ranking, flat_search, retrieve
+from structbench.retrieval.search import RETRIEVERS, compose_ranking, flat_search, retrieve
 from structbench.retrieval.toc import REPLY_TOKENS, route_toc
 
 # doc a "Alpha": lead [0,100), Methods [102,200) with subsection Setup [202,300), Results [302,400)
@@ -158,6 +162,37 @@ def test_section_recall_on_a_hand_built_case():
     # with one kept section q3 still scores: its first unit, doc b's Data, holds the span [160, 170)
     one_kept = section_recall(routed_by_two_stage(top_sections=1), QUERIES_TABLE)
     assert one_kept["section_recall"].to_list() == [1.0, 0.0, 1.0]
+
+
+@pytest.mark.parametrize("kind", AXES["retrieval"], ids=lambda kind: kind.name)
+def test_a_retrieval_kinds_facts_match_its_retriever_and_what_the_scorer_computes(kind):
+    """``Kind.routed``: its retriever takes the routing table; ``Kind.metrics``: registered metrics that read
+    that table (``kept_sections``), which the scorer computes from it beside the configured ones."""
+    takes_routing = "routing" in inspect.signature(RETRIEVERS[kind.name]).parameters
+    assert kind.routed == takes_routing
+    assert bool(kind.metrics) == kind.routed  # a routed kind's scores carry its routing diagnostics
+    for metric in kind.metrics:
+        assert [extra.name for extra in parse_metric(metric).definition.requires] == ["kept_sections"]
+    if kind.routed:
+        routing = routed_by_two_stage()
+        if "toc_fallback" in kind.metrics:
+            fell_back = pl.when(pl.col("qid") == "q2").then(pl.lit("fallback")).otherwise(pl.col("source"))
+            routing = routing.with_columns(fell_back.alias("source"))
+        runs = retrieve("two_stage", CHUNK_VECTORS, QUERY_VECTORS, QIDS, top_k=6, routing=routing)
+        scores = score_run(
+            runs, QUERIES_TABLE, CHUNKS_TABLE, metrics=["MRR", *kind.metrics], inputs={"kept_sections": routing}
+        )
+        assert scores.columns == ["qid", "doc_id", "qtype", "MRR", *kind.metrics]
+        assert scores["section_recall"].to_list() == [1.0, 0.0, 1.0]
+        if "toc_fallback" in kind.metrics:
+            assert scores["toc_fallback"].to_list() == [0.0, 1.0, 0.0]
+
+
+def test_every_metric_that_reads_the_routing_table_belongs_to_a_routed_kind():
+    reads_routing = {name for name, d in REGISTRY.items() if any(e.name == "kept_sections" for e in d.requires)}
+    assert reads_routing == {m for kind in AXES["retrieval"] for m in kind.metrics}
+    assert routed_kinds() == ("two_stage", "toc")
+    assert retrieval_kind("rrf:bm25").name == "rrf" and not retrieval_kind("rrf:bm25").routed
 
 
 def test_two_stage_ranks_kept_chunks_first_then_backfills():

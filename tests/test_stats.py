@@ -8,6 +8,8 @@ import io
 import numpy as np
 import polars as pl
 import pytest
+from report_testing import CONDITIONS as REPORT_CONDITIONS
+from report_testing import CONTRAST_SPECS, synthetic_scores
 
 from structbench.stats import (
     CONTRAST_COLUMNS,
@@ -24,6 +26,14 @@ from structbench.stats import (
     iter_bootstrap_draws,
     mixedlm_treatment_p,
     paired_deltas,
+)
+from structbench.stats.means import (
+    CONDITION_MEANS,
+    DOSE_RESPONSE,
+    DoseSeries,
+    condition_mean_cis,
+    dose_response_slopes,
+    dose_series,
 )
 
 # --------------------------------------------------------------------------- helpers
@@ -323,3 +333,92 @@ def test_contrast_table_rejects_unknown_conditions_and_families():
         contrast_table(scores, [{"name": "X", "treatment": "A9", "control": "A1", "family": "primary"}], ["MRR"], B=10)
     with pytest.raises(ValueError, match="family"):
         contrast_table(scores, [{"name": "X", "treatment": "A3", "control": "A1", "family": "main"}], ["MRR"], B=10)
+
+
+# --------------------------------------------------------------------------- per-condition statistics (stats.means)
+
+
+def test_condition_mean_cis_match_an_independent_cluster_bootstrap():
+    scores = synthetic_scores(corpora=("alpha",))
+    cis = condition_mean_cis(scores, "cov_nDCG@10", n_boot=300, seed=5)
+    row = cis.filter(pl.col("condition") == "G2").row(0, named=True)
+    g2 = scores.filter(pl.col("condition") == "G2").sort("qid")
+    assert row["mean"] == pytest.approx(g2["cov_nDCG@10"].mean()) and row["n_docs"] == 12 and row["n_queries"] == 48
+    # the same draws, by hand: per-document sums and counts, replicate mean = drawn sums / drawn counts
+    docs = sorted(g2["doc_id"].unique().to_list())
+    sums = np.array([g2.filter(pl.col("doc_id") == d)["cov_nDCG@10"].sum() for d in docs])
+    counts = np.array([g2.filter(pl.col("doc_id") == d).height for d in docs])
+    draws = bootstrap_draws(len(docs), 300, seed=5)
+    replicates = sums[draws].sum(axis=1) / counts[draws].sum(axis=1)
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx(tuple(np.percentile(replicates, [2.5, 97.5])))
+    assert row["ci_low"] < row["mean"] < row["ci_high"]
+
+
+def test_dose_series_are_declared_contrasts_then_conditions_that_differ_only_in_depth():
+    series = dose_series(REPORT_CONDITIONS, CONTRAST_SPECS)
+    assert [(s.name, s.conditions, s.depths, s.declared) for s in series] == [
+        ("depth", ("G2", "G3-d1", "G3"), (0.0, 1.0, 3.0), True)
+    ]  # the derived G2/G3-d1/G3 group is the same one
+    undeclared = dose_series(REPORT_CONDITIONS, [])
+    assert [(s.name, s.conditions, s.depths) for s in undeclared] == [
+        ("G2 → G3-d1 → G3", ("G2", "G3-d1", "G3"), (0.0, 1.0, 3.0))
+    ]  # placebo and two-stage are not on the path axis
+    assert (
+        dose_series({"F0": REPORT_CONDITIONS["F0"], "G2": REPORT_CONDITIONS["G2"]}, []) == []
+    )  # one depth per group: no series
+
+
+def test_condition_means_table_is_a_direct_cluster_bootstrap_per_condition():
+    scores = synthetic_scores()
+    table = condition_mean_cis(scores, "cov_nDCG@10", n_boot=500, seed=3)
+    assert dict(table.schema) == CONDITION_MEANS and table.height == 2 * len(REPORT_CONDITIONS)
+    for row in table.iter_rows(named=True):
+        group = scores.filter((pl.col("corpus") == row["corpus"]) & (pl.col("condition") == row["condition"]))
+        group = group.sort("qid")
+        direct = cluster_bootstrap(group["cov_nDCG@10"].to_numpy(), group["doc_id"].to_numpy(), n_boot=500, seed=3)
+        assert (row["mean"], row["ci_low"], row["ci_high"]) == (direct.estimate[0], direct.ci_low[0], direct.ci_high[0])
+        assert (row["n_queries"], row["n_docs"]) == (direct.n_queries, direct.n_docs)
+
+
+def old_report_slopes(scores, series, metric, n_boot, seed):
+    """The report step's dose-response loop before the statistics step computed it (kept here as the reference)."""
+    rows = []
+    for (corpus, embedder, reranker), cell in scores.group_by(["corpus", "embedder", "reranker"], maintain_order=True):
+        present = set(cell["condition"].unique().to_list())
+        for one in series:
+            if not set(one.conditions) <= present:
+                continue
+            slopes = depth_slopes(cell, one.conditions, metric, one.depths)
+            boot = cluster_bootstrap(slopes.delta, slopes.doc_id, n_boot=n_boot, seed=seed)
+            for condition, depth in zip(one.conditions, one.depths):
+                rows.append(
+                    (corpus, embedder, reranker, one.name, one.declared, condition, depth)
+                    + (float(boot.estimate[0]), float(boot.ci_low[0]), float(boot.ci_high[0]), float(boot.p[0]))
+                    + (slopes.n_queries,)
+                )
+    return rows
+
+
+def test_dose_response_slopes_equal_the_old_report_computation_and_the_contrast_table():
+    scores = synthetic_scores()
+    series = dose_series(REPORT_CONDITIONS, CONTRAST_SPECS) + dose_series(REPORT_CONDITIONS, [])  # declared, derived
+    table = dose_response_slopes(scores, series, "cov_nDCG@10", n_boot=400, seed=7)
+    assert dict(table.schema) == DOSE_RESPONSE and table.height == 2 * 2 * 3  # corpora x series x members
+    assert table.drop("metric").rows() == old_report_slopes(scores, series, "cov_nDCG@10", 400, 7)
+    for corpus in ("alpha", "beta"):
+        cell = scores.filter(pl.col("corpus") == corpus)
+        contrast = contrast_table(cell, CONTRAST_SPECS[3:], ["cov_nDCG@10"], B=400, seed=7, mixedlm=False)
+        row = table.filter((pl.col("corpus") == corpus) & pl.col("declared")).row(0, named=True)
+        assert (row["slope"], row["slope_ci_low"], row["slope_ci_high"], row["slope_p"]) == pytest.approx(
+            tuple(contrast.row(0, named=True)[c] for c in ("delta", "ci_low", "ci_high", "p")), abs=1e-14
+        )  # Table 1's declared slope: the same depth_slopes, the same draws
+
+
+def test_dose_series_travel_through_the_workflows_params():
+    for one in dose_series(REPORT_CONDITIONS, CONTRAST_SPECS) + dose_series(REPORT_CONDITIONS, []):
+        assert DoseSeries.from_params(one.as_params()) == one
+
+
+def test_per_condition_statistics_of_nothing_scored_are_empty_tables():
+    assert dict(condition_mean_cis(pl.DataFrame(), "MRR", 10, 0).schema) == CONDITION_MEANS
+    assert dose_response_slopes(pl.DataFrame(), [], "MRR", 10, 0).is_empty()

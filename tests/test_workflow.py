@@ -67,7 +67,7 @@ def test_dry_run_of_the_paper_grid_scores_every_cell_of_both_corpora(tmp_path, s
     assert result.returncode == 0, out[-3000:]
     jobs = planned_jobs(out)
     # 2 corpora x 2 embedders x 2 rerankers: 8 cells of 18 conditions, each with its contrasts table
-    assert jobs["score"] == 8 * 18 and jobs["contrasts"] == 8 and jobs["rerank"] == 4 * 18
+    assert jobs["score"] == 8 * 18 and jobs["contrasts"] == jobs["condition_stats"] == 8 and jobs["rerank"] == 4 * 18
     for corpus in ("qasper", "wikipedia"):
         for embedder in ("bge_small", "bge_large"):
             assert f"results/contrasts/{corpus}/{embedder}/bge_reranker/contrasts.parquet" in out
@@ -127,7 +127,7 @@ def measured_files(workdir):
 
 def read_cell_tables(workdir):
     scores = sorted((workdir / "results/kb/scores").rglob("*.parquet"))
-    contrasts = sorted((workdir / "results/contrasts").rglob("*.parquet"))
+    contrasts = sorted((workdir / "results/contrasts").rglob("contrasts.parquet"))
     return scores, contrasts
 
 
@@ -169,6 +169,12 @@ def test_gold_arm_end_to_end_deterministic_and_partial_rebuild(tmp_path):
     two_stage = pl.read_parquet(first / "results/kb/scores/minilm/none/G4.parquet")
     assert two_stage["section_recall"].is_between(0, 1).all()
     assert pl.read_parquet(first / "results/kb/runs/minilm/G4.routing.parquet").height == 5 * two_stage.height
+    # the report's per-condition CIs are the statistics step's table (the report draws no bootstrap)
+    keys = ["corpus", "embedder", "reranker", "condition"]
+    means = pl.read_parquet(first / "results/contrasts/kb/minilm/none/condition_means.parquet")
+    shown = pl.read_parquet(first / "results/report/tables/condition_means_ci.parquet")
+    assert shown.sort(keys).equals(means.sort(keys))
+    assert set(means["condition"].to_list()) == set(CONDITIONS)
     row = contrast_table.row(0, named=True)
     assert row["ci_low"] <= row["delta"] <= row["ci_high"]
     assert 0.0 <= row["p_holm"] <= 1.0
@@ -202,7 +208,8 @@ def test_gold_arm_end_to_end_deterministic_and_partial_rebuild(tmp_path):
         "--configfile",
         str(gold_f0(first, "stats: {bootstrap_iters: 2000, primary_metric: cov_nDCG@10}\n")),
     )
-    assert planned_jobs(changed.stdout + changed.stderr) == {"contrasts": 1, "report": 1, "all": 1}
+    statistics = {"contrasts": 1, "condition_stats": 1, "report": 1, "all": 1}
+    assert planned_jobs(changed.stdout + changed.stderr) == statistics
     assert_exact_partial_rebuilds(first, tmp_path)
 
 
@@ -250,6 +257,7 @@ def assert_exact_partial_rebuilds(first, root):
         "retrieve": 1,
         "score": 1,
         "contrasts": 1,
+        "condition_stats": 1,
         "retrieval_layer": 1,
         "report": 1,
         "all": 1,
@@ -270,6 +278,7 @@ def assert_exact_partial_rebuilds(first, root):
         "route_sections": 1,
         "score": 4,
         "contrasts": 1,
+        "condition_stats": 1,
         "retrieval_layer": 1,
         "report": 1,
         "all": 1,
@@ -290,6 +299,7 @@ def assert_exact_partial_rebuilds(first, root):
         "score_bm25": 2,
         "retrieval_layer": 1,
         "contrasts": 1,
+        "condition_stats": 1,
         "report": 1,
         "all": 1,
     }

@@ -148,6 +148,7 @@ def test_induced_structure_and_contexts_end_to_end_then_all_from_cache(tmp_path)
         "score_bm25": 3,
         "induction_stats": 1,
         "contrasts": 1,
+        "condition_stats": 1,
         "report": 1,
         "all": 1,
     }

@@ -27,12 +27,19 @@ PARAMETER_SEPARATOR, TOKEN_SEPARATOR = ":", "-"
 
 @dataclass(frozen=True)
 class Kind:
-    """One kind of value an axis takes: a bare name, or a name with a parameter matching ``parameter``."""
+    """One kind of value an axis takes: a bare name, or a name with a parameter matching ``parameter``.
+
+    A retrieval kind also says whether it is ``routed`` (a router keeps sections before chunks are ranked
+    and writes a routing table, :mod:`structbench.retrieval.routing`) and which registered ``metrics``
+    its scores carry beyond the configured set (each reads that routing table). The workflow, the
+    scorer and the report take both from here."""
 
     name: str
     parameter: str | None = None  # regex of the parameter; None: the kind takes none
     needs: str | None = None  # what must exist before a condition may use it (None: ready)
     description: str = ""
+    routed: bool = False
+    metrics: tuple[str, ...] = ()
 
     def value_regex(self, separator: str = PARAMETER_SEPARATOR) -> str:
         return self.name if self.parameter is None else f"{self.name}{separator}{self.parameter}"
@@ -66,11 +73,15 @@ AXES: dict[str, tuple[Kind, ...]] = {
         Kind(
             "two_stage",
             description="stage 1 keeps the top sections by centroid, stage 2 ranks their chunks, flat search backfills",
+            routed=True,
+            metrics=("section_recall",),
         ),
         Kind(
             "toc",
             description="an LLM names a section from the candidate documents' contents (config "
             "retrieval.toc_llm); its chunks lead, flat search fills",
+            routed=True,
+            metrics=("section_recall", "toc_fallback"),
         ),
         Kind(
             "rrf",
@@ -136,6 +147,16 @@ def parse_value(axis: str, value: str) -> tuple[Kind, str | None]:
             return kind, (str(value).split(PARAMETER_SEPARATOR, 1)[1] if kind.parameter else None)
     legal = ", ".join(kind.value_regex() for kind in kinds(axis))
     raise ValueError(f"{value!r} is not a {axis} value; expected one of: {legal}")
+
+
+def retrieval_kind(value: str) -> Kind:
+    """The kind of a condition's retrieval value (``rrf:bm25`` -> the rrf kind), with its facts."""
+    return parse_value("retrieval", value)[0]
+
+
+def routed_kinds() -> tuple[str, ...]:
+    """The names of the routed retrieval kinds, in declared order."""
+    return tuple(kind.name for kind in AXES["retrieval"] if kind.routed)
 
 
 def schema_definitions() -> dict:

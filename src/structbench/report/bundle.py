@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,10 +23,9 @@ import polars as pl
 
 from structbench.atomic import write_bytes, write_json, write_text
 from structbench.datamodel import read_table, write_table
-from structbench.defaults import SEED, T_MAX, T_MIN
 from structbench.report.figures import RenderedFigure, render_figures
 from structbench.report.html import render_html
-from structbench.report.tables import Omitted, ReportInputs, Table, build_tables, render_markdown
+from structbench.report.tables import Omitted, ReportInputs, Table, build_tables, render_markdown, report_inputs
 
 log = logging.getLogger(__name__)
 
@@ -44,54 +43,57 @@ def _json(path: str) -> dict:
         ) from error
 
 
-def load_inputs(
-    *,
-    score_paths: Sequence[str],
-    contrast_paths: Sequence[str],
-    conditions: dict,
-    primary_metric: str,
-    contrast_specs: Sequence[dict] = (),
-    bootstrap_iters: int | None = None,
-    seed: int = SEED,
-    corpus_stats_paths: dict[str, str] | None = None,
-    size_match_paths: Sequence[str] = (),
-    text_report_paths: Sequence[str] = (),
-    bm25_score_paths: Sequence[str] = (),
-    chunk_paths: dict[tuple[str, str], str] | None = None,
-    embed_report_paths: dict[tuple[str, str, str], str] | None = None,
-    induction_stats_paths: Sequence[str] = (),
-    querygen_stats_paths: Sequence[str] = (),
-    context_stats_paths: Sequence[str] = (),
-    retrieval_layer_paths: Sequence[str] = (),
-    t_max: int = T_MAX,
-    t_min: int = T_MIN,
-) -> ReportInputs:
-    """The report's inputs from the run's files. ``chunk_paths`` maps (corpus, chunk set) to a chunks
-    table; ``embed_report_paths`` maps (corpus, embedder, text set) to an embedding step's JSON report."""
-    return ReportInputs(
-        scores=_concat(score_paths),
-        contrasts=_concat(contrast_paths),
-        conditions={name: dict(axes) for name, axes in conditions.items()},
-        primary_metric=primary_metric,
-        contrast_specs=[dict(spec) for spec in contrast_specs],
-        bootstrap_iters=bootstrap_iters,
-        seed=seed,
-        bm25_scores=_concat(bm25_score_paths),
-        corpus_stats={corpus: _json(path) for corpus, path in (corpus_stats_paths or {}).items()},
-        size_matches=[_json(p) for p in size_match_paths],
-        text_reports=[_json(p) for p in text_report_paths],
-        chunk_sets={key: read_table(path, "chunks") for key, path in (chunk_paths or {}).items()},
-        embed_reports=[
-            {"corpus": corpus, "embedder": embedder, "text set": textset, **_json(path)}
-            for (corpus, embedder, textset), path in (embed_report_paths or {}).items()
-        ],
-        induction_stats=[_json(p) for p in induction_stats_paths],
-        querygen_stats=[_json(p) for p in querygen_stats_paths],
-        context_stats=[_json(p) for p in context_stats_paths],
-        retrieval_layer=_concat(retrieval_layer_paths),
-        t_max=t_max,
-        t_min=t_min,
-    )
+# How a report input's files become its ReportInputs value (``report_input(read=...)``): a list of paths,
+# or for the keyed readers a dict key -> path.
+READERS: dict[str, Callable] = {
+    "tables": _concat,  # tables concatenated (columns by name)
+    "json": lambda paths: [_json(p) for p in paths],  # one dict per JSON report
+    "json_by_key": lambda paths: {key: _json(p) for key, p in paths.items()},
+    "chunks_by_key": lambda paths: {key: read_table(p, "chunks") for key, p in paths.items()},
+    # (corpus, embedder, text set) -> an embedding step's JSON report: one dict each, with its key
+    "embed_reports": lambda paths: [
+        {"corpus": corpus, "embedder": embedder, "text set": textset, **_json(p)}
+        for (corpus, embedder, textset), p in paths.items()
+    ],
+}
+
+
+def rule_input_paths(rule_input, input_keys: Mapping[str, Sequence]) -> dict[str, list[str] | dict]:
+    """Each report input's files from the report rule's ``input`` (a Snakemake Namedlist, one named entry
+    per :func:`~structbench.report.tables.report_inputs` name) and ``input_keys`` (a keyed input's keys,
+    in file order; a list key is a tuple)."""
+    paths: dict[str, list[str] | dict] = {}
+    for name in report_inputs():
+        files = getattr(rule_input, name)
+        files = [files] if isinstance(files, str) else list(files)
+        if name in input_keys:
+            keys = [tuple(key) if isinstance(key, (list, tuple)) else key for key in input_keys[name]]
+            if len(keys) != len(files):
+                raise ValueError(f"report input {name}: {len(files)} files for {len(keys)} keys")
+            paths[name] = dict(zip(keys, files))
+        else:
+            paths[name] = files
+    return paths
+
+
+def load_inputs(paths: Mapping[str, Sequence[str] | Mapping], **settings) -> ReportInputs:
+    """The report's inputs from the run's files: ``paths`` maps a report input
+    (:func:`~structbench.report.tables.report_inputs`) to its files, a list, or for a keyed reader a dict
+    key -> path (``chunk_sets``: (corpus, chunk set) -> chunks table; ``embed_reports``: (corpus,
+    embedder, text set) -> an embedding step's JSON report; ``corpus_stats``: corpus -> its statistics).
+    An input left out takes its field's default (empty). ``settings`` are the other
+    :class:`ReportInputs` fields (conditions, primary metric, contrast specs, bootstrap_iters, t_max, t_min)."""
+    declared = report_inputs()
+    unknown = sorted(set(paths) - set(declared))
+    if unknown:
+        raise ValueError(f"unknown report inputs {unknown}; declared: {sorted(declared)}")
+    values = {name: READERS[declared[name].read](files) for name, files in paths.items()}
+    settings = dict(settings)
+    if "conditions" in settings:
+        settings["conditions"] = {name: dict(axes) for name, axes in settings["conditions"].items()}
+    if "contrast_specs" in settings:
+        settings["contrast_specs"] = [dict(spec) for spec in settings["contrast_specs"]]
+    return ReportInputs(**values, **settings)
 
 
 @dataclass(frozen=True)

@@ -17,24 +17,20 @@ with its family as label) and Table 2 (one row per corpus, one column per condit
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from decimal import ROUND_CEILING, Context, Decimal
 
 import polars as pl
 
 from structbench.boundaries import bounds_report
 from structbench.cells import lexical_chunkset
-from structbench.conditions import AXES, parse_value
-from structbench.defaults import ALPHA, BOOTSTRAP_ITERS, SEED, T_MAX, T_MIN
+from structbench.conditions import AXES, retrieval_kind, routed_kinds
+from structbench.defaults import ALPHA, T_MAX, T_MIN
 from structbench.metrics.registry import is_metric, metric_label, parse_metric
-from structbench.stats.bootstrap import cluster_bootstrap
-from structbench.stats.contrasts import HOLM_FAMILIES, depth_slopes
+from structbench.stats.contrasts import HOLM_FAMILIES
 
 CELL = ["corpus", "embedder", "reranker"]
 ID_COLUMNS = {"qid", "doc_id", "qtype", "corpus", "condition", "embedder", "reranker"}
-# Retrieval kinds that route a query to sections before ranking chunks; their score tables carry the
-# per-query ``section_recall`` diagnostic (structbench.metrics.diagnostics).
-ROUTED_RETRIEVALS = ("two_stage", "toc")
 ALL_QTYPES = "all"
 
 
@@ -160,39 +156,61 @@ def condition_means(scores: pl.DataFrame) -> pl.DataFrame:
 # ---- the registry ----------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class ReportInput:
+    """How one report input is found and read: ``files`` names the function of rules/common.smk that
+    lists its files (a list of paths, or a dict key -> path), ``read`` the reader of
+    :data:`structbench.report.bundle.READERS` that turns them into the field's value."""
+
+    files: str
+    read: str
+
+
+def report_input(files: str, read: str, empty: Callable | None = None):
+    """A :class:`ReportInputs` field read from the run's files (:class:`ReportInput`); ``empty`` makes the
+    value when the run has none. The report rule and its script iterate these fields
+    (:func:`report_inputs`), so a new input is one such field (plus the function listing its files,
+    unless one already does) and the table that reads it."""
+    metadata = {"report_input": ReportInput(files, read)}
+    return field(metadata=metadata) if empty is None else field(default_factory=empty, metadata=metadata)
+
+
 @dataclass
 class ReportInputs:
     """Everything the report reads, as plain tables and dicts (:func:`structbench.report.bundle.load_inputs`
-    builds it from the run's files).
+    builds it from the run's files: every field declared with :func:`report_input`; the others are
+    settings from the workflow's params).
 
     ``scores``: every dense cell's per-query scores, concatenated; ``contrasts``: every cell's contrasts
-    table with its cell columns; ``conditions``: name -> axes of the conditions the run selected
-    (``select.conditions``; every declared one when none), as declared (declared order is the order
-    every table and figure shows them in); ``contrast_specs``: the contrasts as the statistics step got
-    them; ``bootstrap_iters`` and ``seed``: the statistics settings (also used for the bootstrap CIs of
-    the per-condition means); ``chunk_sets``: (corpus, chunk set) -> chunks table;
-    ``querygen_stats``: the merged query generation's summary per corpus with generated queries
-    (:func:`structbench.querygen.funnel.querygen_summary`); ``retrieval_layer``: seed 004's run comparisons
-    (:func:`structbench.metrics.diagnostics.retrieval_layer_table`).
+    table with its cell columns; ``condition_means`` and ``dose_response``: the statistics step's
+    per-condition means with CIs and dose-response slopes per cell (:mod:`structbench.stats.means`);
+    ``conditions``: name -> axes of the conditions the run selected (``select.conditions``; every declared
+    one when none), as declared (declared order is the order every table and figure shows them in);
+    ``contrast_specs``: the contrasts as the statistics step got them; ``bootstrap_iters``: the statistics
+    step's B (the resolution of its p-values); ``chunk_sets``: (corpus, chunk set) ->
+    chunks table; ``querygen_stats``: the merged query generation's summary per corpus with generated
+    queries (:func:`structbench.querygen.funnel.querygen_summary`); ``retrieval_layer``: seed 004's run
+    comparisons (:func:`structbench.metrics.diagnostics.retrieval_layer_table`).
     """
 
-    scores: pl.DataFrame
-    contrasts: pl.DataFrame
+    scores: pl.DataFrame = report_input("all_cells", "tables")
+    contrasts: pl.DataFrame = report_input("all_contrasts", "tables")
     conditions: dict[str, dict]
     primary_metric: str
     contrast_specs: list[dict] = field(default_factory=list)
     bootstrap_iters: int | None = None
-    seed: int = SEED
-    bm25_scores: pl.DataFrame = field(default_factory=pl.DataFrame)
-    corpus_stats: dict[str, dict] = field(default_factory=dict)
-    size_matches: list[dict] = field(default_factory=list)
-    text_reports: list[dict] = field(default_factory=list)
-    chunk_sets: dict[tuple[str, str], pl.DataFrame] = field(default_factory=dict)
-    embed_reports: list[dict] = field(default_factory=list)
-    induction_stats: list[dict] = field(default_factory=list)
-    context_stats: list[dict] = field(default_factory=list)
-    querygen_stats: list[dict] = field(default_factory=list)
-    retrieval_layer: pl.DataFrame = field(default_factory=pl.DataFrame)
+    condition_means: pl.DataFrame = report_input("all_condition_means", "tables", pl.DataFrame)
+    dose_response: pl.DataFrame = report_input("all_dose_responses", "tables", pl.DataFrame)
+    bm25_scores: pl.DataFrame = report_input("all_bm25_scores", "tables", pl.DataFrame)
+    corpus_stats: dict[str, dict] = report_input("all_corpus_stats", "json_by_key", dict)
+    size_matches: list[dict] = report_input("all_size_matches", "json", list)
+    text_reports: list[dict] = report_input("all_text_reports", "json", list)
+    chunk_sets: dict[tuple[str, str], pl.DataFrame] = report_input("all_chunk_sets", "chunks_by_key", dict)
+    embed_reports: list[dict] = report_input("all_embed_reports", "embed_reports", list)
+    induction_stats: list[dict] = report_input("all_induction_stats", "json", list)
+    context_stats: list[dict] = report_input("all_context_stats", "json", list)
+    querygen_stats: list[dict] = report_input("all_querygen_stats", "json", list)
+    retrieval_layer: pl.DataFrame = report_input("all_retrieval_layers", "tables", pl.DataFrame)
     t_max: int = T_MAX
     t_min: int = T_MIN
 
@@ -200,14 +218,16 @@ class ReportInputs:
     def scored(self) -> bool:
         return not self.scores.is_empty()
 
-    @property
-    def n_boot(self) -> int:
-        return self.bootstrap_iters or BOOTSTRAP_ITERS
-
     def condition_order(self, present: Sequence[str]) -> list[str]:
         """``present`` conditions in declared order (any undeclared ones after, by name)."""
         declared = [name for name in self.conditions if name in set(present)]
         return declared + sorted(set(present) - set(declared))
+
+
+def report_inputs() -> dict[str, ReportInput]:
+    """The report's file inputs, field name -> :class:`ReportInput`, in field order: the one table the
+    report rule (rules/report.smk), its script and :func:`structbench.report.bundle.load_inputs` iterate."""
+    return {f.name: f.metadata["report_input"] for f in fields(ReportInputs) if "report_input" in f.metadata}
 
 
 class Omit(Exception):
@@ -443,46 +463,13 @@ def means_table(inputs: ReportInputs) -> TableContent:
     return TableContent(data, blocks)
 
 
-def condition_mean_cis(scores: pl.DataFrame, metric: str, n_boot: int, seed: int) -> pl.DataFrame:
-    """Each condition's mean of ``metric`` per cell with its 95% document-clustered bootstrap CI
-    (:func:`structbench.stats.bootstrap.cluster_bootstrap`: documents resampled with replacement, the
-    replicate mean = drawn documents' score sums / their query counts; percentile interval).
-
-    Queries with a missing score are left out. Returns ``corpus, embedder, reranker, condition, metric,
-    mean, ci_low, ci_high, n_queries, n_docs`` sorted by cell and condition."""
-    rows = []
-    valid = scores.filter(pl.col(metric).is_not_null() & pl.col(metric).is_not_nan())
-    for (corpus, embedder, reranker, condition), group in valid.sort(CELL + ["condition", "qid"]).group_by(
-        CELL + ["condition"], maintain_order=True
-    ):
-        result = cluster_bootstrap(group[metric].to_numpy(), group["doc_id"].to_numpy(), n_boot=n_boot, seed=seed)
-        rows.append(
-            {
-                "corpus": corpus,
-                "embedder": embedder,
-                "reranker": reranker,
-                "condition": condition,
-                "metric": metric,
-                "mean": float(result.estimate[0]),
-                "ci_low": float(result.ci_low[0]),
-                "ci_high": float(result.ci_high[0]),
-                "n_queries": result.n_queries,
-                "n_docs": result.n_docs,
-            }
-        )
-    schema = {
-        "corpus": pl.String,
-        "embedder": pl.String,
-        "reranker": pl.String,
-        "condition": pl.String,
-        "metric": pl.String,
-        "mean": pl.Float64,
-        "ci_low": pl.Float64,
-        "ci_high": pl.Float64,
-        "n_queries": pl.Int64,
-        "n_docs": pl.Int64,
-    }
-    return pl.DataFrame(rows, schema=schema)
+def primary_condition_means(inputs: ReportInputs) -> pl.DataFrame:
+    """The statistics step's per-condition means of the primary metric with their CIs
+    (:func:`structbench.stats.means.condition_mean_cis`); omitted when it wrote none."""
+    means = inputs.condition_means
+    if means.is_empty() or not (means["metric"] == inputs.primary_metric).any():
+        raise Omit(f"the statistics step wrote no per-condition means of {inputs.primary_metric}")
+    return means.filter(pl.col("metric") == inputs.primary_metric)
 
 
 @report_table(
@@ -495,7 +482,7 @@ def condition_mean_cis(scores: pl.DataFrame, metric: str, n_boot: int, seed: int
 )
 def means_ci_table(inputs: ReportInputs) -> TableContent:
     require_scores(inputs)
-    data = condition_mean_cis(inputs.scores, inputs.primary_metric, inputs.n_boot, inputs.seed)
+    data = primary_condition_means(inputs)
     order = {name: i for i, name in enumerate(inputs.condition_order(data["condition"].unique().to_list()))}
     data = (
         data.with_columns(pl.col("condition").replace_strict(order, return_dtype=pl.Int64).alias("_order"))
@@ -544,54 +531,6 @@ def ladder_table(inputs: ReportInputs) -> TableContent:
 # ---- dose-response ------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class DoseSeries:
-    """Conditions ordered by heading-path depth: a declared dose-response contrast, or one derived from
-    the declared conditions (same boundaries, structure and retrieval; prefix none = depth 0, path:d = d)."""
-
-    name: str
-    conditions: tuple[str, ...]
-    depths: tuple[float, ...]
-    declared: bool
-
-
-def path_depth(prefix: str) -> int | None:
-    """The heading-path depth a prefix injects: 0 for none, d for path:d; None for any other prefix."""
-    kind, parameter = parse_value("prefix", prefix)
-    if kind.name == "none":
-        return 0
-    if kind.name == "path":
-        return int(parameter)
-    return None
-
-
-def dose_series(conditions: dict[str, dict], contrast_specs: Sequence[dict]) -> list[DoseSeries]:
-    """The declared dose-response contrasts, then every group of declared conditions that differ only in
-    path depth (at least two depths) and is not already a declared series. The first condition declared
-    at a depth represents it."""
-    series = [
-        DoseSeries(
-            spec["name"],
-            tuple(spec["conditions"]),
-            tuple(float(d) for d in (spec.get("depths") or range(len(spec["conditions"])))),
-            True,
-        )
-        for spec in contrast_specs
-        if spec.get("conditions")
-    ]
-    covered = {frozenset(s.conditions) for s in series}
-    groups: dict[tuple, dict[int, str]] = {}
-    for name, axes in conditions.items():
-        depth = path_depth(str(axes["prefix"]))
-        if depth is not None:
-            groups.setdefault((axes["boundaries"], axes["structure"], axes["retrieval"]), {}).setdefault(depth, name)
-    for by_depth in groups.values():
-        members = tuple(by_depth[d] for d in sorted(by_depth))
-        if len(members) >= 2 and frozenset(members) not in covered:
-            series.append(DoseSeries(" → ".join(members), members, tuple(float(d) for d in sorted(by_depth)), False))
-    return series
-
-
 @report_table(
     "dose_response",
     "Heading-path dose-response",
@@ -604,48 +543,31 @@ def dose_series(conditions: dict[str, dict], contrast_specs: Sequence[dict]) -> 
 )
 def dose_response_table(inputs: ReportInputs) -> TableContent:
     require_scores(inputs)
-    all_series = dose_series(inputs.conditions, inputs.contrast_specs)
-    if not all_series:
+    slopes = inputs.dose_response
+    if slopes.is_empty() or not (slopes["metric"] == inputs.primary_metric).any():
         raise Omit("no dose-response contrast and no conditions that differ only in heading-path depth in this config")
-    metric = inputs.primary_metric
-    means = condition_mean_cis(inputs.scores, metric, inputs.n_boot, inputs.seed)
-    rows = []
-    for (corpus, embedder, reranker), cell in inputs.scores.group_by(CELL, maintain_order=True):
-        present = set(cell["condition"].unique().to_list())
-        for series in all_series:
-            if not set(series.conditions) <= present:
-                continue
-            slopes = depth_slopes(cell, series.conditions, metric, series.depths)
-            boot = cluster_bootstrap(slopes.delta, slopes.doc_id, n_boot=inputs.n_boot, seed=inputs.seed)
-            for condition, depth in zip(series.conditions, series.depths):
-                mean = means.filter(
-                    (pl.col("corpus") == corpus)
-                    & (pl.col("embedder") == embedder)
-                    & (pl.col("reranker") == reranker)
-                    & (pl.col("condition") == condition)
-                ).row(0, named=True)
-                rows.append(
-                    {
-                        "corpus": corpus,
-                        "embedder": embedder,
-                        "reranker": reranker,
-                        "series": series.name,
-                        "declared": series.declared,
-                        "condition": condition,
-                        "depth": depth,
-                        "mean": mean["mean"],
-                        "ci_low": mean["ci_low"],
-                        "ci_high": mean["ci_high"],
-                        "slope": float(boot.estimate[0]),
-                        "slope_ci_low": float(boot.ci_low[0]),
-                        "slope_ci_high": float(boot.ci_high[0]),
-                        "slope_p": float(boot.p[0]),
-                        "slope_n_queries": slopes.n_queries,
-                    }
-                )
-    if not rows:
-        raise Omit("no cell scored every member of a dose-response series")
-    data = pl.DataFrame(rows).sort(CELL, maintain_order=True)
+    keys = CELL + ["condition"]
+    means = primary_condition_means(inputs).select(*keys, "mean", "ci_low", "ci_high")
+    data = (
+        slopes.filter(pl.col("metric") == inputs.primary_metric)
+        .join(means, on=keys, how="left", maintain_order="left")
+        .select(
+            *CELL,
+            "series",
+            "declared",
+            "condition",
+            "depth",
+            "mean",
+            "ci_low",
+            "ci_high",
+            "slope",
+            "slope_ci_low",
+            "slope_ci_high",
+            "slope_p",
+            "slope_n_queries",
+        )
+        .sort(CELL, maintain_order=True)
+    )
     B = inputs.bootstrap_iters
     shown = (
         data.group_by(CELL + ["series"], maintain_order=True)
@@ -691,9 +613,9 @@ def dose_response_table(inputs: ReportInputs) -> TableContent:
     "over all queries.",
 )
 def section_recall_table(inputs: ReportInputs) -> TableContent:
-    routed = [name for name, axes in inputs.conditions.items() if retrieval_kind(axes) in ROUTED_RETRIEVALS]
+    routed = [name for name, axes in inputs.conditions.items() if retrieval_kind(str(axes["retrieval"])).routed]
     if not routed:
-        raise Omit(f"no routed conditions (retrieval {' or '.join(ROUTED_RETRIEVALS)}) in this config")
+        raise Omit(f"no routed conditions (retrieval {' or '.join(routed_kinds())}) in this config")
     require_scores(inputs)
     if "section_recall" not in inputs.scores.columns:
         raise Omit(f"the routed conditions {', '.join(routed)} were scored without section recall")
@@ -718,11 +640,6 @@ def section_recall_table(inputs: ReportInputs) -> TableContent:
         .select(keys + [q for q in qtypes if q in data["qtype"].unique().to_list()])
     )
     return TableContent(data, blocks_by(shown, CELL, cell_heading))
-
-
-def retrieval_kind(axes: dict) -> str:
-    """The kind of a condition's retrieval value (``toc:llm`` -> ``toc``)."""
-    return str(axes["retrieval"]).split(":", 1)[0]
 
 
 @report_table(

@@ -37,14 +37,9 @@ from structbench.datamodel import ROUTING
 from structbench.defaults import HIER_TOP_SECTIONS, SEPARATOR
 
 SOURCES = ("centroid", "llm", "fallback")  # two-stage stage 1; TOC reply in range; TOC embedding fallback
-# The registered metrics a routed kind's scores carry beyond the configured set (each reads the routing
-# table as its input ``kept_sections``).
-ROUTING_METRICS = {"two_stage": ("section_recall",), "toc": ("section_recall", "toc_fallback")}
-
-
-def routing_metrics(kind: str) -> list[str]:
-    """The extra metric names a retrieval kind is scored with (none for an unrouted kind)."""
-    return list(ROUTING_METRICS.get(kind, ()))
+# Which kinds are routed, and the registered metrics their scores carry beyond the configured set (each
+# reading the routing table as its input ``kept_sections``), are facts of the kind:
+# ``Kind.routed`` and ``Kind.metrics`` in structbench.conditions.AXES.
 
 
 def section_units(sections: pl.DataFrame, separator: str = SEPARATOR) -> pl.DataFrame:

@@ -1,0 +1,18 @@
+"""Per-condition statistics of one cell: each condition's mean with its bootstrap CI, and the
+dose-response slopes (structbench.stats.means), the tables the report formats."""
+
+import polars as pl
+
+from structbench.datamodel import read_table, write_table
+from structbench.logs import step_log
+from structbench.stats.means import DoseSeries, condition_mean_cis, dose_response_slopes
+
+with step_log(snakemake.log[0], "condition_stats") as log:
+    scores = pl.concat([read_table(path) for path in snakemake.input], how="diagonal_relaxed")
+    metric, B, seed = snakemake.params.primary_metric, snakemake.params.bootstrap_iters, snakemake.params.seed
+    means = condition_mean_cis(scores, metric, n_boot=B, seed=seed)
+    series = [DoseSeries.from_params(entry) for entry in snakemake.params.series]
+    slopes = dose_response_slopes(scores, series, metric, n_boot=B, seed=seed)
+    log.info("\n%s\n%s", means, slopes)
+    write_table(means, snakemake.output.means)
+    write_table(slopes, snakemake.output.dose_response)
