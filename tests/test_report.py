@@ -501,11 +501,9 @@ def test_semantic_merge_truncation_is_a_row_of_the_embedder_input_table(tmp_path
     assert written["n_truncated"] == 3 and written["n_texts"] > 0
     label = "semantic/gold (merge paragraphs)"
     report_inputs = load_inputs(
-        score_paths=[],
-        contrast_paths=[],
+        {"scores": [], "contrasts": [], "embed_reports": {("kb", "minilm", label): output.embed_report}},
         conditions={},
         primary_metric="cov_nDCG@10",
-        embed_report_paths={("kb", "minilm", label): output.embed_report},
     )
     (table,) = tables_of(report_inputs, "embedder_input")
     row = table.content.data.row(0, named=True)
