@@ -9,7 +9,9 @@ document title (1 = top level). The protocol, per document:
    the first paragraph, each next one right after the previous one ends, the last ends at the last
    paragraph; none reversed or out of range), the first has level 1, and a level rises by at most one
    between consecutive sections. A missing or non-JSON answer, or one that breaks the schema, is a
-   violation too.
+   violation too. Requests carry the window's bounded schema (:func:`induction_schema`), which
+   constrained backends decode under; answers are still read with the lenient :data:`SCHEMA`, so an
+   unconstrained answer out of range reaches the check and the repair rather than failing outright.
 2. **One self-correction round** for an answer that fails: the conversation goes back to the model with
    its answer and the list of its specific violations (``prompts/induce_correction.txt``).
 3. **Deterministic repair** (:func:`repair_sections`) of an answer still failing: each section runs from
@@ -49,7 +51,7 @@ import polars as pl
 from structbench.corpus.build import build_tables
 from structbench.corpus.verify import verify_sections
 from structbench.datamodel import MAX_LEVEL, ParsedDocument, SectionSpec
-from structbench.llm import LLM, ChatRequest, ChatResponse, load_prompt
+from structbench.llm import LLM, ChatRequest, ChatResponse, JSONOutputError, load_prompt, parse_json_output
 from structbench.structure.stats import identical_span_share  # noqa: F401  (defined with the other statistics)
 
 log = logging.getLogger(__name__)
@@ -73,6 +75,35 @@ SCHEMA = {
     },
     "required": ["sections"],
 }
+TITLE_CHARS = 80  # the longest title a constrained answer may write (a heading, not a summary)
+
+
+def induction_schema(first: int, last: int) -> dict:
+    """The answer schema of a window of paragraphs ``first..last``: :data:`SCHEMA` with the bounds the
+    protocol knows (paragraph numbers in the window, levels 1..MAX_LEVEL, a title of 1..TITLE_CHARS
+    characters, 1..(paragraphs in the window) sections, no other keys). A backend that decodes under it
+    cannot answer out of range; an answer that breaks only these bounds (a server ignoring the schema)
+    is still read with the lenient :data:`SCHEMA` and goes through the check and the repair."""
+    number = {"type": "integer", "minimum": first, "maximum": last}
+    section = {
+        "type": "object",
+        "properties": {
+            "title": {"type": "string", "minLength": 1, "maxLength": TITLE_CHARS},
+            "level": {"type": "integer", "minimum": 1, "maximum": MAX_LEVEL},
+            "first": number,
+            "last": number,
+        },
+        "required": ["title", "level", "first", "last"],
+        "additionalProperties": False,
+    }
+    return {
+        "type": "object",
+        "properties": {"sections": {"type": "array", "items": section, "minItems": 1, "maxItems": last - first + 1}},
+        "required": ["sections"],
+        "additionalProperties": False,
+    }
+
+
 STATUS = {
     "doc_id": pl.String,
     "status": pl.String,  # usable | repaired | failed
@@ -322,7 +353,12 @@ def induce_structure(
             n_paragraphs=n_by_doc[window.doc_id],
             paragraphs="\n\n".join(window.lines),
         )
-        return ChatRequest.of(messages, schema=SCHEMA, prompt_version=prompt.version_id, max_new_tokens=answer_tokens)
+        return ChatRequest.of(
+            messages,
+            schema=induction_schema(window.first, window.last),
+            prompt_version=prompt.version_id,
+            max_new_tokens=answer_tokens,
+        )
 
     first_requests = [request(window) for window in windows]
     first_answers = llm.chat(first_requests)
@@ -342,7 +378,7 @@ def induce_structure(
             follow_ups.append(
                 ChatRequest.of(
                     messages,
-                    schema=SCHEMA,
+                    schema=induction_schema(window.first, window.last),
                     prompt_version=f"{prompt.version_id}+{correction.version_id}",
                     max_new_tokens=answer_tokens,
                 )
@@ -370,10 +406,18 @@ def induce_structure(
 
 
 def _judge(answer: ChatResponse, window: Window) -> tuple[list[InducedSection] | None, list[str]]:
-    """The answer's sections (None when there is no schema-valid JSON) and its violations."""
+    """The answer's sections (None when there is no JSON valid under the lenient :data:`SCHEMA`) and
+    its violations. An answer that breaks only the window's bounds (:func:`induction_schema`) is read
+    leniently: the check names what is out of range and the repair can still use it."""
+    value = answer.value
     if not answer.ok:
-        return None, [f"the answer is not the requested JSON object: {answer.error}"]
-    sections = sections_from_answer(answer.value)
+        try:
+            value = parse_json_output(answer.text, SCHEMA) if answer.text else None
+        except JSONOutputError:
+            value = None
+        if value is None:
+            return None, [f"the answer is not the requested JSON object: {answer.error}"]
+    sections = sections_from_answer(value)
     return sections, check_sections(sections, window.first, window.last)
 
 
