@@ -10,7 +10,7 @@ from llm_testing import build_tiny_model
 from structbench.llm import ChatRequest, load_llm, parse_json_output
 from structbench.llm.grammar import GrammarError
 from structbench.retrieval.routing import parse_section_number, toc_schema
-from structbench.structure.induction import induction_schema
+from structbench.structure.induction import TITLE_CHARS, induction_schema, sections_that_fit
 
 pytest.importorskip("llguidance")
 
@@ -35,7 +35,7 @@ def tiny_model(tmp_path_factory):
 
 def entry(model, **extra):
     # threads 1: on a shared CPU, torch's default (all cores) made this 2-layer model 20x slower.
-    # 720 tokens: a random model writes titles of up to 80 characters of multi-byte noise.
+    # 720 tokens: a random model writes titles of up to TITLE_CHARS characters of multi-byte noise.
     return {"backend": "transformers", "model": str(model), "max_new_tokens": 720, "threads": 1, **extra}
 
 
@@ -60,9 +60,20 @@ def test_constrained_answers_are_schema_valid_and_the_same_requests_unconstraine
     if name == "induction":  # the bounds hold: numbers inside the window, levels and titles in range
         for section in (s for r in constrained for s in r.value["sections"]):
             assert 3 <= section["first"] <= 4 and 3 <= section["last"] <= 4 and 1 <= section["level"] <= 4
-            assert 1 <= len(section["title"]) <= 80
+            assert 1 <= len(section["title"]) <= TITLE_CHARS
     free = load_llm(entry(tiny_model, batch_size=4, max_new_tokens=60, constrained=False, **sampling))
     assert not any(response.ok for response in free.chat(requests_for(schema)))
+
+
+def test_the_induction_schema_holds_as_many_sections_as_the_answer_cap_can_close(tiny_model):
+    assert sections_that_fit(192) == 4 and sections_that_fit(10) == 1
+    bounded = induction_schema(5, 20, max_sections=sections_that_fit(192))["properties"]["sections"]
+    assert (bounded["minItems"], bounded["maxItems"]) == (1, 4)
+    assert induction_schema(5, 6, max_sections=4)["properties"]["sections"]["maxItems"] == 2  # the window's paragraphs
+    schema = induction_schema(1, 9, max_sections=1)
+    for response in load_llm(entry(tiny_model)).chat(requests_for(schema)):
+        assert_valid(response, schema)
+        assert len(response.value["sections"]) == 1
 
 
 def test_toc_replies_under_the_grammar_name_an_entry_in_range(tiny_model):

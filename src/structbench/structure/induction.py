@@ -75,15 +75,31 @@ SCHEMA = {
     },
     "required": ["sections"],
 }
-TITLE_CHARS = 80  # the longest title a constrained answer may write (a heading, not a summary)
+TITLE_CHARS = 60  # the longest title a constrained answer may write (a heading, not a summary)
+# Answer tokens one section object takes at most, about: {"title": "<up to 60 characters>", "level": 1,
+# "first": 12, "last": 14}, is ~33 tokens with a 36-character title for SmolLM2's tokenizer; the
+# "sections" wrapper takes ~8. They bound the sections an answer can hold within its token cap.
+SECTION_TOKENS = 40
+WRAPPER_TOKENS = 8
 
 
-def induction_schema(first: int, last: int) -> dict:
+def sections_that_fit(answer_tokens: int) -> int:
+    """The most sections a constrained answer can close within ``answer_tokens`` (at least 1)."""
+    return max(1, (answer_tokens - WRAPPER_TOKENS) // SECTION_TOKENS)
+
+
+def induction_schema(first: int, last: int, max_sections: int | None = None) -> dict:
     """The answer schema of a window of paragraphs ``first..last``: :data:`SCHEMA` with the bounds the
     protocol knows (paragraph numbers in the window, levels 1..MAX_LEVEL, a title of 1..TITLE_CHARS
-    characters, 1..(paragraphs in the window) sections, no other keys). A backend that decodes under it
-    cannot answer out of range; an answer that breaks only these bounds (a server ignoring the schema)
-    is still read with the lenient :data:`SCHEMA` and goes through the check and the repair."""
+    characters, 1..(paragraphs in the window) sections, at most ``max_sections`` of them, no other keys).
+    A backend that decodes under it cannot answer out of range; an answer that breaks only these bounds
+    (a server ignoring the schema) is still read with the lenient :data:`SCHEMA` and goes through the
+    check and the repair.
+
+    ``max_sections`` (:func:`sections_that_fit` of the answer's token cap, in :func:`induce_structure`)
+    keeps a constrained answer short enough to close its JSON: SmolLM2 under the grammar otherwise lists
+    near-identical sections until ``max_new_tokens`` cuts the answer, which is then no JSON at all."""
+    items = last - first + 1 if max_sections is None else max(1, min(last - first + 1, max_sections))
     number = {"type": "integer", "minimum": first, "maximum": last}
     section = {
         "type": "object",
@@ -98,7 +114,7 @@ def induction_schema(first: int, last: int) -> dict:
     }
     return {
         "type": "object",
-        "properties": {"sections": {"type": "array", "items": section, "minItems": 1, "maxItems": last - first + 1}},
+        "properties": {"sections": {"type": "array", "items": section, "minItems": 1, "maxItems": items}},
         "required": ["sections"],
         "additionalProperties": False,
     }
@@ -322,6 +338,7 @@ def induce_structure(
     """
     prompt, correction = load_prompt("induce_structure"), load_prompt("induce_correction")
     answer_tokens = max_new_tokens or llm.spec.max_new_tokens
+    max_sections = sections_that_fit(answer_tokens)
     texts_by_doc = _paragraph_texts(documents, paragraphs)
     n_by_doc = {doc_id: len(texts) for doc_id, texts in texts_by_doc.items()}
     titles = dict(zip(documents["doc_id"].to_list(), documents["title"].to_list()))
@@ -355,7 +372,7 @@ def induce_structure(
         )
         return ChatRequest.of(
             messages,
-            schema=induction_schema(window.first, window.last),
+            schema=induction_schema(window.first, window.last, max_sections),
             prompt_version=prompt.version_id,
             max_new_tokens=answer_tokens,
         )
@@ -378,7 +395,7 @@ def induce_structure(
             follow_ups.append(
                 ChatRequest.of(
                     messages,
-                    schema=induction_schema(window.first, window.last),
+                    schema=induction_schema(window.first, window.last, max_sections),
                     prompt_version=f"{prompt.version_id}+{correction.version_id}",
                     max_new_tokens=answer_tokens,
                 )
