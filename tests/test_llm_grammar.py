@@ -186,6 +186,16 @@ def test_constrained_json_requests_have_their_own_cache_keys(tiny_model):
     assert on.material(text_request) == off.material(text_request)
 
 
+def test_constrained_is_a_transformers_boolean():
+    from structbench.llm import LLMSpec
+
+    assert LLMSpec.from_config({"backend": "transformers", "model": "m"}).constrained is True
+    with pytest.raises(ValueError, match="constrained must be true or false"):
+        LLMSpec.from_config({"backend": "transformers", "model": "m", "constrained": "yes"})
+    with pytest.raises(ValueError, match=r"\['constrained'\] are not valid for backend 'vllm'"):
+        LLMSpec.from_config({"backend": "vllm", "model": "m", "constrained": False})
+
+
 def test_the_server_backends_pass_the_bounded_schemas_unchanged():
     """vLLM and OpenAI-compatible servers decode under their own engines: the schema goes as it is."""
     from structbench.llm import LLMSpec
