@@ -3,7 +3,10 @@
 The key of a completion is the SHA-256 of everything that determines it (:func:`request_key`): the
 backend kind, the model id and a fingerprint of its weights, the prompt version, the rendered messages,
 the sampling parameters and the JSON schema. The backend kind is part of the key because it changes the
-answer for the same weights: vLLM decodes under the schema's grammar, transformers does not.
+answer for the same weights (vLLM and the OpenAI-compatible servers have their own structured-output
+engines), and a JSON request that the transformers backend decodes under a grammar also carries the
+engine and its version (``"grammar": "llguidance==1.9.1"``; absent with ``constrained: false``), so a
+constrained answer is never served for an unconstrained request or across engine versions.
 
 Layout: ``<root>/<key[:2]>/<key>.json``, one immutable file per entry holding the key, the material it
 was hashed from (so an entry can be audited), the completion and a checksum of the three. Writes go to a

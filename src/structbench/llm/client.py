@@ -32,7 +32,9 @@ class Backend(Protocol):
     """What a backend provides. ``kind`` is its config name; ``identity()`` names the model and its
     weights (``{"model": ..., "weights": ...}``) for cache keys; ``context_tokens`` is the model's
     context window; ``count_tokens(messages)`` the prompt tokens of a rendered conversation;
-    ``generate`` answers requests in order, with each request's token cap."""
+    ``generate`` answers requests in order, with each request's token cap. A backend that constrains JSON
+    requests with a grammar of its own names the engine and its version in ``grammar_engine`` (part of
+    their cache keys; absent or None: unconstrained, or constrained by the server that ``kind`` names)."""
 
     kind: str
     context_tokens: int
@@ -78,7 +80,14 @@ class LLM:
                 "max_new_tokens": self.max_new_tokens(request),
             },
             "schema": request.schema,
+            # A backend that decodes JSON under a grammar it owns (transformers: "llguidance==1.9.1")
+            # answers differently than without: its requests with a schema get their own keys.
+            **({"grammar": engine} if request.schema is not None and (engine := self.grammar_engine) else {}),
         }
+
+    @property
+    def grammar_engine(self) -> str | None:
+        return getattr(self.backend, "grammar_engine", None)
 
     def max_new_tokens(self, request: ChatRequest) -> int:
         return request.max_new_tokens or self.spec.max_new_tokens

@@ -1,9 +1,10 @@
 """Lenient JSON extraction and schema validation of model output (SPEC section 14).
 
-Backends without constrained decoding (transformers, an OpenAI-compatible server asked without
-``response_format``) are prompted for JSON and may wrap it in prose or a Markdown fence, so the answer
-is the first JSON value (object or array) that parses anywhere in the text. A constrained backend
-returns bare JSON, which the same rule reads unchanged. Validation uses ``jsonschema`` (Draft 2020-12).
+Backends without constrained decoding (transformers with ``constrained: false``, an OpenAI-compatible
+server asked without ``response_format`` or ignoring it) are prompted for JSON and may wrap it in prose
+or a Markdown fence, so the answer is the first JSON value (object or array) that parses anywhere in
+the text. A constrained backend returns bare JSON, which the same rule reads unchanged. Validation
+uses ``jsonschema`` (Draft 2020-12).
 """
 
 from __future__ import annotations

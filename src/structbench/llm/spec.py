@@ -37,6 +37,9 @@ prompt_lookup_tokens   0               transformers, greedy only: > 0 generates 
                                        decoding on 2 CPU cores, where batching gave 1.03x; short chat
                                        prompts batch better, 1.8x: benchmarks/bench_llm.py).
                                        0 batches by ``batch_size``.
+constrained            true            transformers: decode JSON requests under their schema with an
+                                       llguidance grammar (``llm.grammar``); false leaves the schema
+                                       to the prompt and lenient parsing. Part of the cache key.
 base_url               http://127.0.0.1:8000/v1   openai: the server's API root.
 api_key_env            null            openai: name of the environment variable holding an API key.
 timeout_s              300             openai: seconds to wait for one response.
@@ -62,7 +65,7 @@ from structbench.defaults import SEED
 BACKENDS = ("transformers", "openai", "vllm")
 _COMMON = {"backend", "model", "revision", "max_new_tokens", "temperature", "seed", "batch_size", "context_tokens"}
 _BACKEND_KEYS = {
-    "transformers": _COMMON | {"device", "dtype", "gguf_file", "threads", "prompt_lookup_tokens"},
+    "transformers": _COMMON | {"device", "dtype", "gguf_file", "threads", "prompt_lookup_tokens", "constrained"},
     "openai": _COMMON
     | {"base_url", "api_key_env", "timeout_s", "max_retries", "backoff_s", "response_format", "tokenizer"},
     "vllm": _COMMON | {"dtype", "gpu_memory_utilization", "tensor_parallel_size"},
@@ -86,6 +89,7 @@ class LLMSpec:
     gguf_file: str | None = None
     threads: int | None = None
     prompt_lookup_tokens: int = 0
+    constrained: bool = True
     base_url: str = "http://127.0.0.1:8000/v1"
     api_key_env: str | None = None
     timeout_s: float = 300.0
@@ -124,6 +128,8 @@ class LLMSpec:
                 f"llms.{name}: max_new_tokens and batch_size must be >= 1, max_retries, "
                 f"temperature and prompt_lookup_tokens >= 0 (got {entry})"
             )
+        if not isinstance(spec.constrained, bool):
+            raise ValueError(f"llms.{name}.constrained must be true or false, got {spec.constrained!r}")
         if spec.response_format not in ("json_schema", "none"):
             raise ValueError(f"llms.{name}.response_format must be json_schema or none, got {spec.response_format!r}")
         return spec

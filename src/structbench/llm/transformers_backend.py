@@ -14,8 +14,13 @@ decoding instead: candidate continuations are n-grams copied from the prompt, an
 whole candidate in one forward pass. Greedy output is the same token for token (a verified candidate
 token is exactly the argmax). It gains where answers copy from a long prompt, as situating contexts
 do, and there it beats batching on a CPU, where the prompt's prefill already keeps the cores busy
-(benchmarks/bench_llm.py measures both; short prompts batch better). There is no constrained decoding here:
-JSON requests get the schema through their prompt and the client parses the answer leniently.
+(benchmarks/bench_llm.py measures both; short prompts batch better).
+
+A request with a JSON schema decodes under it (``constrained: true``, the default): an llguidance
+grammar masks every token that would break the schema, and EOS is allowed only once the JSON value is
+complete (:mod:`structbench.llm.grammar`, which also says why prompt lookup and batching stay on under a
+grammar). ``llguidance`` is imported only when the first constrained batch runs. ``constrained: false``
+leaves the schema to the prompt and the client's lenient parser.
 
 A greedy answer can differ in the last bits between batched and one-at-a-time runs (padding changes
 the kernels' reduction order); the response cache makes a rerun reuse the first answer, so reruns are
@@ -99,6 +104,13 @@ class TransformersBackend:
         self.eos_ids = set(eos if isinstance(eos, list) else [eos])
         # Prompt lookup needs one sequence per generate() call and is defined for greedy decoding only.
         self.prompt_lookup = spec.prompt_lookup_tokens if spec.temperature == 0 else 0
+        # Constrained decoding of JSON requests: the engine's version goes into their cache keys (client.material).
+        self.grammar_engine = None
+        self._grammars = None
+        if spec.constrained:
+            from structbench.llm.grammar import engine_version
+
+            self.grammar_engine = engine_version()
         log.info("loaded %s on %s (context %d tokens)", spec.model, self.device, self.context_tokens)
 
     def identity(self) -> dict:
@@ -135,14 +147,19 @@ class TransformersBackend:
         batches = [runnable[offset : offset + size] for offset in range(0, len(runnable), size)]
         for batch in _split_by_cap(batches, max_new_tokens):
             for index, completion in zip(
-                batch, self._generate_batch([prompts[i] for i in batch], max_new_tokens[batch[0]])
+                batch,
+                self._generate_batch(
+                    [prompts[i] for i in batch], max_new_tokens[batch[0]], [requests[i] for i in batch]
+                ),
             ):
                 results[index] = completion
         return results
 
-    def _generate_batch(self, prompts: list[str], max_new_tokens: int) -> list[Completion]:
+    def _generate_batch(
+        self, prompts: list[str], max_new_tokens: int, requests: Sequence[ChatRequest] = ()
+    ) -> list[Completion]:
         import torch
-        from transformers import GenerationConfig
+        from transformers import GenerationConfig, LogitsProcessorList
 
         encoded = self.tokenizer(prompts, add_special_tokens=False, padding=True, return_tensors="pt").to(self.device)
         sampling = self.spec.temperature > 0
@@ -154,9 +171,12 @@ class TransformersBackend:
             **({"temperature": self.spec.temperature} if sampling else {}),
             **({"prompt_lookup_num_tokens": self.prompt_lookup} if self.prompt_lookup else {}),
         )
+        processors = self._grammar_processors(requests, encoded["input_ids"].shape[1])
         torch.manual_seed(self.spec.seed)
         with torch.inference_mode():
-            output = self.model.generate(**encoded, generation_config=config)
+            output = self.model.generate(
+                **encoded, generation_config=config, logits_processor=LogitsProcessorList(processors)
+            )
         prompt_width = encoded["input_ids"].shape[1]
         prompt_tokens = encoded["attention_mask"].sum(dim=1).tolist()
         completions = []
@@ -172,6 +192,19 @@ class TransformersBackend:
                 )
             )
         return completions
+
+    def _grammar_processors(self, requests: Sequence[ChatRequest], prompt_width: int) -> list:
+        """The schema-masking logits processor of a batch (none when no request has a schema, or
+        ``constrained`` is off); the llguidance tokenizer is built at the first constrained batch."""
+        schemas = [request.schema for request in requests]
+        if self.grammar_engine is None or all(schema is None for schema in schemas):
+            return []
+        if self._grammars is None:
+            from structbench.llm.grammar import Grammars
+
+            self._grammars = Grammars(self.tokenizer, self.eos_ids)
+            log.info("JSON requests decode under their schema (%s)", self.grammar_engine)
+        return [self._grammars.processor(schemas, prompt_width, [r.prompt_version for r in requests])]
 
 
 def _split_by_cap(batches: list[list[int]], caps: Sequence[int]) -> list[list[int]]:

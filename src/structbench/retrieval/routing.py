@@ -8,7 +8,7 @@ Two routers share one routing unit and one output table, so they compare side by
   the flat ranking. A centroid is the renormalized mean of the *same* chunk vectors flat search uses
   (representation constancy), so A4 − A3 compares retrieval algorithms, never representations.
 - **TOC routing** (seed 003, after STAIR): an LLM reads a numbered table of contents of the candidate
-  documents' sections plus the question and answers a number (:func:`structbench.retrieval.toc.route_toc`);
+  documents' sections plus the question and answers ``{"section": n}`` (:func:`structbench.retrieval.toc.route_toc`);
   the pure parts — the contents, the reply parser and the embedding fallback — live here.
 
 **The routing unit** is a document plus a top-level heading, subsections included (seed 000: "a section
@@ -204,12 +204,26 @@ def toc_contents(titles: Sequence[str]) -> str:
     return "\n".join(f"{number}. {title}" for number, title in enumerate(titles, start=1))
 
 
+def toc_schema(n_entries: int) -> dict:
+    """The JSON schema of a TOC reply, ``{"section": <entry number>}`` with the number in ``1..n_entries``.
+    A backend that decodes under it always names an entry; every reply, JSON or not, is read by
+    :func:`parse_section_number` (its first integer), so a server that ignores the schema is routed or
+    falls back exactly as a bare-number reply would."""
+    return {
+        "type": "object",
+        "properties": {"section": {"type": "integer", "minimum": 1, "maximum": max(1, n_entries)}},
+        "required": ["section"],
+        "additionalProperties": False,
+    }
+
+
 def parse_section_number(reply: str | None, n_entries: int) -> int | None:
     """The entry number (1-based) a reply names, or None when it names none in range.
 
-    The first integer in the reply counts (seed 003's parser): "3", "Section 3" and "3. Methods" all
-    name 3. A reply without an integer (or None: the request failed), or whose first integer lies
-    outside ``1..n_entries`` ("0", "-2", "12" of 10), names none."""
+    The first integer in the reply counts (seed 003's parser): ``{"section": 3}`` (the JSON of
+    :func:`toc_schema`), "3", "Section 3" and "3. Methods" all name 3. A reply without an integer (or
+    None: the request failed), or whose first integer lies outside ``1..n_entries`` ("0", "-2", "12" of
+    10), names none."""
     found = FIRST_INTEGER.search(reply or "")
     if found is None:
         return None

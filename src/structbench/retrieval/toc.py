@@ -3,7 +3,9 @@
 Per query: the candidate documents are those of its top ``candidate_hits`` flat hits (in the order of
 their best hit); the LLM reads their numbered contents — one entry per routing unit, a document plus a
 top-level section, rendered "Document > Section" (:mod:`structbench.retrieval.routing`) — and the question, and
-answers a number (``prompts/toc_route.txt``). A reply that is not a number in range falls back to the
+answers ``{"section": <number>}`` (``prompts/toc_route.txt``; the request carries :func:`toc_schema`, with the
+number bounded by the contents' length, so a constrained backend always names an entry). Every reply is
+read by its first integer, JSON or not. A reply that is not a number in range falls back to the
 entry whose title embedding is nearest the query (:func:`structbench.retrieval.routing.choose_entry`); each
 routing row records which happened (``source``: ``llm`` or ``fallback``) and the raw reply, and the
 registered metric ``toc_fallback`` counts the fallbacks per query.
@@ -37,13 +39,15 @@ from structbench.retrieval.routing import (
     routing_table,
     section_units,
     toc_contents,
+    toc_schema,
 )
 from structbench.retrieval.search import flat_search
 
 log = logging.getLogger(__name__)
 
-# Generation cap of a reply: a number, or a short phrase around one ("Section 12"); a longer answer
-# has failed the instruction anyway and the first integer in what was generated decides.
+# Generation cap of a reply: {"section": 12} (about 7 tokens), or a short phrase around a number
+# ("Section 12"); a longer answer has failed the instruction anyway and the first integer in what was
+# generated decides.
 REPLY_TOKENS = 12
 
 
@@ -93,7 +97,11 @@ def route_toc(
             documents.pop()
         shortened += len(documents) < len(candidates.get(qid, []))
         entries_of.append(entries)
-        requests.append(ChatRequest.of(messages, prompt_version=prompt.version_id, max_new_tokens=REPLY_TOKENS))
+        requests.append(
+            ChatRequest.of(
+                messages, schema=toc_schema(len(entries)), prompt_version=prompt.version_id, max_new_tokens=REPLY_TOKENS
+            )
+        )
     if shortened:
         log.info(
             "%d of %d queries: candidate documents left out to fit the %d-token context of %s",
@@ -104,9 +112,10 @@ def route_toc(
         )
     rows = []
     for row, (qid, entries, response) in enumerate(zip(qids, entries_of, llm.chat(requests))):
-        if not response.ok:
+        # The raw text decides, JSON or not (a server may ignore the schema); a failed request has none.
+        reply = response.text or None
+        if reply is None:
             log.warning("query %s: no reply (%s); falling back to the nearest title", qid, response.error)
-        reply = response.text if response.ok else None
         entry_vectors = title_vectors[entries]
         chosen, source = choose_entry(reply, query_vectors[row], entry_vectors)
         score = float(np.dot(entry_vectors[chosen], query_vectors[row]))

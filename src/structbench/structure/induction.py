@@ -9,7 +9,9 @@ document title (1 = top level). The protocol, per document:
    the first paragraph, each next one right after the previous one ends, the last ends at the last
    paragraph; none reversed or out of range), the first has level 1, and a level rises by at most one
    between consecutive sections. A missing or non-JSON answer, or one that breaks the schema, is a
-   violation too.
+   violation too. Requests carry the window's bounded schema (:func:`induction_schema`), which
+   constrained backends decode under; answers are still read with the lenient :data:`SCHEMA`, so an
+   unconstrained answer out of range reaches the check and the repair rather than failing outright.
 2. **One self-correction round** for an answer that fails: the conversation goes back to the model with
    its answer and the list of its specific violations (``prompts/induce_correction.txt``).
 3. **Deterministic repair** (:func:`repair_sections`) of an answer still failing: each section runs from
@@ -48,7 +50,7 @@ import polars as pl
 
 from structbench.corpus.verify import verify_sections
 from structbench.datamodel import MAX_LEVEL, SectionSpec
-from structbench.llm import LLM, ChatRequest, ChatResponse, load_prompt
+from structbench.llm import LLM, ChatRequest, ChatResponse, JSONOutputError, load_prompt, parse_json_output
 from structbench.structure.sections import (  # noqa: F401  (re-exported: the protocol's vocabulary)
     STATUS,
     InducedSection,
@@ -79,6 +81,51 @@ SCHEMA = {
     },
     "required": ["sections"],
 }
+TITLE_CHARS = 60  # the longest title a constrained answer may write (a heading, not a summary)
+# Answer tokens one section object takes at most, about: {"title": "<up to 60 characters>", "level": 1,
+# "first": 12, "last": 14}, is ~33 tokens with a 36-character title for SmolLM2's tokenizer; the
+# "sections" wrapper takes ~8. They bound the sections an answer can hold within its token cap.
+SECTION_TOKENS = 40
+WRAPPER_TOKENS = 8
+
+
+def sections_that_fit(answer_tokens: int) -> int:
+    """The most sections a constrained answer can close within ``answer_tokens`` (at least 1)."""
+    return max(1, (answer_tokens - WRAPPER_TOKENS) // SECTION_TOKENS)
+
+
+def induction_schema(first: int, last: int, max_sections: int | None = None) -> dict:
+    """The answer schema of a window of paragraphs ``first..last``: :data:`SCHEMA` with the bounds the
+    protocol knows (paragraph numbers in the window, levels 1..MAX_LEVEL, a title of 1..TITLE_CHARS
+    characters, 1..(paragraphs in the window) sections, at most ``max_sections`` of them, no other keys).
+    A backend that decodes under it cannot answer out of range; an answer that breaks only these bounds
+    (a server ignoring the schema) is still read with the lenient :data:`SCHEMA` and goes through the
+    check and the repair.
+
+    ``max_sections`` (:func:`sections_that_fit` of the answer's token cap, in :func:`induce_structure`)
+    keeps a constrained answer short enough to close its JSON: SmolLM2 under the grammar otherwise lists
+    near-identical sections until ``max_new_tokens`` cuts the answer, which is then no JSON at all."""
+    items = last - first + 1 if max_sections is None else max(1, min(last - first + 1, max_sections))
+    number = {"type": "integer", "minimum": first, "maximum": last}
+    section = {
+        "type": "object",
+        "properties": {
+            "title": {"type": "string", "minLength": 1, "maxLength": TITLE_CHARS},
+            "level": {"type": "integer", "minimum": 1, "maximum": MAX_LEVEL},
+            "first": number,
+            "last": number,
+        },
+        "required": ["title", "level", "first", "last"],
+        "additionalProperties": False,
+    }
+    return {
+        "type": "object",
+        "properties": {"sections": {"type": "array", "items": section, "minItems": 1, "maxItems": items}},
+        "required": ["sections"],
+        "additionalProperties": False,
+    }
+
+
 UNTITLED = "Untitled section"
 CORRECTION_RESERVE = 256  # prompt tokens kept free for the correction message and its violation list
 CLIP_MARK = " [...]"
@@ -228,6 +275,7 @@ def induce_structure(
     """
     prompt, correction = load_prompt("induce_structure"), load_prompt("induce_correction")
     answer_tokens = max_new_tokens or llm.spec.max_new_tokens
+    max_sections = sections_that_fit(answer_tokens)
     texts_by_doc = paragraph_texts(documents, paragraphs)
     n_by_doc = {doc_id: len(texts) for doc_id, texts in texts_by_doc.items()}
     titles = dict(zip(documents["doc_id"].to_list(), documents["title"].to_list()))
@@ -259,7 +307,12 @@ def induce_structure(
             n_paragraphs=n_by_doc[window.doc_id],
             paragraphs="\n\n".join(window.lines),
         )
-        return ChatRequest.of(messages, schema=SCHEMA, prompt_version=prompt.version_id, max_new_tokens=answer_tokens)
+        return ChatRequest.of(
+            messages,
+            schema=induction_schema(window.first, window.last, max_sections),
+            prompt_version=prompt.version_id,
+            max_new_tokens=answer_tokens,
+        )
 
     first_requests = [request(window) for window in windows]
     first_answers = llm.chat(first_requests)
@@ -279,7 +332,7 @@ def induce_structure(
             follow_ups.append(
                 ChatRequest.of(
                     messages,
-                    schema=SCHEMA,
+                    schema=induction_schema(window.first, window.last, max_sections),
                     prompt_version=f"{prompt.version_id}+{correction.version_id}",
                     max_new_tokens=answer_tokens,
                 )
@@ -307,10 +360,18 @@ def induce_structure(
 
 
 def _judge(answer: ChatResponse, window: Window) -> tuple[list[InducedSection] | None, list[str]]:
-    """The answer's sections (None when there is no schema-valid JSON) and its violations."""
+    """The answer's sections (None when there is no JSON valid under the lenient :data:`SCHEMA`) and
+    its violations. An answer that breaks only the window's bounds (:func:`induction_schema`) is read
+    leniently: the check names what is out of range and the repair can still use it."""
+    value = answer.value
     if not answer.ok:
-        return None, [f"the answer is not the requested JSON object: {answer.error}"]
-    sections = sections_from_answer(answer.value)
+        try:
+            value = parse_json_output(answer.text, SCHEMA) if answer.text else None
+        except JSONOutputError:
+            value = None
+        if value is None:
+            return None, [f"the answer is not the requested JSON object: {answer.error}"]
+    sections = sections_from_answer(value)
     return sections, check_sections(sections, window.first, window.last)
 
 
