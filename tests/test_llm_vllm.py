@@ -37,9 +37,11 @@ def test_engine_kwargs():
         "dtype": "auto",
         "gpu_memory_utilization": 0.5,
         "tensor_parallel_size": 1,
+        "enable_prefix_caching": True,
         "revision": "abc",
         "max_model_len": 4096,
     }
+    assert engine_kwargs(LLMSpec("vllm", "m", prefix_reuse=False))["enable_prefix_caching"] is False
 
 
 def test_model_identity(tmp_path):
@@ -87,13 +89,15 @@ def test_keywords_exist_in_the_vllm_source():
         sampling = wheel.read("vllm/sampling_params.py").decode()
         entry = wheel.read("vllm/entrypoints/llm.py").decode()
         engine_args = wheel.read("vllm/engine/arg_utils.py").decode()
+        wheel_outputs = wheel.read("vllm/outputs.py").decode()
     spec = LLMSpec("vllm", "m", revision="r", context_tokens=8)
     request = ChatRequest.of([{"role": "user", "content": "x"}], schema=SCHEMA)
     kwargs = sampling_kwargs(spec, request, 4)
     assert set(kwargs) <= _signature(sampling, "SamplingParams")
     assert set(kwargs["structured_outputs"]) <= _signature(sampling, "StructuredOutputsParams")
     llm_init = _signature(entry, "LLM", "__init__")
-    assert set(engine_kwargs(spec)) - {"max_model_len"} <= llm_init
-    assert "max_model_len" in _signature(engine_args, "EngineArgs")
+    assert set(engine_kwargs(spec)) - {"max_model_len", "enable_prefix_caching"} <= llm_init
+    assert {"max_model_len", "enable_prefix_caching"} <= _signature(engine_args, "EngineArgs")
+    assert "num_cached_tokens" in wheel_outputs
     assert {"messages", "sampling_params", "use_tqdm"} <= _signature(entry, "LLM", "chat")
     assert "def get_tokenizer" in entry

@@ -97,8 +97,24 @@ def test_usage_counts_generated_cached_and_failed_requests(tmp_path):
         llm.chat(requests)
         return llm.usage()
 
-    assert run() == {"requests": 4, "served_from_cache": 0, "generated": 2, "failed": 1, "backend_calls": 1}
-    assert run() == {"requests": 4, "served_from_cache": 2, "generated": 0, "failed": 1, "backend_calls": 1}
+    counts = ("requests", "served_from_cache", "generated", "failed", "backend_calls")
+    first, second = run(), run()
+    assert {k: first[k] for k in counts} == {
+        "requests": 4,
+        "served_from_cache": 0,
+        "generated": 2,
+        "failed": 1,
+        "backend_calls": 1,
+    }
+    assert (first["prompt_tokens"], first["reused_prompt_tokens"], first["generated_tokens"]) == (2, 0, 2)
+    assert {k: second[k] for k in counts} == {
+        "requests": 4,
+        "served_from_cache": 2,
+        "generated": 0,
+        "failed": 1,
+        "backend_calls": 1,
+    }
+    assert (second["prompt_tokens"], second["generated_tokens"]) == (0, 0)  # the failed request is asked again
     total = merge_usage(
         [run(), {"requests": 1, "served_from_cache": 1, "generated": 0, "failed": 0, "backend_calls": 0}]
     )
@@ -176,4 +192,39 @@ def test_context_summary_and_report_sections_only_when_used():
     assert all(isinstance(table, Omitted) for table in plain.values())
     used = built([summary | {"corpus": "kb", "chunk set": "fixed/gold", "llm": usage}])
     assert isinstance(used["induction"], Omitted) and not isinstance(used["situating_contexts"], Omitted)
-    assert used["llm_calls"].content.data.row(0) == ("contexts", "kb", "fixed/gold", 3, 2, 1, 0, 1)
+    # A usage file from before token accounting: the token columns read 0, tokens/s is unknown.
+    assert used["llm_calls"].content.data.row(0) == (
+        "contexts",
+        "kb",
+        "fixed/gold",
+        3,
+        2,
+        1,
+        0,
+        1,
+        0,
+        0,
+        0,
+        0.0,
+        None,
+        pytest.approx(1 / 3),
+    )
+    tokens = {"prompt_tokens": 3000, "reused_prompt_tokens": 2000, "generated_tokens": 200, "seconds": 50.0}
+    cached = {"requests": 3, "served_from_cache": 3, "generated": 0, "failed": 0, "backend_calls": 0}
+    cached |= {"prompt_tokens": 0, "reused_prompt_tokens": 0, "generated_tokens": 0, "seconds": 0.0}
+    rows = built(
+        [
+            summary | {"corpus": "kb", "chunk set": "fixed/gold", "llm": usage | tokens},
+            summary | {"corpus": "kb2", "chunk set": "fixed/gold", "llm": cached},
+        ]
+    )["llm_calls"].content.data
+    assert rows.columns[-6:] == [
+        "prompt_tokens",
+        "reused_prompt_tokens",
+        "generated_tokens",
+        "seconds",
+        "tokens/s",
+        "from cache",
+    ]
+    assert rows.row(0)[-6:] == (3000, 2000, 200, 50.0, 4.0, pytest.approx(1 / 3))
+    assert rows.row(1)[-6:] == (0, 0, 0, 0.0, None, 1.0)  # a rerun from the response cache

@@ -20,7 +20,17 @@ import polars as pl
 
 from structbench.corpus.verify import assert_verified
 
-USAGE_COUNTS = ("requests", "served_from_cache", "generated", "failed", "backend_calls")
+USAGE_COUNTS = (
+    "requests",
+    "served_from_cache",
+    "generated",
+    "failed",
+    "backend_calls",
+    "prompt_tokens",
+    "reused_prompt_tokens",
+    "generated_tokens",
+)
+USAGE_SECONDS = "seconds"  # summed over shards: job time, not wall time when shards run side by side
 
 
 def shard_doc_ids(doc_ids: Sequence[str], shard: int, n_shards: int) -> list[str]:
@@ -65,5 +75,6 @@ def merge_rows(shards: Sequence[pl.DataFrame], expected: Sequence, key: str, wha
 
 def merge_usage(shards: Sequence[dict]) -> dict:
     """The LLM usage counts (``LLM.usage()``) of every shard summed, plus the shards themselves."""
-    total = {name: sum(int(shard[name]) for shard in shards) for name in USAGE_COUNTS}
+    total = {name: sum(int(shard.get(name, 0)) for shard in shards) for name in USAGE_COUNTS}
+    total[USAGE_SECONDS] = round(sum(float(shard.get(USAGE_SECONDS, 0.0)) for shard in shards), 3)
     return total | {"shards": list(shards)}

@@ -13,6 +13,7 @@ JSON answers against the request's schema (``jsonout.py``). A backend only gener
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
@@ -59,6 +60,11 @@ class LLM:
         self.served_from_cache = 0  # distinct requests (per chat() call) answered from the response cache
         self.generated = 0  # distinct requests the backend answered
         self.failed = 0  # distinct requests the backend returned an error for (never cached: asked again next run)
+        # Tokens of the requests the backend answered (cache hits cost none) and its wall time.
+        self.prompt_tokens = 0
+        self.reused_prompt_tokens = 0  # of prompt_tokens, taken from a prefix cache (prefix reuse, server cache)
+        self.generated_tokens = 0
+        self.seconds = 0.0
 
     @property
     def context_tokens(self) -> int:
@@ -123,7 +129,9 @@ class LLM:
                 chunk = missing[offset : offset + step]
                 chunk_requests = [requests[first_index[key]] for key in chunk]
                 self.backend_calls += 1
+                started = time.perf_counter()
                 fresh = self.backend.generate(chunk_requests, [self.max_new_tokens(r) for r in chunk_requests])
+                self.seconds += time.perf_counter() - started
                 if len(fresh) != len(chunk):
                     raise RuntimeError(
                         f"backend {self.backend.kind} returned {len(fresh)} completions for {len(chunk)} requests"
@@ -132,6 +140,10 @@ class LLM:
                     completions[key] = (completion, False)
                     self.failed += bool(completion.error)
                     self.generated += not completion.error
+                    if not completion.error:
+                        self.prompt_tokens += completion.prompt_tokens
+                        self.reused_prompt_tokens += completion.reused_prompt_tokens
+                        self.generated_tokens += completion.completion_tokens
                     if self.cache is not None and not completion.error:
                         self.cache.put(key, materials[first_index[key]], completion.as_dict())
                 progress.update(len(chunk))
@@ -143,13 +155,21 @@ class LLM:
         of the distinct requests within each call, ``served_from_cache``, ``generated`` (answered by the
         backend, then cached) and ``failed`` (the backend returned an error, e.g. a prompt longer than the
         context; not cached, so a rerun asks again) — the three sum to the distinct requests; and
-        ``backend_calls`` (``generate`` calls, each carrying up to ``batch_size * STEP_BATCHES`` requests)."""
+        ``backend_calls`` (``generate`` calls, each carrying up to ``batch_size * STEP_BATCHES`` requests).
+        Token accounting of the generated requests (a request served from the cache costs nothing):
+        ``prompt_tokens``, ``reused_prompt_tokens`` (of those, taken from a prefix cache: the transformers
+        backend's prefix reuse, or what the server reports as cached), ``generated_tokens`` and
+        ``seconds`` (wall time inside the backend)."""
         return {
             "requests": self.requests,
             "served_from_cache": self.served_from_cache,
             "generated": self.generated,
             "failed": self.failed,
             "backend_calls": self.backend_calls,
+            "prompt_tokens": self.prompt_tokens,
+            "reused_prompt_tokens": self.reused_prompt_tokens,
+            "generated_tokens": self.generated_tokens,
+            "seconds": round(self.seconds, 3),
         }
 
 

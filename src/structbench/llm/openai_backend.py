@@ -19,6 +19,10 @@ the key: the same model served elsewhere answers the same.
 Prompt tokens are counted with ``tokenizer`` when given (the sum of the messages' tokens plus 4 per
 message for the chat template), else estimated at one token per 3 characters; the context window is
 ``context_tokens``, else the ``max_model_len`` vLLM reports under ``GET /models``.
+
+Prefix caching: with ``prefix_reuse`` (the default) a batch is sent in prefix order (sorted by its
+messages, so a document's requests go together), for a server with a prefix cache to hit it; the
+server's ``usage.prompt_tokens_details.cached_tokens`` is recorded as the reused prompt tokens.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import urllib.request
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
+from structbench.llm.prefix_reuse import prefix_order
 from structbench.llm.requests import ChatRequest, Completion
 from structbench.llm.spec import LLMSpec
 
@@ -110,8 +115,12 @@ class OpenAIBackend:
 
     def generate(self, requests: Sequence[ChatRequest], max_new_tokens: Sequence[int]) -> list[Completion]:
         bodies = [self.request_body(request, cap) for request, cap in zip(requests, max_new_tokens)]
+        order = prefix_order([r.messages for r in requests]) if self.spec.prefix_reuse else range(len(bodies))
+        results: list[Completion | None] = [None] * len(bodies)
         with ThreadPoolExecutor(max_workers=self.spec.batch_size) as pool:
-            return list(pool.map(self._complete, bodies))
+            for index, completion in zip(order, pool.map(self._complete, [bodies[i] for i in order])):
+                results[index] = completion
+        return results
 
     def _complete(self, body: dict) -> Completion:
         try:
@@ -126,6 +135,7 @@ class OpenAIBackend:
                 prompt_tokens=int(usage.get("prompt_tokens", 0)),
                 completion_tokens=int(usage.get("completion_tokens", 0)),
                 finish_reason=choice.get("finish_reason") or "stop",
+                reused_prompt_tokens=int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0),
             )
         except (KeyError, IndexError, TypeError) as error:
             return Completion(

@@ -54,13 +54,16 @@ class Completion:
     """A backend's raw answer: the generated text, token counts and why generation stopped
     (``stop``: end of turn, ``length``: hit ``max_new_tokens``). ``error`` is non-empty when the
     backend could not answer this request (e.g. the prompt exceeds the context); such a completion
-    is never cached."""
+    is never cached. ``reused_prompt_tokens``: prompt tokens this generation took from a prefix cache
+    (the transformers backend's prefix reuse, a server's reported ``cached_tokens``); not stored in the
+    response cache (an answer served from it reuses nothing)."""
 
     text: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
     finish_reason: str = "stop"
     error: str = ""
+    reused_prompt_tokens: int = 0
 
     def as_dict(self) -> dict:
         return {

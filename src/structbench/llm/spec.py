@@ -40,6 +40,14 @@ prompt_lookup_tokens   0               transformers, greedy only: > 0 generates 
 constrained            true            transformers: decode JSON requests under their schema with an
                                        llguidance grammar (``llm.grammar``); false leaves the schema
                                        to the prompt and lenient parsing. Part of the cache key.
+prefix_reuse           true            requests whose prompts share a long prefix (a document's
+                                       situating-context requests) reuse it. transformers, greedy:
+                                       the prefix is prefilled once into a KV cache and each request
+                                       decodes from it (with prompt lookup when that is on); the same
+                                       greedy answers, so it is not part of the response-cache key
+                                       (llm/prefix_reuse.py). vllm: ``enable_prefix_caching``; vllm
+                                       and openai: requests are sent in prefix order so a server's
+                                       prefix cache hits. false: every prompt is prefilled whole.
 base_url               http://127.0.0.1:8000/v1   openai: the server's API root.
 api_key_env            null            openai: name of the environment variable holding an API key.
 timeout_s              300             openai: seconds to wait for one response.
@@ -63,7 +71,17 @@ from dataclasses import dataclass, fields
 from structbench.defaults import SEED
 
 BACKENDS = ("transformers", "openai", "vllm")
-_COMMON = {"backend", "model", "revision", "max_new_tokens", "temperature", "seed", "batch_size", "context_tokens"}
+_COMMON = {
+    "backend",
+    "model",
+    "revision",
+    "max_new_tokens",
+    "temperature",
+    "seed",
+    "batch_size",
+    "context_tokens",
+    "prefix_reuse",
+}
 _BACKEND_KEYS = {
     "transformers": _COMMON | {"device", "dtype", "gguf_file", "threads", "prompt_lookup_tokens", "constrained"},
     "openai": _COMMON
@@ -90,6 +108,7 @@ class LLMSpec:
     threads: int | None = None
     prompt_lookup_tokens: int = 0
     constrained: bool = True
+    prefix_reuse: bool = True
     base_url: str = "http://127.0.0.1:8000/v1"
     api_key_env: str | None = None
     timeout_s: float = 300.0
@@ -130,6 +149,8 @@ class LLMSpec:
             )
         if not isinstance(spec.constrained, bool):
             raise ValueError(f"llms.{name}.constrained must be true or false, got {spec.constrained!r}")
+        if not isinstance(spec.prefix_reuse, bool):
+            raise ValueError(f"llms.{name}.prefix_reuse must be true or false, got {spec.prefix_reuse!r}")
         if spec.response_format not in ("json_schema", "none"):
             raise ValueError(f"llms.{name}.response_format must be json_schema or none, got {spec.response_format!r}")
         return spec

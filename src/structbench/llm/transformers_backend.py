@@ -22,6 +22,11 @@ complete (:mod:`structbench.llm.grammar`, which also says why prompt lookup and 
 grammar). ``llguidance`` is imported only when the first constrained batch runs. ``constrained: false``
 leaves the schema to the prompt and the client's lenient parser.
 
+With ``prefix_reuse`` (the default) and greedy decoding, requests whose prompts share a long token prefix
+(a document's situating-context requests) are prefilled once and decoded one at a time from the shared
+cache, with prompt lookup when it is on (``prefix_reuse.py``; same greedy answers); the other requests
+take the paths above. Requests with a schema skip reuse (constrained decoding hooks into ``generate``).
+
 A greedy answer can differ in the last bits between batched and one-at-a-time runs (padding changes
 the kernels' reduction order); the response cache makes a rerun reuse the first answer, so reruns are
 byte-identical regardless.
@@ -35,6 +40,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from structbench.devices import pick_device
+from structbench.llm import prefix_reuse
 from structbench.llm.cache import weights_fingerprint
 from structbench.llm.requests import ChatRequest, Completion
 from structbench.llm.spec import LLMSpec
@@ -111,6 +117,8 @@ class TransformersBackend:
             from structbench.llm.grammar import engine_version
 
             self.grammar_engine = engine_version()
+        self.prefix_reuse = spec.prefix_reuse and spec.temperature == 0  # exact for greedy decoding only
+        self.min_shared_tokens = prefix_reuse.MIN_SHARED_TOKENS
         log.info("loaded %s on %s (context %d tokens)", spec.model, self.device, self.context_tokens)
 
     def identity(self) -> dict:
@@ -124,7 +132,8 @@ class TransformersBackend:
 
     def generate(self, requests: Sequence[ChatRequest], max_new_tokens: Sequence[int]) -> list[Completion]:
         prompts = [self.render(request.as_dicts()) for request in requests]
-        lengths = [len(ids) for ids in self.tokenizer(prompts, add_special_tokens=False)["input_ids"]]
+        token_ids = self.tokenizer(prompts, add_special_tokens=False)["input_ids"]
+        lengths = [len(ids) for ids in token_ids]
         results: list[Completion | None] = [None] * len(requests)
         runnable = []
         for index, (length, cap) in enumerate(zip(lengths, max_new_tokens)):
@@ -141,6 +150,8 @@ class TransformersBackend:
                 )
             else:
                 runnable.append(index)
+        if self.prefix_reuse:
+            runnable = self._generate_reusing(runnable, requests, token_ids, max_new_tokens, results)
         # Longest first, grouped by token cap: a batch shares one max_new_tokens and pads little.
         runnable.sort(key=lambda index: (max_new_tokens[index], -lengths[index], index))
         size = 1 if self.prompt_lookup else self.spec.batch_size
@@ -154,6 +165,28 @@ class TransformersBackend:
             ):
                 results[index] = completion
         return results
+
+    def _generate_reusing(self, runnable, requests, token_ids, max_new_tokens, results) -> list[int]:
+        """Answer (into ``results``) the runnable requests that share a prompt prefix; return the others."""
+        free = [index for index in runnable if requests[index].schema is None]
+        groups, _ = prefix_reuse.group_by_prefix([token_ids[index] for index in free], self.min_shared_tokens)
+        done = set()
+        for group in groups:
+            members = [free[k] for k in group.members]
+            rows = prefix_reuse.generate_group(
+                self.model,
+                [token_ids[index] for index in members],
+                group.shared,
+                [max_new_tokens[index] for index in members],
+                self.eos_ids,
+                self.prompt_lookup,
+            )
+            for k, (index, row) in enumerate(zip(members, rows)):  # the first member paid for the prefill
+                results[index] = self._completion(row, len(token_ids[index]), reused=group.shared if k else 0)
+            done.update(members)
+        if groups:
+            log.info("prefix reuse: %d requests in %d groups", len(done), len(groups))
+        return [index for index in runnable if index not in done]
 
     def _generate_batch(
         self, prompts: list[str], max_new_tokens: int, requests: Sequence[ChatRequest] = ()
@@ -179,19 +212,19 @@ class TransformersBackend:
             )
         prompt_width = encoded["input_ids"].shape[1]
         prompt_tokens = encoded["attention_mask"].sum(dim=1).tolist()
-        completions = []
-        for row, n_prompt in zip(output[:, prompt_width:].tolist(), prompt_tokens):
-            stop_at = next((position for position, token in enumerate(row) if token in self.eos_ids), None)
-            generated = row if stop_at is None else row[:stop_at]
-            completions.append(
-                Completion(
-                    text=self.tokenizer.decode(generated, skip_special_tokens=True),
-                    prompt_tokens=int(n_prompt),
-                    completion_tokens=len(generated) + (stop_at is not None),
-                    finish_reason="length" if stop_at is None else "stop",
-                )
-            )
-        return completions
+        return [self._completion(row, int(n)) for row, n in zip(output[:, prompt_width:].tolist(), prompt_tokens)]
+
+    def _completion(self, row: list[int], n_prompt: int, reused: int = 0) -> Completion:
+        """The completion of generated token ids ``row`` (cut at the first end token)."""
+        stop_at = next((position for position, token in enumerate(row) if token in self.eos_ids), None)
+        generated = row if stop_at is None else row[:stop_at]
+        return Completion(
+            text=self.tokenizer.decode(generated, skip_special_tokens=True),
+            prompt_tokens=n_prompt,
+            completion_tokens=len(generated) + (stop_at is not None),
+            finish_reason="length" if stop_at is None else "stop",
+            reused_prompt_tokens=reused,
+        )
 
     def _grammar_processors(self, requests: Sequence[ChatRequest], prompt_width: int) -> list:
         """The schema-masking logits processor of a batch (none when no request has a schema, or

@@ -11,6 +11,10 @@ client still validates it: a generation cut by ``max_tokens`` can end mid-object
 vLLM rejects a whole batch when one prompt exceeds ``max_model_len``; such requests are answered
 here with a failure record instead, counted with the model's own tokenizer and chat template.
 
+Prefix caching: with ``prefix_reuse`` (the default) the engine is built with ``enable_prefix_caching=True``
+(an ``EngineArgs`` field) and a batch is submitted in prefix order (sorted by rendered prompt, a
+document's requests together); each output's ``num_cached_tokens`` is recorded as reused prompt tokens.
+
 Weights identity: a local model directory is content-hashed; a Hub id needs ``revision`` or a snapshot
 in the local Hugging Face cache (whose commit hash is used).
 """
@@ -22,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from structbench.llm.cache import weights_fingerprint
+from structbench.llm.prefix_reuse import prefix_order
 from structbench.llm.requests import ChatRequest, Completion
 from structbench.llm.spec import LLMSpec
 
@@ -55,6 +60,7 @@ def engine_kwargs(spec: LLMSpec) -> dict:
         "dtype": spec.dtype,
         "gpu_memory_utilization": spec.gpu_memory_utilization,
         "tensor_parallel_size": spec.tensor_parallel_size,
+        "enable_prefix_caching": spec.prefix_reuse,  # an EngineArgs field, passed through **kwargs
     }
     if spec.revision:
         kwargs["revision"] = spec.revision
@@ -94,9 +100,11 @@ class VLLMBackend:
     def identity(self) -> dict:
         return self._identity
 
+    def render(self, messages: list[dict]) -> str:
+        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
     def count_tokens(self, messages: list[dict]) -> int:
-        text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-        return len(self.tokenizer.encode(text, add_special_tokens=False))
+        return len(self.tokenizer.encode(self.render(messages), add_special_tokens=False))
 
     def generate(self, requests: Sequence[ChatRequest], max_new_tokens: Sequence[int]) -> list[Completion]:
         from vllm import SamplingParams
@@ -119,6 +127,8 @@ class VLLMBackend:
                 )
             else:
                 runnable.append(index)
+        if self.spec.prefix_reuse:  # a document's requests together, in prefix order
+            runnable = [runnable[k] for k in prefix_order([self.render(requests[i].as_dicts()) for i in runnable])]
         params = []
         for index in runnable:
             kwargs = sampling_kwargs(self.spec, requests[index], max_new_tokens[index])
@@ -136,5 +146,6 @@ class VLLMBackend:
                     prompt_tokens=len(output.prompt_token_ids or []),
                     completion_tokens=len(best.token_ids),
                     finish_reason=best.finish_reason or "stop",
+                    reused_prompt_tokens=int(getattr(output, "num_cached_tokens", None) or 0),
                 )
         return results
