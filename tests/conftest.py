@@ -24,15 +24,24 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # waits for its 10 s timeout on every Snakemake start-up, dry runs included. Local runs never use Slurm:
 # their PATH starts with a folder whose `scontrol` fails at once, which is what the plugin meets on a
 # machine without Slurm. tests/test_slurm.py does not use it.
-_NO_SLURM_BIN = Path(tempfile.mkdtemp(prefix="structbench-no-slurm-"))
-(_NO_SLURM_BIN / "scontrol").write_text("#!/bin/sh\nexit 1\n")
-(_NO_SLURM_BIN / "scontrol").chmod(0o755)
-atexit.register(shutil.rmtree, _NO_SLURM_BIN, True)
+NO_SLURM_BIN = Path(tempfile.mkdtemp(prefix="structbench-no-slurm-"))
+(NO_SLURM_BIN / "scontrol").write_text("#!/bin/sh\nexit 1\n")
+(NO_SLURM_BIN / "scontrol").chmod(0o755)
+atexit.register(shutil.rmtree, NO_SLURM_BIN, True)
+
+
+def absolute_pythonpath() -> dict[str, str]:
+    """This process's PYTHONPATH with every entry made absolute, or nothing. A run works in its own directory
+    (``-d``), where a relative ``PYTHONPATH=src:tests`` would find nothing and the jobs would import whichever
+    structbench is installed instead of this checkout's."""
+    entries = [os.path.abspath(entry) for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
+    return {"PYTHONPATH": os.pathsep.join(entries)} if entries else {}
 
 
 def local_env(**extra: str) -> dict[str, str]:
-    """The environment of a local (non-Slurm) Snakemake run: see _NO_SLURM_BIN."""
-    return {**os.environ, "PATH": f"{_NO_SLURM_BIN}{os.pathsep}{os.environ.get('PATH', '')}", **extra}
+    """The environment of a local (non-Slurm) Snakemake run: see NO_SLURM_BIN and absolute_pythonpath."""
+    path = f"{NO_SLURM_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
+    return {**os.environ, "PATH": path, **absolute_pythonpath(), **extra}
 
 
 def run_snakemake(

@@ -17,7 +17,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import REPO, local_env
+from conftest import NO_SLURM_BIN, REPO
 
 README = REPO / "README.md"
 
@@ -85,8 +85,13 @@ def run(command: str, cwd: Path, timeout: int = 1800) -> subprocess.CompletedPro
     # then conftest's no-Slurm folder (every command here runs locally or plans only; where CI has installed
     # Slurm's client for tests/test_slurm.py, each Snakemake start-up would otherwise wait on `scontrol`).
     # MAKEFLAGS -o: `make run` uses the environment running these tests as it is, never reinstalls into it.
-    env = local_env(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", MAKEFLAGS="-o .venv/.structbench-installed")
-    env["PATH"] = f"{cwd / '.venv/bin'}{os.pathsep}{env['PATH']}"
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "PATH": os.pathsep.join([str(cwd / ".venv/bin"), str(NO_SLURM_BIN), os.environ.get("PATH", "")]),
+        "MAKEFLAGS": "-o .venv/.structbench-installed",
+    }
     return subprocess.run(
         command, shell=True, executable="/bin/bash", cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env
     )

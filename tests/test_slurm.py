@@ -21,17 +21,18 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, SNAKEMAKE, kb_config, local_env, run_snakemake
+from conftest import REPO, SNAKEMAKE, absolute_pythonpath, kb_config, local_env, run_snakemake
 
 CLUSTER_SH = REPO / "tests/slurm/cluster.sh"
 SBIN_PATH = os.environ.get("PATH", "") + os.pathsep + "/usr/sbin"
 # The environment of every Snakemake this module runs on the cluster: Slurm's tools on PATH, and status checks
 # at most a second apart (tests/slurm/fast_polling/sitecustomize.py: the executor's back-off idles a test run).
+# PYTHONPATH made absolute: these runs work in their own directories (conftest.absolute_pythonpath).
 FAST_POLLING = REPO / "tests/slurm/fast_polling"
 SLURM_ENV = {
     **os.environ,
     "PATH": SBIN_PATH,
-    "PYTHONPATH": os.pathsep.join(filter(None, [str(FAST_POLLING), os.environ.get("PYTHONPATH")])),
+    "PYTHONPATH": os.pathsep.join(filter(None, [str(FAST_POLLING), absolute_pythonpath().get("PYTHONPATH")])),
 }
 MISSING = [tool for tool in ("slurmctld", "slurmd", "munge", "munged") if not shutil.which(tool, path=SBIN_PATH)]
 NODE_CPUS, NODE_MEM_MB = 2, 4096
