@@ -3,7 +3,7 @@
 Skipped unless slurmctld, slurmd and munge(d) are installed and the test runs as root. The test profile is the
 real profiles/slurm/config.yaml with resources capped to the one node (2 CPUs), squeue status checks (the
 cluster has no accounting, so sacct does not work) and no account. Partition routing is read back without
-sacct: from slurmctld's job records (squeue --states=all, kept for MinJobAge=600 s), matched against the
+sacct: from slurmctld's job records (squeue --states=all, kept for MinJobAge=3600 s), matched against the
 executor's per-job Slurm logs under .snakemake/slurm_logs/rule_<rule>/<wildcards>/<jobid>.log (group_<name>/
 for the bundles of score jobs).
 
@@ -109,7 +109,7 @@ def make_test_profile(directory: Path) -> Path:
             "retries": 0,
             "latency-wait": 5,
             "max-threads": NODE_CPUS,
-            "slurm-status-command": "squeue",  # needs MinJobAge >= 3 x init seconds: 600 >= 15
+            "slurm-status-command": "squeue",  # needs MinJobAge >= 3 x init seconds: 3600 >= 15
             "slurm-init-seconds-before-status-checks": 5,
             "slurm-no-account": True,
             "slurm-keep-successful-logs": True,
