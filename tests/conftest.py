@@ -5,6 +5,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -23,15 +24,24 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # waits for its 10 s timeout on every Snakemake start-up, dry runs included. Local runs never use Slurm:
 # their PATH starts with a folder whose `scontrol` fails at once, which is what the plugin meets on a
 # machine without Slurm. tests/test_slurm.py does not use it.
-_NO_SLURM_BIN = Path(tempfile.mkdtemp(prefix="structbench-no-slurm-"))
-(_NO_SLURM_BIN / "scontrol").write_text("#!/bin/sh\nexit 1\n")
-(_NO_SLURM_BIN / "scontrol").chmod(0o755)
-atexit.register(shutil.rmtree, _NO_SLURM_BIN, True)
+NO_SLURM_BIN = Path(tempfile.mkdtemp(prefix="structbench-no-slurm-"))
+(NO_SLURM_BIN / "scontrol").write_text("#!/bin/sh\nexit 1\n")
+(NO_SLURM_BIN / "scontrol").chmod(0o755)
+atexit.register(shutil.rmtree, NO_SLURM_BIN, True)
+
+
+def absolute_pythonpath() -> dict[str, str]:
+    """This process's PYTHONPATH with every entry made absolute, or nothing. A run works in its own directory
+    (``-d``), where a relative ``PYTHONPATH=src:tests`` would find nothing and the jobs would import whichever
+    structbench is installed instead of this checkout's."""
+    entries = [os.path.abspath(entry) for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
+    return {"PYTHONPATH": os.pathsep.join(entries)} if entries else {}
 
 
 def local_env(**extra: str) -> dict[str, str]:
-    """The environment of a local (non-Slurm) Snakemake run: see _NO_SLURM_BIN."""
-    return {**os.environ, "PATH": f"{_NO_SLURM_BIN}{os.pathsep}{os.environ.get('PATH', '')}", **extra}
+    """The environment of a local (non-Slurm) Snakemake run: see NO_SLURM_BIN and absolute_pythonpath."""
+    path = f"{NO_SLURM_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
+    return {**os.environ, "PATH": path, **absolute_pythonpath(), **extra}
 
 
 def run_snakemake(
@@ -48,17 +58,25 @@ def run_snakemake(
 GOLD_ARM = ["G2", "G3", "G4"]
 
 
-def kb_config(workdir: Path, extra: str = "", select: dict | None = None, whole_default: bool = False) -> Path:
-    """The default config layered with ``extra``, the embedded corpus addressed absolutely so the run can
-    live elsewhere; ``select.conditions`` is the gold arm (plus ``select``'s own entries) unless
-    ``whole_default``."""
+def kb_config(
+    workdir: Path,
+    extra: str = "",
+    select: dict | None = None,
+    whole_default: bool = False,
+    name: str = "config.yaml",
+    kb: tuple[Path, Path] = (REPO / "data/kb/docs", REPO / "data/kb/questions.jsonl"),
+) -> Path:
+    """The default config layered with ``extra``, the embedded corpus (or ``kb``: its documents folder and
+    questions file) addressed absolutely so the run can live elsewhere, written to ``workdir/name``;
+    ``select.conditions`` is the gold arm (plus ``select``'s own entries) unless ``whole_default``."""
     chosen = dict(select or {})
     if not whole_default:
         chosen["conditions"] = GOLD_ARM + chosen.get("conditions", [])
-    path = workdir / "config.yaml"
+    docs, questions = kb
+    path = workdir / name
     path.write_text(
         "corpora:\n"
-        f"  kb: {{kind: markdown, path: '{REPO / 'data/kb/docs'}', questions: '{REPO / 'data/kb/questions.jsonl'}'}}\n"
+        f"  kb: {{kind: markdown, path: '{docs}', questions: '{questions}'}}\n"
         + (f"select: {json.dumps(chosen)}\n" if chosen else "")
         + extra
     )
@@ -70,3 +88,47 @@ def shared_data() -> Path:
     if not SHARED_DATA.exists():
         pytest.skip(f"shared data not found at {SHARED_DATA}")
     return SHARED_DATA
+
+
+# The gold arm plus fixed windows on gold chunks (F0) and their contrast: the config of the workflow tests
+# that need a completed run without the LLM arm (test_workflow, test_report_html, test_resume).
+F0 = (
+    "conditions:\n  F0: {boundaries: fixed, structure: gold, prefix: none, retrieval: flat}\n"
+    "contrasts:\n  G3-F0: {treatment: G3, control: F0, family: primary}\n"
+)
+
+
+def gold_f0(workdir: Path, extra: str = "", name: str = "config.yaml") -> Path:
+    return kb_config(workdir, F0 + extra, select={"conditions": ["F0"]}, name=name)
+
+
+@dataclass(frozen=True)
+class CompletedRun:
+    workdir: Path
+    config: Path
+    result: subprocess.CompletedProcess
+
+
+def gold_f0_run(workdir: Path) -> CompletedRun:
+    """A whole run of :func:`gold_f0` in ``workdir``, with a fresh cache of its own there."""
+    config = gold_f0(workdir)
+    result = run_snakemake(workdir, "--cores", "2", "--configfile", str(config))
+    assert result.returncode == 0, result.stderr[-4000:]
+    return CompletedRun(workdir, config, result)
+
+
+# Two completed runs of the gold arm with F0, each from a fresh cache, made once per session for the tests
+# that read them (a gold-arm run is mostly embedding: about a minute on two cores). Their readers must leave
+# them as they found them: dry runs only, configs written elsewhere, reruns that rewrite the same bytes.
+@pytest.fixture(scope="session")
+def gold_run(tmp_path_factory) -> CompletedRun:
+    """Read by test_workflow (the determinism check's first run, the partial rebuilds planned on it) and
+    test_report_html (the report, its summary line, both HTML pages)."""
+    return gold_f0_run(tmp_path_factory.mktemp("gold-run"))
+
+
+@pytest.fixture(scope="session")
+def gold_run_again(tmp_path_factory) -> CompletedRun:
+    """Read by test_workflow (the determinism check's second run, whose cache another checkout reuses) and
+    test_resume (the uninterrupted reference every resumed run must reproduce, and its warm cache)."""
+    return gold_f0_run(tmp_path_factory.mktemp("gold-run-again"))

@@ -17,7 +17,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import NO_SLURM_BIN, REPO
 
 README = REPO / "README.md"
 
@@ -81,13 +81,15 @@ def repo_copy(tmp_path_factory):
 
 
 def run(command: str, cwd: Path, timeout: int = 1800) -> subprocess.CompletedProcess:
-    # A cluster user has snakemake on PATH (the README's bare `snakemake` lines): the venv's bin comes first.
+    # A cluster user has snakemake on PATH (the README's bare `snakemake` lines): the venv's bin comes first,
+    # then conftest's no-Slurm folder (every command here runs locally or plans only; where CI has installed
+    # Slurm's client for tests/test_slurm.py, each Snakemake start-up would otherwise wait on `scontrol`).
     # MAKEFLAGS -o: `make run` uses the environment running these tests as it is, never reinstalls into it.
     env = {
         **os.environ,
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1",
-        "PATH": f"{cwd / '.venv/bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PATH": os.pathsep.join([str(cwd / ".venv/bin"), str(NO_SLURM_BIN), os.environ.get("PATH", "")]),
         "MAKEFLAGS": "-o .venv/.structbench-installed",
     }
     return subprocess.run(

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from browser import IMAGES_OF_PAGE, PNG_RESULTS_OF_SNAKEMAKE_REPORT, Browser, chromium_binary
-from conftest import kb_config, run_snakemake
+from conftest import run_snakemake
 from report_testing import synthetic_inputs
 
 from structbench.report.bundle import ReportPaths, write_report_bundle
@@ -76,35 +76,32 @@ OMITTED_BY_DEFAULT = {
 
 
 @pytest.mark.workflow
-def test_default_run_writes_the_report_and_both_html_reports_show_every_figure(chromium, tmp_path):
-    config = kb_config(
-        tmp_path,
-        "stats: {bootstrap_iters: 500, primary_metric: cov_nDCG@10, mixedlm: false}\n"
-        "conditions: {F0: {boundaries: fixed, structure: gold, prefix: none, retrieval: flat}}\n",
-        select={"conditions": ["F0"]},
-    )
-    result = run_snakemake(tmp_path, "--cores", "2", "--configfile", str(config))
-    assert result.returncode == 0, result.stderr[-4000:]
+def test_default_run_writes_the_report_and_both_html_reports_show_every_figure(chromium, tmp_path, request):
+    # The run: conftest's session run of the gold arm with F0 from a fresh cache (test_workflow reads it too),
+    # asked for once the browser is there (a session fixture named in the signature would run before the skip).
+    gold_run = request.getfixturevalue("gold_run")
+    workdir, config, result = gold_run.workdir, gold_run.config, gold_run.result
     summary = SUMMARY.search(result.stdout)
     assert summary, result.stdout[-2000:]
-    assert (tmp_path / "results/report/summary.txt").read_text().strip() == summary.group(0)
+    assert (workdir / "results/report/summary.txt").read_text().strip() == summary.group(0)
     tables, figures, omitted_tables, omitted_figures, from_cache, texts = map(int, summary.groups())
     assert (tables + omitted_tables, figures + omitted_figures) == (len(TABLES), len(FIGURES))
     assert texts == 35 + 89 + 90 + 90 and 0 <= from_cache < texts  # queries + F0, G2, G3 (G4 ranks G3's), fresh cache
 
-    report = tmp_path / "results/report"
+    report = workdir / "results/report"
     manifest = json.loads((report / "manifest.json").read_text())
     omitted = {item["name"]: item["reason"] for item in manifest["tables"] + manifest["figures"] if not item["written"]}
     assert omitted == OMITTED_BY_DEFAULT
     for item in manifest["tables"] + manifest["figures"]:
         for path in item.get("files", []):
-            assert (tmp_path / path).stat().st_size > 0, path
+            assert (workdir / path).stat().st_size > 0, path
     written_figures = sorted(item["name"] for item in manifest["figures"] if item["written"])
     assert written_figures == sorted(FIGURES)  # G4 is routed: section recall is drawn too
 
-    # The report again, from the same inputs: the same bytes, figures included.
+    # The report again, from the same inputs: the same bytes, figures included (so the shared run is left as
+    # it was).
     before = {p: p.read_bytes() for p in sorted(report.rglob("*")) if p.is_file()}
-    again = run_snakemake(tmp_path, "--cores", "2", "--configfile", str(config), "--forcerun", "report")
+    again = run_snakemake(workdir, "--cores", "2", "--configfile", str(config), "--forcerun", "report")
     assert again.returncode == 0, again.stderr[-4000:]
     assert re.search(r"^report\s+1$", again.stdout + again.stderr, re.M) and SUMMARY.search(again.stdout)
     assert {p: p.read_bytes() for p in sorted(report.rglob("*")) if p.is_file()} == before
@@ -113,7 +110,7 @@ def test_default_run_writes_the_report_and_both_html_reports_show_every_figure(c
     assert sorted(Path(i["src"]).stem for i in images) == written_figures
     assert all(i["width"] > 0 and i["height"] > 0 for i in images), images
 
-    bundled = run_snakemake(tmp_path, "--configfile", str(config), "--report", str(tmp_path / "report.html"))
+    bundled = run_snakemake(workdir, "--configfile", str(config), "--report", str(tmp_path / "report.html"))
     assert bundled.returncode == 0, bundled.stderr[-4000:]
     pngs = chromium.open(tmp_path / "report.html").evaluate(PNG_RESULTS_OF_SNAKEMAKE_REPORT)
     assert sorted(Path(png["name"]).stem for png in pngs) == written_figures

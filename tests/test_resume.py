@@ -1,6 +1,7 @@
 """Resume after a crash (`make resume`, workflow/resume.py).
 
-The workflow test: the default workflow, started with `make run`, is killed with SIGKILL to its whole
+The workflow test: the default workflow's gold arm with F0 (conftest.gold_f0), started with `make run`, is
+killed with SIGKILL to its whole
 process group while a job of one rule runs (corpus, embedding, scoring); `make resume` with the same
 ARGS then finishes it, and every score, contrast and vector file is byte-identical to an uninterrupted
 run's. The unit tests: what the safety check counts as a live run."""
@@ -19,12 +20,11 @@ from pathlib import Path, PurePath
 
 import psutil
 import pytest
-from conftest import REPO, kb_config, local_env
+from conftest import REPO, gold_f0, local_env
 
 VENV = Path(sys.executable).parent.parent
 # `-o STAMP`: use the environment running these tests as it is, never reinstall into it.
 MAKE = ["make", "-C", str(REPO), "-o", str(VENV / ".structbench-installed"), f"VENV={VENV}", "CORES=2"]
-TINY = "stats: {bootstrap_iters: 200, primary_metric: cov_nDCG@10, mixedlm: false}\n"
 RUN_TIMEOUT_S = 1200
 POLL_S = 0.02
 
@@ -313,14 +313,10 @@ def wait_for(point: KillPoint, workdir: Path, run: subprocess.Popen) -> psutil.P
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory):
-    """One uninterrupted run with a fresh cache: the bytes every resumed run must reproduce."""
-    workdir = tmp_path_factory.mktemp("reference")
-    kb_config(workdir, TINY)
-    result = subprocess.run(
-        make("run", workdir), check=False, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, env=local_env()
-    )
-    assert result.returncode == 0, result.stderr[-4000:]
+def reference(gold_run_again):
+    """One uninterrupted run with a fresh cache: the bytes every resumed run must reproduce (conftest's
+    session run of the gold arm with F0, which test_workflow reads too; the resumed runs use its config)."""
+    workdir = gold_run_again.workdir
     files = measured_files(workdir)
     assert any("/scores/minilm/" in p for p in files) and any(p.startswith("results/contrasts/") for p in files)
     assert any("/vectors/minilm/" in p for p in files)
@@ -355,7 +351,7 @@ def check_resume_refuses_while_alive(workdir: Path, run: subprocess.Popen, root:
 def test_sigkill_then_make_resume_gives_identical_files(tmp_path, reference, point_name):
     point = KILL_POINTS[point_name]
     reference_dir, reference_files = reference
-    kb_config(tmp_path, TINY)
+    gold_f0(tmp_path)
     if point.warm_cache:
         shutil.copytree(reference_dir / "cache", tmp_path / "cache")
 

@@ -3,7 +3,7 @@
 Skipped unless slurmctld, slurmd and munge(d) are installed and the test runs as root. The test profile is the
 real profiles/slurm/config.yaml with resources capped to the one node (2 CPUs), squeue status checks (the
 cluster has no accounting, so sacct does not work) and no account. Partition routing is read back without
-sacct: from slurmctld's job records (squeue --states=all, kept for MinJobAge=600 s), matched against the
+sacct: from slurmctld's job records (squeue --states=all, kept for MinJobAge=3600 s), matched against the
 executor's per-job Slurm logs under .snakemake/slurm_logs/rule_<rule>/<wildcards>/<jobid>.log (group_<name>/
 for the bundles of score jobs).
 
@@ -21,10 +21,19 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, SNAKEMAKE, kb_config, run_snakemake
+from conftest import REPO, SNAKEMAKE, absolute_pythonpath, kb_config, local_env, run_snakemake
 
 CLUSTER_SH = REPO / "tests/slurm/cluster.sh"
 SBIN_PATH = os.environ.get("PATH", "") + os.pathsep + "/usr/sbin"
+# The environment of every Snakemake this module runs on the cluster: Slurm's tools on PATH, and status checks
+# at most a second apart (tests/slurm/fast_polling/sitecustomize.py: the executor's back-off idles a test run).
+# PYTHONPATH made absolute: these runs work in their own directories (conftest.absolute_pythonpath).
+FAST_POLLING = REPO / "tests/slurm/fast_polling"
+SLURM_ENV = {
+    **os.environ,
+    "PATH": SBIN_PATH,
+    "PYTHONPATH": os.pathsep.join(filter(None, [str(FAST_POLLING), absolute_pythonpath().get("PYTHONPATH")])),
+}
 MISSING = [tool for tool in ("slurmctld", "slurmd", "munge", "munged") if not shutil.which(tool, path=SBIN_PATH)]
 NODE_CPUS, NODE_MEM_MB = 2, 4096
 JOB_MEM_MB, JOB_RUNTIME_MIN = 1500, 30
@@ -100,7 +109,7 @@ def make_test_profile(directory: Path) -> Path:
             "retries": 0,
             "latency-wait": 5,
             "max-threads": NODE_CPUS,
-            "slurm-status-command": "squeue",  # needs MinJobAge >= 3 x init seconds: 600 >= 15
+            "slurm-status-command": "squeue",  # needs MinJobAge >= 3 x init seconds: 3600 >= 15
             "slurm-init-seconds-before-status-checks": 5,
             "slurm-no-account": True,
             "slurm-keep-successful-logs": True,
@@ -173,7 +182,10 @@ def test_ladder_workflow_through_slurm_routes_every_gpu_rule_to_gpu(slurm_cluste
 
     Layered over the default config's gold arm (G2, G3, G4), adding the semantic S2 (select.conditions);
     only the reranked cells run (select.rerankers). Not --replace-workflow-config: Snakemake 9.27's Slurm
-    executor does not pass that flag on to the job-side Snakemake, which then sees the default conditions and fails."""
+    executor does not pass that flag on to the job-side Snakemake, which then sees the default conditions and fails.
+    Three of the KB's documents: the jobs and their routing do not depend on the corpus's size, their run time does."""
+    from test_workflow_llm import three_document_kb
+
     workdir = tmp_path / "run"
     workdir.mkdir()
     config = kb_config(
@@ -187,6 +199,7 @@ def test_ladder_workflow_through_slurm_routes_every_gpu_rule_to_gpu(slurm_cluste
         "contrasts:\n"
         "  S2-G2: {treatment: S2, control: G2}\n",
         select={"rerankers": ["ce"], "conditions": ["S2"]},
+        kb=three_document_kb(tmp_path / "kb"),
     )
     profile = make_test_profile(tmp_path)
     snakemake = [str(SNAKEMAKE), "-s", str(REPO / "Snakefile"), "-d", str(workdir)]
@@ -201,7 +214,7 @@ def test_ladder_workflow_through_slurm_routes_every_gpu_rule_to_gpu(slurm_cluste
         "--configfile",
         str(config),
     ]
-    env = {**os.environ, "PATH": SBIN_PATH}
+    env = SLURM_ENV
     try:
         result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=workdir)
     finally:
@@ -269,7 +282,7 @@ def test_llm_stage_through_slurm_killed_mid_run_then_resumed_to_identical_tables
     config = llm_config(workdir, docs, questions, model, cache)
     profile = make_test_profile(tmp_path)
     args = ["-s", str(REPO / "Snakefile"), "-d", str(workdir), "--profile", str(profile), "--configfile", str(config)]
-    env = {**os.environ, "PATH": SBIN_PATH}
+    env = SLURM_ENV
 
     with (tmp_path / "killed.out").open("w") as out:
         run = subprocess.Popen(
@@ -320,6 +333,21 @@ def test_llm_stage_through_slurm_killed_mid_run_then_resumed_to_identical_tables
     assert measured_files(workdir) == expected
     for table in (f"{INDUCED}/sections.parquet", f"{CONTEXTS}.parquet"):
         assert (workdir / table).read_bytes() == (reference / table).read_bytes(), table
+
+
+def test_the_runs_here_check_job_states_at_most_a_second_apart():
+    """tests/slurm/fast_polling (on SLURM_ENV's PYTHONPATH) caps the executor's interval between status checks,
+    so a plugin release that renames what it patches fails here rather than slowing the runs above."""
+    check = (
+        "import snakemake_executor_plugin_slurm as slurm\n"
+        "executor = object.__new__(slurm.Executor)\n"
+        "executor.next_seconds_between_status_checks = 30  # the back-off after a check with nothing finished\n"
+        "print(executor.next_seconds_between_status_checks, executor._next_seconds_between_status_checks)\n"
+    )
+    env = local_env(PYTHONPATH=SLURM_ENV["PYTHONPATH"])  # no scontrol wait: nothing here needs the cluster
+    result = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split() == ["1", "30"]
 
 
 def test_every_gpu_kind_rule_declares_the_gpu_resource():

@@ -6,19 +6,15 @@ import shutil
 
 import polars as pl
 import pytest
-from conftest import REPO, kb_config, run_snakemake
+from conftest import F0, REPO, gold_f0, kb_config, run_snakemake
 from workflow_rules import parse_rules
 
 from structbench.provenance import reached_modules
 
 pytestmark = pytest.mark.workflow
 
+# The gold arm of the default config plus fixed windows on gold chunks (F0) and their contrast (conftest.F0).
 CONDITIONS = ("F0", "G2", "G3", "G4")
-# The gold arm of the default config plus fixed windows on gold chunks (F0) and their contrast.
-F0 = (
-    "conditions:\n  F0: {boundaries: fixed, structure: gold, prefix: none, retrieval: flat}\n"
-    "contrasts:\n  G3-F0: {treatment: G3, control: F0, family: primary}\n"
-)
 DEFAULT_CONDITIONS = ("A0", "A1", "A2", "A3-d1", "A3-d2", "A3", "P", "A4", "G2", "G3", "G4")
 
 
@@ -131,16 +127,11 @@ def read_cell_tables(workdir):
     return scores, contrasts
 
 
-def gold_f0(workdir, extra=""):
-    return kb_config(workdir, F0 + extra, select={"conditions": ["F0"]})
-
-
-def test_gold_arm_end_to_end_deterministic_and_partial_rebuild(tmp_path):
-    first, second = tmp_path / "first", tmp_path / "second"
-    for workdir in (first, second):
-        workdir.mkdir()
-        result = run_snakemake(workdir, "--cores", "2", "--configfile", str(gold_f0(workdir)))
-        assert result.returncode == 0, result.stderr[-4000:]
+def test_gold_arm_end_to_end_deterministic_and_partial_rebuild(tmp_path, gold_run, gold_run_again):
+    # Two whole runs of the same config, each with a fresh cache of its own (conftest's session runs, shared
+    # with other tests: the configs planned on them below are written under tmp_path, never into theirs).
+    first, second = gold_run.workdir, gold_run_again.workdir
+    assert gold_run.config.read_text() == gold_f0(tmp_path).read_text() == gold_run_again.config.read_text()
 
     report = (first / "results/report/report.md").read_text()
     for needle in (
@@ -200,13 +191,13 @@ def test_gold_arm_end_to_end_deterministic_and_partial_rebuild(tmp_path):
     assert all(r["n_truncated"] == 0 for r in reports)  # the shipped config truncates nothing
 
     # Nothing to do on a re-run; a changed statistics value reruns only statistics and the report.
-    again = run_snakemake(first, "-n", "--configfile", str(gold_f0(first)))
+    again = run_snakemake(first, "-n", "--configfile", str(gold_run.config))
     assert "Nothing to be done" in again.stdout + again.stderr
     changed = run_snakemake(
         first,
         "-n",
         "--configfile",
-        str(gold_f0(first, "stats: {bootstrap_iters: 2000, primary_metric: cov_nDCG@10}\n")),
+        str(gold_f0(tmp_path, "stats: {bootstrap_iters: 2000, primary_metric: cov_nDCG@10}\n", name="stats.yaml")),
     )
     statistics = {"contrasts": 1, "condition_stats": 1, "report": 1, "all": 1}
     assert planned_jobs(changed.stdout + changed.stderr) == statistics
@@ -240,14 +231,22 @@ def edited_copy(root, module_file):
 
 
 def assert_exact_partial_rebuilds(first, root):
-    """Dry runs on the completed run ``first``: each change plans exactly the jobs that depend on it."""
+    """Dry runs on the completed run ``first``: each change plans exactly the jobs that depend on it (the
+    changed configs are written under ``root``, leaving ``first`` as it was)."""
     # One condition's prefix depth: that condition's texts, vectors, run and scores, then every table
     # that reads them (contrasts, the G3-G2 run comparison, report); G4 and the corpus and chunks are kept.
     depth = run_snakemake(
         first,
         "-n",
         "--configfile",
-        str(kb_config(first, F0.replace("conditions:\n", "conditions:\n" + G3_DEPTH_2), select={"conditions": ["F0"]})),
+        str(
+            kb_config(
+                root,
+                F0.replace("conditions:\n", "conditions:\n" + G3_DEPTH_2),
+                select={"conditions": ["F0"]},
+                name="depth.yaml",
+            )
+        ),
     )
     out = depth.stdout + depth.stderr
     assert depth.returncode == 0, out[-3000:]
@@ -268,7 +267,7 @@ def assert_exact_partial_rebuilds(first, root):
 
     # A second embedder: its cells only (three text sets, the queries, four runs with G4's routing, their
     # scores, its contrasts and run comparison); nothing of minilm's, nothing upstream of embedding.
-    added = run_snakemake(first, "-n", "--configfile", str(gold_f0(first, SECOND_EMBEDDER)))
+    added = run_snakemake(first, "-n", "--configfile", str(gold_f0(root, SECOND_EMBEDDER, name="embedder.yaml")))
     out = added.stdout + added.stderr
     assert added.returncode == 0, out[-3000:]
     assert planned_jobs(out) == {
@@ -290,7 +289,7 @@ def assert_exact_partial_rebuilds(first, root):
     # Edited metric code (structbench.metrics, in a copy of the checkout): scoring and what reads scores.
     copy = edited_copy(root, "metrics/measures.py")
     edited = run_snakemake(
-        first, "-n", "--configfile", str(gold_f0(first)), timeout=600, checkout=copy, PYTHONPATH=str(copy / "src")
+        first, "-n", "--configfile", str(gold_f0(root)), timeout=600, checkout=copy, PYTHONPATH=str(copy / "src")
     )
     out = edited.stdout + edited.stderr
     assert edited.returncode == 0, out[-3000:]
@@ -310,12 +309,12 @@ def assert_exact_partial_rebuilds(first, root):
     (root / "conditions-edit").mkdir()
     copy = edited_copy(root / "conditions-edit", "conditions.py")
     edited = run_snakemake(
-        first, "-n", "--configfile", str(gold_f0(first)), timeout=600, checkout=copy, PYTHONPATH=str(copy / "src")
+        first, "-n", "--configfile", str(gold_f0(root)), timeout=600, checkout=copy, PYTHONPATH=str(copy / "src")
     )
     out = edited.stdout + edited.stderr
     assert edited.returncode == 0, out[-3000:]
     planned = planned_jobs(out)
-    whole = run_snakemake(first, "-n", "--forceall", "--configfile", str(gold_f0(first)))
+    whole = run_snakemake(first, "-n", "--forceall", "--configfile", str(gold_f0(root)))
     in_run = planned_jobs(whole.stdout + whole.stderr)
     reaching = {
         name
@@ -333,6 +332,7 @@ def assert_exact_partial_rebuilds(first, root):
         "score_bm25": 2,
         "retrieval_layer": 1,
         "contrasts": 1,
+        "condition_stats": 1,
         "report": 1,
         "all": 1,
     }

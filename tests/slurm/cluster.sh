@@ -5,7 +5,8 @@
 # Needs root and Debian's packages: apt-get install -y --no-install-recommends munge slurmctld slurmd slurm-client
 # Exit codes: 0 ok, 2 usage, 3 packages missing, 4 not root, 5 start-up failed.
 # Two partitions on one node: cpu (default) and gpu (Gres=gpu:2, backed by /dev/null and /dev/zero).
-# No accounting (sacct does not work): use the executor's squeue status command; MinJobAge=600.
+# No accounting (sacct does not work): use the executor's squeue status command; MinJobAge=3600 (tests read
+# the job records back after a run, and a run on a busy machine can outlast 10 min).
 # Environment: SLURM_CI_CPUS (default 2), SLURM_CI_MEM_MB (RealMemory, default 4096), SLURM_CI_WAIT (s, default 60).
 set -euo pipefail
 
@@ -92,7 +93,7 @@ SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
 DefMemPerCPU=500
 SchedulerParameters=batch_sched_delay=0
-MinJobAge=600
+MinJobAge=3600
 EnforcePartLimits=ALL
 ReturnToService=2
 StateSaveLocation=$dir/spool/slurmctld
