@@ -106,12 +106,16 @@ def assert_default_run_from_caches(workdir, cold):
     """The default run's LLM steps and embeddings: all computed on a cold run, none on a cached one."""
     usages = [json.loads(p.read_text()) for p in (workdir / "results").rglob("shards/*.usage.json")]
     embeds = [json.loads(p.read_text()) for p in (workdir / "results").rglob("*.embed.json")]
-    assert len(usages) == 4 and len(embeds) == 10  # 2 induction + 2 context shards; nine text sets, the queries
+    # the model-free inducer's embedding (paragraphs and title candidates) reports like an embedding step
+    embeds.append(json.loads((workdir / "results/kb/structure/induced-tiling/usage.json").read_text()))
+    # 2 induction + 2 context shards; twelve text sets, the queries and the segmentation step
+    assert len(usages) == 4 and len(embeds) == 14
     generated, embedded = sum(u["generated"] for u in usages), sum(e["n_encoded"] for e in embeds)
     if cold:
         assert generated > 0 and embedded > 0
-        stats = json.loads((workdir / "results/kb/structure/induced-llm/stats.json").read_text())
-        assert stats["documents"] == 8 == stats["usable"] + stats["repaired"] + stats["failed"]
+        for inducer in ("llm", "tiling"):
+            stats = json.loads((workdir / f"results/kb/structure/induced-{inducer}/stats.json").read_text())
+            assert stats["documents"] == 8 == stats["usable"] + stats["repaired"] + stats["failed"]
     else:
         assert generated == 0 and embedded == 0, (usages, embeds)
         assert all(u["served_from_cache"] == u["requests"] > 0 for u in usages)

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.workflow
 
 # The gold arm of the default config plus fixed windows on gold chunks (F0) and their contrast (conftest.F0).
 CONDITIONS = ("F0", "G2", "G3", "G4")
-DEFAULT_CONDITIONS = ("A0", "A1", "A2", "A3-d1", "A3-d2", "A3", "P", "A4", "G2", "G3", "G4")
+DEFAULT_CONDITIONS = ("A0", "A1", "A2", "A3-d1", "A3-d2", "A3", "P", "A4", "G2", "G3", "G4", "M2", "M3", "MP", "M4")
 
 
 def planned_jobs(stdout: str) -> dict[str, int]:
@@ -36,12 +36,14 @@ def test_dry_run_of_the_default_lists_every_cell(tmp_path):
     for condition in DEFAULT_CONDITIONS:
         assert f"results/kb/scores/minilm/none/{condition}.parquet" in out
     jobs = planned_jobs(out)
-    assert jobs["score"] == 11 and jobs["retrieve"] == 11 and jobs["contrasts"] == 1
-    # Nine text sets (A4 and G4 rank A3's and G3's vectors) on three chunk sets (gold and induced structural,
-    # fixed windows matched to the induced chunks); the LLM steps run once per shard (llm_shards: 2) and are merged.
-    assert jobs["embed_texts"] == 9 and jobs["structural_chunks"] == 2 and jobs["fixed_chunks"] == 1
-    assert jobs["induce_structure"] == 2 and jobs["chunk_contexts"] == 2
-    assert jobs["merge_structure"] == 1 and jobs["merge_contexts"] == 1 and jobs["route_sections"] == 2
+    assert jobs["score"] == 15 and jobs["retrieve"] == 15 and jobs["contrasts"] == 1
+    # Twelve text sets (A4, G4 and M4 rank A3's, G3's and M3's vectors) on four chunk sets (gold, LLM-induced
+    # and model-free structural, fixed windows matched to the LLM-induced chunks); the LLM steps run once per
+    # shard (llm_shards: 2) and are merged; the model-free inducer is one embedding job for the corpus.
+    assert jobs["embed_texts"] == 12 and jobs["structural_chunks"] == 3 and jobs["fixed_chunks"] == 1
+    assert jobs["induce_structure"] == 2 and jobs["chunk_contexts"] == 2 and jobs["segment_structure"] == 1
+    assert jobs["merge_structure"] == 1 and jobs["merge_contexts"] == 1 and jobs["route_sections"] == 3
+    assert jobs["induction_stats"] == 2
 
 
 def test_dry_run_of_the_paper_grid_scores_every_cell_of_both_corpora(tmp_path, shared_data):
@@ -62,8 +64,10 @@ def test_dry_run_of_the_paper_grid_scores_every_cell_of_both_corpora(tmp_path, s
     out = result.stdout + result.stderr
     assert result.returncode == 0, out[-3000:]
     jobs = planned_jobs(out)
-    # 2 corpora x 2 embedders x 2 rerankers: 8 cells of 18 conditions, each with its contrasts table
-    assert jobs["score"] == 8 * 18 and jobs["contrasts"] == jobs["condition_stats"] == 8 and jobs["rerank"] == 4 * 18
+    # 2 corpora x 2 embedders x 2 rerankers: 8 cells of 22 conditions, each with its contrasts table
+    assert jobs["score"] == 8 * 22 and jobs["contrasts"] == jobs["condition_stats"] == 8 and jobs["rerank"] == 4 * 22
+    # the model-free arm: one segmentation job per corpus, no LLM
+    assert jobs["segment_structure"] == 2
     for corpus in ("qasper", "wikipedia"):
         for embedder in ("bge_small", "bge_large"):
             assert f"results/contrasts/{corpus}/{embedder}/bge_reranker/contrasts.parquet" in out
@@ -84,7 +88,9 @@ def test_select_conditions_runs_the_gold_arm_alone(tmp_path):
     # G4 is G3 with two-stage retrieval, so it adds only its stage-1 routing job.
     assert jobs["embed_texts"] == 3 and jobs["structural_chunks"] == 1 and jobs["fixed_chunks"] == 1
     assert "induce_structure" not in jobs and "chunk_contexts" not in jobs
-    assert "leaves out the contrasts ['C1', 'C2', 'C3', 'C4', 'induced-depth']" in out
+    assert (
+        "leaves out the contrasts ['C1', 'C2', 'C3', 'C4', 'G3-M3', 'M3-A3', 'M3-MP', 'M4-M3', 'induced-depth']" in out
+    )
     assert jobs["route_sections"] == 1 and "route_toc" not in jobs and "embed_titles" not in jobs
 
 

@@ -166,8 +166,10 @@ def test_the_default_plans_one_llm_job_per_shard(tmp_path):
         assert result.returncode == 0, result.stderr[-3000:]
         jobs = planned_jobs(result.stdout + result.stderr)
         assert jobs["induce_structure"] == jobs["chunk_contexts"] == shards
-        assert jobs["merge_structure"] == jobs["merge_contexts"] == jobs["induction_stats"] == 1
-        # The eleven conditions of the default: nine text sets (A4 and G4 rank the vectors of A3 and G3 by
-        # two-stage routing), eleven cells, two stage-1 routing jobs.
-        assert jobs["texts"] == jobs["embed_texts"] == 9 and jobs["score"] == 11
-        assert jobs["route_sections"] == 2
+        assert jobs["merge_structure"] == jobs["merge_contexts"] == 1
+        # the LLM inducer and the model-free one (one segmentation job, not sharded: it runs no LLM)
+        assert jobs["induction_stats"] == 2 and jobs["segment_structure"] == 1
+        # The fifteen conditions of the default: twelve text sets (A4, G4 and M4 rank the vectors of A3, G3
+        # and M3 by two-stage routing), fifteen cells, three stage-1 routing jobs.
+        assert jobs["texts"] == jobs["embed_texts"] == 12 and jobs["score"] == 15
+        assert jobs["route_sections"] == 3
