@@ -236,6 +236,19 @@ def edited_copy(root, module_file):
     return copy
 
 
+def planned_after_edit(first, root, module_file):
+    """Rule -> jobs a dry run on the completed run ``first`` plans once ``module_file`` is edited (in a copy
+    of the checkout under ``root``)."""
+    (root / module_file.replace("/", "-")).mkdir()
+    copy = edited_copy(root / module_file.replace("/", "-"), module_file)
+    edited = run_snakemake(
+        first, "-n", "--configfile", str(gold_f0(root)), timeout=600, checkout=copy, PYTHONPATH=str(copy / "src")
+    )
+    out = edited.stdout + edited.stderr
+    assert edited.returncode == 0, out[-3000:]
+    return planned_jobs(out)
+
+
 def assert_exact_partial_rebuilds(first, root):
     """Dry runs on the completed run ``first``: each change plans exactly the jobs that depend on it (the
     changed configs are written under ``root``, leaving ``first`` as it was)."""
@@ -293,13 +306,7 @@ def assert_exact_partial_rebuilds(first, root):
     assert "results/contrasts/kb/minilm_b/none/contrasts.parquet" in made
 
     # Edited metric code (structbench.metrics, in a copy of the checkout): scoring and what reads scores.
-    copy = edited_copy(root, "metrics/measures.py")
-    edited = run_snakemake(
-        first, "-n", "--configfile", str(gold_f0(root)), timeout=600, checkout=copy, PYTHONPATH=str(copy / "src")
-    )
-    out = edited.stdout + edited.stderr
-    assert edited.returncode == 0, out[-3000:]
-    assert planned_jobs(out) == {
+    assert planned_after_edit(first, root, "metrics/measures.py") == {
         "score": 4,
         "score_bm25": 2,
         "retrieval_layer": 1,
@@ -312,14 +319,7 @@ def assert_exact_partial_rebuilds(first, root):
     # Edited conditions.py (the axes every prefix and retrieval value is parsed by): the rules whose scripts
     # reach it (structbench.provenance, the same walk the rules' code versions hash) rerun, with everything
     # downstream of them; the corpus, the chunks and the query vectors, whose scripts do not, are kept.
-    (root / "conditions-edit").mkdir()
-    copy = edited_copy(root / "conditions-edit", "conditions.py")
-    edited = run_snakemake(
-        first, "-n", "--configfile", str(gold_f0(root)), timeout=600, checkout=copy, PYTHONPATH=str(copy / "src")
-    )
-    out = edited.stdout + edited.stderr
-    assert edited.returncode == 0, out[-3000:]
-    planned = planned_jobs(out)
+    planned = planned_after_edit(first, root, "conditions.py")
     whole = run_snakemake(first, "-n", "--forceall", "--configfile", str(gold_f0(root)))
     in_run = planned_jobs(whole.stdout + whole.stderr)
     reaching = {
