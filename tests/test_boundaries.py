@@ -1019,6 +1019,27 @@ def test_resync_points_are_sentence_starts_and_segmenting_from_them_changes_noth
         assert found == [b for b in starts if b >= point]
 
 
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(SYNTOK_TRAPS + ["fooBar", "don't", "well-known", "x_y", "a...", "...b", "Émile", "naïve"]),
+            st.text(alphabet="aZ9.,;:!?'()-_\u200b\u00e9\u2019 \n", max_size=8),
+        ),
+        max_size=60,
+    ),
+    st.integers(0, 3),
+)
+def test_fast_tokens_equal_syntoks_tokenizer(pieces, base_offset):
+    from syntok.tokenizer import Tokenizer
+
+    text = " ".join(pieces)
+    ours = [(t.spacing, t.value, t.offset) for t in segmenter._tokens(text, base_offset)]
+    syntoks = Tokenizer(replace_not_contraction=False)
+    theirs = [(t.spacing, t.value, t.offset) for t in syntoks.tokenize(text, base_offset)]
+    assert ours == theirs
+
+
 def test_resync_points_skip_abbreviations_and_brackets_that_may_swallow_the_period():
     # "Fig." is an abbreviation; ")." is one token to syntok, so the bracket before it stays open
     text = "See Fig. Two results. We go (as in Table 2 ). Then more. It ends (a) here. Done."

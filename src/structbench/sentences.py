@@ -33,9 +33,70 @@ _FALLBACK_SPLIT = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=\S)")
 
 def _sentence_offsets(text: str) -> list[int]:
     """Offset of the first character of every sentence syntok finds in ``text``."""
-    from syntok.segmenter import analyze
+    return [sentence[0].offset for paragraph in _analyze(text) for sentence in paragraph if sentence]
 
-    return [sentence[0].offset for paragraph in analyze(text) for sentence in paragraph if sentence]
+
+def _analyze(text: str):
+    """``syntok.segmenter.analyze(text)``, with :func:`_tokens` in place of syntok's tokenizer (same tokens)."""
+    from syntok.segmenter import analyze, preprocess_with_offsets, segment
+
+    if _syntok_rules() is None:
+        return analyze(text)
+    return (segment(_tokens(paragraph, offset)) for offset, paragraph in preprocess_with_offsets(text))
+
+
+_SIMPLE_RUN = re.compile(r"(?=[A-Za-z0-9])([A-Z0-9]*[a-z0-9]*)([.,;:!?]?)")  # one word token (+ one mark)
+
+
+def _tokens(text: str, base_offset: int = 0):
+    """The tokens of syntok 1.4's ``Tokenizer(replace_not_contraction=False).tokenize(text, base_offset)``.
+
+    A run of ASCII letters and digits where no lowercase letter meets an uppercase one, with at most
+    one punctuation mark after it, is one word token (and the mark one more); syntok's tokenizer
+    makes exactly these of it, through several generator layers per token. Every other run goes
+    through syntok's own per-run steps (the loop body below is syntok's, MIT licensed). A test
+    compares the two token streams.
+    """
+    from syntok.tokenizer import Token, Tokenizer
+
+    tokenizer = _syntok_tokenizer()
+    if base_offset > 0:
+        text = " " * base_offset + text
+    offset = base_offset
+    simple = _SIMPLE_RUN.fullmatch
+    for mo in Tokenizer._spaces.finditer(text):
+        begin, stop = mo.span()
+        run = simple(text, begin, stop)
+        if run is not None:
+            yield Token(text[offset:begin], run.group(1), begin)
+            if run.end(1) < stop:
+                yield Token("", text[run.end(1)], run.end(1))
+        else:
+            start = Tokenizer._find_start(begin, stop, text)
+            if start == stop:
+                yield Token(text[offset:begin], mo.group(0), begin)
+            else:
+                end = Tokenizer._find_end(start, stop, text)
+                if start > begin:
+                    offset = yield from tokenizer._split_nonword_prefix(mo, offset, start, text)
+                if start != end:
+                    yield from tokenizer._split_word(text[offset:start], text[start:end], start)
+                tail = text[end:stop]
+                if tail.startswith("..."):
+                    yield Token("", "...", end)
+                    end += 3
+                    tail = tail[3:]
+                yield from [Token("", c, idx + end) for idx, c in enumerate(tail)]
+        offset = stop
+    if offset < len(text):
+        yield Token(text[offset:], "", len(text))
+
+
+@functools.cache
+def _syntok_tokenizer():
+    from syntok.tokenizer import Tokenizer
+
+    return Tokenizer(replace_not_contraction=False)
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -225,11 +286,9 @@ def sentence_starts_near(text: str, lo: int, hi: int) -> tuple[int, int, list[in
 
 def _segment_from(text: str, origin: int, hi: int) -> tuple[list[int], int]:
     """Sentence starts of ``text`` from ``origin`` (0 or a sentence start) to the first at or after ``hi``."""
-    from syntok.segmenter import analyze
-
     n = len(text)
     out = []
-    for paragraph in analyze(text[origin:]):
+    for paragraph in _analyze(text[origin:]):
         for sentence in paragraph:
             if not sentence:
                 continue
