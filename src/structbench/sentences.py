@@ -138,9 +138,9 @@ _RUN = regex.compile(r"[^\s\u200b]+")  # syntok's whitespace-delimited runs (its
 # A run of ASCII letters and digits, a period, spaces, then a run that starts with an ASCII capital.
 _RESYNC = re.compile(r"(?:(?<=[ \n])|^)([A-Za-z0-9]+)\. +(?=[A-Z])")
 _CASE_CHANGE = re.compile(r"[a-z](?=[A-Z])")  # where syntok's tokenizer splits a word (lower- to uppercase)
-# A run holding a closing bracket; the tokenizer makes each of its brackets a token of its own when the
-# run holds a letter or digit (else the whole run is one token, such as ")." or "))").
-_CLOSING_RUN = regex.compile(r"(?<![^\s\u200b])[^\s\u200b)\]}]*[)\]}][^\s\u200b]*")  # matched from run starts only
+# The tokenizer makes each bracket of a run a token of its own when the run holds a letter or digit
+# (else the whole run is one token, such as ")." or "))").
+_ASCII_SPACE = " \t\n\r\x0b\x0c"
 _CLOSING = re.compile(r"[)\]}]")
 _ALNUM = re.compile(r"[A-Za-z0-9]")
 _BRACKET_REACH = 50  # syntok skips bracketed text only up to 49 of its tokens past the opening bracket
@@ -220,13 +220,23 @@ def _closing_tokens(text: str) -> list[int]:
     """Offsets of ``)``, ``]`` and ``}`` that syntok's tokenizer certainly makes closing-bracket tokens.
 
     Fewer closing brackets (and more opening ones) than syntok sees only make :func:`resync_points`
-    reject more: a bracket counts as closed no earlier than syntok closes it.
+    reject more: a bracket counts as closed no earlier than syntok closes it. Around each bracket
+    only printable ASCII is read (a part of its run): a letter or digit there means the run holds one;
+    a bracket between two ASCII whitespace characters (or the text's ends) is a run of its own.
     """
+    n = len(text)
     out = []
-    for run in _CLOSING_RUN.finditer(text):
-        value = run.group()
-        if len(value) == 1 or _ALNUM.search(value):
-            out.extend(run.start() + c.start() for c in _CLOSING.finditer(value))
+    for m in _CLOSING.finditer(text):
+        q = m.start()
+        a = q
+        while a > 0 and "!" <= text[a - 1] <= "~":
+            a -= 1
+        b = q + 1
+        while b < n and "!" <= text[b] <= "~":
+            b += 1
+        alone = b - a == 1 and (a == 0 or text[a - 1] in _ASCII_SPACE) and (b == n or text[b] in _ASCII_SPACE)
+        if alone or _ALNUM.search(text, a, b):
+            out.append(q)
     return out
 
 
