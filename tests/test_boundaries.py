@@ -925,23 +925,147 @@ def test_a_pretoken_longer_than_t_max_is_cut_between_word_pieces():
     assert "token" in chunks["cut"].to_list()
 
 
-def test_each_paragraph_is_segmented_once_per_chunker(monkeypatch):
-    """The split used to segment a long paragraph once per cut (quadratic time); now once per chunker."""
-    calls = []
-    original = boundaries.paragraph_boundaries
+def test_a_long_paragraph_is_segmented_only_around_its_cuts(monkeypatch):
+    """A split segments a stretch around each cut, never the whole paragraph once per cut (quadratic time)."""
+    full, windows = [], []
+    original_full, original_window = boundaries.paragraph_boundaries, segmenter._segment_from
 
-    def counting(text, start, end):
-        calls.append((start, end))
-        return original(text, start, end)
+    def counting_full(text, start, end):
+        full.append((start, end))
+        return original_full(text, start, end)
 
-    monkeypatch.setattr(boundaries, "paragraph_boundaries", counting)
+    def counting_window(text, origin, hi):
+        found, end = original_window(text, origin, hi)
+        windows.append(end - origin)
+        return found, end
+
+    monkeypatch.setattr(boundaries, "paragraph_boundaries", counting_full)
+    monkeypatch.setattr(segmenter, "_segment_from", counting_window)
+    segmenter.clear_cache()
     s = "The cat sat on the mat near the door of the old house. "
     tables = build([("d1", "T", [("A", 1, [s * 300, s * 2])])])  # 4,200 tokens: 12 parts of one paragraph
     reference = structural_chunks(*tables, TOK)
-    assert reference.height >= 12 and len(calls) == len(set(calls)) == 1
-    calls.clear()
+    assert reference.height >= 12 and not full
+    assert 11 <= len(windows) <= reference.height and max(windows) <= 2 * len(s)  # a sentence or two per cut
+    windows.clear()
     fixed = fixed_chunks(tables[0], reference, TOK, paragraphs=tables[1], sections=tables[2])
-    assert fixed.height >= 12 and calls and len(calls) == len(set(calls))
+    assert fixed.height >= 12 and not full and windows and max(windows) <= 4 * len(s)  # snap_tokens either side
+
+
+SYNTOK_TRAPS = [
+    "results",
+    "We",
+    "The",
+    "model",
+    "no",
+    "No",
+    "Fig",
+    "fig",
+    "al",
+    "e.g.",
+    "x",
+    "I",
+    "IV",
+    "A1",
+    "2018",
+    "Mar",
+    "March",
+    "fastText",
+    "BIBREF0",
+    "Jan",
+    "AB",
+    "3",
+    "etc",
+    "vs",
+    "approx",
+    "However",
+    '"Quote',
+    "(",
+    ")",
+    "[",
+    "]",
+    "(see",
+    "1)",
+    ").",
+    "x)",
+    "((",
+    "f(x)",
+    "2 ).",
+    "(A. Author et al.)",
+    "...",
+    "?",
+    "!",
+    ";",
+    ",",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(SYNTOK_TRAPS), st.sampled_from(["", ".", ". ", ".  ", ","]), st.booleans()),
+        min_size=1,
+        max_size=160,
+    )
+)
+def test_resync_points_are_sentence_starts_and_segmenting_from_them_changes_nothing(pieces):
+    """Where resync_points says syntok certainly starts a sentence, it does, and segmenting from there on
+    finds the very boundaries that segmenting the whole paragraph finds."""
+    text = "".join(word + glue + (" " if space else "") for word, glue, space in pieces).strip()
+    starts = sentence_starts(text)
+    for point in segmenter.resync_points(text):
+        assert point in starts, (text, point)
+        found, _ = segmenter._segment_from(text, point, len(text) + 1)
+        assert found == [b for b in starts if b >= point]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(SYNTOK_TRAPS + ["fooBar", "don't", "well-known", "x_y", "a...", "...b", "Émile", "naïve"]),
+            st.text(alphabet="aZ9.,;:!?'()-_\u200b\u00e9\u2019 \n", max_size=8),
+        ),
+        max_size=60,
+    ),
+    st.integers(0, 3),
+)
+def test_fast_tokens_equal_syntoks_tokenizer(pieces, base_offset):
+    from syntok.tokenizer import Tokenizer
+
+    text = " ".join(pieces)
+    ours = [(t.spacing, t.value, t.offset) for t in segmenter._tokens(text, base_offset)]
+    syntoks = Tokenizer(replace_not_contraction=False)
+    theirs = [(t.spacing, t.value, t.offset) for t in syntoks.tokenize(text, base_offset)]
+    assert ours == theirs
+
+
+def test_resync_points_skip_abbreviations_and_brackets_that_may_swallow_the_period():
+    # "Fig." is an abbreviation; ")." is one token to syntok, so the bracket before it stays open
+    text = "See Fig. Two results. We go (as in Table 2 ). Then more. It ends (a) here. Done."
+    assert [text[p : p + 4] for p in segmenter.resync_points(text)] == ["We g"]
+    closed = "We go (as in Table 2). Then more. It ends (a) here. Done."
+    points = segmenter.resync_points(closed)
+    assert [closed[p : p + 4] for p in points] == ["It e", "Done"]
+    assert set(points) <= set(sentence_starts(closed))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from(SYNTOK_TRAPS), st.sampled_from(["", ".", ". ", ","])), min_size=1, max_size=120),
+    st.integers(0, 2000),
+    st.integers(0, 300),
+)
+def test_sentence_starts_near_is_an_exact_stretch_of_sentence_starts(pieces, lo, width):
+    text = " ".join(word + glue for word, glue in pieces)
+    lo = min(lo, len(text))
+    hi = min(lo + width, len(text))
+    segmenter.clear_cache()
+    for lo_, hi_ in [(lo, hi), (max(lo - 50, 0), hi), (lo, min(hi + 80, len(text)))]:  # later calls reuse stretches
+        a, b, found = segmenter.sentence_starts_near(text, lo_, hi_)
+        assert a <= lo_ and (b >= hi_ or b == len(text))
+        assert (a == 0 or a in sentence_starts(text)) and (b == len(text) or b in sentence_starts(text))
+        assert found == [s for s in sentence_starts(text) if a <= s <= b]
 
 
 def test_cut_counts_reject_unknown_kinds():

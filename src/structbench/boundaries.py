@@ -68,7 +68,7 @@ import polars as pl
 
 from structbench.datamodel import CHUNKS, empty
 from structbench.defaults import FIXED_SNAP_TOKENS, SEMANTIC_THRESHOLD, T_MAX, T_MIN
-from structbench.sentences import paragraph_boundaries
+from structbench.sentences import paragraph_boundaries, sentence_starts_near
 from structbench.tokens import TokenCounter, TokenSpans, load_tokenizer
 
 EmbedFn = Callable[[list[str]], np.ndarray]
@@ -145,6 +145,24 @@ class _Doc:
             found = (chars, [self.tokens.index(c) for c in chars])
             self._sentences[para] = found
         return found
+
+    def sentence_bounds_near(self, para: int, lo_char: int, hi_char: int) -> tuple[list[int], list[int]]:
+        """:meth:`sentence_bounds` of paragraph ``para`` restricted to a stretch that covers ``[lo_char, hi_char]``.
+
+        Exactly the paragraph's sentence starts (its own start among them) that lie in some ``[a, b]``
+        with ``a <= lo_char`` a sentence start or the paragraph start and ``b >= hi_char`` a sentence
+        start or the paragraph end, so the starts nearest any point of ``[lo_char, hi_char]`` on
+        either side are among them. Only that stretch is segmented
+        (:func:`structbench.sentences.sentence_starts_near`). A tokenizer that is not word-level gets
+        the whole paragraph, since two sentence starts could then share a token index.
+        """
+        if para in self._sentences or not self.counter.additive:
+            return self.sentence_bounds(para)
+        start = self.para_starts[para]
+        text = self.text[start : self.para_ends[para]]
+        a, _, starts = sentence_starts_near(text, max(lo_char - start, 0), min(max(hi_char - start, 0), len(text)))
+        chars = ([start] if a == 0 else []) + [start + b for b in starts]
+        return chars, [self.tokens.index(c) for c in chars]
 
     def pretoken_starts(self, lo: int, hi: int) -> np.ndarray:
         """Indices of the tokens in ``[lo, hi)`` that begin a pre-token (no word piece continues there)."""
@@ -456,7 +474,9 @@ def _split(doc: _Doc, piece: _Piece, para_start: int, para_end: int, t_max: int)
     for i in range(1, k):
         ideal = total * i / k
         q = para_start + max(bisect.bisect_right(para_tok, ideal) - 1, 0)
-        chars, indices = doc.sentence_bounds(q)
+        # Segment only around the ideal: a stretch holding the last token before it and the first after.
+        before = tokens.starts[math.ceil(base + ideal) - 1]
+        chars, indices = doc.sentence_bounds_near(q, before, before + 1)
         best = _nearest_interior(indices, ideal, total, base=base)
         best_char, best_position = (chars[best], indices[best] - base) if best is not None else (None, None)
         if q + 1 < para_end:  # the next paragraph's start is a candidate too; it comes last, so wins only if nearer
@@ -912,7 +932,8 @@ def _sentence_near(doc: _Doc, lo: int, hi: int, desired: int) -> _Cut | None:
     starts = doc.tokens.starts
     best: _Cut | None = None
     for para in range(doc.paragraph_of(starts[lo]), doc.paragraph_of(starts[hi]) + 1):
-        chars, indices = doc.sentence_bounds(para)
+        # The boundaries at a token in [lo, hi] lie in (starts[lo - 1], starts[hi]]: segment only there.
+        chars, indices = doc.sentence_bounds_near(para, starts[lo - 1] + 1, starts[hi])
         j = _nearest(indices, desired, bisect.bisect_left(indices, lo), bisect.bisect_right(indices, hi))
         if j is not None and (best is None or abs(indices[j] - desired) < abs(best[0] - desired)):
             best = (indices[j], chars[j], doc.cut_kind(chars[j], "sentence"))

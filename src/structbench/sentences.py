@@ -7,7 +7,9 @@ processor (the fastest pysbd path) and agreed with it on 98% of sentence counts.
 Boundaries are computed per paragraph and cached per paragraph text, because a paragraph start is
 always a boundary and the same paragraph is looked at by several chunkers (structural, fixed,
 semantic) in one process. Callers ask lazily, only for the paragraphs where a cut can fall, since
-rule-based segmentation is the slowest step of chunking.
+rule-based segmentation is the slowest step of chunking; within a long paragraph,
+:func:`sentence_starts_near` segments only a stretch around the cut, starting where syntok certainly
+starts a sentence (:func:`resync_points`), with exactly the boundaries segmenting the whole would give.
 
 A boundary is the offset where a sentence's first non-space character sits, and it is kept only
 when whitespace precedes it: a cut there never splits a word, so token counts of the two sides add
@@ -16,9 +18,13 @@ up to the count of the whole (see :class:`structbench.tokens.TokenSpans`).
 
 from __future__ import annotations
 
+import bisect
 import functools
 import logging
 import re
+from collections import OrderedDict
+
+import regex
 
 log = logging.getLogger(__name__)
 
@@ -27,9 +33,70 @@ _FALLBACK_SPLIT = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=\S)")
 
 def _sentence_offsets(text: str) -> list[int]:
     """Offset of the first character of every sentence syntok finds in ``text``."""
-    from syntok.segmenter import analyze
+    return [sentence[0].offset for paragraph in _analyze(text) for sentence in paragraph if sentence]
 
-    return [sentence[0].offset for paragraph in analyze(text) for sentence in paragraph if sentence]
+
+def _analyze(text: str):
+    """``syntok.segmenter.analyze(text)``, with :func:`_tokens` in place of syntok's tokenizer (same tokens)."""
+    from syntok.segmenter import analyze, preprocess_with_offsets, segment
+
+    if _syntok_rules() is None:
+        return analyze(text)
+    return (segment(_tokens(paragraph, offset)) for offset, paragraph in preprocess_with_offsets(text))
+
+
+_SIMPLE_RUN = re.compile(r"(?=[A-Za-z0-9])([A-Z0-9]*[a-z0-9]*)([.,;:!?]?)")  # one word token (+ one mark)
+
+
+def _tokens(text: str, base_offset: int = 0):
+    """The tokens of syntok 1.4's ``Tokenizer(replace_not_contraction=False).tokenize(text, base_offset)``.
+
+    A run of ASCII letters and digits where no lowercase letter meets an uppercase one, with at most
+    one punctuation mark after it, is one word token (and the mark one more); syntok's tokenizer
+    makes exactly these of it, through several generator layers per token. Every other run goes
+    through syntok's own per-run steps (the loop body below is syntok's, MIT licensed). A test
+    compares the two token streams.
+    """
+    from syntok.tokenizer import Token, Tokenizer
+
+    tokenizer = _syntok_tokenizer()
+    if base_offset > 0:
+        text = " " * base_offset + text
+    offset = base_offset
+    simple = _SIMPLE_RUN.fullmatch
+    for mo in Tokenizer._spaces.finditer(text):
+        begin, stop = mo.span()
+        run = simple(text, begin, stop)
+        if run is not None:
+            yield Token(text[offset:begin], run.group(1), begin)
+            if run.end(1) < stop:
+                yield Token("", text[run.end(1)], run.end(1))
+        else:
+            start = Tokenizer._find_start(begin, stop, text)
+            if start == stop:
+                yield Token(text[offset:begin], mo.group(0), begin)
+            else:
+                end = Tokenizer._find_end(start, stop, text)
+                if start > begin:
+                    offset = yield from tokenizer._split_nonword_prefix(mo, offset, start, text)
+                if start != end:
+                    yield from tokenizer._split_word(text[offset:start], text[start:end], start)
+                tail = text[end:stop]
+                if tail.startswith("..."):
+                    yield Token("", "...", end)
+                    end += 3
+                    tail = tail[3:]
+                yield from [Token("", c, idx + end) for idx, c in enumerate(tail)]
+        offset = stop
+    if offset < len(text):
+        yield Token(text[offset:], "", len(text))
+
+
+@functools.cache
+def _syntok_tokenizer():
+    from syntok.tokenizer import Tokenizer
+
+    return Tokenizer(replace_not_contraction=False)
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -59,3 +126,199 @@ def paragraph_boundaries(text: str, start: int, end: int) -> list[int]:
 
 def clear_cache() -> None:
     sentence_starts.cache_clear()
+    _partials.clear()
+
+
+# --------------------------------------------------------------------------------------------------
+# Segmenting only where a cut can fall
+
+
+_VERIFIED_SYNTOK = "1.4."  # the syntok whose state machine the resynchronization rule below was read from
+_RUN = regex.compile(r"[^\s\u200b]+")  # syntok's whitespace-delimited runs (its tokenizer's ``_spaces``)
+# A run of ASCII letters and digits, a period, spaces, then a run that starts with an ASCII capital.
+_RESYNC = re.compile(r"(?:(?<=[ \n])|^)([A-Za-z0-9]+)\. +(?=[A-Z])")
+_CASE_CHANGE = re.compile(r"[a-z](?=[A-Z])")  # where syntok's tokenizer splits a word (lower- to uppercase)
+# The tokenizer makes each bracket of a run a token of its own when the run holds a letter or digit
+# (else the whole run is one token, such as ")." or "))").
+_ASCII_SPACE = " \t\n\r\x0b\x0c"
+_CLOSING = re.compile(r"[)\]}]")
+_ALNUM = re.compile(r"[A-Za-z0-9]")
+_BRACKET_REACH = 50  # syntok skips bracketed text only up to 49 of its tokens past the opening bracket
+
+
+@functools.cache
+def _syntok_rules():
+    """What :func:`resync_points` needs of syntok's tables, or None when syntok is not the verified version."""
+    from importlib.metadata import version
+
+    if not version("syntok").startswith(_VERIFIED_SYNTOK):
+        return None
+    from syntok._segmentation_states import State
+
+    opening = re.compile("[" + re.escape("".join(sorted(State.opening_brackets))) + "]")
+    never = frozenset(State.abbreviations) | frozenset(State.roman_numerals) | {"no", "No", "NO"}
+    months = tuple(sorted(m for m in State.months if m[:1].isupper()))
+    return opening, never, months
+
+
+def resync_points(text: str) -> list[int]:
+    """Offsets where syntok certainly starts a sentence, whatever precedes them in ``text``.
+
+    syntok reads a paragraph with one left-to-right state machine whose state after it ends a
+    sentence is only the tokens still ahead, so from any boundary it really finds, segmenting
+    ``text[b:]`` gives the same later boundaries (checked on every QASPER dev paragraph). This finds
+    such boundaries without segmenting what precedes them: ``word. Next``, where ``word`` is a run
+    of ASCII letters and digits whose last token (syntok splits a word where a lowercase letter
+    meets an uppercase one) has two or more characters and is none of syntok's abbreviations,
+    Roman numerals and "no"; then spaces; then a run that starts with an ASCII capital (not a month
+    abbreviation after a number). With the period reached as a terminal, syntok 1.4 splits there:
+    the next token is not lowercase, numeric or unspaced, and no rule keeping the period inside a
+    sentence applies to the token before. The period is reached unless a bracket skip swallows it
+    (no terminal precedes it: the token before is a word), and a skip runs from an opening-bracket
+    token to the token that closes it, at most 49 tokens on: so every opening bracket before the
+    period must be closed before it (by brackets that are certainly tokens, :func:`_closing_tokens`)
+    or lie more than 50 runs back (each run is one token or more). Returns an empty list for a
+    syntok other than the verified version.
+    """
+    rules = _syntok_rules()
+    if rules is None:
+        return []
+    opening, never, months = rules
+    found = []
+    for m in _RESYNC.finditer(text):
+        word = m.group(1)
+        changes = [c.end() for c in _CASE_CHANGE.finditer(word)]
+        last = word[changes[-1] :] if changes else word
+        if len(last) < 2 or last in never:
+            continue
+        if last.isdigit() and text.startswith(months, m.end()):
+            continue
+        found.append(m)
+    if not found:
+        return []
+    brackets = [(b.start(), True) for b in opening.finditer(text)]
+    if brackets:
+        brackets += [(q, False) for q in _closing_tokens(text)]
+        brackets.sort()
+    out, open_, next_bracket = [], [], 0
+    for m in found:
+        period = m.end(1)
+        while next_bracket < len(brackets) and brackets[next_bracket][0] < period:
+            position, is_opening = brackets[next_bracket]
+            if is_opening:
+                open_.append(position)
+            elif open_:
+                open_.pop()
+            next_bracket += 1
+        # the nearest opening bracket not closed before the period must be out of a skip's reach
+        if not open_ or len(_RUN.findall(text, open_[-1], period)) > _BRACKET_REACH + 2:
+            out.append(m.end())
+    return out
+
+
+def _closing_tokens(text: str) -> list[int]:
+    """Offsets of ``)``, ``]`` and ``}`` that syntok's tokenizer certainly makes closing-bracket tokens.
+
+    Fewer closing brackets (and more opening ones) than syntok sees only make :func:`resync_points`
+    reject more: a bracket counts as closed no earlier than syntok closes it. Around each bracket
+    only printable ASCII is read (a part of its run): a letter or digit there means the run holds one;
+    a bracket between two ASCII whitespace characters (or the text's ends) is a run of its own.
+    """
+    n = len(text)
+    out = []
+    for m in _CLOSING.finditer(text):
+        q = m.start()
+        a = q
+        while a > 0 and "!" <= text[a - 1] <= "~":
+            a -= 1
+        b = q + 1
+        while b < n and "!" <= text[b] <= "~":
+            b += 1
+        alone = b - a == 1 and (a == 0 or text[a - 1] in _ASCII_SPACE) and (b == n or text[b] in _ASCII_SPACE)
+        if alone or _ALNUM.search(text, a, b):
+            out.append(q)
+    return out
+
+
+class _Partial:
+    """What is known of one paragraph's sentence starts: exact stretches ``(a, b, starts in [a, b])``."""
+
+    __slots__ = ("resync", "stretches")
+
+    def __init__(self, text: str):
+        self.resync = resync_points(text)
+        self.stretches: list[tuple[int, int, list[int]]] = []
+
+
+_PARTIAL_CACHE_SIZE = 1 << 16
+_partials: OrderedDict[str, _Partial] = OrderedDict()
+
+
+def sentence_starts_near(text: str, lo: int, hi: int) -> tuple[int, int, list[int]]:
+    """The sentence starts of ``text`` (as :func:`sentence_starts`) in a stretch ``[a, b]`` around ``[lo, hi]``.
+
+    Returns ``(a, b, starts)``: ``a <= lo`` is 0 or itself a sentence start, ``b >= hi`` is a
+    sentence start or ``len(text)``, and ``starts`` are exactly the entries of
+    ``sentence_starts(text)`` in ``[a, b]``. syntok runs only from the last point before ``lo``
+    where a sentence certainly starts (:func:`resync_points`, or a start already found) to the first
+    sentence start at or after ``hi``, so a long paragraph is segmented only around the cuts asked for.
+    """
+    n = len(text)
+    partial = _partials.get(text)
+    if partial is None:
+        partial = _partials[text] = _Partial(text)
+        if len(_partials) > _PARTIAL_CACHE_SIZE:
+            _partials.popitem(last=False)
+    else:
+        _partials.move_to_end(text)
+    for a, b, starts in partial.stretches:
+        if a <= lo and (b >= hi or b == n):
+            return a, b, starts
+    origin = 0
+    index = bisect.bisect_right(partial.resync, lo) - 1
+    if index >= 0:
+        origin = partial.resync[index]
+    for a, _, starts in partial.stretches:
+        if a <= lo:
+            index = bisect.bisect_right(starts, lo) - 1
+            if index >= 0:
+                origin = max(origin, starts[index])
+    try:
+        starts, end = _segment_from(text, origin, hi)
+    except Exception:  # as sentence_starts does: the whole paragraph, with its logged fallback
+        return 0, n, list(sentence_starts(text))
+    partial.stretches = _merged_stretches(partial.stretches, (origin, end, starts))
+    for a, b, found in partial.stretches:
+        if a <= origin and b >= end:
+            return a, b, found
+    raise AssertionError("a merged stretch covers the new one")  # pragma: no cover
+
+
+def _segment_from(text: str, origin: int, hi: int) -> tuple[list[int], int]:
+    """Sentence starts of ``text`` from ``origin`` (0 or a sentence start) to the first at or after ``hi``."""
+    n = len(text)
+    out = []
+    for paragraph in _analyze(text[origin:]):
+        for sentence in paragraph:
+            if not sentence:
+                continue
+            b = origin + sentence[0].offset
+            if 0 < b < n and text[b - 1].isspace() and not text[b].isspace() and (not out or b > out[-1]):
+                out.append(b)
+                if b >= hi:
+                    return out, b
+    return out, n
+
+
+def _merged_stretches(stretches, new):
+    """Add one exact stretch to a list of them, joining those that overlap (their union is exact too)."""
+    a, b, starts = new
+    kept = []
+    for stretch in stretches:
+        if stretch[0] <= b and stretch[1] >= a:
+            a, b = min(a, stretch[0]), max(b, stretch[1])
+            starts = sorted(set(starts) | set(stretch[2]))
+        else:
+            kept.append(stretch)
+    kept.append((a, b, starts))
+    return kept

@@ -125,7 +125,7 @@ def _ranked_blocks(runs: pl.DataFrame, query_ids: pl.Series):
     if len(row_rank) and row_rank.min() < 1:
         raise ValueError("runs: rank is 1-based; found rank < 1")
     block_query = values.cast(pl.Enum(query_ids)).to_physical().to_numpy().astype(INDEX)
-    return block_query, block_start, block_len, row_rank, frame["chunk_id"].to_numpy().astype(INDEX)
+    return block_query, block_start, block_len, row_rank, frame["chunk_id"].to_numpy().astype(INDEX, copy=False)
 
 
 def _check_repeated_chunks(row_chunk, block_start, block_len, n_chunks, block_qids) -> None:
@@ -133,7 +133,8 @@ def _check_repeated_chunks(row_chunk, block_start, block_len, n_chunks, block_qi
     if len(row_chunk) < 2:
         return
     if (block_len == block_len[0]).all():  # the usual top-k layout: sort each ranking's chunk ids
-        table = np.sort(row_chunk.reshape(len(block_len), block_len[0]), axis=1)
+        table = row_chunk.reshape(len(block_len), block_len[0])
+        table = np.sort(table.astype(np.int32) if n_chunks < 2**31 else table, axis=1)  # int32 sorts faster
         repeated = (table[:, 1:] == table[:, :-1]).any(axis=1)
         blocks_hit = np.flatnonzero(repeated)
     else:
@@ -424,10 +425,12 @@ def _hits(
     query_n_spans, span_start, span_end, span_length = spans.query_n_spans, spans.start, spans.end, spans.length
     span_first = np.concatenate(([0], np.cumsum(query_n_spans)[:-1])).astype(INDEX)
     # int32 codes: this is one of the two passes over every run row, and half the bytes is twice the speed
-    own = np.flatnonzero(
-        np.take(chunk_set.doc.astype(np.int32), rows.row_chunk)
-        == np.repeat(query_doc.astype(np.int32)[block_query], block_len)
-    )
+    row_doc = np.take(chunk_set.doc.astype(np.int32), rows.row_chunk)
+    block_doc = query_doc.astype(np.int32)[block_query]
+    if len(block_len) and (block_len == block_len[0]).all():  # the usual top-k layout: compare row by row
+        own = np.flatnonzero(row_doc.reshape(len(block_len), block_len[0]) == block_doc[:, None])
+    else:
+        own = np.flatnonzero(row_doc == np.repeat(block_doc, block_len))
     own_block = np.searchsorted(block_start, own, side="right") - 1
     # blocks may come in any qid order: put the few own-document rows in (query, rank) order
     by_query = np.argsort(block_query[own_block], kind="stable")
