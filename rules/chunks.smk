@@ -41,6 +41,30 @@ rule fixed_chunks:
         "../workflow/scripts/fixed_chunks.py"
 
 
+# A practitioner's chunker (boundaries: external:<name>, config chunkers.<name>): the library's own cuts,
+# located exactly in the flat text; a size-matched one also reads the structural set it is matched to.
+rule external_chunks:
+    input:
+        unpack(external_reference),
+        documents=f"{R}/{{corpus}}/corpus/documents.parquet",
+        paragraphs=f"{R}/{{corpus}}/corpus/paragraphs.parquet",
+        sections=structure_sections,
+    output:
+        chunks=f"{R}/{{corpus}}/chunks/external-{{chunker}}/{{structure}}.parquet",
+        report=f"{R}/{{corpus}}/chunks/external-{{chunker}}/{{structure}}.chunker.json",
+    log:
+        f"{LOGS}/chunks/{{corpus}}/external-{{chunker}}-{{structure}}.log",
+    conda:
+        "../envs/chunkers.yaml"
+    params:
+        tokenizer=config["tokenizer"],
+        t_max=config["chunking"]["t_max"],
+        chunker=chunker_entry,
+        code=script_code("external_chunks"),
+    script:
+        "../workflow/scripts/external_chunks.py"
+
+
 rule texts:
     input:
         unpack(text_contexts),

@@ -79,6 +79,7 @@ wildcard_constraints:
     reranker=alternation(RERANKERS),
     condition=alternation(CONDITIONS),
     inducer=alternation(config["inducers"]),
+    chunker=alternation(config["chunkers"]),
     shard=r"\d+",
 
 
@@ -216,18 +217,42 @@ def all_corpus_stats():
     return {corpus: f"{R}/{corpus}/corpus/stats.json" for corpus in CORPORA}
 
 
+def chunker_entry(wildcards):
+    """The ``chunkers.<name>`` entry an external chunk set runs, with its name."""
+    return {"name": wildcards.chunker, **config["chunkers"][wildcards.chunker]}
+
+
+def size_matched(condition):
+    """Whether a condition's chunk set is size-matched to the structural set of its structure: fixed
+    windows always, an external chunker when its entry says ``size_match``."""
+    kind, chunker = parse_value("boundaries", condition.boundaries)
+    return kind.name == "fixed" or (kind.name == "external" and config["chunkers"][chunker]["size_match"])
+
+
+def external_reference(wildcards):
+    """The structural chunks a size-matched external chunker matches (no input otherwise)."""
+    if not config["chunkers"][wildcards.chunker]["size_match"]:
+        return {}
+    return {"reference": f"{R}/{wildcards.corpus}/chunks/structural/{wildcards.structure}.parquet"}
+
+
 def all_size_matches():
-    """Realized mean sizes of every fixed chunk set against its structural reference (SPEC section 6)."""
-    fixed = sorted({c.chunkset for c in CONDITIONS.values() if c.boundaries == "fixed"})
-    return [f"{R}/{corpus}/chunks/{chunkset}.size_match.json" for corpus in CORPORA for chunkset in fixed]
+    """Realized mean sizes of every size-matched chunk set (fixed windows, size-matched external chunkers)
+    against its structural reference (SPEC section 6)."""
+    matched = sorted({c.chunkset for c in CONDITIONS.values() if size_matched(c)})
+    return [
+        f"{R}/{corpus}/chunks/{chunkset}.{'size_match' if chunkset.startswith('fixed/') else 'chunker'}.json"
+        for corpus in CORPORA
+        for chunkset in matched
+    ]
 
 
 def all_chunk_sets():
     """(corpus, chunk set) -> chunks table, for every chunk set a condition uses and the structural set
-    each fixed set is size-matched to."""
+    each size-matched set is matched to."""
     chunksets = {c.chunkset for c in CONDITIONS.values()}
     chunksets = sorted(
-        chunksets | {f"structural/{c.structure_token}" for c in CONDITIONS.values() if c.boundaries == "fixed"}
+        chunksets | {f"structural/{c.structure_token}" for c in CONDITIONS.values() if size_matched(c)}
     )
     return {
         (corpus, chunkset): f"{R}/{corpus}/chunks/{chunkset}.parquet" for corpus in CORPORA for chunkset in chunksets

@@ -170,6 +170,7 @@ def synthetic_inputs(**overrides) -> ReportInputs:
             {
                 "corpus": c,
                 "structure": "gold",
+                "chunk set": "fixed/gold",
                 "documents": 4,
                 "reference_chunks": 8,
                 "fixed_chunks": 8,

@@ -273,7 +273,7 @@ def test_tables_without_input_are_omitted_with_their_reason():
     inputs = synthetic_inputs(conditions=flat_only, size_matches=[], retrieval_layer=pl.DataFrame())
     omitted = {t.spec.name: t.reason for t in build_tables(inputs) if isinstance(t, Omitted)}
     assert omitted["section_recall"] == "no routed conditions (retrieval two_stage or toc) in this config"
-    assert omitted["chunk_size_matching"] == "no fixed-window condition in this config"
+    assert omitted["chunk_size_matching"] == "no size-matched condition in this config"
     assert omitted["induction"] == "no induced structure in this config"
     assert omitted["llm_calls"] == "no LLM step in this config"
     assert omitted["retrieval_layer"].startswith("no pair of conditions ranks one chunk set with and without a prefix")

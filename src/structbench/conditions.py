@@ -55,6 +55,12 @@ AXES: dict[str, tuple[Kind, ...]] = {
         Kind("structural", description="one unit per section, split above t_max, merged below t_min"),
         Kind("fixed", description="windows size-matched per document to the structural chunks"),
         Kind("semantic", description="seed 004: adjacent paragraphs merged at embedding cosine >= threshold"),
+        Kind(
+            "external",
+            r"[A-Za-z0-9_]+",
+            description="a practitioner's chunker (config chunkers.<name>: LangChain, chonkie, semchunk, "
+            "text-splitter) at t_max or size-matched, its chunks located exactly in the flat text",
+        ),
     ),
     "structure": (
         Kind("gold", description="the document's own heading tree"),
@@ -106,10 +112,12 @@ AXES: dict[str, tuple[Kind, ...]] = {
         ),
     ),
 }
-# Holm runs within each family but the last: primary (seed 000's pre-registered four), secondary, and
+# Holm runs within each family but the last: primary (seed 000's pre-registered four), secondary,
 # model_free (the questions asked of a model-free structure arm, corrected among themselves so that adding
-# the arm leaves the pre-registered families' adjusted p-values as they were); exploratory rows claim no family.
-FAMILIES = ("primary", "secondary", "model_free", "exploratory")
+# the arm leaves the pre-registered families' adjusted p-values as they were) and chunkers (practitioners'
+# chunkers against structural chunks, config/chunkers.yaml, likewise their own family); exploratory rows
+# claim no family.
+FAMILIES = ("primary", "secondary", "model_free", "chunkers", "exploratory")
 
 
 def kinds(axis: str) -> tuple[Kind, ...]:

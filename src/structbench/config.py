@@ -183,7 +183,59 @@ def check_config(config: dict, metric_names: list[str]) -> tuple[dict, dict]:
     check_llm_config(config, conditions)
     check_querygen_config(config)
     check_retrieval_config(config, conditions)
-    return select_conditions(conditions, contrasts, (config.get("select") or {}).get("conditions"))
+    check_chunker_config(config, conditions)
+    selected, selected_contrasts = select_conditions(
+        conditions, contrasts, (config.get("select") or {}).get("conditions")
+    )
+    require_chunker_libraries(config, selected)
+    return selected, selected_contrasts
+
+
+def external_chunker_names(conditions: dict) -> list[str]:
+    """The ``chunkers`` entries that conditions name (``boundaries: external:<name>``), in name order."""
+    return sorted(
+        {
+            axes.parse_value("boundaries", c.boundaries)[1]
+            for c in conditions.values()
+            if c.boundaries.startswith("external:")
+        }
+    )
+
+
+def check_chunker_config(config: dict, conditions: dict) -> None:
+    """An ``external:<name>`` condition names a declared ``chunkers`` entry whose library and kind the
+    adapters know (structbench.external_chunkers.ChunkerSpec.from_config names what is wrong)."""
+    declared = config.get("chunkers") or {}
+    if not declared and not any(c.boundaries.startswith("external:") for c in conditions.values()):
+        return
+    from structbench.external_chunkers import ChunkerSpec, ExternalChunkerError
+
+    for name, condition in conditions.items():
+        kind, chunker = axes.parse_value("boundaries", condition.boundaries)
+        if kind.name == "external" and chunker not in declared:
+            raise ConfigError(
+                f"conditions.{name}.boundaries = {condition.boundaries!r} names chunker {chunker!r}, which "
+                f"config.chunkers does not declare (declared: {sorted(declared)})"
+            )
+    for chunker, entry in declared.items():
+        try:
+            ChunkerSpec.from_config(chunker, entry)
+        except ExternalChunkerError as error:
+            raise ConfigError(str(error)) from None
+
+
+def require_chunker_libraries(config: dict, conditions: dict) -> None:
+    """Every library a selected condition's chunker runs is importable: else stop before any job, with
+    the install command (a job would fail only after the corpus was built)."""
+    names = external_chunker_names(conditions)
+    if not names:
+        return
+    from structbench.external_chunkers import ChunkerSpec, missing_libraries
+
+    specs = [ChunkerSpec.from_config(name, config["chunkers"][name]) for name in names]
+    missing = missing_libraries(specs)
+    if missing:
+        raise ConfigError("; ".join(missing))
 
 
 def select_conditions(conditions: dict, contrasts: dict, chosen: list[str] | None) -> tuple[dict, dict]:

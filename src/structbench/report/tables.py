@@ -391,7 +391,7 @@ def contrast_rows(contrasts: pl.DataFrame, contrast_specs: Sequence[dict]) -> pl
     "Seed 000's Table 1 layout: each declared contrast per corpus. Δ is the mean paired per-query "
     "difference (treatment − control; for a dose-response, the mean per-query slope per path level), "
     "the 95% CI and p come from the document-clustered bootstrap, p (Holm) is adjusted within the "
-    "contrast's family (primary, secondary or model_free; exploratory rows are outside any family), dz is "
+    "contrast's family (primary, secondary, model_free or chunkers; exploratory rows are outside any family), dz is "
     "Cohen's dz, and the MixedLM p's are the secondary model (random intercept per document; "
     "nested: plus a per-query effect). n.s.: not Holm-significant at 0.05.",
 )
@@ -700,26 +700,27 @@ def bm25_table(inputs: ReportInputs) -> TableContent:
 @report_table(
     "chunk_size_matching",
     "Chunk sets (size matching)",
-    "Realized mean content tokens of each fixed-window chunk set and the structural set it is "
-    "size-matched to, per document (seed 000 reports gaps of at most 4 tokens).",
+    "Realized mean content tokens of each size-matched chunk set (fixed windows; external chunkers with "
+    "size_match) and the structural set it is size-matched to, per document (seed 000 reports gaps of at "
+    "most 4 tokens).",
 )
 def size_matching_table(inputs: ReportInputs) -> TableContent:
     if not inputs.size_matches:
-        raise Omit("no fixed-window condition in this config")
+        raise Omit("no size-matched condition in this config")
     data = (
         pl.DataFrame(inputs.size_matches, infer_schema_length=None)
         .select(
             "corpus",
-            "structure",
+            "chunk set",
             "documents",
             "reference_chunks",
-            "fixed_chunks",
+            pl.col("fixed_chunks").alias("matched_chunks"),
             pl.col("reference_mean_tokens").alias("structural mean tokens"),
-            pl.col("fixed_mean_tokens").alias("fixed mean tokens"),
-            pl.col("difference").alias("fixed − structural"),
+            pl.col("fixed_mean_tokens").alias("matched mean tokens"),
+            pl.col("difference").alias("matched − structural"),
             pl.col("max_doc_difference").alias("max per-document gap"),
         )
-        .sort("corpus", "structure")
+        .sort("corpus", "chunk set")
     )
     return TableContent(data, float_digits=1)
 

@@ -18,9 +18,9 @@ Decisions (also in :func:`contrast_table`):
   column over the same documents (the normal case: all conditions score all queries) shares the same
   draws; a column whose paired queries span a different document set is resampled over its own
   documents with the same seed.
-- Holm runs within each declared family (``primary``, ``secondary``, ``model_free``) separately for each metric, over
-  the contrasts of that family with a finite p. For the primary metric and the primary family this is
-  the pre-registered correction; ``exploratory`` rows get ``p_holm = NaN`` (no family claim).
+- Holm runs within each declared family (``primary``, ``secondary``, ``model_free``, ``chunkers``) separately
+  for each metric, over the contrasts of that family with a finite p. For the primary metric and the primary
+  family this is the pre-registered correction; ``exploratory`` rows get ``p_holm = NaN`` (no family claim).
 - MixedLM p-values are NaN for dose-response rows and, when a fit fails, NaN with the reason in
   ``mixedlm_note``.
 """
@@ -32,12 +32,12 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import polars as pl
 
+from structbench.conditions import FAMILIES
 from structbench.stats.bootstrap import bootstrap_p, bootstrap_replicates, percentile_ci
 from structbench.stats.mixedlm import mixedlm_treatment_p
 from structbench.stats.paired import PairedDeltas, cohens_dz, holm, paired_deltas
 
-FAMILIES = ("primary", "secondary", "model_free", "exploratory")
-HOLM_FAMILIES = ("primary", "secondary", "model_free")
+HOLM_FAMILIES = FAMILIES[:-1]  # every family but exploratory, which claims none
 CONTRAST_COLUMNS = {
     "contrast": pl.String,
     "treatment": pl.String,

@@ -1,0 +1,32 @@
+"""A practitioner's chunker (LangChain, chonkie, semchunk, text-splitter) on every document, its chunks
+located exactly in the flat text; size-matched per document to the structural set when configured."""
+
+from structbench.atomic import write_json
+from structbench.boundaries import size_match_report
+from structbench.datamodel import read_table, write_table
+from structbench.external_chunkers import ChunkerSpec, external_chunks
+from structbench.logs import step_log
+
+with step_log(snakemake.log[0], "external_chunks") as log:
+    entry = dict(snakemake.params.chunker)
+    spec = ChunkerSpec.from_config(entry.pop("name"), entry)
+    reference = read_table(snakemake.input.reference, "chunks") if spec.size_match else None
+    chunks, report = external_chunks(
+        read_table(snakemake.input.documents, "documents"),
+        read_table(snakemake.input.paragraphs, "paragraphs"),
+        read_table(snakemake.input.sections, "sections"),
+        spec,
+        snakemake.params.tokenizer,
+        snakemake.params.t_max,
+        reference=reference,
+    )
+    report = {
+        "corpus": snakemake.wildcards.corpus,
+        "structure": snakemake.wildcards.structure,
+        "chunk set": f"external-{spec.name}/{snakemake.wildcards.structure}",
+        **report,
+        **(size_match_report(chunks, reference) if reference is not None else {}),
+    }
+    log.info("%s: %d chunks, mean %.1f tokens", spec.name, chunks.height, chunks["n_tokens"].mean())
+    write_table(chunks, snakemake.output.chunks)
+    write_json(snakemake.output.report, report)
