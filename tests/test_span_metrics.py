@@ -3,11 +3,16 @@ character-set reference, config and the report's metric ladder."""
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import polars as pl
 import pytest
+import yaml
+from conftest import REPO
 from test_metrics import make_chunks, make_queries, make_runs, make_texts, overlapping_cell
 
+from structbench.config import ConfigError, check_config, validate_config
 from structbench.metrics import (
     align_run,
     metric_label,
@@ -183,6 +188,19 @@ def test_config_extra_adds_metrics_after_the_study_set():
         metrics_from_config(block | {"extra": ["MRR"]})
     with pytest.raises(TypeError, match="list of metric names"):
         metrics_from_config(block | {"extra": "span_IoU@10"})
+
+
+def test_the_config_schema_accepts_extra_metrics_and_the_primary_may_be_one():
+    config = copy.deepcopy(yaml.safe_load((REPO / "config/config.yaml").read_text()))
+    validate_config(config, REPO / "workflow/schemas/config.schema.yaml")
+    assert "extra" not in config["metrics"]  # no default: the default config is unchanged
+    config["metrics"]["extra"] = ["span_IoU@10", "span_precision_omega"]
+    config["stats"]["primary_metric"] = "span_IoU@10"
+    validate_config(config, REPO / "workflow/schemas/config.schema.yaml")
+    assert check_config(config, metrics_from_config(config["metrics"]))[0]
+    config["metrics"]["extra"] = ["span IoU@10"]
+    with pytest.raises(ConfigError, match="metrics.extra"):
+        validate_config(config, REPO / "workflow/schemas/config.schema.yaml")
 
 
 def test_the_ladder_shows_span_metrics_with_labels_and_legend():
