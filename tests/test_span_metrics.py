@@ -15,6 +15,7 @@ from test_metrics import make_chunks, make_queries, make_runs, make_texts, overl
 from structbench.config import ConfigError, check_config, validate_config
 from structbench.metrics import (
     align_run,
+    kernels,
     metric_label,
     metric_names,
     metrics_from_config,
@@ -112,6 +113,16 @@ def test_an_adjacent_chunk_is_not_in_precision_omegas_set():
     assert precision_omega(evidence)[0] == 0.5  # [0,100) alone: 50/100, not 50/200
     intersection, retrieved, gold = span_overlap(evidence, 1)
     assert (intersection[0], retrieved[0], gold[0]) == (0, 100, 50)
+
+
+def test_union_length_kernel_equals_character_sets():
+    rng = np.random.default_rng(4)
+    group = rng.integers(0, 7, 300)
+    lo = rng.integers(0, 500, 300)
+    hi = lo + rng.integers(1, 80, 300)
+    expected = [len({x for g, a, b in zip(group, lo, hi) if g == q for x in range(a, b)}) for q in range(8)]
+    assert kernels.union_length_by(group, lo, hi, 8).tolist() == expected  # group 7 is empty: 0
+    assert expected[7] == 0 and kernels.union_length_by(group[:0], lo[:0], hi[:0], 3).tolist() == [0, 0, 0]
 
 
 def reference_span_scores(cell, ks):

@@ -46,13 +46,13 @@ from structbench.metrics.registry import register
 
 
 def union_length_by(group: np.ndarray, lo: np.ndarray, hi: np.ndarray, n: int, disjoint: bool) -> np.ndarray:
-    """``|∪ [lo, hi)|`` per group (``group`` sorted ascending, ``n`` groups), as float64.
+    """``|∪ [lo, hi)|`` per group (``n`` groups), as float64.
 
     ``disjoint`` (no two intervals of a group overlap) skips the union: the sum of lengths is exact.
     """
-    if disjoint or len(group) == 0:
+    if disjoint:
         return kernels.sum_by(group, hi - lo, n)
-    return kernels.sum_by(group, kernels.new_coverage(group, lo, hi), n)
+    return kernels.union_length_by(group, lo, hi, n)
 
 
 def gold_characters(evidence: RunEvidence) -> tuple[np.ndarray, bool]:
