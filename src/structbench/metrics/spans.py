@@ -20,7 +20,7 @@ What this module follows, and where it differs (each difference is on purpose):
   merged intersections), as in Chroma's numerator. SPEC section 10 says "the top-k chunks' union":
   the two agree whenever a document's chunks do not overlap (the data contract: chunk sets tile their
   documents; chunks of different documents never share a character) and differ only for an
-  overlapping chunk set, where Chroma's count charges the redundancy it was designed to penalise.
+  overlapping chunk set, where Chroma's count charges the shared characters once per chunk.
 - Rankings span the corpus: a chunk of another document counts its characters in |t_r| and
   intersects nothing (Chroma likewise skips other corpora only in the numerator).
 - Several gold spans per question: t_e is the union of the query's spans, a character set. Chroma
