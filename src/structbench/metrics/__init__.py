@@ -5,7 +5,8 @@ documented function per metric (the docstring is the definition) plus :func:`sco
 entry every caller uses; :mod:`.registry` names every metric (``cov_nDCG@10``, ``R@50``, ``MRR``, ...)
 with its label and description, and turns config into the list of names ``score_run`` computes;
 :mod:`.evidence` validates and aligns the tables once per run; :mod:`.diagnostics` holds section
-recall and seed 004's run comparison; :mod:`.reference` is a plain-Python implementation used only to
+recall and seed 004's run comparison; :mod:`.spans` holds Chroma's character-overlap metrics (span
+IoU, precision, recall, precision-Ω); :mod:`.reference` is a plain-Python implementation used only to
 check and benchmark the kernels.
 """
 
@@ -31,6 +32,12 @@ from structbench.metrics.diagnostics import (  # isort: skip
     section_recall_per_query,
     summarize_run_comparison,
     toc_fallback,
+)
+from structbench.metrics.spans import (  # isort: skip
+    precision_omega,
+    span_char_recall,
+    span_iou,
+    span_precision,
 )
 from structbench.metrics.evidence import RunEvidence, align_run
 from structbench.metrics.registry import (
@@ -69,12 +76,16 @@ __all__ = [
     "metrics_from_config",
     "parse_metric",
     "parse_metrics",
+    "precision_omega",
     "reciprocal_rank",
     "register",
     "registered_metrics",
     "score_run",
     "section_recall",
     "section_recall_per_query",
+    "span_char_recall",
+    "span_iou",
+    "span_precision",
     "span_recall",
     "summarize_run_comparison",
     "toc_fallback",

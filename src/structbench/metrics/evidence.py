@@ -38,6 +38,12 @@ class RunEvidence:
       ``query_n_relevant`` (binary-relevant chunks of the gold document in the chunk set).
     - ``chunks_disjoint``: no two chunks of a document overlap (true for chunk sets that tile their
       documents); marginal coverage gains then never interact, which the kernels exploit.
+    - character extents, for the span metrics (:mod:`structbench.metrics.spans`): ``hit_lo``, ``hit_hi``
+      (each hit's clipped overlap ``c ∩ g``); ``cand_start``, ``cand_end`` (each candidate's content
+      interval); the run as blocks of rows, one per query's ranking, ``block_query``, ``block_len``,
+      with ``row_rank`` and ``row_chunk`` (the chunk-set position of every run row, all documents) and
+      ``chunk_length`` (content characters of each chunk-set position). These reuse arrays the
+      alignment builds anyway: no extra pass over the run.
     """
 
     qid: np.ndarray
@@ -63,6 +69,15 @@ class RunEvidence:
     pair_hi: np.ndarray
     query_n_relevant: np.ndarray
     chunks_disjoint: bool
+    hit_lo: np.ndarray
+    hit_hi: np.ndarray
+    cand_start: np.ndarray
+    cand_end: np.ndarray
+    block_query: np.ndarray
+    block_len: np.ndarray
+    row_rank: np.ndarray
+    row_chunk: np.ndarray
+    chunk_length: np.ndarray
 
     @property
     def n_queries(self) -> int:
@@ -232,6 +247,8 @@ class _Hits(NamedTuple):
     cost: np.ndarray
     relevant_query: np.ndarray
     relevant_rank: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
 
 
 class _Candidates(NamedTuple):
@@ -306,6 +323,15 @@ def align_run(
         pair_hi=candidates.pair_hi,
         query_n_relevant=candidates.query_n_relevant,
         chunks_disjoint=layout.disjoint,
+        hit_lo=hits.lo,
+        hit_hi=hits.hi,
+        cand_start=chunk_start[candidates.cand_chunk],
+        cand_end=chunk_end[candidates.cand_chunk],
+        block_query=rows.block_query,
+        block_len=rows.block_len,
+        row_rank=rows.row_rank,
+        row_chunk=rows.row_chunk,
+        chunk_length=chunk_end - chunk_start,
     )
 
 
@@ -465,7 +491,17 @@ def _hits(
     )
     relevant_hits = np.flatnonzero(hit_relevant)  # in (query, rank) order, one per relevant span
     relevant_hits = relevant_hits[kernels.group_starts(hit_row[relevant_hits])]
-    return _Hits(hit_query, hit_rank, hit_span, hit_new, hit_cost, hit_query[relevant_hits], hit_rank[relevant_hits])
+    return _Hits(
+        hit_query,
+        hit_rank,
+        hit_span,
+        hit_new,
+        hit_cost,
+        hit_query[relevant_hits],
+        hit_rank[relevant_hits],
+        hit_lo,
+        hit_hi,
+    )
 
 
 def _candidates(

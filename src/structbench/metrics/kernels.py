@@ -118,6 +118,26 @@ def new_coverage(group: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarra
     return sum_by(pair_interval[firsts], lengths, n).astype(INDEX)
 
 
+def union_length_by(group: np.ndarray, lo: np.ndarray, hi: np.ndarray, n: int) -> np.ndarray:
+    """``out[g] = |∪ [lo, hi)|`` over the intervals of group g < n (any order), as float64.
+
+    One sort by start: each interval adds what reaches past the furthest end seen before it. Keys
+    ``group * stride + offset`` keep groups apart (an earlier group's ends lie below a later group's
+    starts), so the running maximum needs no reset at group boundaries.
+    """
+    if len(group) == 0:
+        return np.zeros(n)
+    lo_min = int(lo.min())
+    stride = int(hi.max()) - lo_min + 1
+    lo_key = group * stride + (lo - lo_min)
+    hi_key = group * stride + (hi - lo_min)
+    order = np.argsort(lo_key, kind="stable")
+    lo_key, hi_key = lo_key[order], hi_key[order]
+    reach = np.maximum.accumulate(hi_key)
+    before = np.concatenate((lo_key[:1], reach[:-1]))
+    return sum_by(group[order], np.maximum(hi_key - np.maximum(lo_key, before), 0), n)
+
+
 def discounts(max_rank: int) -> np.ndarray:
     """``1/log2(rank + 1)`` for rank = 0..max_rank (index 0 unused, set to 0)."""
     table = np.zeros(max_rank + 1)

@@ -200,3 +200,54 @@ def reference_inputs(cell: dict) -> tuple[list, dict, dict]:
         for q in cell["queries"].sort("qid").iter_rows(named=True)
     ]
     return queries, rankings, by_doc
+
+
+# ---- Chroma's character-overlap metrics (structbench.metrics.spans), on explicit character sets
+
+
+def _characters(intervals) -> set[int]:
+    return {x for lo, hi in intervals for x in range(lo, hi)}
+
+
+def span_counts(ranking, doc_id, spans, k: int) -> tuple[int, int, int]:
+    """``(|t_e ∩ t_r|, |t_r|, |t_e|)``: t_r the characters of the top k chunks (of the query's document:
+    others only add to |t_r|), |t_r| with duplicates, t_e the characters of the spans."""
+    gold = _characters(spans)
+    top = ranking[:k]
+    retrieved = _characters((c.start, c.end) for c in top if c.doc_id == doc_id)
+    return len(gold & retrieved), sum(c.end - c.start for c in top), len(gold)
+
+
+def span_iou(ranking, doc_id, spans, k: int) -> float:
+    inter, retrieved, gold = span_counts(ranking, doc_id, spans, k)
+    return inter / (gold + retrieved - inter)
+
+
+def span_precision(ranking, doc_id, spans, k: int) -> float:
+    inter, retrieved, _ = span_counts(ranking, doc_id, spans, k)
+    return inter / retrieved if retrieved else 0.0
+
+
+def span_char_recall(ranking, doc_id, spans, k: int) -> float:
+    inter, _, gold = span_counts(ranking, doc_id, spans, k)
+    return inter / gold
+
+
+def precision_omega(chunk_set, doc_id, spans) -> float:
+    """Every chunk of the document sharing a character with the gold, all taken; the denominator is the
+    union of those chunks' characters and the gold characters."""
+    gold = _characters(spans)
+    holding = [c for c in chunk_set if c.doc_id == doc_id and gold & _characters([(c.start, c.end)])]
+    taken = _characters((c.start, c.end) for c in holding)
+    return len(gold & taken) / len(gold | taken)
+
+
+def span_scores(ranking, chunk_set, doc_id, spans, *, ks=(NDCG_K,)) -> dict:
+    """The span metrics of one query, keyed like their registered names (written out here)."""
+    out = {}
+    for k in ks:
+        out[f"span_IoU@{k}"] = span_iou(ranking, doc_id, spans, k)
+        out[f"span_precision@{k}"] = span_precision(ranking, doc_id, spans, k)
+        out[f"span_recall@{k}"] = span_char_recall(ranking, doc_id, spans, k)
+    out["span_precision_omega"] = precision_omega(chunk_set, doc_id, spans)
+    return out

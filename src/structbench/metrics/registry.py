@@ -196,13 +196,24 @@ def metric_names(ndcg_k: int = NDCG_K, recall_k: int = RECALL_K, budgets: Sequen
 
 def metrics_from_config(metrics_config: Mapping) -> list[str]:
     """The metric names config's ``metrics`` block asks for (keys ``ndcg_k``, ``recall_k``,
-    ``budgets``; see config/README.md), validated against the registry."""
+    ``budgets``, and optionally ``extra``; see config/README.md), validated against the registry.
+
+    ``extra`` lists further registered metric names (e.g. ``span_IoU@10``, ``span_precision_omega``)
+    scored after the study's set; empty by default, so the default score tables keep their columns.
+    """
     missing = [key for key in ("ndcg_k", "recall_k", "budgets") if key not in metrics_config]
     if missing:
         raise ValueError(f"config metrics is missing {', '.join('metrics.' + key for key in missing)}")
     names = metric_names(metrics_config["ndcg_k"], metrics_config["recall_k"], list(metrics_config["budgets"]))
     parse_metrics(names)
-    return names
+    extra = metrics_config.get("extra") or []
+    if isinstance(extra, str):
+        raise TypeError(f"config metrics.extra must be a list of metric names, got the string {extra!r}")
+    try:  # an unknown name, or one the study's set already scores
+        parse_metrics(names + list(extra))
+    except ValueError as error:
+        raise ValueError(f"config metrics.extra: {error}") from None
+    return names + list(extra)
 
 
 def _usage(definition: MetricDefinition) -> str:

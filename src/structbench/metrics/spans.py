@@ -1,0 +1,181 @@
+"""Character-overlap span metrics after Chroma's chunking evaluation (Smith & Troynikov, 2024).
+
+"Evaluating Chunking Strategies for Retrieval" (Chroma technical report, July 2024,
+https://research.trychroma.com/evaluating-chunking; reference code ``chunking_evaluation``,
+``BaseEvaluation._scores_from_dataset_and_retrievals`` and ``_full_precision_score``) scores a query by
+the overlap between the relevant excerpts t_e and the retrieved chunks t_r::
+
+    IoU_q       = |t_e ∩ t_r| / (|t_e| + |t_r| - |t_e ∩ t_r|)
+    Precision_q = |t_e ∩ t_r| / |t_r|
+    Recall_q    = |t_e ∩ t_r| / |t_e|
+    Precision-Ω = precision when every chunk holding an excerpt is retrieved
+
+What this module follows, and where it differs (each difference is on purpose):
+
+- Units: characters of the document's content (the study's offsets), not tokens; a prefix is not
+  document content, so it never counts (as everywhere in :mod:`structbench.metrics`).
+- |t_r| counts retrieved characters WITH duplicates: Chroma's code sums the lengths of the top-k
+  chunks (``sum_of_ranges`` of the chunk ranges, never merged), so two overlapping chunks pay for
+  their shared characters twice, in precision's and IoU's denominators. |t_e ∩ t_r| is a set (the
+  merged intersections), as in Chroma's numerator. SPEC section 10 says "the top-k chunks' union":
+  the two agree whenever a document's chunks do not overlap (the data contract: chunk sets tile their
+  documents; chunks of different documents never share a character) and differ only for an
+  overlapping chunk set, where Chroma's count charges the shared characters once per chunk.
+- Rankings span the corpus: a chunk of another document counts its characters in |t_r| and
+  intersects nothing (Chroma likewise skips other corpora only in the numerator).
+- Several gold spans per question: t_e is the union of the query's spans, a character set. Chroma
+  sums its references' lengths in recall's denominator, which differs only when spans overlap.
+- Precision-Ω's chunk set is every chunk of the condition's chunk set in the query's document with
+  POSITIVE overlap with a gold span. Chroma's ``intersect_two_ranges`` also accepts an empty overlap
+  (a chunk ending where a span starts), which would put a merely adjacent chunk in the set; we do
+  not. As in Chroma's code, Ω's denominator is the MERGED union of those chunks plus any gold
+  characters no chunk covers (so it is the IoU of t_e with that union; with chunks that tile the
+  document it is |t_e| / |∪ chunks|), and does not depend on the run or the embedder. Chroma calls
+  it an upper bound; it bounds the precision of retrieving all of t_e, not every precision@k (one
+  chunk lying inside a span has precision 1).
+- A query without gold spans is refused upstream (:func:`~structbench.metrics.evidence.align_run`),
+  as for every metric; a query without run rows scores 0 (Chroma: 0 when a denominator is 0). A
+  cutoff above the run's length takes the whole run.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from structbench.defaults import NDCG_K
+from structbench.metrics import kernels
+from structbench.metrics.evidence import RunEvidence
+from structbench.metrics.registry import register
+
+
+def union_length_by(group: np.ndarray, lo: np.ndarray, hi: np.ndarray, n: int, disjoint: bool) -> np.ndarray:
+    """``|∪ [lo, hi)|`` per group (``n`` groups), as float64.
+
+    ``disjoint`` (no two intervals of a group overlap) skips the union: the sum of lengths is exact.
+    """
+    if disjoint:
+        return kernels.sum_by(group, hi - lo, n)
+    return kernels.union_length_by(group, lo, hi, n)
+
+
+def gold_characters(evidence: RunEvidence) -> tuple[np.ndarray, bool]:
+    """|t_e| per query (the union of its gold spans), and whether every query's spans are disjoint."""
+    ev = evidence
+    total = kernels.sum_by(ev.span_query, ev.span_length, ev.n_queries)
+    union = union_length_by(ev.span_query, ev.span_start, ev.span_end, ev.n_queries, disjoint=False)
+    return union, bool((union == total).all())
+
+
+def retrieved_characters(evidence: RunEvidence, k: int) -> np.ndarray:
+    """|t_r| per query: content characters of the top k chunks, all documents, duplicates counted."""
+    ev = evidence
+    row_query = np.repeat(ev.block_query, ev.block_len)
+    keep = ev.row_rank <= k
+    return kernels.sum_by(row_query[keep], ev.chunk_length[ev.row_chunk[keep]], ev.n_queries)
+
+
+def span_overlap(evidence: RunEvidence, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(|t_e ∩ t_r|, |t_r|, |t_e|)`` per query for the top k chunks (the three counts of every metric)."""
+    ev = evidence
+    gold, spans_disjoint = gold_characters(ev)
+    keep = ev.hit_rank <= k
+    # hits are (chunk ∩ span) pieces grouped by query; their union is t_e ∩ t_r
+    intersection = union_length_by(
+        ev.hit_query[keep], ev.hit_lo[keep], ev.hit_hi[keep], ev.n_queries, ev.chunks_disjoint and spans_disjoint
+    )
+    return intersection, retrieved_characters(ev, k), gold
+
+
+def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    return np.divide(numerator, denominator, out=np.zeros_like(numerator), where=denominator > 0)
+
+
+@register(
+    "span_IoU",
+    cutoff="k",
+    label="span IoU@{cutoff}",
+    description="Chroma's intersection over union of the gold spans' characters and the top k chunks' "
+    "characters (retrieved characters counted with duplicates).",
+)
+def span_iou(evidence: RunEvidence, k: int = NDCG_K) -> np.ndarray:
+    """span IoU@k (Chroma, Smith & Troynikov 2024; conventions in :mod:`structbench.metrics.spans`).
+
+        IoU@k = |t_e ∩ t_r| / (|t_e| + |t_r| - |t_e ∩ t_r|)
+
+    with t_e the union of the query's gold spans and t_r the content characters of c_1..c_k (|t_r|
+    with duplicates, chunks of other documents included). Worked example: one span [150, 250) of
+    document d, chunks [0,100) [100,200) [200,300) of d and [0,50) of e, run [100,200), e[0,50),
+    [200,300): IoU@1 = 50 / (100 + 100 - 50) = 1/3, IoU@2 = 50 / (100 + 150 - 50) = 0.25,
+    IoU@3 = 100 / (100 + 250 - 100) = 0.4.
+    """
+    intersection, retrieved, gold = span_overlap(evidence, k)
+    return _ratio(intersection, gold + retrieved - intersection)
+
+
+@register(
+    "span_precision",
+    cutoff="k",
+    label="span precision@{cutoff}",
+    description="Chroma's precision: share of the top k chunks' characters (with duplicates) that lie in a gold span.",
+)
+def span_precision(evidence: RunEvidence, k: int = NDCG_K) -> np.ndarray:
+    """span precision@k (Chroma, Smith & Troynikov 2024; conventions in :mod:`structbench.metrics.spans`).
+
+        precision@k = |t_e ∩ t_r| / |t_r|,   0 when the run is empty
+
+    Worked example (the one of :func:`span_iou`): precision@1 = 50/100 = 0.5, precision@2 = 50/150 =
+    1/3 (the other document's 50 characters are retrieved but never relevant), precision@3 =
+    100/250 = 0.4. Overlapping chunks [0,100), [50,150) against a span [25,125): precision@2 =
+    100/200 = 0.5 (the 50 shared characters are paid twice).
+    """
+    intersection, retrieved, _ = span_overlap(evidence, k)
+    return _ratio(intersection, retrieved)
+
+
+@register(
+    "span_recall",
+    cutoff="k",
+    label="span recall@{cutoff}",
+    description="Chroma's recall: share of the gold spans' characters that lie in the top k chunks.",
+)
+def span_char_recall(evidence: RunEvidence, k: int = NDCG_K) -> np.ndarray:
+    """span recall@k (Chroma, Smith & Troynikov 2024; conventions in :mod:`structbench.metrics.spans`).
+
+        recall@k = |t_e ∩ t_r| / |t_e|
+
+    Unlike ``R@k`` (share of spans at least half covered) this is the share of gold characters, t_e
+    being the union of the spans. Worked example (the one of :func:`span_iou`): recall@1 = 50/100 =
+    0.5, recall@3 = 100/100 = 1. Overlapping spans [10,60), [40,90) have |t_e| = 80 (not 100), so a
+    chunk [0,100) has recall 1.
+    """
+    intersection, _, gold = span_overlap(evidence, k)
+    return _ratio(intersection, gold)
+
+
+@register(
+    "span_precision_omega",
+    label="precision-Ω",
+    description="Chroma's precision-Ω: precision of the condition's chunks that hold any gold character, all "
+    "retrieved (perfect recall); a property of the chunking alone.",
+)
+def precision_omega(evidence: RunEvidence) -> np.ndarray:
+    """precision-Ω (Chroma, Smith & Troynikov 2024; conventions in :mod:`structbench.metrics.spans`).
+
+    With C_Ω the chunks of the condition's chunk set in the query's document that overlap a gold span
+    by at least one character, U = ∪ C_Ω (merged) and t_e the union of the gold spans::
+
+        Ω = |t_e ∩ U| / |U ∪ t_e| = |t_e ∩ U| / (|U| + |t_e| - |t_e ∩ U|)
+
+    It does not read the run. Worked examples: span [150, 250) over the tiling [0,100) [100,200)
+    [200,300): C_Ω = {[100,200), [200,300)}, Ω = 100/200 = 0.5. Overlapping chunks [0,100), [50,150)
+    and span [25,125): U = [0,150), Ω = 100/150 = 2/3. Chunks [0,40), [60,100) and span [30,70): the
+    gap's 20 gold characters count in the denominator, Ω = 20/100 = 0.2.
+    """
+    ev = evidence
+    gold, spans_disjoint = gold_characters(ev)
+    chunks_union = union_length_by(ev.cand_query, ev.cand_start, ev.cand_end, ev.n_queries, ev.chunks_disjoint)
+    pair_query = ev.cand_query[ev.pair_cand]
+    intersection = union_length_by(
+        pair_query, ev.pair_lo, ev.pair_hi, ev.n_queries, ev.chunks_disjoint and spans_disjoint
+    )
+    return _ratio(intersection, chunks_union + gold - intersection)
