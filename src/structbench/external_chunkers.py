@@ -519,9 +519,7 @@ def _preview(text: str) -> str:
     return repr(text[:60] + ("..." if len(text) > 60 else ""))
 
 
-def _content_spans(
-    doc: _Document, spec: ChunkerSpec, adapter: Adapter, size: int
-) -> tuple[list[tuple[int, int]], int]:
+def _content_spans(doc: _Document, spec: ChunkerSpec, adapter: Adapter, size: int) -> tuple[list[tuple[int, int]], int]:
     """The library's chunks of ``doc`` at ``size`` as flat content spans, and how many held only headings."""
     markdown = doc.markdown if spec.input == "markdown" else None
     source = markdown.text if markdown else doc.text
@@ -535,7 +533,9 @@ def _content_spans(
             f"{_preview(error.chunk)}"
         ) from None
     except Exception as error:
-        raise ExternalChunkerError(f"{where}: the library failed at size {size}: {type(error).__name__}: {error}") from error
+        raise ExternalChunkerError(
+            f"{where}: the library failed at size {size}: {type(error).__name__}: {error}"
+        ) from error
     content, heading_only = [], 0
     for start, end in spans:
         if markdown is not None:
