@@ -418,3 +418,27 @@ def test_a_chunk_not_in_the_input_is_an_error(monkeypatch, adversarial, counter)
         ExternalChunkerError, match=r"chunkers\.sc \(semchunk chunkerify\), document 'crlf': .*'line one"
     ):
         external_chunks(*adversarial, ChunkerSpec("sc", "semchunk", "chunkerify"), counter, 100)
+
+
+def test_config_schema_declares_the_libraries_and_fills_defaults():
+    from structbench.config import ConfigError, load_schema, validate_config
+
+    repo = Path(__file__).resolve().parents[1]
+    schema_path = repo / "workflow" / "schemas" / "config.schema.yaml"
+    entry = load_schema(schema_path)["properties"]["chunkers"]["additionalProperties"]
+    assert entry["properties"]["library"]["enum"] == list(ec.LIBRARIES)
+    import yaml
+
+    config = yaml.safe_load((repo / "config" / "config.yaml").read_text())
+    config["chunkers"] = {"lc_md": {"library": "langchain", "kind": "markdown"}}
+    validate_config(config, schema_path)
+    assert config["chunkers"]["lc_md"] == {
+        "library": "langchain",
+        "kind": "markdown",
+        "size_match": False,
+        "options": {},
+    }
+    assert ChunkerSpec.from_config("lc_md", config["chunkers"]["lc_md"]).input == "markdown"
+    config["chunkers"] = {"bad": {"library": "llamaindex", "kind": "x"}}
+    with pytest.raises(ConfigError, match="chunkers.bad.library"):
+        validate_config(config, schema_path)
