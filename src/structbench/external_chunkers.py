@@ -72,7 +72,7 @@ import polars as pl
 from structbench.boundaries import cut_counts, size_match_report
 from structbench.datamodel import CHUNKS, empty
 from structbench.sentences import sentence_starts_near
-from structbench.tokens import TokenCounter, load_tokenizer
+from structbench.tokens import TokenCounter, TokenSpans, load_tokenizer
 
 EXTRA = "structbench[chunkers]"  # the pyproject extra that installs every library below, pinned
 
@@ -317,6 +317,13 @@ class _Document:
     section_paths: list[list[str]]
     outline: list[tuple[str, int, int, int]]  # every section: (title, depth, flat start, flat end)
     _markdown: MarkdownDocument | None = None
+    _tokens: TokenSpans | None = None
+
+    def tokens(self, counter: TokenCounter) -> TokenSpans:
+        """The document's token starts (tokenized once)."""
+        if self._tokens is None:
+            self._tokens = counter.spans_batch([self.text])[0]
+        return self._tokens
 
     @property
     def markdown(self) -> MarkdownDocument:
@@ -576,11 +583,26 @@ def _tile_edges(doc: _Document, spec: ChunkerSpec, content: list[tuple[int, int]
     return edges
 
 
+def _word_edge(text: str, char: int) -> bool:
+    return char == 0 or char >= len(text) or text[char - 1].isspace()
+
+
 def _chunk_document(doc: _Document, spec: ChunkerSpec, adapter: Adapter, counter: TokenCounter, size: int) -> _Chunked:
     content, heading_only = _content_spans(doc, spec, adapter, size)
     starts = _tile_edges(doc, spec, content)
     ends = starts[1:] + [len(doc.text)]
-    n_tokens = counter.count_batch([doc.text[a:b] for a, b in zip(starts, ends)])
+    text = doc.text
+    # A chunk cut where whitespace precedes both its edges splits no word, so with a word-level tokenizer its
+    # count is the number of the document's tokens starting in it (structbench.tokens.TokenSpans): the
+    # document is tokenized once for every size tried. Any other chunk is counted on its own text.
+    tokens = doc.tokens(counter) if counter.additive else None
+    n_tokens = [
+        tokens.count(a, b) if tokens is not None and _word_edge(text, a) and _word_edge(text, b) else -1
+        for a, b in zip(starts, ends)
+    ]
+    own = [i for i, n in enumerate(n_tokens) if n < 0]
+    for i, n in zip(own, counter.count_batch([text[starts[i] : ends[i]] for i in own])):
+        n_tokens[i] = n
     return _Chunked(size, starts, ends, n_tokens, heading_only)
 
 
@@ -691,6 +713,7 @@ def external_chunks(
             size = t_max
             run(size)
         chunked = tried[size]
+        doc._tokens = doc._markdown = None  # only one document's lookups are held at a time
         runs += len(tried)
         heading_only += chunked.heading_only
         for start, end, n_tokens in zip(chunked.starts, chunked.ends, chunked.n_tokens):
