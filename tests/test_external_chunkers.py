@@ -23,9 +23,10 @@ QASPER_DEV = Path("/work/shared/data/qasper/qasper-dev-v0.3.rebuilt.json")
 T_MAX = 350
 ALL_KINDS = [(library, kind) for library, spec in ec.LIBRARIES.items() for kind in spec.kinds]
 FLAT_KINDS = [(library, kind) for library, kind in ALL_KINDS if ec.LIBRARIES[library].kinds[kind] == "text"]
-# Measured on the first 50 QASPER dev papers: the largest per-document gap between a flat-text peer's
-# size-matched mean and the structural mean, where the peer's mean at t_max reaches the structural one.
-SIZE_MATCH_TOLERANCE = 25.0
+# Measured on the first 50 QASPER dev papers, over the documents whose peer mean at t_max reaches the
+# structural mean: the largest per-document gap after size matching is 9.1 tokens for every flat-text kind
+# and 6.6 for text_splitter markdown (median 0.0 for all).
+SIZE_MATCH_TOLERANCE = 10.0
 
 
 @pytest.fixture(scope="module")
