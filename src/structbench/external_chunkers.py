@@ -19,6 +19,17 @@ Face tokenizer). The size is ``t_max`` unless size-matched (below). ``chunk_over
 rejected (see Tiling); options structbench sets itself (the size, the length function) are rejected
 too, naming the config key that governs them.
 
+**Per library.** LangChain ``recursive`` is ``RecursiveCharacterTextSplitter`` with its default
+separators; ``markdown`` is ``ExperimentalMarkdownSyntaxTextSplitter`` (splits at heading, fence and rule
+lines, keeping the input's whitespace) with headings kept in the text, then the recursive splitter per
+section. The classic ``MarkdownHeaderTextSplitter`` strips every line and re-joins them with ``"  \n"``,
+so its chunks are not text of the input and cannot be located; headings are kept because with
+``strip_headers`` a paragraph line starting ``"# "`` (a hashtag, in QASPER 1907.03187) is dropped as a
+heading. chonkie is ``RecursiveChunker`` with its default levels minus the last, token-decoding one
+(:func:`_chonkie_rules` says why), ``recursive_markdown`` with heading delimiters as a first level
+(written here: chonkie's recipes download at run time). semchunk is ``chunkerify``; semantic-text-splitter
+``TextSplitter`` or ``MarkdownSplitter``.
+
 **Offsets, verified.** Chunks become content offsets into the flat text: where a library reports
 offsets (semchunk ``offsets=True``, semantic-text-splitter ``chunk_indices``, chonkie
 ``start_index``/``end_index``) they are used and the chunk's text is compared with the input at those
@@ -37,7 +48,8 @@ whitespace between two content spans means the library dropped text (LangChain's
 drops an unclosed code fence, for one): an error naming the document and the text. Overlapping chunks
 cannot tile, which is why overlap options are rejected.
 
-**Columns.** ``n_tokens`` is the study tokenizer's count of the chunk's own text (no special tokens); a
+**Columns.** ``n_tokens`` is the study tokenizer's count of the chunk's own text (no special tokens; read
+from the document's token starts where that is the same number, see :func:`_chunk_document`); a
 chunk over ``t_max`` is kept as the library made it and counted (``over_t_max``), never cut again.
 ``section_id`` and ``path`` are those of the section holding the chunk's first character (the last
 non-empty section starting at or before it), so path prefixes and two-stage routing work unchanged.
