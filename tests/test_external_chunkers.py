@@ -25,7 +25,7 @@ ALL_KINDS = [(library, kind) for library, spec in ec.LIBRARIES.items() for kind 
 FLAT_KINDS = [(library, kind) for library, kind in ALL_KINDS if ec.LIBRARIES[library].kinds[kind] == "text"]
 # Measured on the first 50 QASPER dev papers, over the documents whose peer mean at t_max reaches the
 # structural mean: the largest per-document gap after size matching is 9.1 tokens for every flat-text kind
-# and 6.6 for text_splitter markdown (median 0.0 for all).
+# and 6.6 for text_splitter markdown (median 0.0 for all; benchmarks/peer_size_match.py).
 SIZE_MATCH_TOLERANCE = 10.0
 
 
