@@ -8,6 +8,7 @@ import json
 import polars as pl
 import pytest
 from conftest import REPO, kb_config, run_snakemake
+from test_config import layered
 from test_workflow import planned_jobs
 
 from structbench.boundaries import assert_tiling
@@ -47,24 +48,21 @@ def test_a_missing_chunker_library_stops_at_start_up_with_the_install_command(mo
     import structbench.external_chunkers as external
 
     # The one boundary faked: whether the library imports (it is installed here).
-    monkeypatch.setattr(external, "missing_libraries", lambda specs: [f"chunkers.{s.name}: not installed" for s in specs])
-    config = {
-        "chunking": {"t_max": 350, "t_min": 60, "semantic_embedder": "minilm"},
-        "chunkers": {"lc": {"library": "langchain", "kind": "recursive", "size_match": False, "options": {}}},
-        "conditions": {"X0": {"boundaries": "external:lc", "structure": "gold", "prefix": "none", "retrieval": "flat"}},
-        "contrasts": {},
-        "stats": {"primary_metric": "cov_nDCG@10"},
-        "embedders": {"minilm": {}},
-        "rerankers": {"none": None},
-        "llms": {},
-        "inducers": {},
-        "retrieval": {},
-        "select": {"conditions": ["X0"]},
+    monkeypatch.setattr(
+        external, "missing_libraries", lambda specs: [f"chunkers.{s.name}: not installed" for s in specs]
+    )
+    config = layered(None)
+    config["chunkers"] = {"lc": {"library": "langchain", "kind": "recursive", "size_match": False, "options": {}}}
+    config["conditions"]["X0"] = {
+        "boundaries": "external:lc",
+        "structure": "gold",
+        "prefix": "none",
+        "retrieval": "flat",
     }
+    config["select"] = {"conditions": ["X0"]}
     with pytest.raises(ConfigError, match="chunkers.lc: not installed"):
         check_config(config, ["cov_nDCG@10"])
     # Declared but not selected: nothing to install.
-    config["conditions"]["G2"] = {**config["conditions"]["X0"], "boundaries": "structural"}
     config["select"] = {"conditions": ["G2"]}
     check_config(config, ["cov_nDCG@10"])
 
@@ -103,7 +101,7 @@ def test_external_chunkers_run_end_to_end_with_paths_routing_and_size_matching(t
     # Two-stage routing ranks the same vectors as TSm3 and writes its routing table.
     assert (results / "runs/minilm/TSm4.routing.parquet").exists()
     contrasts = pl.read_parquet(tmp_path / "results/contrasts/kb/minilm/none/contrasts.parquet")
-    chunkers = contrasts.filter(pl.col("family") == "chunkers", pl.col("metric") == "cov_nDCG@10")
+    chunkers = contrasts.filter(pl.col("label") == "chunkers", pl.col("metric") == "cov_nDCG@10")
     assert sorted(chunkers["contrast"]) == ["SC0-G2", "TSm3-G3"] and chunkers["p_holm"].is_finite().all()
     matched = json.loads((results / "chunks/external-text_splitter_matched/gold.chunker.json").read_text())
     assert abs(matched["difference"]) < abs(

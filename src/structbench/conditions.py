@@ -188,6 +188,11 @@ class Condition:
     retrieval: str
 
     @property
+    def boundaries_token(self) -> str:
+        """The boundaries as a path component ("external:langchain" -> "external-langchain")."""
+        return to_token(self.boundaries)
+
+    @property
     def structure_token(self) -> str:
         """The structure source as a path component ("induced:llm" -> "induced-llm")."""
         return to_token(self.structure)
@@ -198,7 +203,7 @@ class Condition:
 
     @property
     def chunkset(self) -> str:
-        return f"{self.boundaries}/{self.structure_token}"
+        return f"{self.boundaries_token}/{self.structure_token}"
 
     @property
     def textset(self) -> str:

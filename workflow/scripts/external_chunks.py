@@ -2,7 +2,7 @@
 located exactly in the flat text; size-matched per document to the structural set when configured."""
 
 from structbench.atomic import write_json
-from structbench.boundaries import size_match_report
+from structbench.boundaries import assert_tiling
 from structbench.datamodel import read_table, write_table
 from structbench.external_chunkers import ChunkerSpec, external_chunks
 from structbench.logs import step_log
@@ -11,8 +11,9 @@ with step_log(snakemake.log[0], "external_chunks") as log:
     entry = dict(snakemake.params.chunker)
     spec = ChunkerSpec.from_config(entry.pop("name"), entry)
     reference = read_table(snakemake.input.reference, "chunks") if spec.size_match else None
+    documents = read_table(snakemake.input.documents, "documents")
     chunks, report = external_chunks(
-        read_table(snakemake.input.documents, "documents"),
+        documents,
         read_table(snakemake.input.paragraphs, "paragraphs"),
         read_table(snakemake.input.sections, "sections"),
         spec,
@@ -20,12 +21,12 @@ with step_log(snakemake.log[0], "external_chunks") as log:
         snakemake.params.t_max,
         reference=reference,
     )
+    assert_tiling(documents, chunks)
     report = {
         "corpus": snakemake.wildcards.corpus,
         "structure": snakemake.wildcards.structure,
         "chunk set": f"external-{spec.name}/{snakemake.wildcards.structure}",
-        **report,
-        **(size_match_report(chunks, reference) if reference is not None else {}),
+        **report,  # with a reference: size_match_report's keys, as fixed windows write them
     }
     log.info("%s: %d chunks, mean %.1f tokens", spec.name, chunks.height, chunks["n_tokens"].mean())
     write_table(chunks, snakemake.output.chunks)
