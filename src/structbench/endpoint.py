@@ -22,8 +22,9 @@ before or from the vectors already cached).
 Vectors are L2-normalized float32, as :func:`structbench.embed.encode` returns them. Truncation is counted
 as for local models: the config names the endpoint's input limit (``max_input_tokens``) and a local
 tokenizer that counts like the served model's (special tokens included). Cost: the report adds
-``tokens_sent`` (the local tokenizer's count of the texts actually sent) and ``tokens_billed`` (the sum of
-the server's ``usage`` tokens; null when it reports none).
+``tokens_distinct`` (the local tokenizer's count of the distinct texts asked for: what a cold run sends),
+``tokens_sent`` (of those actually sent) and ``tokens_billed`` (the sum of the server's ``usage`` tokens;
+null when it reports none).
 
 An API key is read from the environment variable the config names (``api_key_env``), never from config.
 """
@@ -276,6 +277,7 @@ class EndpointEncoder:
         self.requests_sent = 0
         self.totals = {"n_texts": 0, "n_distinct": 0, "n_encoded": 0, "n_from_cache": 0, "n_quarantined": 0}
         self.tokens_sent = 0
+        self.tokens_distinct = 0
         self.tokens_billed: int | None = None
         self.truncation = TruncationCount(spec.max_input_tokens, 0, 0)
         self._batches_done = 0
@@ -317,6 +319,7 @@ class EndpointEncoder:
     def __call__(self, texts: Sequence[str]) -> np.ndarray:
         texts = list(texts)
         lengths = input_token_lengths(texts, self.spec.tokenizer)
+        self.tokens_distinct += sum(dict(zip(texts, lengths)).values())
         self._lengths.update(zip(texts, lengths))
         self.truncation = TruncationCount(
             self.spec.max_input_tokens,
@@ -352,6 +355,7 @@ class EndpointEncoder:
             "n_truncated": self.truncation.n_truncated,
             "max_tokens": self.truncation.max_tokens,
             "namespace": self.cache.directory.name,
+            "tokens_distinct": self.tokens_distinct,
             "tokens_sent": self.tokens_sent,
             "tokens_billed": self.tokens_billed,
         }
