@@ -338,3 +338,28 @@ def test_the_embedder_input_table_shows_an_endpoints_cost_beside_a_local_model(t
     assert data.filter(pl.col("embedder") == "api").select(data.columns[-3:]).row(0) == (300, 120, 125)
     assert data.filter(pl.col("embedder") == "minilm")["tokens_billed"].to_list() == [None]
     assert "tokens_billed" in markdown_table(data) and "tokens_billed" in table.spec.caption
+
+
+def test_the_readme_endpoint_configs_validate_and_a_short_limit_is_warned():
+    import copy
+    import re
+
+    import yaml
+
+    from structbench.config import check_config, truncation_warnings, validate_config
+    from structbench.metrics import metrics_from_config
+
+    section = (REPO / "README.md").read_text().split("## Your own embedder")[1].split("\n## ")[0]
+    blocks = re.findall(r"```yaml\n(.*?)```", section, flags=re.S)
+    assert len(blocks) == 2
+    default = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    for block in blocks:
+        config = copy.deepcopy(default)
+        for key, value in yaml.safe_load(block).items():
+            config[key] = {**config[key], **value} if key in ("embedders", "rerankers") else value
+        validate_config(config, REPO / "workflow/schemas/config.schema.yaml")
+    assert config["embedders"]["minilm_served"]["concurrency"] == 4  # the schema's default filled in
+    config["embedders"]["minilm_served"]["max_input_tokens"] = 300
+    conditions, _ = check_config(config, metrics_from_config(config["metrics"]))
+    (warning,) = truncation_warnings(config, conditions)
+    assert "embedders.minilm_served: max_input_tokens 300 < chunking.t_max 350" in warning
