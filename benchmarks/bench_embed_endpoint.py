@@ -8,6 +8,17 @@ passages per second and the ratio against the baseline timed in the same run (be
 interleaved rounds, each from a fresh cache), and the endpoint's minimum cosine to the local vectors.
 The server runs on the same cores as the client, so the endpoint rows measure the protocol and the
 server's batching, not a remote GPU. A last row times a rerun of the endpoint on a warm cache (no request).
+
+Measured on the development machine (2 cores shared with other helpers' jobs, load ~6; 64 passages):
+
+    option                              passages/s  x local  min cosine to local
+    local (embed_texts, baseline)              4.4     1.00           0.99999988
+    endpoint batch 32, 1 in flight             4.4     1.02           0.99999994
+    endpoint batch 8, 4 in flight              3.7     0.85           0.99999994
+    endpoint rerun, warm cache              1534.8   352.80                      (0 requests)
+
+(The local row's own cosine is 1 - 1.2e-7: float32 rounding of a unit vector's dot product with itself.)
+Infinity was healthy 8.7 s after launch.
 """
 
 from __future__ import annotations
