@@ -4,7 +4,8 @@
 #   make resume  - after a crash: check nothing of the old run is alive, remove its stale lock,
 #                  rerun the jobs it left incomplete, finish the workflow (workflow/resume.py)
 #   make lint    - ruff check, ruff format --check, snakefmt --check
-#   make test    - install, run the test suite (unit tests + the whole default workflow on tiny configs)
+#   make test    - install (and the Infinity server's venv: make install-server), run the test suite (unit
+#                  tests + the whole default workflow on tiny configs)
 #   make fidelity QASPER=<file> - the gold-structure arms and the placebo on ~20 real QASPER papers
 #                  (tests/fidelity/qasper.yaml), then their means and contrasts beside seed 000's QASPER row
 # ARGS passes snakemake arguments to run, dryrun and resume alike, e.g. ARGS='--configfile my.yaml';
@@ -15,10 +16,14 @@ CORES ?= 2
 ARGS ?=
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.structbench-installed
+# Infinity, the real OpenAI-compatible embedding server the endpoint tests start (tests/endpoint_testing.py):
+# its own venv, since it pins numpy < 2 and sentence-transformers < 4 (about 80 s to build from wheels).
+SERVER_VENV ?= .venv-server
+SERVER_STAMP := $(SERVER_VENV)/.infinity-installed
 # Snakemake reports a YAML error in a --configfile without the file or the line: name them first.
 CHECK_CONFIG = $(BIN)/python -m structbench check-config --snakemake-args $(ARGS)
 
-.PHONY: install run resume dryrun test lint fidelity clean
+.PHONY: install install-server run resume dryrun test lint fidelity clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +36,13 @@ $(STAMP): pyproject.toml
 	touch $@
 
 install: $(STAMP)
+
+$(SERVER_STAMP):
+	$(PYTHON) -m venv $(SERVER_VENV)
+	$(SERVER_VENV)/bin/python -m pip install torch==2.13.0 "infinity-emb[server,torch]==0.0.78"
+	touch $@
+
+install-server: $(SERVER_STAMP)
 
 run: $(STAMP)
 	$(CHECK_CONFIG)
@@ -52,7 +64,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/snakefmt --check .
 
-test: $(STAMP)
+test: $(STAMP) $(SERVER_STAMP)
 	$(BIN)/python -m pytest -q --durations=25
 
 # The corpus file is an argument, never written into the config (QASPER JSON, e.g. the dev split).

@@ -101,7 +101,7 @@ rule semantic_chunks:
         "../envs/gpu-embed.yaml"
     threads: 8
     resources:
-        gpu=1,
+        gpu=gpus_of(semantic_embedder_spec),
         mem_mb=16000,
         runtime=120,
     params:

@@ -126,6 +126,13 @@ def embedder_spec(wildcards):
     return config["embedders"][wildcards.embedder]
 
 
+def gpus_of(spec):
+    """``resources: gpu`` of a model rule: 1 for a model loaded in the job, 0 for an endpoint (embedders
+    ``kind: openai``, rerankers ``kind: endpoint``), whose job only sends HTTP requests: Slurm then puts
+    it on a CPU node."""
+    return lambda wildcards: int(spec(wildcards).get("kind", "local") == "local")
+
+
 # ---- runs, scores, contrasts -----------------------------------------------------------------
 
 

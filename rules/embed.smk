@@ -1,5 +1,6 @@
-# GPU-kind rules: each declares resources gpu=1, and the Slurm profile sends every job that asks for a
-# GPU to the GPU partition (profiles/slurm/partitions.yaml), so none lands on a CPU node by omission.
+# GPU-kind rules: each declares resources gpu=1 (gpus_of: 0 for an endpoint embedder, whose job only sends
+# HTTP requests), and the Slurm profile sends every job that asks for a GPU to the GPU partition
+# (profiles/slurm/partitions.yaml), so none lands on a CPU node by omission.
 
 
 rule embed_texts:
@@ -14,7 +15,7 @@ rule embed_texts:
         "../envs/gpu-embed.yaml"
     threads: 8
     resources:
-        gpu=1,
+        gpu=gpus_of(embedder_spec),
         mem_mb=32000,
         runtime=240,
     params:
@@ -37,7 +38,7 @@ rule embed_queries:
         "../envs/gpu-embed.yaml"
     threads: 4
     resources:
-        gpu=1,
+        gpu=gpus_of(embedder_spec),
         mem_mb=16000,
         runtime=60,
     params:
@@ -60,7 +61,7 @@ rule embed_titles:
         "../envs/gpu-embed.yaml"
     threads: 4
     resources:
-        gpu=1,
+        gpu=gpus_of(embedder_spec),
         mem_mb=16000,
         runtime=60,
     params:

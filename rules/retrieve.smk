@@ -87,7 +87,7 @@ rule rerank:
         "../envs/gpu-embed.yaml"
     threads: 8
     resources:
-        gpu=1,
+        gpu=gpus_of(reranker_spec),
         mem_mb=32000,
         runtime=240,
     params:
@@ -162,7 +162,7 @@ rule inject_query_titles:
         "../envs/gpu-retrieve.yaml"
     threads: 4
     resources:
-        gpu=1,
+        gpu=gpus_of(embedder_spec),
         mem_mb=16000,
         runtime=120,
     params:

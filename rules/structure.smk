@@ -72,7 +72,7 @@ rule segment_structure:
         "../envs/gpu-embed.yaml"
     threads: 4
     resources:
-        gpu=1,
+        gpu=gpus_of(segmentation_embedder_spec),
         mem_mb=16000,
         runtime=120,
     params:

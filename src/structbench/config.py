@@ -399,21 +399,25 @@ def truncation_warnings(config: dict, conditions: dict) -> list[str]:
     prefixed = any(c.prefix != "none" for c in conditions.values())
     warnings = []
     for name in (config.get("select") or {}).get("embedders") or list(config["embedders"]):
+        entry = config["embedders"][name]
         try:
-            limit = effective_max_seq_length(EmbedderSpec.from_config(config["embedders"][name]))
+            # an endpoint's limit is the one its entry states (kind openai: max_input_tokens)
+            endpoint = entry.get("kind") == "openai"
+            limit = entry["max_input_tokens"] if endpoint else effective_max_seq_length(EmbedderSpec.from_config(entry))
         except (OSError, ValueError, ModuleNotFoundError):
             continue
+        key = "max_input_tokens" if endpoint else "max_seq_length"
         needed = t_max + SPECIAL_TOKENS
         if needed > limit:
             warnings.append(
-                f"embedders.{name}: max_seq_length {limit} < chunking.t_max {t_max} + {SPECIAL_TOKENS} "
+                f"embedders.{name}: {key} {limit} < chunking.t_max {t_max} + {SPECIAL_TOKENS} "
                 "special tokens: the longest chunks WILL be truncated, prefixed or not. Set "
-                f"embedders.{name}.max_seq_length (up to the model's positions) or lower chunking.t_max."
+                f"embedders.{name}.{key} (up to the model's limit) or lower chunking.t_max."
             )
         elif prefixed and needed + PREFIX_ALLOWANCE > limit:
             warnings.append(
-                f"embedders.{name}: max_seq_length {limit} leaves {limit - needed} tokens for a prefix "
+                f"embedders.{name}: {key} {limit} leaves {limit - needed} tokens for a prefix "
                 f"on a chunk of chunking.t_max = {t_max} tokens: long prefixed chunks are likely to be "
-                "truncated (the report counts them). Raise max_seq_length or lower t_max."
+                f"truncated (the report counts them). Raise {key} or lower t_max."
             )
     return warnings

@@ -89,6 +89,7 @@ FILE_HASH_INDEX = "file-hashes.json"
 ENCODING_SCHEME = "length-buckets-v1"  # see the module docstring; part of every namespace
 BUCKET_WIDTH = 32  # tokens; padded lengths are multiples of this (capped at max_seq_length)
 LIBRARIES = ("torch", "transformers", "sentence-transformers")
+LOCAL_KIND = "local"  # an embedders entry without ``kind`` is a local model; ``openai``: structbench.endpoint
 
 
 @dataclass(frozen=True)
@@ -106,7 +107,9 @@ class EmbedderSpec:
 
     @classmethod
     def from_config(cls, entry: dict) -> EmbedderSpec:
-        return cls(**complete_entry(cls, entry, "embedder"))
+        if entry.get("kind", LOCAL_KIND) != LOCAL_KIND:
+            raise ValueError(f"embedder {entry.get('model')!r} is of kind {entry['kind']!r}, not a local model")
+        return cls(**complete_entry(cls, {k: v for k, v in entry.items() if k != "kind"}, "embedder"))
 
 
 def complete_entry(spec_class, entry: dict, what: str) -> dict:
@@ -487,16 +490,30 @@ class CachedEncoder:
         }
 
 
+def make_encoder(entry: dict | EmbedderSpec, cache_root: str | Path, threads: int | None = None):
+    """The cached encoder of an ``embedders`` config entry: :class:`CachedEncoder` for a local model,
+    :class:`structbench.endpoint.EndpointEncoder` for ``kind: openai`` (no torch imported for it)."""
+    if isinstance(entry, EmbedderSpec):
+        return CachedEncoder(entry, cache_root, threads)
+    if entry.get("kind", LOCAL_KIND) == "openai":
+        from structbench.endpoint import EndpointEmbedderSpec, EndpointEncoder
+
+        return EndpointEncoder(EndpointEmbedderSpec.from_config(entry), cache_root)
+    return CachedEncoder(EmbedderSpec.from_config(entry), cache_root, threads)
+
+
 def embed_texts(
-    texts: Sequence[str], spec: EmbedderSpec, cache_root: str | Path, threads: int | None = None
+    texts: Sequence[str], spec: EmbedderSpec | dict, cache_root: str | Path, threads: int | None = None
 ) -> Embedded:
     """Vectors for ``texts`` in order; only texts the cache has not seen under this model are encoded.
 
+    ``spec`` is an :class:`EmbedderSpec` or an ``embedders`` config entry of any kind (:func:`make_encoder`).
     The report holds ``n_texts``, ``n_distinct``, ``n_encoded`` and ``n_from_cache`` (distinct texts),
     ``n_quarantined`` (damaged cache shards moved aside), ``max_seq_length``, ``n_truncated`` and
-    ``max_tokens`` (:func:`count_truncated`) and the cache ``namespace`` folder name."""
+    ``max_tokens`` (:func:`count_truncated`) and the cache ``namespace`` folder name; an endpoint's report
+    adds ``tokens_sent`` and ``tokens_billed``."""
     texts = list(texts)
-    encoder = CachedEncoder(spec, cache_root, threads)
+    encoder = make_encoder(spec, cache_root, threads)
     vectors = encoder(texts)
     report = encoder.report()
     log.info(
@@ -507,12 +524,16 @@ def embed_texts(
         report["n_from_cache"],
         report["n_quarantined"],
     )
+    if "tokens_sent" in report:
+        log.info(
+            "%d tokens sent (local count), %s billed (server usage)", report["tokens_sent"], report["tokens_billed"]
+        )
     if report["n_truncated"]:
         log.warning(
             "%d of %d texts exceed %s's max_seq_length of %d tokens (longest %d) and were truncated",
             report["n_truncated"],
             len(texts),
-            spec.model,
+            encoder.spec.model,
             report["max_seq_length"],
             report["max_tokens"],
         )
@@ -535,7 +556,7 @@ def embed_with_cache(
 ) -> dict:
     """Workflow entry: embed ``texts`` under the config entry ``spec``, write the vectors to
     ``output_npy`` (and the report to ``report_json`` when given), both atomically; return the report."""
-    embedded = embed_texts(texts, EmbedderSpec.from_config(spec), cache_root, threads)
+    embedded = embed_texts(texts, spec, cache_root, threads)
     atomic_write_bytes(output_npy, npy_bytes(embedded.vectors))
     if report_json is not None:
         atomic_write_text(report_json, json.dumps(embedded.report, sort_keys=True, indent=1) + "\n")

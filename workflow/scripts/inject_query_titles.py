@@ -1,18 +1,18 @@
 """Query-side title injection: rescore the flat run's top candidates with title-carrying query embeddings."""
 
 from structbench.datamodel import read_table, read_vectors, write_table
-from structbench.embed import EmbedderSpec, embed_texts
+from structbench.embed import embed_texts
 from structbench.logs import step_log
 from structbench.retrieval.rescoring import title_blocks
 from structbench.retrieval.search import retrieve
 
 with step_log(snakemake.log[0], "inject_query_titles") as log:
     queries = read_table(snakemake.input.queries, "queries")
-    spec = EmbedderSpec.from_config(dict(snakemake.params.embedder))
+    spec = dict(snakemake.params.embedder)  # any kind: embed_texts picks the encoder
 
     def encode_queries(texts):
         return embed_texts(
-            [spec.query_prefix + text for text in texts], spec, snakemake.params.cache, threads=snakemake.threads
+            [spec["query_prefix"] + text for text in texts], spec, snakemake.params.cache, threads=snakemake.threads
         ).vectors
 
     runs = retrieve(

@@ -2,14 +2,12 @@
 
 from structbench.atomic import write_json
 from structbench.datamodel import read_table, write_table
-from structbench.embed import CachedEncoder, EmbedderSpec
+from structbench.embed import make_encoder
 from structbench.logs import step_log
 from structbench.structure.segmentation import induce_segmentation
 
 with step_log(snakemake.log[0], "segment_structure") as log:
-    encoder = CachedEncoder(
-        EmbedderSpec.from_config(dict(snakemake.params.embedder)), snakemake.params.cache, snakemake.threads
-    )
+    encoder = make_encoder(dict(snakemake.params.embedder), snakemake.params.cache, snakemake.threads)
     sections, status = induce_segmentation(
         read_table(snakemake.input.documents, "documents"),
         read_table(snakemake.input.paragraphs, "paragraphs"),

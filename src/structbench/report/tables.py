@@ -821,7 +821,10 @@ def prefixes_table(inputs: ReportInputs) -> TableContent:
     "would confound every prefix contrast, so the shipped configs truncate nothing. The "
     "'(merge paragraphs)' rows are the paragraphs the semantic merge embeds to compare neighbours "
     "(chunking.semantic_embedder): a truncated one is compared on its first max_seq_length tokens. "
-    "n_from_cache: vectors served from the content-addressed embedding cache.",
+    "n_from_cache: vectors served from the content-addressed embedding cache. Endpoint embedders (kind "
+    "openai) add their cost: tokens_distinct, the text set's distinct texts in the configured tokenizer "
+    "(what a cold run sends: price a grid by it), tokens_sent, those actually sent this run, and "
+    "tokens_billed, the sum of the server's usage (Infinity counts characters there).",
 )
 def embedder_input_table(inputs: ReportInputs) -> TableContent:
     if not inputs.embed_reports:
@@ -840,6 +843,9 @@ def embedder_input_table(inputs: ReportInputs) -> TableContent:
             "n_encoded",
             "n_from_cache",
             "n_quarantined",
+            "tokens_distinct",
+            "tokens_sent",
+            "tokens_billed",
         )
         if c in frame.columns
     ]

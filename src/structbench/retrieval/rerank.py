@@ -29,7 +29,9 @@ class RerankerSpec:
 
     @classmethod
     def from_config(cls, entry: dict) -> RerankerSpec:
-        return cls(**complete_entry(cls, entry, "reranker"))
+        if entry.get("kind", "local") != "local":
+            raise ValueError(f"reranker {entry.get('model')!r} is of kind {entry['kind']!r}, not a local model")
+        return cls(**complete_entry(cls, {k: v for k, v in entry.items() if k != "kind"}, "reranker"))
 
 
 def load_cross_encoder(spec: RerankerSpec):
@@ -56,6 +58,22 @@ def rerank_run(
         .with_columns((pl.int_range(pl.len()).over("qid") + 1).cast(pl.Int32).alias("rank"))
     )
     return conform(pl.concat([reranked, tail]).sort(["qid", "rank"]), "runs")
+
+
+def rerank_with_endpoint(
+    runs: pl.DataFrame, queries: pl.DataFrame, texts: pl.DataFrame, entry: dict, cache_root
+) -> pl.DataFrame:
+    """:func:`rerank_run` with scores from a ``/rerank`` endpoint (``kind: endpoint``), through the cache."""
+    from structbench.endpoint import EndpointPairScorer, EndpointRerankerSpec
+
+    spec = EndpointRerankerSpec.from_config(entry)
+    return rerank_run(
+        runs,
+        dict(zip(queries["qid"].to_list(), queries["text"].to_list())),
+        dict(zip(texts["chunk_id"].to_list(), texts["text_for_embedding"].to_list())),
+        EndpointPairScorer(spec, cache_root),
+        spec.top_n,
+    )
 
 
 def rerank_with_model(
