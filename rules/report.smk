@@ -36,6 +36,8 @@ rule report:
             caption="../workflow/report/figure.rst",
             labels={"figure": "{name}"},
         ),
+        # Table 1 and Table 2 as booktabs LaTeX, and tables.tex that inputs both (structbench.report.latex)
+        latex=directory(f"{R}/report/latex"),
         manifest=f"{R}/report/manifest.json",
         summary=SUMMARY,
     log:

@@ -161,10 +161,16 @@ def test_table1_has_the_paper_layout_with_family_labels_and_holm_marks():
         "dz",
         "p (MixedLM)",
         "p (MixedLM, nested)",
+        "W/T/L",
         "queries / docs",
     ]
     depth = shown.filter(pl.col("contrast").str.starts_with("depth")).row(0, named=True)
     assert depth["contrast"] == "depth: slope over G2 → G3-d1 → G3" and depth["p (Holm)"] == "– (exploratory)"
+    assert depth["W/T/L"] == "n/a"  # a slope has no treatment/control pair to count
+    pairs = data.filter(pl.col("family") != "exploratory")
+    assert (pairs["wins"] + pairs["ties"] + pairs["losses"]).to_list() == pairs["n_queries"].to_list()
+    first_pair = pairs.row(0, named=True)
+    assert shown.row(0, named=True)["W/T/L"] == f"{first_pair['wins']}/{first_pair['ties']}/{first_pair['losses']}"
     first = data.row(0, named=True)
     assert shown.row(0, named=True)["95% CI"] == f"[{first['ci_low']:+.4f}, {first['ci_high']:+.4f}]".replace("-", "−")
     # a contrast that is not Holm-significant says so

@@ -26,6 +26,7 @@ from structbench.stats import (
     iter_bootstrap_draws,
     mixedlm_treatment_p,
     paired_deltas,
+    win_tie_loss,
 )
 from structbench.stats.means import (
     CONDITION_MEANS,
@@ -255,9 +256,9 @@ def test_contrast_table_columns_values_and_holm():
     scores = long_scores(CONDITIONS)
     table = contrast_table(scores, CONTRASTS, ["cov_nDCG@10", "MRR"], B=2000, seed=7, mixedlm=False)
     assert table.schema == pl.Schema(CONTRAST_COLUMNS)
-    assert list(table.columns[:16]) == [
+    assert list(table.columns[:19]) == [
         "contrast", "treatment", "control", "metric", "delta", "ci_low", "ci_high", "p", "p_holm", "dz",
-        "p_mixedlm", "p_mixedlm_nested", "n_queries", "n_docs", "n_dropped", "label",
+        "p_mixedlm", "p_mixedlm_nested", "n_queries", "n_docs", "n_dropped", "wins", "ties", "losses", "label",
     ]  # fmt: skip
     assert table.height == len(CONTRASTS) * 2
     assert table["contrast"].to_list() == ["C1", "C1", "C2", "C2", "C4", "C4", "S1", "S1", "depth", "depth"]
@@ -275,6 +276,35 @@ def test_contrast_table_columns_values_and_holm():
         assert secondary["p_holm"].to_list() == secondary["p"].to_list()  # a family of one
     assert table.filter(pl.col("label") == "exploratory")["p_holm"].is_nan().all()
     assert table["p_mixedlm"].is_nan().all()
+
+
+def test_win_tie_loss_counts_strict_signs_and_exact_ties():
+    assert win_tie_loss([0.25, 0.0, -0.5, 0.0, 1e-300, -0.0]) == (2, 3, 1)  # a tiny delta is a win, -0.0 a tie
+    assert win_tie_loss([]) == (0, 0, 0)
+    with pytest.raises(ValueError, match="NaN"):
+        win_tie_loss([0.1, float("nan")])
+
+
+def test_contrast_table_counts_wins_ties_and_losses_per_query():
+    # Six queries over three documents, worked by hand: T beats C on q1 and q4, equals it on q2, q3 and q6
+    # (q6 through two different float paths to the same value), loses on q5; q7 is scored under T only.
+    control = [0.5, 0.25, 1.0, 0.0, 0.75, 0.1 + 0.2]
+    treatment = [0.75, 0.25, 1.0, 0.5, 0.5, 0.30000000000000004]
+    rows = [
+        {"qid": f"q{i + 1}", "doc_id": f"d{i // 2}", "condition": name, "MRR": value}
+        for name, values in (("C", control), ("T", treatment))
+        for i, value in enumerate(values)
+    ]
+    rows.append({"qid": "q7", "doc_id": "d3", "condition": "T", "MRR": 1.0})
+    rows += [{**row, "condition": "M"} for row in rows if row["condition"] == "C"]
+    contrasts = [
+        {"name": "T-C", "treatment": "T", "control": "C", "family": "primary"},
+        {"name": "C-T", "treatment": "C", "control": "T", "family": "primary"},
+        {"name": "slope", "conditions": ["C", "M", "T"], "family": "exploratory"},
+    ]
+    table = contrast_table(pl.DataFrame(rows), contrasts, ["MRR"], B=200, seed=0, mixedlm=False)
+    counts = table.select("contrast", "wins", "ties", "losses", "n_queries", "n_dropped").rows()
+    assert counts == [("T-C", 2, 3, 1, 6, 1), ("C-T", 1, 3, 2, 6, 1), ("slope", None, None, None, 6, 1)]
 
 
 def test_contrast_table_bootstrap_uses_the_documented_draws():

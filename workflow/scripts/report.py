@@ -1,4 +1,5 @@
-"""Write the report folder (Markdown, HTML, tables as Parquet + CSV, figures, manifest, summary line)."""
+"""Write the report folder (Markdown, HTML, tables as Parquet + CSV, Tables 1-2 as LaTeX, figures, manifest,
+summary line)."""
 
 from structbench.logs import step_log
 from structbench.report.bundle import ReportPaths, load_inputs, rule_input_paths, write_report_bundle
@@ -21,5 +22,6 @@ with step_log(snakemake.log[0], "report") as log:
         figures=snakemake.output.figures,
         manifest=snakemake.output.manifest,
         summary=snakemake.output.summary,
+        latex=snakemake.output.latex,
     )
     log.info("%s", write_report_bundle(inputs, paths))

@@ -4,6 +4,8 @@
     index.html            the same as one standalone page (opens from disk, no server)
     tables/<name>.parquet every built table's data, and tables/<name>.csv for readers without Arrow
     figures/<name>.png    every drawn figure
+    latex/                Table 1 and Table 2 as booktabs tabulars (table1.tex, table2.tex) and a
+                          standalone tables.tex that inputs them (:mod:`structbench.report.latex`)
     manifest.json         each table and figure: written (with its files) or omitted (with the reason)
     summary.txt           the one-line end-of-run summary (:func:`run_summary`)
 
@@ -25,6 +27,7 @@ from structbench.atomic import write_bytes, write_json, write_text
 from structbench.datamodel import read_table, write_table
 from structbench.report.figures import RenderedFigure, render_figures
 from structbench.report.html import render_html
+from structbench.report.latex import LATEX_DOCUMENT, LATEX_TABLES, latex_document, table_latex
 from structbench.report.tables import Omitted, ReportInputs, Table, build_tables, render_markdown, report_inputs
 
 log = logging.getLogger(__name__)
@@ -98,7 +101,8 @@ def load_inputs(paths: Mapping[str, Sequence[str] | Mapping], **settings) -> Rep
 
 @dataclass(frozen=True)
 class ReportPaths:
-    """Where the report's files go (the workflow's rule outputs). ``tables`` and ``figures`` are folders."""
+    """Where the report's files go (the workflow's rule outputs). ``tables``, ``figures`` and ``latex`` are
+    folders."""
 
     markdown: str
     html: str
@@ -106,6 +110,7 @@ class ReportPaths:
     figures: str
     manifest: str
     summary: str
+    latex: str
 
     @classmethod
     def under(cls, folder: str | os.PathLike) -> ReportPaths:
@@ -117,6 +122,7 @@ class ReportPaths:
             str(folder / "figures"),
             str(folder / "manifest.json"),
             str(folder / "summary.txt"),
+            str(folder / "latex"),
         )
 
 
@@ -202,6 +208,8 @@ def write_report_bundle(inputs: ReportInputs, paths: ReportPaths) -> str:
             write_table(table.content.data, parquet)
             write_bytes(csv, csv_bytes(table.content.data))
             files[table.spec.name] = [str(csv), str(parquet)]
+    for name, tex in write_latex(tables, paths.latex).items():
+        files.setdefault(name, []).append(tex)
     figure_files: dict[str, str] = {}
     for figure in figures:
         if isinstance(figure, RenderedFigure):
@@ -229,6 +237,24 @@ def write_report_bundle(inputs: ReportInputs, paths: ReportPaths) -> str:
         if isinstance(item, Omitted):
             log.info("omitted %s: %s", item.spec.name, item.reason)
     return summary
+
+
+def write_latex(tables: Sequence[Table | Omitted], folder: str) -> dict[str, str]:
+    """Write Table 1 and Table 2 as LaTeX into ``folder`` (an omitted one as the reason), and the standalone
+    document that inputs them; returns each written (not omitted) table's name -> its .tex path."""
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    chosen = [table for table in tables if table.spec.name in LATEX_TABLES]
+    missing = sorted(set(LATEX_TABLES) - {table.spec.name for table in chosen})
+    if missing:
+        raise ValueError(f"LaTeX tables {missing} are not among the report's tables")
+    written = {}
+    for table in chosen:
+        path = Path(folder) / LATEX_TABLES[table.spec.name]
+        write_text(path, table_latex(table))
+        if isinstance(table, Table):
+            written[table.spec.name] = str(path)
+    write_text(Path(folder) / LATEX_DOCUMENT, latex_document(chosen, LATEX_TABLES))
+    return written
 
 
 def manifest(tables: Sequence, figures: Sequence, files: dict[str, list[str]], figure_files: dict[str, str]) -> dict:

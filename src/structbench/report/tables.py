@@ -11,7 +11,8 @@ files into :class:`ReportInputs` and writes everything; this module only compute
 from tables to tables and text, no file access).
 
 Seed 000's layouts: Table 1 (one row per contrast and corpus: delta, 95% CI, Holm p, dz, MixedLM p's,
-with its family as label) and Table 2 (one row per corpus, one column per condition).
+win/tie/loss query counts, with its family as label) and Table 2 (one row per corpus, one column per
+condition); :mod:`structbench.report.latex` writes both as booktabs LaTeX from the same shown frames.
 """
 
 from __future__ import annotations
@@ -378,6 +379,9 @@ def contrast_rows(contrasts: pl.DataFrame, contrast_specs: Sequence[dict]) -> pl
         "n_queries",
         "n_docs",
         "n_dropped",
+        "wins",
+        "ties",
+        "losses",
         "mixedlm_note",
     ]
     return frame.sort("embedder", "reranker", "_order", "contrast", "corpus", "metric").select(
@@ -393,7 +397,9 @@ def contrast_rows(contrasts: pl.DataFrame, contrast_specs: Sequence[dict]) -> pl
     "the 95% CI and p come from the document-clustered bootstrap, p (Holm) is adjusted within the "
     "contrast's family (primary, secondary, model_free or chunkers; exploratory rows are outside any family), dz is "
     "Cohen's dz, and the MixedLM p's are the secondary model (random intercept per document; "
-    "nested: plus a per-query effect). n.s.: not Holm-significant at 0.05.",
+    "nested: plus a per-query effect). W/T/L counts the paired queries where the treatment scored above, "
+    "exactly equal to and below the control (PyTerrier's and ranx's convention; none for a dose-response "
+    "slope). n.s.: not Holm-significant at 0.05.",
 )
 def contrasts_table(inputs: ReportInputs) -> TableContent:
     require_scores(inputs)
@@ -426,6 +432,10 @@ def contrasts_table(inputs: ReportInputs) -> TableContent:
         pl.col("dz").map_elements(lambda v: signed(v, 2), return_dtype=pl.String).alias("dz"),
         pl.col("p_mixedlm").map_elements(format_p, return_dtype=pl.String).alias("p (MixedLM)"),
         pl.col("p_mixedlm_nested").map_elements(format_p, return_dtype=pl.String).alias("p (MixedLM, nested)"),
+        pl.when(pl.col("wins").is_null())
+        .then(pl.lit("n/a"))
+        .otherwise(pl.format("{}/{}/{}", "wins", "ties", "losses"))
+        .alias("W/T/L"),
         pl.format("{} / {}", "n_queries", "n_docs").alias("queries / docs"),
     )
     blocks = blocks_by(

@@ -1,6 +1,6 @@
 """Statistics of the study (SPEC section 11; seed 000, appendix D).
 
-:mod:`.paired` (paired deltas, Cohen's dz, Holm), :mod:`.bootstrap` (the vectorized
+:mod:`.paired` (paired deltas, win/tie/loss counts, Cohen's dz, Holm), :mod:`.bootstrap` (the vectorized
 document-clustered bootstrap and its reproducible draws), :mod:`.mixedlm` (the secondary
 statsmodels MixedLM fits), :mod:`.contrasts` (one cell's contrasts table, the single entry the
 workflow calls). statsmodels is imported only when a MixedLM is fitted.
@@ -19,7 +19,7 @@ from structbench.stats.bootstrap import (
 )
 from structbench.stats.contrasts import CONTRAST_COLUMNS, contrast_table, depth_slopes
 from structbench.stats.mixedlm import MixedLMFit, mixedlm_treatment_p
-from structbench.stats.paired import PairedDeltas, cohens_dz, holm, paired_deltas
+from structbench.stats.paired import PairedDeltas, cohens_dz, holm, paired_deltas, win_tie_loss
 
 __all__ = [
     "CONTRAST_COLUMNS",
@@ -40,4 +40,5 @@ __all__ = [
     "mixedlm_treatment_p",
     "paired_deltas",
     "percentile_ci",
+    "win_tie_loss",
 ]

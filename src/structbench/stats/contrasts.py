@@ -23,6 +23,11 @@ Decisions (also in :func:`contrast_table`):
   family this is the pre-registered correction; ``exploratory`` rows get ``p_holm = NaN`` (no family claim).
 - MixedLM p-values are NaN for dose-response rows and, when a fit fails, NaN with the reason in
   ``mixedlm_note``.
+- ``wins``/``ties``/``losses`` count the paired queries whose treatment score is above, equal to (exact
+  float equality, as PyTerrier's baseline comparison and ranx's ``compare``) and below the control's
+  (:func:`structbench.stats.paired.win_tie_loss`). They are null for dose-response rows: a per-query slope
+  over several conditions has no treatment/control pair, and the floating-point slope of equal scores is
+  not exactly zero, so its sign would not count ties.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ import polars as pl
 from structbench.conditions import FAMILIES
 from structbench.stats.bootstrap import bootstrap_p, bootstrap_replicates, percentile_ci
 from structbench.stats.mixedlm import mixedlm_treatment_p
-from structbench.stats.paired import PairedDeltas, cohens_dz, holm, paired_deltas
+from structbench.stats.paired import PairedDeltas, cohens_dz, holm, paired_deltas, win_tie_loss
 
 HOLM_FAMILIES = FAMILIES[:-1]  # every family but exploratory, which claims none
 CONTRAST_COLUMNS = {
@@ -54,6 +59,9 @@ CONTRAST_COLUMNS = {
     "n_queries": pl.Int64,
     "n_docs": pl.Int64,
     "n_dropped": pl.Int64,
+    "wins": pl.Int64,
+    "ties": pl.Int64,
+    "losses": pl.Int64,
     "label": pl.String,
     "mixedlm_note": pl.String,
 }
@@ -131,7 +139,8 @@ def contrast_table(
     :func:`structbench.stats.bootstrap.cluster_bootstrap`); ``p_holm`` = Holm within the contrast's
     family for that metric (exploratory: NaN); ``dz`` = Cohen's dz; ``p_mixedlm`` /
     ``p_mixedlm_nested`` = the pre-registered and nested MixedLM (only when ``mixedlm`` and the metric is
-    in ``mixedlm_metrics``, default all; else NaN); ``label`` = the family. ``mixedlm_note`` (an addition
+    in ``mixedlm_metrics``, default all; else NaN); ``wins``/``ties``/``losses`` = the paired queries
+    where treatment > control, = and < (null for a dose-response); ``label`` = the family. ``mixedlm_note`` (an addition
     to the listed columns) records why a MixedLM p is NaN or what the fit warned. Deterministic: the same
     inputs and seed give byte-identical output. ``scores`` without a row (a cell with no query) give a
     table without a row. See the module docstring for the shared-draws and Holm
@@ -163,6 +172,7 @@ def contrast_table(
                     _condition(scores, treatment, metric), _condition(scores, control, metric), metric
                 )
             columns.append(paired)
+            wins, ties, losses = (None, None, None) if slope else win_tie_loss(paired.delta)
             row = {
                 "contrast": contrast["name"],
                 "treatment": treatment,
@@ -179,6 +189,9 @@ def contrast_table(
                 "n_queries": paired.n_queries,
                 "n_docs": paired.n_docs,
                 "n_dropped": paired.n_dropped,
+                "wins": wins,
+                "ties": ties,
+                "losses": losses,
                 "label": contrast["family"],
                 "mixedlm_note": "",
             }

@@ -67,6 +67,22 @@ def paired_deltas(scores_a: pl.DataFrame, scores_b: pl.DataFrame, metric: str) -
     )
 
 
+def win_tie_loss(deltas) -> tuple[int, int, int]:
+    """Queries where the treatment scored higher, the same and lower than the control: the counts of
+    ``delta > 0``, ``delta == 0`` and ``delta < 0``.
+
+    A tie is exact equality of the two float scores, the convention of PyTerrier's ``Experiment(baseline=)``
+    (its ``+`` / ``-`` columns count strict ``>`` / ``<``) and of ranx's ``compare`` (``W``/``T``/``L`` by
+    ``>``, ``==``, ``<``). No tolerance is needed: a query whose two rankings score alike gets the same float
+    from the same metric code, and for finite IEEE floats ``a - b == 0`` exactly when ``a == b``. The three
+    counts sum to the number of paired queries.
+    """
+    deltas = np.asarray(deltas, dtype=np.float64)
+    if np.isnan(deltas).any():
+        raise ValueError("win_tie_loss: a delta is NaN; paired deltas hold only queries scored under both conditions")
+    return int((deltas > 0).sum()), int((deltas == 0).sum()), int((deltas < 0).sum())
+
+
 def cohens_dz(deltas) -> float:
     """Cohen's dz = mean(delta) / sd(delta), sd with ddof = 1. NaN with fewer than two queries or sd = 0."""
     deltas = np.asarray(deltas, dtype=np.float64)
