@@ -34,6 +34,10 @@ HOW = {
     ".venv/bin/snakemake --cores 2 --configfile config/qasper.yaml": "dry-run",  # test_workflow: tiny QASPER run
     ".venv/bin/snakemake --cores 2 --configfile config/ladder.yaml": "dry-run",  # test_slurm: ladder run
     ".venv/bin/structbench chunk guide.md --json": "run",
+    # test_workflow_chunkers: the plan of config/chunkers.yaml, a KB run of external chunkers
+    ".venv/bin/snakemake --cores 2 --configfile config/qasper.yaml config/chunkers.yaml"
+    " --config 'corpora={qasper: {max_docs: 50}}'": "dry-run",
+    ".venv/bin/snakemake --cores 2 --configfile config/chunkers.yaml": "dry-run",
     "snakemake --profile profiles/slurm --configfile config/qasper.yaml": "dry-run",  # test_slurm
     # test_workflow: a second checkout on another run's cache embeds nothing
     "snakemake --profile profiles/slurm --configfile config/qasper.yaml"
