@@ -942,14 +942,19 @@ def test_a_long_paragraph_is_segmented_only_around_its_cuts(monkeypatch):
     monkeypatch.setattr(boundaries, "paragraph_boundaries", counting_full)
     monkeypatch.setattr(segmenter, "_segment_from", counting_window)
     segmenter.clear_cache()
-    s = "The cat sat on the mat near the door of the old house. "
-    tables = build([("d1", "T", [("A", 1, [s * 300, s * 2])])])  # 4,200 tokens: 12 parts of one paragraph
+    s = "The cat sat on the mat near the door! Of the old house we spoke. "  # syntok settles the start after "!"
+    tables = build([("d1", "T", [("A", 1, [s * 250, s * 2])])])  # 4,250 tokens: 13 parts of one paragraph
     reference = structural_chunks(*tables, TOK)
     assert reference.height >= 12 and not full
-    assert 11 <= len(windows) <= reference.height and max(windows) <= 2 * len(s)  # a sentence or two per cut
+    assert 11 <= len(windows) <= 2 * reference.height and max(windows) <= 2 * len(s)  # a sentence or two per cut
     windows.clear()
     fixed = fixed_chunks(tables[0], reference, TOK, paragraphs=tables[1], sections=tables[2])
     assert fixed.height >= 12 and not full and windows and max(windows) <= 4 * len(s)  # snap_tokens either side
+    # "door. Of": every sentence start is a resync point, certain without syntok
+    windows.clear()
+    segmenter.clear_cache()
+    tables = build([("d1", "T", [("A", 1, [s.replace("!", ".") * 250, s * 2])])])
+    assert structural_chunks(*tables, TOK).height >= 12 and not full and not windows
 
 
 SYNTOK_TRAPS = [
