@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import itertools
 import logging
 import re
 from collections import OrderedDict
@@ -224,9 +225,14 @@ def resync_points(text: str) -> list[int]:
                 open_.pop()
             next_bracket += 1
         # the nearest opening bracket not closed before the period must be out of a skip's reach
-        if not open_ or len(_RUN.findall(text, open_[-1], period)) > _BRACKET_REACH + 2:
+        if not open_ or _runs_more_than(text, open_[-1], period, _BRACKET_REACH + 2):
             out.append(m.end())
     return out
+
+
+def _runs_more_than(text: str, start: int, end: int, limit: int) -> bool:
+    """Whether ``text[start:end]`` holds more than ``limit`` whitespace-delimited runs (reads limit + 1 at most)."""
+    return sum(1 for _ in itertools.islice(_RUN.finditer(text, start, end), limit + 1)) > limit
 
 
 def _closing_tokens(text: str) -> list[int]:
