@@ -1209,3 +1209,32 @@ def test_a_cut_inside_a_word_falls_between_characters():
     assert chunks["n_tokens"].sum() == len(offsets)
     # "Lead" | the word, cut between characters | "tail": word cuts around the word, token cuts inside it
     assert chunks["cut"].to_list() == ["word"] + ["token"] * (chunks.height - 3) + ["word", "end"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(SYNTOK_TRAPS + ['"', "\u201d", "'", "\n"]), st.sampled_from(["", ".", ". ", "! "])),
+        min_size=1,
+        max_size=120,
+    )
+)
+def test_candidate_starts_hold_every_syntok_start_and_the_walk_finds_them(pieces):
+    """Every start syntok finds is a candidate, and walking the candidates gives syntok's starts exactly."""
+    text = " ".join(word + glue for word, glue in pieces)
+    candidates = segmenter.candidate_starts(text)
+    starts = sentence_starts(text)
+    if candidates is None:  # only a blank line (syntok's paragraph break) leaves the rule uncovered here
+        assert "\n" in text
+        return
+    assert set(starts) <= set(candidates)
+    segmenter.clear_cache()
+    assert segmenter.sentence_starts_near(text, 0, len(text))[2] == list(starts)
+
+
+def test_candidate_starts_hand_worked():
+    text = "We use BERT (Devlin et al.). It works! see below; (a) Then (b) we go."
+    # each "(" after whitespace; after ")." and after ")" before "Then"; never before lowercase ("see", "we")
+    assert [text[c : c + 3] for c in segmenter.candidate_starts(text)] == ["(De", "It ", "(a)", "The", "(b)"]
+    assert [text[c : c + 3] for c in sentence_starts(text)] == ["It ", "(a)"]  # syntok keeps two of them
+    assert segmenter.candidate_starts("one\n\ntwo") is None and segmenter.candidate_starts("a\u200bb") is None

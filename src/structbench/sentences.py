@@ -282,6 +282,8 @@ def candidate_starts(text: str) -> list[int] | None:
     found = [m.end() for m in after_ending.finditer(text)]
     found = [b for b in found if b < n and not text[b].islower()]
     found.extend(m.start() for m in opening.finditer(text) if m.start() > 0 and text[m.start() - 1].isspace())
+    if text[:1].isspace() and text.strip():  # the first sentence starts at the first token, after leading space
+        found.append(len(text) - len(text.lstrip()))
     return sorted(set(found))
 
 
