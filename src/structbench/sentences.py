@@ -10,6 +10,11 @@ semantic) in one process. Callers ask lazily, only for the paragraphs where a cu
 rule-based segmentation is the slowest step of chunking; within a long paragraph,
 :func:`sentence_starts_near` segments only a stretch around the cut, starting where syntok certainly
 starts a sentence (:func:`resync_points`), with exactly the boundaries segmenting the whole would give.
+Within a stretch most starts need no syntok at all: a start can only be one of the
+:func:`candidate_starts` (after a sentence-ending character, or at an opening bracket), the resync
+points among them are certain, and syntok runs only from the last start before each other candidate
+to the first start at or after it, stopping as soon as its state machine knows that start
+(:func:`_start_offsets`).
 
 A boundary is the offset where a sentence's first non-space character sits, and it is kept only
 when whitespace precedes it: a cut there never splits a word, so token counts of the two sides add
