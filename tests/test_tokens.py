@@ -91,6 +91,17 @@ def test_span_counts_add_up_at_word_boundaries(tok, words, data):
         assert spans.count(a, b) == tok.count(text[a:b])
 
 
+def test_starts_batch_shifts_each_texts_offsets(tok):
+    texts = ["Hello world", "", "unbelievable river."]
+    plain = tok.starts_batch(texts)
+    assert plain[0] == [start for start, _ in tok.offsets(texts[0])] and plain[1] == []
+    assert plain[2] == [0, 13, 18]  # "unbelievable" is one word piece, then "river" and "."
+    assert tok.starts_batch(texts, [0, 5, 100]) == [plain[0], [], [100 + s for s in plain[2]]]
+    assert [spans.starts for spans in tok.spans_batch(texts)] == plain
+    with pytest.raises(ValueError, match="2 shifts for 3 texts"):
+        tok.starts_batch(texts, [0, 1])
+
+
 def test_light_modules_import_no_model_library():
     code = (
         "import sys\n"

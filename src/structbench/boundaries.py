@@ -276,12 +276,13 @@ def _doc_spans(batch: list[_Doc], tokenizer: TokenCounter) -> list[TokenSpans]:
     few long ones.
     """
     texts = [doc.text[s:e] for doc in batch for s, e in zip(doc.para_starts, doc.para_ends)]
-    spans = iter(tokenizer.spans_batch(texts))
+    shifts = [s for doc in batch for s in doc.para_starts]
+    per_paragraph = iter(tokenizer.starts_batch(texts, shifts))
     out = []
     for doc in batch:
         starts: list[int] = []
-        for para_start in doc.para_starts:
-            starts.extend([para_start + start for start in next(spans).starts])
+        for _ in doc.para_starts:
+            starts.extend(next(per_paragraph))
         out.append(TokenSpans(starts))
     return out
 

@@ -10,6 +10,11 @@ semantic) in one process. Callers ask lazily, only for the paragraphs where a cu
 rule-based segmentation is the slowest step of chunking; within a long paragraph,
 :func:`sentence_starts_near` segments only a stretch around the cut, starting where syntok certainly
 starts a sentence (:func:`resync_points`), with exactly the boundaries segmenting the whole would give.
+Within a stretch most starts need no syntok at all: a start can only be one of the
+:func:`candidate_starts` (after a sentence-ending character, or at an opening bracket), the resync
+points among them are certain, and syntok runs only from the last start before each other candidate
+to the first start at or after it, stopping as soon as its state machine knows that start
+(:func:`_start_offsets`).
 
 A boundary is the offset where a sentence's first non-space character sits, and it is kept only
 when whitespace precedes it: a cut there never splits a word, so token counts of the two sides add
@@ -20,9 +25,11 @@ from __future__ import annotations
 
 import bisect
 import functools
+import itertools
 import logging
 import re
 from collections import OrderedDict
+from collections.abc import Iterator
 
 import regex
 
@@ -120,8 +127,16 @@ def sentence_starts(text: str) -> tuple[int, ...]:
 
 
 def paragraph_boundaries(text: str, start: int, end: int) -> list[int]:
-    """Absolute sentence starts of the paragraph ``text[start:end]``, its own start first."""
-    return [start] + [start + b for b in sentence_starts(text[start:end])]
+    """Absolute sentence starts of the paragraph ``text[start:end]``, its own start first.
+
+    The very starts of :func:`sentence_starts`, found by :func:`sentence_starts_near` over the whole
+    paragraph: syntok runs only around the candidates it must settle.
+    """
+    paragraph = text[start:end]
+    if len(paragraph) < 2:
+        return [start]
+    _, _, starts = sentence_starts_near(paragraph, 0, len(paragraph))
+    return [start] + [start + b for b in starts]
 
 
 def clear_cache() -> None:
@@ -144,6 +159,7 @@ _ASCII_SPACE = " \t\n\r\x0b\x0c"
 _CLOSING = re.compile(r"[)\]}]")
 _ALNUM = re.compile(r"[A-Za-z0-9]")
 _BRACKET_REACH = 50  # syntok skips bracketed text only up to 49 of its tokens past the opening bracket
+_UNCOVERED = re.compile(r"\n\s*\n|[\x1c-\x1f\u200b]")
 
 
 @functools.cache
@@ -158,7 +174,10 @@ def _syntok_rules():
     opening = re.compile("[" + re.escape("".join(sorted(State.opening_brackets))) + "]")
     never = frozenset(State.abbreviations) | frozenset(State.roman_numerals) | {"no", "No", "NO"}
     months = tuple(sorted(m for m in State.months if m[:1].isupper()))
-    return opening, never, months
+    # what a sentence can end with (a terminal's last character, a closing bracket or quote), then whitespace
+    endings = {t[-1] for t in State.terminals} | set(State.closing_brackets) | set(State.closing_quotes)
+    after_ending = re.compile("[" + re.escape("".join(sorted(endings))) + r"]\s+")
+    return opening, never, months, after_ending
 
 
 def resync_points(text: str) -> list[int]:
@@ -183,7 +202,7 @@ def resync_points(text: str) -> list[int]:
     rules = _syntok_rules()
     if rules is None:
         return []
-    opening, never, months = rules
+    opening, never, months, _ = rules
     found = []
     for m in _RESYNC.finditer(text):
         word = m.group(1)
@@ -211,9 +230,14 @@ def resync_points(text: str) -> list[int]:
                 open_.pop()
             next_bracket += 1
         # the nearest opening bracket not closed before the period must be out of a skip's reach
-        if not open_ or len(_RUN.findall(text, open_[-1], period)) > _BRACKET_REACH + 2:
+        if not open_ or _runs_more_than(text, open_[-1], period, _BRACKET_REACH + 2):
             out.append(m.end())
     return out
+
+
+def _runs_more_than(text: str, start: int, end: int, limit: int) -> bool:
+    """Whether ``text[start:end]`` holds more than ``limit`` whitespace-delimited runs (reads limit + 1 at most)."""
+    return sum(1 for _ in itertools.islice(_RUN.finditer(text, start, end), limit + 1)) > limit
 
 
 def _closing_tokens(text: str) -> list[int]:
@@ -240,13 +264,47 @@ def _closing_tokens(text: str) -> list[int]:
     return out
 
 
-class _Partial:
-    """What is known of one paragraph's sentence starts: exact stretches ``(a, b, starts in [a, b])``."""
+def candidate_starts(text: str) -> list[int] | None:
+    """Offsets where syntok 1.4 can start a sentence of ``text`` (a superset of :func:`sentence_starts`).
 
-    __slots__ = ("resync", "stretches")
+    syntok ends a sentence only in its ``Terminal`` state, which it enters with the sentence's last
+    token a terminal (``.``, ``!``, ``?``, ``;``, ...), a closing bracket or a closing quote, or with
+    the next token an opening bracket; and never when the next token begins with a lowercase letter.
+    A kept start follows whitespace, so it begins one of syntok's whitespace-delimited runs and the
+    token before it ends the previous run (syntok's tokenizer ends a run's last token at the run's
+    end). So a start is a non-space character after whitespace that is an opening bracket, or that
+    follows (across the whitespace) one of those sentence-ending characters and is not lowercase.
+    None when that reasoning does not cover ``text``: a blank line inside it (syntok starts a
+    paragraph there, whatever the case), a zero-width space or a character that Python and syntok
+    disagree is whitespace (``\\x1c``-``\\x1f``), or a syntok other than the verified version.
+    Checked on every QASPER dev and train paragraph, and by a property test.
+    """
+    rules = _syntok_rules()
+    if rules is None or _UNCOVERED.search(text) is not None:
+        return None
+    opening, _, _, after_ending = rules
+    n = len(text)
+    found = [m.end() for m in after_ending.finditer(text)]
+    found = [b for b in found if b < n and not text[b].islower()]
+    found.extend(m.start() for m in opening.finditer(text) if m.start() > 0 and text[m.start() - 1].isspace())
+    if text[:1].isspace() and text.strip():  # the first sentence starts at the first token, after leading space
+        found.append(len(text) - len(text.lstrip()))
+    return sorted(set(found))
+
+
+class _Partial:
+    """What is known of one paragraph's sentence starts: exact stretches ``(a, b, starts in [a, b])``.
+
+    ``resync`` are starts syntok certainly finds (:func:`resync_points`), ``candidates`` every offset
+    where it can find one (:func:`candidate_starts`, or None), ``certain`` the resync points as a set.
+    """
+
+    __slots__ = ("candidates", "certain", "resync", "stretches")
 
     def __init__(self, text: str):
         self.resync = resync_points(text)
+        self.candidates = candidate_starts(text)
+        self.certain = frozenset(self.resync)
         self.stretches: list[tuple[int, int, list[int]]] = []
 
 
@@ -284,7 +342,10 @@ def sentence_starts_near(text: str, lo: int, hi: int) -> tuple[int, int, list[in
             if index >= 0:
                 origin = max(origin, starts[index])
     try:
-        starts, end = _segment_from(text, origin, hi)
+        if partial.candidates is None:
+            starts, end = _segment_from(text, origin, hi)
+        else:
+            starts, end = _walk_candidates(text, partial, origin, hi)
     except Exception:  # as sentence_starts does: the whole paragraph, with its logged fallback
         return 0, n, list(sentence_starts(text))
     partial.stretches = _merged_stretches(partial.stretches, (origin, end, starts))
@@ -294,20 +355,91 @@ def sentence_starts_near(text: str, lo: int, hi: int) -> tuple[int, int, list[in
     raise AssertionError("a merged stretch covers the new one")  # pragma: no cover
 
 
+def _walk_candidates(text: str, partial: _Partial, origin: int, hi: int) -> tuple[list[int], int]:
+    """What :func:`_segment_from` returns, running syntok only where a candidate start is uncertain.
+
+    From ``origin`` the candidates (:func:`candidate_starts`) are taken in order: a resync point is
+    a start; any other is settled by syntok, run from the last start before it to the first start at
+    or after it; after a start, syntok's later starts do not depend on what preceded it (see
+    :func:`resync_points`). No candidate, no start: so the stretch is exact up to the first start
+    at or after ``hi``.
+    """
+    n = len(text)
+    candidates, certain = partial.candidates, partial.certain
+    starts = [origin] if origin > 0 else []
+    last = origin
+    index = bisect.bisect_right(candidates, origin)
+    while index < len(candidates):
+        c = candidates[index]
+        if c in certain:
+            starts.append(c)
+            last = c
+            index += 1
+        else:
+            found, end = _segment_from(text, last, c)
+            starts.extend(b for b in found if b > last)
+            if end >= n:
+                return starts, n
+            last = end
+            index = bisect.bisect_right(candidates, end)
+        if last >= hi:
+            return starts, last
+    return starts, n
+
+
 def _segment_from(text: str, origin: int, hi: int) -> tuple[list[int], int]:
     """Sentence starts of ``text`` from ``origin`` (0 or a sentence start) to the first at or after ``hi``."""
     n = len(text)
     out = []
-    for paragraph in _analyze(text[origin:]):
-        for sentence in paragraph:
-            if not sentence:
-                continue
-            b = origin + sentence[0].offset
-            if 0 < b < n and text[b - 1].isspace() and not text[b].isspace() and (not out or b > out[-1]):
-                out.append(b)
-                if b >= hi:
-                    return out, b
+    for offset in _start_offsets(text[origin:]):
+        b = origin + offset
+        if 0 < b < n and text[b - 1].isspace() and not text[b].isspace() and (not out or b > out[-1]):
+            out.append(b)
+            if b >= hi:
+                return out, b
     return out, n
+
+
+def _start_offsets(text: str) -> Iterator[int]:
+    """The offsets of :func:`_sentence_offsets`, each as soon as syntok's state machine knows it.
+
+    syntok yields a sentence only once it has read to its end, so waiting for the sentence that
+    starts at or after a cut would segment one sentence too many. Its state machine knows a start
+    earlier: when it enters ``Terminal`` (a sentence ends), the next sentence begins at the first
+    token still ahead (``FirstToken`` moves exactly that token first), read here from its queue at
+    ``Terminal`` or, when the queue was empty, at the ``FirstToken`` state that fetched it. A token
+    with an empty value (trailing whitespace) starts no sentence: syntok drops such a sentence.
+    Without the verified syntok, the offsets of whole sentences, as :func:`_sentence_offsets`.
+    """
+    if _syntok_rules() is None:
+        yield from _sentence_offsets(text)
+        return
+    from syntok._segmentation_states import Begin, FirstToken, Terminal
+    from syntok.segmenter import preprocess_with_offsets
+
+    for offset, paragraph in preprocess_with_offsets(text):
+        last = -1
+        peek = False
+        for state in Begin(_tokens(paragraph, offset)):
+            if peek and isinstance(state, FirstToken) and state._queue:
+                token = state._queue[0]
+                if token.value and token.offset > last:
+                    last = token.offset
+                    yield last
+            peek = False
+            if state.at_sentence:
+                history = state.collect_history()
+                if history and (len(history) > 1 or history[0].value) and history[0].offset > last:
+                    last = history[0].offset  # a paragraph's first sentence (later ones were peeked)
+                    yield last
+                if isinstance(state, Terminal):
+                    if state._queue:
+                        token = state._queue[0]
+                        if token.value and token.offset > last:
+                            last = token.offset
+                            yield last
+                    else:
+                        peek = True
 
 
 def _merged_stretches(stretches, new):

@@ -17,6 +17,7 @@ import functools
 import hashlib
 import importlib.util
 import json
+import operator
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -31,6 +32,7 @@ DEFAULT_TOKENIZER = defaults.TOKENIZER
 # tokenized once gives every span's count by counting token starts (no re-tokenization per span).
 _WHITESPACE_SPLITTERS = {"BertPreTokenizer", "Whitespace", "WhitespaceSplit"}
 _FINER_SPLITTERS = {"Punctuation", "Digits", "UnicodeScripts"}  # harmless after a whitespace split
+_first = operator.itemgetter(0)
 
 
 class TokenCounter:
@@ -78,12 +80,26 @@ class TokenCounter:
 
     def spans_batch(self, texts: Sequence[str]) -> list[TokenSpans]:
         """Token start offsets of many texts in one parallel call."""
+        return [TokenSpans(starts) for starts in self.starts_batch(texts)]
+
+    def starts_batch(self, texts: Sequence[str], shifts: Sequence[int] | None = None) -> list[list[int]]:
+        """Token start offsets of many texts in one parallel call, those of ``texts[i]`` plus ``shifts[i]``.
+
+        The shift places a paragraph's tokens in its document without a second pass over them; the
+        offsets are read with C-level ``map`` (no Python loop per token).
+        """
         texts = list(texts)
         if not texts:
             return []
+        encodings = self._tokenizer.encode_batch(texts, add_special_tokens=False)
+        if shifts is None:
+            return [list(map(_first, encoding.offsets)) for encoding in encodings]
+        shifts = list(shifts)
+        if len(shifts) != len(texts):
+            raise ValueError(f"starts_batch got {len(shifts)} shifts for {len(texts)} texts")
         return [
-            TokenSpans([start for start, _ in encoding.offsets])
-            for encoding in self._tokenizer.encode_batch(texts, add_special_tokens=False)
+            list(map(shift.__add__, map(_first, encoding.offsets))) if shift else list(map(_first, encoding.offsets))
+            for shift, encoding in zip(shifts, encodings)
         ]
 
 
