@@ -258,9 +258,7 @@ def all_chunk_sets():
     """(corpus, chunk set) -> chunks table, for every chunk set a condition uses and the structural set
     each size-matched set is matched to."""
     chunksets = {c.chunkset for c in CONDITIONS.values()}
-    chunksets = sorted(
-        chunksets | {f"structural/{c.structure_token}" for c in CONDITIONS.values() if size_matched(c)}
-    )
+    chunksets = sorted(chunksets | {f"structural/{c.structure_token}" for c in CONDITIONS.values() if size_matched(c)})
     return {
         (corpus, chunkset): f"{R}/{corpus}/chunks/{chunkset}.parquet" for corpus in CORPORA for chunkset in chunksets
     }
