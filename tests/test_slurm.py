@@ -351,13 +351,15 @@ def test_the_runs_here_check_job_states_at_most_a_second_apart():
 
 
 def test_every_gpu_kind_rule_declares_the_gpu_resource():
-    """Static: a rule that runs a model (its conda env is a gpu-* env) declares resources gpu=1."""
+    """Static: a rule that runs a model (its conda env is a gpu-* env) declares resources gpu=1, or
+    gpu=gpus_of(<its model entry>): 1 for a local model, 0 for an endpoint (tests/test_workflow_endpoint.py)."""
     from workflow_rules import parse_rules
 
     rules = parse_rules()
     gpu_kind = {name for name, rule in rules.items() if rule.conda.startswith("gpu-")}
     assert gpu_kind >= GPU_RULES
     for name in gpu_kind:
-        assert rules[name].resources.get("gpu") == "1", (name, rules[name].resources)
+        gpu = rules[name].resources.get("gpu", "")
+        assert gpu == "1" or gpu.startswith("gpus_of("), (name, rules[name].resources)
     for name in set(rules) - gpu_kind:
         assert "gpu" not in rules[name].resources, name
