@@ -429,6 +429,19 @@ class Embedded:
     report: dict
 
 
+def add_lookup_totals(totals: dict, n_texts: int, lookup) -> None:
+    """Add one cache lookup's counts (texts, distinct, encoded, from cache, quarantined) to an encoder's
+    running totals: the embedding report's cache columns, the same for local and endpoint encoders."""
+    for key, value in (
+        ("n_texts", n_texts),
+        ("n_distinct", lookup.n_computed + lookup.n_from_cache),
+        ("n_encoded", lookup.n_computed),
+        ("n_from_cache", lookup.n_from_cache),
+        ("n_quarantined", lookup.n_quarantined),
+    ):
+        totals[key] += value
+
+
 class CachedEncoder:
     """``encoder(texts) -> float32 rows`` through the content-addressed cache, for a step that embeds in
     several calls (the model-free inducer: paragraphs, then title candidates). The model loads once, on
@@ -466,14 +479,7 @@ class CachedEncoder:
             max(self.truncation.max_tokens, counted.max_tokens),
         )
         lookup = self.cache.get_or_compute(texts, self._compute, verb="encoded")
-        for key, value in (
-            ("n_texts", len(texts)),
-            ("n_distinct", lookup.n_computed + lookup.n_from_cache),
-            ("n_encoded", lookup.n_computed),
-            ("n_from_cache", lookup.n_from_cache),
-            ("n_quarantined", lookup.n_quarantined),
-        ):
-            self.totals[key] += value
+        add_lookup_totals(self.totals, len(texts), lookup)
         if not texts:
             # No text (a corpus whose query generation kept none) still needs the model's width: retrieval
             # searches a (0, d) query matrix against d-wide chunk vectors.

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from structbench.cache import VectorCache, read_shard
-from structbench.embed import TruncationCount, complete_entry
+from structbench.embed import TruncationCount, add_lookup_totals, complete_entry
 
 log = logging.getLogger(__name__)
 
@@ -328,14 +328,7 @@ class EndpointEncoder:
         )
         round_size = self.spec.batch_size * self.spec.concurrency
         lookup = self.cache.get_or_compute(texts, self._compute, chunk_size=round_size, verb="embedded by the endpoint")
-        for key, value in (
-            ("n_texts", len(texts)),
-            ("n_distinct", lookup.n_computed + lookup.n_from_cache),
-            ("n_encoded", lookup.n_computed),
-            ("n_from_cache", lookup.n_from_cache),
-            ("n_quarantined", lookup.n_quarantined),
-        ):
-            self.totals[key] += value
+        add_lookup_totals(self.totals, len(texts), lookup)
         if not texts:
             # (0, d) for an empty text set; d from the cache, else one probe request.
             if self.dimension is None:
