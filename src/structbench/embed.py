@@ -442,6 +442,17 @@ def add_lookup_totals(totals: dict, n_texts: int, lookup) -> None:
         totals[key] += value
 
 
+def encoder_report(totals: dict, truncation: TruncationCount, namespace: str) -> dict:
+    """An encoder's embedding report: its cache totals, its truncation count and its cache namespace."""
+    return {
+        **totals,
+        "max_seq_length": truncation.max_seq_length,
+        "n_truncated": truncation.n_truncated,
+        "max_tokens": truncation.max_tokens,
+        "namespace": namespace,
+    }
+
+
 class CachedEncoder:
     """``encoder(texts) -> float32 rows`` through the content-addressed cache, for a step that embeds in
     several calls (the model-free inducer: paragraphs, then title candidates). The model loads once, on
@@ -487,13 +498,7 @@ class CachedEncoder:
         return lookup.vectors
 
     def report(self) -> dict:
-        return {
-            **self.totals,
-            "max_seq_length": self.truncation.max_seq_length,
-            "n_truncated": self.truncation.n_truncated,
-            "max_tokens": self.truncation.max_tokens,
-            "namespace": self.cache.directory.name,
-        }
+        return encoder_report(self.totals, self.truncation, self.cache.directory.name)
 
 
 def make_encoder(entry: dict | EmbedderSpec, cache_root: str | Path, threads: int | None = None):

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from structbench.cache import VectorCache, read_shard
-from structbench.embed import TruncationCount, add_lookup_totals, complete_entry
+from structbench.embed import TruncationCount, add_lookup_totals, complete_entry, encoder_report
 
 log = logging.getLogger(__name__)
 
@@ -343,11 +343,7 @@ class EndpointEncoder:
 
     def report(self) -> dict:
         return {
-            **self.totals,
-            "max_seq_length": self.truncation.max_seq_length,
-            "n_truncated": self.truncation.n_truncated,
-            "max_tokens": self.truncation.max_tokens,
-            "namespace": self.cache.directory.name,
+            **encoder_report(self.totals, self.truncation, self.cache.directory.name),
             "tokens_distinct": self.tokens_distinct,
             "tokens_sent": self.tokens_sent,
             "tokens_billed": self.tokens_billed,
