@@ -173,12 +173,13 @@ def make_resume(workdir: Path) -> subprocess.CompletedProcess:
 
 
 def measured_files(workdir: Path) -> dict[str, bytes]:
-    """Relative path -> bytes of every score, contrast and vector file of a run."""
+    """Relative path -> bytes of every vector, run (ranking), score and contrast file of a run."""
     results = workdir / "results"
     paths = [
         *results.glob("*/scores/**/*.parquet"),
         *results.glob("contrasts/**/*.parquet"),
         *results.glob("*/vectors/**/*.npy"),
+        *results.glob("*/runs/**/*.parquet"),
     ]
     return {str(path.relative_to(workdir)): path.read_bytes() for path in paths}
 

@@ -16,39 +16,25 @@ of which moves vectors in their last bits. There is never an empty fingerprint: 
 be located is an error.
 
 **Vectors do not depend on batch company** (:func:`encode`). In a padded batch a text's vector moves
-by ~7e-8 with its companions (padding changes the sequence length of the matrix products and with it
-their summation order), so vector files — and through near-ties, rankings — would depend on job order
-and cache history. :func:`encode` instead runs every text at a length fixed by the text alone: its own
-token count rounded up to a multiple of ``BUCKET_WIDTH`` (32, capped at ``max_seq_length``), in
-micro-batches of up to ``batch_size`` texts of that same bucket. Padded positions are masked, so they
-change nothing but the (now fixed) shape. A text's bits then depend only on its own tokens, given one
-property of the kernels: a row of a matrix product does not depend on how many rows the product has.
-That holds for torch's CPU kernels here, checked bit for bit on the machine running them by
-``tests/test_embed.py`` (a text alone == among any companions, in any order) and
-``benchmarks/bench_embed.py`` (also 1 thread == 2 threads). cuBLAS may pick kernels by row count, so
-on a GPU every micro-batch is filled to exactly ``batch_size`` rows (``fixed_rows``): one shape per
-bucket whatever the company, and ``batch_size`` joins the namespace there. (The fill path is tested on
-CPU; no GPU was available to check its bits on one.)
+by ~1e-7 with its companions: padding changes the sequence length of the matrix products, and the
+number of rows in a pass changes which kernel the math library picks (on one CPU of this kind with
+AMX, a text alone and the same text with 1..4 bucket-mates differed by 1.3e-7, with 7, 16 or 30 they
+did not). So vector files — and through near-ties, rankings — would depend on job order and cache
+history. :func:`encode` instead gives every forward pass a shape fixed by the text alone: the text's
+own token count rounded up to a multiple of ``BUCKET_WIDTH`` (32, capped at ``max_seq_length``), and
+exactly :func:`pass_rows` rows — ``CPU_ROWS`` (4) on a CPU whatever ``batch_size`` says,
+``batch_size`` on a GPU — a pass with fewer texts of that bucket is filled with copies of its last
+text, whose outputs are discarded. Padded positions are masked. With the shape fixed, every kernel
+choice is fixed too, on whatever instruction set, and a row of a fixed-shape matrix product does not
+depend on the values of the other rows. Checked bit for bit on the machine running them by
+``tests/test_embed.py`` (a text alone == among any companions, in any order, any ``batch_size``) and
+``benchmarks/bench_embed.py`` (also 1 thread == 2 threads). ``batch_size`` joins the namespace on a
+GPU only, where it is the row count.
 
-Options measured on the development CPU (``benchmarks/bench_embed.py``: MiniLM, 64 QASPER passages of
-~220 tokens, passages/s relative to sentence-transformers at batch 32 in the same run; 2 cores shared
-with other jobs, so runs differ by +-30% and both thread counts are shown):
-
-    option                               1 thread        2 threads, contended   exact?
-    sentence-transformers batch 32       1.00            1.00                   no (moves 6.7e-08)
-    batch of 1                           0.90 .. 1.33    0.16                   yes
-    exact-length micro-batches           0.97 .. 1.35    0.37                   yes (few texts share a length)
-    length buckets of 32 (chosen)        0.92 .. 1.21    0.98                   yes
-    same, fixed 32 rows (GPU path)       0.62 .. 0.77    0.73                   yes
-    content-sorted fixed micro-batches   0.82 .. 1.07    1.12                   no (companions change with the cache)
-    rounding to 1e-6                     -               -                      no (values near a boundary flip)
-
-On one thread, batch of 1, exact-length groups and length buckets are all within the noise of today's
-path (filler rows, the GPU path, cost a quarter or more on a CPU). With two threads on a busy machine
-each small forward pass synchronizes the threads, and batch of 1 runs 6x slower than length buckets;
-buckets also keep GPU batches full. So the cost of exactness with length buckets is nothing measurable
-against the batch-32 path (0.92..1.21 on one thread, 0.98 on two); the padding they add is at most 31
-tokens per text, on average about 7% of a 220-token passage.
+Why 4 rows on a CPU (MiniLM, 192 QASPER dev paragraphs of every length, 2 threads, best of 3, texts/s
+against sentence-transformers batch 32 in the same run): 1 row 1.00, 2 rows 1.23, **4 rows 1.42**,
+8 rows 1.40, 16 rows 1.22, 32 rows 0.68. Small passes keep activations in cache and waste few filler
+rows (at most 3 per length bucket per call); one row pays the threads' synchronization per pass.
 
 Truncation is counted, not silent (:func:`count_truncated`): the texts whose token count in the
 model's own tokenizer (``tokenizer.json`` through the ``tokenizers`` library, special tokens
@@ -86,8 +72,9 @@ _NOT_FINGERPRINTED_DIRS = {".git", ".cache", "onnx", "openvino"}
 _NOT_FINGERPRINTED_SUFFIXES = {".md", ".png", ".jpg"}
 FILE_HASH_INDEX = "file-hashes.json"
 
-ENCODING_SCHEME = "length-buckets-v1"  # see the module docstring; part of every namespace
+ENCODING_SCHEME = "length-buckets-v2"  # see the module docstring; part of every namespace
 BUCKET_WIDTH = 32  # tokens; padded lengths are multiples of this (capped at max_seq_length)
+CPU_ROWS = 4  # rows in every CPU forward pass, whatever batch_size (chosen by measurement: module docstring)
 LIBRARIES = ("torch", "transformers", "sentence-transformers")
 LOCAL_KIND = "local"  # an embedders entry without ``kind`` is a local model; ``openai``: structbench.endpoint
 
@@ -376,22 +363,32 @@ def embedding_dimension(model) -> int:
     return method()
 
 
+def pass_rows(batch_size: int, fixed_rows: bool) -> int:
+    """Rows in every forward pass: ``batch_size`` on the GPU path (``fixed_rows``), else ``CPU_ROWS``.
+
+    A constant on the CPU, whatever ``batch_size``: the math libraries pick kernels by shape and CPUs of
+    this kind pick differently (AVX2, AVX-512, AMX), so the only rule that holds on all of them is one
+    shape per bucket, independent of the settings too (module docstring)."""
+    return batch_size if fixed_rows else CPU_ROWS
+
+
 def encode(
     model, texts: Sequence[str], batch_size: int, fixed_rows: bool = False, bucket_width: int = BUCKET_WIDTH
 ) -> np.ndarray:
     """L2-normalized float32 vectors of shape (len(texts), dim), each independent of its companions.
 
-    Each text runs padded to :func:`bucket_length` of its own token count, in a micro-batch of at most
-    ``batch_size`` texts of that bucket (module docstring). With ``fixed_rows`` every micro-batch is
-    filled to exactly ``batch_size`` rows, so each forward pass has one shape per bucket whatever the
-    company (the GPU path: cuBLAS may choose kernels by row count). ``bucket_width`` 1 groups texts by
-    exact token length (no padding at all). Rows come back in input order."""
+    Each text runs padded to :func:`bucket_length` of its own token count, in a forward pass of exactly
+    :func:`pass_rows` rows of texts of that bucket; a pass with fewer texts is filled with copies of its
+    last text, whose outputs are discarded (module docstring). So every forward pass a text takes part
+    in has one shape, fixed by the text alone. ``bucket_width`` 1 groups texts by exact token length.
+    Rows come back in input order."""
     import torch
 
     dimension = embedding_dimension(model)
     vectors = np.zeros((len(texts), dimension), dtype=np.float32)
     if not texts:
         return vectors
+    rows = pass_rows(batch_size, fixed_rows)
     features = tokenize_unpadded(model, texts)
     by_bucket: dict[int, list[int]] = {}
     for index, item in enumerate(features):
@@ -400,11 +397,9 @@ def encode(
         ).append(index)
     with torch.inference_mode():
         for length, indices in sorted(by_bucket.items()):
-            for start in range(0, len(indices), batch_size):
-                part = indices[start : start + batch_size]
-                batch = _padded_batch(
-                    model, [features[i] for i in part], length, batch_size if fixed_rows else len(part)
-                )
+            for start in range(0, len(indices), rows):
+                part = indices[start : start + rows]
+                batch = _padded_batch(model, [features[i] for i in part], length, rows)
                 output = model(batch)["sentence_embedding"][: len(part)]
                 vectors[part] = torch.nn.functional.normalize(output.float(), p=2, dim=1).cpu().numpy()
     return vectors
@@ -412,10 +407,7 @@ def encode(
 
 def encoding_scheme(batch_size: int, fixed_rows: bool) -> dict:
     """The namespace entry for :func:`encode`'s settings: only what can change a vector's bits."""
-    scheme = {"name": ENCODING_SCHEME, "bucket_width": BUCKET_WIDTH}
-    if fixed_rows:
-        scheme["rows"] = batch_size
-    return scheme
+    return {"name": ENCODING_SCHEME, "bucket_width": BUCKET_WIDTH, "rows": pass_rows(batch_size, fixed_rows)}
 
 
 # ---- entry points ------------------------------------------------------------------------------
