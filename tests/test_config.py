@@ -212,11 +212,25 @@ def test_nested_command_line_strings_get_the_schema_type():
         ),
         ({"select": {"corpora": ["nope"]}}, r"select\.corpora names \['nope'\]"),
         ({"select": {"conditions": ["G3", "G9"]}}, r"select\.conditions names \['G9'\]"),
+        # Cutoffs deeper than the ranking: R@50 from 5-deep rankings would be a silent wrong number.
+        ({"retrieval__top_k": 5}, r"metric cov_nDCG@10 ranks deeper than retrieval\.top_k = 5 keeps"),
+        ({"retrieval__top_k": 20}, r"metric R@50 ranks deeper than retrieval\.top_k = 20 keeps: raise .* at least 50"),
+        # 30 chunks of >= 60 tokens are sure of 1800 tokens only: budget 2048 could stop at the ranking's end.
+        (
+            {"retrieval__top_k": 30, "metrics__recall_k": 30},
+            r"metric budget_cov@2048: retrieval\.top_k = 30 chunks of at least chunking\.t_min = 60 tokens are sure "
+            r"to hold only 1800 tokens, less than the budget 2048: raise retrieval\.top_k to at least 35",
+        ),
     ],
 )
 def test_cross_key_errors_name_the_key(overrides, named):
     with pytest.raises(ConfigError, match=named):
         checked(**overrides)
+
+
+def test_cutoffs_at_the_ranking_depth_check():
+    # 50 ranks keep R@50; 50 chunks of >= 60 tokens are sure of 3000 tokens, more than budget 2048.
+    checked(retrieval__top_k=50)
 
 
 def test_select_conditions_keeps_only_contrasts_whose_conditions_all_run():

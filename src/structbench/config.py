@@ -180,6 +180,7 @@ def check_config(config: dict, metric_names: list[str]) -> tuple[dict, dict]:
             raise ConfigError(
                 f"select.{kind} names {unknown}, which config.{kind} does not declare ({list(config[kind])})"
             )
+    check_metric_depth(config, metric_names)
     check_llm_config(config, conditions)
     check_querygen_config(config)
     check_retrieval_config(config, conditions)
@@ -189,6 +190,32 @@ def check_config(config: dict, metric_names: list[str]) -> tuple[dict, dict]:
     )
     require_chunker_libraries(config, selected)
     return selected, selected_contrasts
+
+
+def check_metric_depth(config: dict, metric_names: list[str]) -> None:
+    """Every metric cutoff within what retrieval keeps (``retrieval.top_k`` ranks per query).
+
+    A rank cutoff ``@k`` deeper than ``top_k`` would be computed from a shorter ranking than its name
+    says. A token budget is filled from the ranking too: every chunk holds at least ``chunking.t_min``
+    content tokens (a document shorter than that is its one chunk), so ``top_k * t_min`` tokens is the
+    most a budget can be sure to find; a larger budget could silently stop at the ranking's end."""
+    from structbench.metrics.registry import parse_metric
+
+    top_k, t_min = config["retrieval"]["top_k"], config["chunking"]["t_min"]
+    for name in metric_names:
+        metric = parse_metric(name)
+        kind = metric.definition.cutoff
+        if kind == "k" and metric.cutoff > top_k:
+            raise ConfigError(
+                f"metric {name} ranks deeper than retrieval.top_k = {top_k} keeps: "
+                f"raise retrieval.top_k to at least {metric.cutoff} or lower the cutoff"
+            )
+        if kind == "budget" and metric.cutoff > top_k * t_min:
+            raise ConfigError(
+                f"metric {name}: retrieval.top_k = {top_k} chunks of at least chunking.t_min = {t_min} tokens "
+                f"are sure to hold only {top_k * t_min} tokens, less than the budget {metric.cutoff}: "
+                f"raise retrieval.top_k to at least {-(-metric.cutoff // t_min)} or lower the budget"
+            )
 
 
 def external_chunker_names(conditions: dict) -> list[str]:
