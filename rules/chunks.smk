@@ -82,6 +82,8 @@ rule texts:
         tokenizer=config["tokenizer"],
         separator=config["prefix"]["separator"],
         seed=config["seed"],
+        # A prefix never takes more than half the chunk bound (structbench.prefixes.budget).
+        max_prefix_tokens=config["chunking"]["t_max"] // 2,
         code=script_code("render_texts"),
     script:
         "../workflow/scripts/render_texts.py"

@@ -178,3 +178,61 @@ def test_a_depth_beyond_the_corpus_is_reported_as_capped():
     assert report["capped_chunks"] == 2
     _, report = render_texts(documents, chunks, "none", TOK)
     assert "capped_chunks" not in report
+
+
+# ---- the prefix budget (structbench.prefixes.budget) ----------------------------------------------
+
+CJK_TITLE = "自然语言处理是计算机科学和人工智能的一个分支研究如何让计算机理解人类语言" * 4
+THAI_TITLE = "ภาษาไทยเขียนติดกันโดยไม่มีการเว้นวรรคระหว่างคำในประโยคเดียวกัน" * 4
+
+
+def test_a_prefix_over_budget_is_cut_title_by_title_to_equal_lengths():
+    from structbench.prefixes.budget import ELLIPSIS, fit_prefix, water_level
+
+    # Water-filling, hand-worked: lengths 2, 10, 30 within 24 -> cap 12 (2 + 10 + 12 = 24; 13 gives 25),
+    # within 23 -> cap 11: the short titles stay whole, the longest is cut.
+    assert water_level([2, 10, 30], 24) == 12 and water_level([2, 10, 30], 23) == 11
+    assert water_level([5, 5], 100) == 5 and water_level([40, 40], 0) == 1
+    render = lambda items: render_prefix(items)  # noqa: E731
+    short = ("Paper", "Methods")
+    assert fit_prefix(short, render, 50, TOK) == (render(short), False)
+    path = ("Paper", "Methods", " ".join(f"word{i}" for i in range(80)))
+    prefix, cut = fit_prefix(path, render, 40, TOK)
+    assert cut and TOK.count(prefix) <= 40
+    assert prefix.startswith("[Paper > Methods > word0") and prefix.endswith(ELLIPSIS + "]\n\n")
+    # Depth is kept: still three elements.
+    assert prefix.count(" > ") == 2
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    titles=st.lists(
+        st.one_of(
+            st.sampled_from([CJK_TITLE, THAI_TITLE, "Intro", "x" * 300, "a " * 200]),
+            st.text(min_size=1, max_size=400),
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+    budget=st.integers(12, 200),
+)
+def test_every_rendered_prefix_fits_its_budget(titles, budget):
+    documents, chunks = make([("d", titles)])
+    texts, report = render_texts(documents, chunks, f"path:{len(titles)}", TOK, max_prefix_tokens=budget)
+    assert texts["prefix_tokens"].max() <= budget
+    assert report["max_prefix_tokens"] <= budget and report["max_prefix_tokens_allowed"] == budget
+    whole = TOK.count(render_prefix(titles))
+    assert report["shortened_prefixes"] == (1 if whole > budget else 0)
+    if whole <= budget:  # within budget: untouched
+        assert texts["prefix"][0] == render_prefix(titles)
+
+
+def test_cjk_markdown_with_induced_titles_keeps_prefixes_within_half_of_t_max():
+    from structbench.api import chunk_markdown
+
+    sentences = ("深度学习模型在图像识别任务中表现出色。", "自然语言处理研究计算机如何理解人类语言。")
+    paragraphs = [sentences[i % 2] * (3 + i % 4) for i in range(30)]
+    result = chunk_markdown("# 文档\n\n" + "\n\n".join(paragraphs), depth=3, induce="segmentation", t_max=350)
+    chunks = list(result)
+    assert chunks and max(chunk.prefix_tokens for chunk in chunks) <= 175
+    assert all(len(title) <= 73 for chunk in chunks for title in chunk.path)

@@ -18,6 +18,7 @@ from structbench.structure.agreement import agreement_summary
 from structbench.structure.sections import STATUS
 from structbench.structure.segmentation import (
     STOPWORDS,
+    TITLE_CHARS_PER_WORD,
     boundary_levels,
     candidate_phrases,
     compose_title,
@@ -230,6 +231,10 @@ ODD_PARAGRAPHS = (
                 "Same paragraph text.",
                 "ünïcödé wörds ḿixed",
                 "a\n\nb",
+                # Text without spaces: one "word" of hundreds of characters.
+                "自然语言处理是计算机科学和人工智能的一个分支，研究如何让计算机理解人类语言。" * 8,
+                "ภาษาไทยเขียนติดกันโดยไม่มีการเว้นวรรคระหว่างคำในประโยคเดียวกัน" * 6,
+                "日本語の文章は単語の間に空白を入れずに書かれるのが普通である。" * 10,
             ]
         ),
         st.builds(
@@ -276,9 +281,14 @@ def test_adversarial_paragraph_lists_always_tile_and_verify(texts, window, min_p
         assert min(lengths) >= min_paragraphs
     assert status["sections"].to_list() == [sections.height]
     assert status["status"].to_list() == ["usable" if sections.height > 1 else "failed"]
-    for title in sections["title"].to_list():
-        assert title.strip() and not re.fullmatch(r"Section \d+", title)
-        assert len(title.split()) <= 4
+    for title, start, end in zip(*(sections[c].to_list() for c in ("title", "para_start", "para_end"))):
+        assert title.strip() and len(title.split()) <= 4
+        assert len(title) <= TITLE_CHARS_PER_WORD * 4 + 1  # bounded in characters too (CJK, Thai: one "word")
+        # Numbered by position only when the section holds no letter or digit at all (punctuation only).
+        if re.fullmatch(r"Section \d+", title):  # its own paragraphs (a part of what it was titled from)
+            assert not any(ch.isalnum() for ch in "".join(texts[start:end]))
+        else:
+            assert any(ch.isalnum() for ch in title)
 
 
 def test_three_hundred_paragraphs_and_long_ones():

@@ -139,7 +139,14 @@ def chunk_markdown(
     if not parsed.title:  # untitled: drop the empty title slot; depth still counts it
         chunks = chunks.with_columns(pl.col("path").list.slice(1))
         levels = max(depth - 1, 0)
-    texts, _ = render_texts(documents, chunks, f"path:{levels}" if levels else "none", counter, separator=separator)
+    texts, _ = render_texts(
+        documents,
+        chunks,
+        f"path:{levels}" if levels else "none",
+        counter,
+        separator=separator,
+        max_prefix_tokens=t_max // 2,  # a prefix never takes more than half the chunk bound
+    )
     flat = documents["text"][0]
     result = ChunkList(flat_text=flat, title=parsed.title)
     for start, end, n_tokens, path, prefix, embed_text, prefix_tokens in zip(

@@ -14,6 +14,7 @@ with step_log(snakemake.log[0], "texts") as log:
         load_tokenizer(snakemake.params.tokenizer),
         separator=snakemake.params.separator,
         seed=snakemake.params.seed,
+        max_prefix_tokens=snakemake.params.max_prefix_tokens,
         # snakemake.input is a Namedlist: `in` would read its values, not its names
         contexts=read_table(snakemake.input.contexts) if "contexts" in snakemake.input.keys() else None,  # noqa: SIM118
     )

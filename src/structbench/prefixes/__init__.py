@@ -28,6 +28,7 @@ from structbench.conditions import parse_value
 from structbench.datamodel import TEXTS
 from structbench.defaults import SEED as DEFAULT_SEED
 from structbench.defaults import SEPARATOR as DEFAULT_SEPARATOR
+from structbench.prefixes.budget import fit_prefix
 from structbench.prefixes.placebo import placebo_paths
 from structbench.tokens import TokenCounter, load_tokenizer
 
@@ -60,6 +61,7 @@ def render_texts(
     separator: str = DEFAULT_SEPARATOR,
     seed: int = DEFAULT_SEED,
     contexts: Mapping[int, str] | pl.DataFrame | None = None,
+    max_prefix_tokens: int | None = None,
 ) -> tuple[pl.DataFrame, dict]:
     """Render the texts to embed for one (chunk set, prefix) pair: a TEXTS table and a small report.
 
@@ -67,6 +69,10 @@ def render_texts(
     a table with columns ``chunk_id, context``; every chunk needs one. The report holds the prefix,
     its kind and depth, the number of chunks, mean/max prefix tokens, mean content tokens and, for a
     placebo, the residual same-document pairs and the chunks carrying them.
+
+    ``max_prefix_tokens`` bounds every prefix (the workflow passes half of ``chunking.t_max``): a longer
+    one is shortened as :mod:`structbench.prefixes.budget` says, and the report counts those chunks
+    (``shortened_prefixes``).
     """
     kind, depth = parse_prefix(prefix)
     tokenizer = load_tokenizer(tokenizer)
@@ -88,17 +94,17 @@ def render_texts(
             capped_chunks=sum(len(path) < depth for path in paths),
             max_path_depth=max((len(path) for path in paths), default=0),
         )
-    prefixes = RENDERERS[kind](
+    elements = RENDERERS[kind](
         ordered=ordered,
         doc_ids=doc_ids,
         paths=paths,
         chunk_ids=chunk_ids,
         depth=depth,
-        separator=separator,
         seed=seed,
         contexts=contexts,
         report=report,
     )
+    prefixes = _rendered(elements, separator, tokenizer, max_prefix_tokens, report)
 
     unique = sorted(set(prefixes))
     counted = dict(zip(unique, tokenizer.count_batch(unique)))
@@ -121,15 +127,35 @@ def render_texts(
     return texts, report
 
 
-def _no_prefix(*, chunk_ids, **_) -> list[str]:
-    return [""] * len(chunk_ids)
+def _rendered(
+    elements: list[tuple[str, ...] | None],
+    separator: str,
+    tokenizer: TokenCounter,
+    budget: int | None,
+    report: dict,
+) -> list[str]:
+    """Each chunk's prefix from its elements (``None``: no prefix), within ``budget`` tokens if given."""
+    render = lambda items: render_prefix(items, separator)  # noqa: E731
+    fitted: dict[tuple[str, ...], tuple[str, bool]] = {}
+    for items in set(elements) - {None}:
+        fitted[items] = fit_prefix(items, render, budget, tokenizer) if budget is not None else (render(items), False)
+    if budget is not None:
+        report.update(
+            max_prefix_tokens_allowed=budget,
+            shortened_prefixes=sum(items is not None and fitted[items][1] for items in elements),
+        )
+    return [fitted[items][0] if items is not None else "" for items in elements]
 
 
-def _path_prefixes(*, paths, depth, separator, **_) -> list[str]:
-    return [render_prefix(path[:depth], separator) for path in paths]
+def _no_prefix(*, chunk_ids, **_) -> list[None]:
+    return [None] * len(chunk_ids)
 
 
-def _placebo_prefixes(*, ordered, doc_ids, paths, depth, separator, seed, report, **_) -> list[str]:
+def _path_prefixes(*, paths, depth, **_) -> list[tuple[str, ...]]:
+    return [tuple(path[:depth]) for path in paths]
+
+
+def _placebo_prefixes(*, ordered, doc_ids, paths, depth, seed, report, **_) -> list[tuple[str, ...]]:
     mapping, residual = placebo_paths(ordered, depth, seed)
     lookup = {
         (d, tuple(real)): (tuple(fake), fake_doc)
@@ -144,10 +170,10 @@ def _placebo_prefixes(*, ordered, doc_ids, paths, depth, separator, seed, report
         residual_same_doc=residual,
         residual_same_doc_chunks=sum(fake_doc == d for (_, fake_doc), d in zip(chosen, doc_ids)),
     )
-    return [render_prefix(fake, separator) for fake, _ in chosen]
+    return [tuple(fake) for fake, _ in chosen]
 
 
-def _context_prefixes(*, chunk_ids, contexts, separator, **_) -> list[str]:
+def _context_prefixes(*, chunk_ids, contexts, **_) -> list[tuple[str, ...]]:
     by_chunk = _contexts(contexts)
     absent = [c for c in chunk_ids if c not in by_chunk]
     if absent:
@@ -156,7 +182,7 @@ def _context_prefixes(*, chunk_ids, contexts, separator, **_) -> list[str]:
             f"chunks have none (first chunk_ids: {absent[:5]}). "
             "Run the context-generation step first."
         )
-    return [render_prefix(str(by_chunk[c]).strip(), separator) for c in chunk_ids]
+    return [(str(by_chunk[c]).strip(),) for c in chunk_ids]
 
 
 # One renderer per prefix kind of structbench.conditions.AXES["prefix"] (a test checks they agree).

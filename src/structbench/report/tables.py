@@ -810,7 +810,8 @@ def chunk_bounds_table(inputs: ReportInputs) -> TableContent:
     "Prefixes",
     "Prefix tokens per text set; for path and placebo sets, how many chunks have a path shorter than "
     "the depth (rendered whole: capped) and the deepest path; for placebo sets, the residual "
-    "same-document assignments of the permutation.",
+    "same-document assignments of the permutation; shortened: chunks whose prefix was cut to half of "
+    "t_max tokens (each title cut to the same number of tokens, ending in an ellipsis).",
 )
 def prefixes_table(inputs: ReportInputs) -> TableContent:
     if not inputs.text_reports:
@@ -818,7 +819,9 @@ def prefixes_table(inputs: ReportInputs) -> TableContent:
     frame = pl.DataFrame(inputs.text_reports, infer_schema_length=None)
     columns = ["corpus", "boundaries", "structure", "prefix", "chunks", "mean_content_tokens", "mean_prefix_tokens"]
     columns += [
-        c for c in ("capped_chunks", "max_path_depth", "residual_same_doc", "placebo_pairs") if c in frame.columns
+        c
+        for c in ("capped_chunks", "shortened_prefixes", "max_path_depth", "residual_same_doc", "placebo_pairs")
+        if c in frame.columns
     ]
     return TableContent(frame.select(columns).sort("corpus", "boundaries", "structure", "prefix"), float_digits=1)
 

@@ -32,8 +32,11 @@ then earlier) are embedded in one ``encode`` call per document and ranked by Max
 (Carbonell & Goldstein 1998) against the section vector (the renormalised mean of its paragraph vectors):
 ``(1 - diversity) * cos(c, section) - diversity * max cos(c, chosen)``. The title is the best phrase, plus
 the second when it shares no word with the first and both fit in ``title_words`` words, joined by ", ".
-A section without any candidate (punctuation only) is titled with its first ``title_words`` words.
-Titles are never empty and never numbered.
+A section without any candidate is titled with its first ``title_words`` words that hold a letter or a
+digit, and ``Section <n>`` (its position) when it has none (punctuation only). Every title is also held to
+``TITLE_CHARS_PER_WORD * title_words`` characters (cut, ending in "…"): text without spaces (CJK, Thai)
+is one long "word". The hard bound in tokens is the prefix's (``structbench.prefixes.budget``: half of
+``t_max``). Titles are never empty.
 
 **Status** (``induction.STATUS`` columns; ``rounds`` and ``windows`` are always 1, violations and clipped
 paragraphs 0): ``usable`` when the document got more than one section; ``failed`` when it got a single
@@ -93,6 +96,7 @@ Encode = Callable[[list[str]], np.ndarray]
 
 DEPTH_EPSILON = 1e-4  # depths below this are float noise on a flat curve, not valleys
 UNITS = ("paragraph", "sentence")
+TITLE_CHARS_PER_WORD = 12  # a title of title_words words holds at most this many characters per word
 
 # English function words plus the boilerplate of papers and articles ("figure", "proposed"): never at a
 # title phrase's ends.
@@ -285,13 +289,26 @@ def compose_title(phrases: Sequence[str], title_words: int) -> str:
     for other in phrases[1:]:
         other_words = other.split()
         if len(first) + len(other_words) <= title_words and not words & {w.lower() for w in other_words}:
-            return " ".join(first) + ", " + other
-    return " ".join(first)
+            joined = " ".join(first) + ", " + other
+            if len(joined) <= TITLE_CHARS_PER_WORD * title_words:
+                return joined
+    return bounded_words(first, title_words)
 
 
-def fallback_title(text: str, title_words: int) -> str:
-    """The section's first ``title_words`` words (at most 80 characters), for text with no candidate."""
-    return " ".join(text.split()[:title_words])[:80] or "untitled"
+def bounded_words(words: Sequence[str], title_words: int) -> str:
+    """The first ``title_words`` words joined, and at most ``TITLE_CHARS_PER_WORD * title_words``
+    characters: text without spaces (CJK, Thai) is one "word", so words alone bound nothing there."""
+    text = " ".join(words[:title_words])
+    limit = TITLE_CHARS_PER_WORD * title_words
+    return text if len(text) <= limit else text[:limit].rstrip() + "…"
+
+
+def fallback_title(text: str, title_words: int, position: int) -> str:
+    """For a section with no candidate phrase: its first ``title_words`` words that hold a letter or a
+    digit (bounded as :func:`bounded_words`), or ``"Section <position>"`` when none does (punctuation
+    only: a title of punctuation says nothing)."""
+    words = [word for word in text.split() if any(ch.isalnum() for ch in word)]
+    return bounded_words(words, title_words) if words else f"Section {position}"
 
 
 def section_titles(
@@ -314,13 +331,13 @@ def section_titles(
     vectors = normalise_rows(np.asarray(encode(all_keys), dtype=np.float32)) if all_keys else None
     row = {key: index for index, key in enumerate(all_keys)}
     titles = []
-    for text, keys, target in zip(section_texts, shortlists, section_vectors):
+    for position, (text, keys, target) in enumerate(zip(section_texts, shortlists, section_vectors), 1):
         if not keys:
-            titles.append(fallback_title(text, title_words))
+            titles.append(fallback_title(text, title_words, position))
             continue
         order = mmr_order(vectors[[row[key] for key in keys]], target, 3, diversity)
         title = compose_title([surfaces[keys[i]] for i in order], title_words)
-        titles.append(title or fallback_title(text, title_words))
+        titles.append(title or fallback_title(text, title_words, position))
     return titles
 
 
