@@ -228,6 +228,13 @@ def test_cross_key_errors_name_the_key(overrides, named):
         checked(**overrides)
 
 
+def test_a_metric_needing_a_router_is_refused_at_load_for_unrouted_conditions():
+    with pytest.raises(ConfigError, match=r"metric section_recall .* conditions \['F0', 'G2', 'G3'\] are not routed"):
+        checked(GOLD, metrics={"ndcg_k": 10, "recall_k": 50, "budgets": [512], "extra": ["section_recall"]})
+    routed = {"G4": DEFAULT["conditions"]["G4"]}
+    checked(GOLD, conditions=routed, contrasts={}, metrics={"ndcg_k": 10, "recall_k": 50, "extra": ["section_recall"]})
+
+
 def test_cutoffs_at_the_ranking_depth_check():
     # 50 ranks keep R@50; 50 chunks of >= 60 tokens are sure of 3000 tokens, more than budget 2048.
     checked(retrieval__top_k=50)

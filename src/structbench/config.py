@@ -189,6 +189,7 @@ def check_config(config: dict, metric_names: list[str]) -> tuple[dict, dict]:
         conditions, contrasts, (config.get("select") or {}).get("conditions")
     )
     require_chunker_libraries(config, selected)
+    check_metric_inputs(selected, metric_names)
     return selected, selected_contrasts
 
 
@@ -215,6 +216,24 @@ def check_metric_depth(config: dict, metric_names: list[str]) -> None:
                 f"metric {name}: retrieval.top_k = {top_k} chunks of at least chunking.t_min = {t_min} tokens "
                 f"are sure to hold only {top_k * t_min} tokens, less than the budget {metric.cutoff}: "
                 f"raise retrieval.top_k to at least {-(-metric.cutoff // t_min)} or lower the budget"
+            )
+
+
+def check_metric_inputs(conditions: dict, metric_names: list[str]) -> None:
+    """Every metric's extra per-query inputs exist for every condition it scores: ``section_recall``
+    needs the sections a router kept, which only a routed retrieval kind (``two_stage``, ``toc``)
+    writes. Checked here, so the error names the conditions before any job runs."""
+    from structbench.metrics.registry import parse_metric
+    from structbench.retrieval.search import kind_inputs
+
+    unrouted = sorted(name for name, c in conditions.items() if "routing" not in kind_inputs(c.retrieval)[0])
+    for name in metric_names:
+        needs = [extra.name for extra in parse_metric(name).definition.requires]
+        if "kept_sections" in needs and unrouted:
+            raise ConfigError(
+                f"metric {name} (metrics.extra) needs the sections a router kept, which only routed "
+                f"conditions (retrieval: two_stage or toc) have; conditions {unrouted} are not routed: "
+                "select only routed conditions (select.conditions) or drop the metric"
             )
 
 
