@@ -509,6 +509,9 @@ BROKEN_YAML = {
     ),
     "tab.yaml": ("stats:\n\tseed: 1\n", r"tab\.yaml:2:1: found character '\\t' that cannot start any token"),
     "list.yaml": ("- a\n- b\n", r"list\.yaml: the top level is a list, not a mapping of config keys"),
+    "empty.yaml": ("", r"empty\.yaml: empty \(no config keys; a --configfile must set at least one\)"),
+    "comment.yaml": ("# nothing yet\n", r"comment\.yaml: empty \(no config keys.*"),
+    "braces.yaml": ("{}\n", r"braces\.yaml: empty \(no config keys.*"),
 }
 
 
@@ -521,6 +524,15 @@ def test_a_broken_config_file_is_named_with_line_and_column(tmp_path, name):
     (tmp_path / "good.yaml").write_text("stats: {seed: 1}\n")
     (problem,) = config_file_problems([tmp_path / "good.yaml", tmp_path / name])
     assert re.fullmatch(f".*{message}", problem), problem
+
+
+def test_a_missing_config_file_or_a_folder_is_named(tmp_path):
+    from structbench.config import config_file_problems
+
+    assert config_file_problems([tmp_path / "nope.yaml", tmp_path]) == [
+        f"{tmp_path / 'nope.yaml'}: no such file",
+        f"{tmp_path}: not a file",
+    ]
 
 
 def test_check_config_reads_the_configfiles_of_a_snakemake_command_line(tmp_path):

@@ -31,8 +31,9 @@ class ConfigError(ValueError):
 
 def config_file_problems(paths) -> list[str]:
     """``FILE:LINE:COLUMN: problem`` for each of ``paths`` that is not valid YAML, ``FILE: problem`` for one
-    whose top level is not a mapping (``[]`` when every file reads cleanly; a missing file is left to
-    Snakemake, whose message names it).
+    whose top level is not a mapping, ``FILE: no such file`` for a missing one and ``FILE: empty`` for one
+    that holds no keys (``[]`` when every file reads cleanly). Snakemake prints a traceback for a missing
+    ``--configfile`` and a message naming no file for an empty one.
 
     Snakemake loads ``--configfile`` itself, before it reads the workflow, and reports a YAML error as
     "Config file is not valid JSON or YAML" naming neither the file nor the line (9.27; ``--verbose``
@@ -41,7 +42,11 @@ def config_file_problems(paths) -> list[str]:
     problems = []
     for path in paths:
         path = Path(path)
+        if not path.exists():
+            problems.append(f"{path}: no such file")
+            continue
         if not path.is_file():
+            problems.append(f"{path}: not a file")
             continue
         try:
             loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -60,7 +65,9 @@ def config_file_problems(paths) -> list[str]:
         except yaml.YAMLError as error:
             problems.append(f"{path}: not valid YAML ({error})")
             continue
-        if loaded is not None and not isinstance(loaded, dict):
+        if loaded is None or loaded == {}:
+            problems.append(f"{path}: empty (no config keys; a --configfile must set at least one)")
+        elif not isinstance(loaded, dict):
             problems.append(f"{path}: the top level is a {type(loaded).__name__}, not a mapping of config keys")
     return problems
 
