@@ -257,6 +257,16 @@ def test_every_violation_is_listed_with_its_key():
     assert "retrieval.top_k: 0 is less than the minimum of 1" in str(error.value)
 
 
+def test_nan_and_infinite_numbers_are_named_wherever_they_sit():
+    config = copy.deepcopy(DEFAULT)
+    config["inducers"] = {"tiling": {"kind": "segmentation", "depth_cutoff": float("nan")}}
+    config["chunking"]["semantic_threshold"] = float("inf")
+    with pytest.raises(ConfigError) as error:
+        validate_config(config, SCHEMA)
+    assert "inducers.tiling.depth_cutoff: nan is not a finite number" in str(error.value)
+    assert "chunking.semantic_threshold: inf is not a finite number" in str(error.value)
+
+
 def test_truncation_is_warned_before_any_job_when_chunks_cannot_fit():
     from structbench.config import truncation_warnings
 

@@ -17,6 +17,7 @@ key (``chunking.t_min``, ``contrasts.C1``), never minutes into it.
 from __future__ import annotations
 
 import copy
+import math
 from pathlib import Path
 
 import yaml
@@ -113,6 +114,18 @@ def _validator_with_defaults(schema: dict):
     return extended(schema)
 
 
+def non_finite_numbers(value, path=()) -> list[tuple[tuple, float]]:
+    """``(path, value)`` of every NaN or infinite float in a config: YAML reads ``.nan`` and ``.inf`` as
+    numbers, which a schema's ``type: number`` accepts and every comparison with a bound then ignores."""
+    if isinstance(value, float):
+        return [] if math.isfinite(value) else [(path, value)]
+    if isinstance(value, dict):
+        return [found for key, item in value.items() for found in non_finite_numbers(item, (*path, key))]
+    if isinstance(value, list):
+        return [found for index, item in enumerate(value) for found in non_finite_numbers(item, (*path, index))]
+    return []
+
+
 def _key(path) -> str:
     return ".".join(str(part) for part in path) or "(top level)"
 
@@ -146,8 +159,9 @@ def validate_config(config: dict, schema_path: str | Path) -> dict:
     validator = _validator_with_defaults(load_schema(schema_path))
     _coerce_command_line_strings(validator, config)
     errors = sorted(validator.iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path])
-    if errors:
-        lines = [f"  {_key(error.absolute_path)}: {error.message}" for error in errors]
+    lines = [f"  {_key(error.absolute_path)}: {error.message}" for error in errors]
+    lines += [f"  {_key(path)}: {value!r} is not a finite number" for path, value in non_finite_numbers(config)]
+    if lines:
         raise ConfigError(
             "invalid config (workflow/schemas/config.schema.yaml; keys in config/README.md):\n" + "\n".join(lines)
         )
