@@ -146,6 +146,28 @@ def test_contrast_of_two_names_for_one_condition_is_refused():
     assert set(parse_contrasts({"C1": {"treatment": "G3b", "control": "G2"}}, conditions)) == {"C1"}
 
 
+def test_identical_axes_are_found_by_meaning_not_spelling():
+    """RRF is symmetric in its sources, and two chunkers entries with one spec are one chunker."""
+    conditions = parse_conditions(
+        {
+            "H1": axes(prefix="path:3", retrieval="rrf:none+bm25"),
+            "H2": axes(prefix="path:3", retrieval="rrf:bm25+none"),
+            "L1": axes(boundaries="external:langchain", prefix="none"),
+            "L2": axes(boundaries="external:langchain2", prefix="none"),
+            "S1": axes(boundaries="external:semchunk", prefix="none"),
+        }
+    )
+    with pytest.raises(ValueError, match=r"contrasts\.C0 compares 'H2' with 'H1', which have identical axes"):
+        parse_contrasts({"C0": {"treatment": "H2", "control": "H1"}}, conditions)
+    spec = {"library": "langchain", "kind": "recursive", "size_match": True, "options": {}}
+    chunkers = {"langchain": spec, "langchain2": dict(spec), "semchunk": spec | {"library": "semchunk"}}
+    with pytest.raises(ValueError, match=r"contrasts\.C1 compares 'L2' with 'L1', which have identical axes"):
+        parse_contrasts({"C1": {"treatment": "L2", "control": "L1"}}, conditions, chunkers)
+    assert set(parse_contrasts({"C2": {"treatment": "S1", "control": "L1"}}, conditions, chunkers)) == {"C2"}
+    # Without the chunkers entries the names are all there is to compare.
+    assert set(parse_contrasts({"C1": {"treatment": "L2", "control": "L1"}}, conditions)) == {"C1"}
+
+
 def test_llm_kinds_parse_and_their_declarations_are_checked_by_config():
     """induced:<x> and context are ordinary axis values; whether an inducer or a context LLM is
     declared for them is a cross-key check of structbench.config (tests/test_config.py)."""

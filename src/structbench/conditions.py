@@ -49,6 +49,14 @@ class Kind:
 # another prefix of the same chunk set written without its colon (path:2 -> path2), "+"-joined.
 FUSION_SOURCE = r"(?:bm25|none|context|path[1-9]|placebo[1-9])"
 FUSION_SOURCES = rf"{FUSION_SOURCE}(?:\+{FUSION_SOURCE})*"
+FUSION_SEPARATOR = "+"
+
+
+def fusion_source_names(parameter: str) -> list[str]:
+    """The runs an ``rrf:<parameter>`` value names, in the order written, as prefix values
+    (``"bm25+path3"`` -> ``["bm25", "path:3"]``)."""
+    return [re.sub(r"^(path|placebo)(\d)$", r"\1:\2", name) for name in parameter.split(FUSION_SEPARATOR)]
+
 
 AXES: dict[str, tuple[Kind, ...]] = {
     "boundaries": (
@@ -258,18 +266,33 @@ def parse_conditions(entries: dict) -> dict[str, Condition]:
     return conditions
 
 
-def _axes(condition: Condition) -> tuple[str, ...]:
-    return tuple(getattr(condition, axis) for axis in AXES)
+def _axes(condition: Condition, chunkers: dict | None = None) -> tuple:
+    """A condition's axes by meaning, not by spelling: RRF is symmetric in its sources (ties break by
+    chunk_id), so ``rrf:bm25+none`` is ``rrf:none+bm25``; two ``chunkers`` entries with one spec are one
+    chunker, so ``external:a`` is ``external:b`` when their entries are equal."""
+    meaning = []
+    for axis in AXES:
+        value = getattr(condition, axis)
+        kind, parameter = parse_value(axis, value)
+        if kind.name == "rrf":
+            value = "rrf:" + FUSION_SEPARATOR.join(sorted(fusion_source_names(parameter)))
+        elif kind.name == "external" and chunkers and parameter in chunkers:
+            value = ("external", repr(sorted((chunkers[parameter] or {}).items())))
+        meaning.append(value)
+    return tuple(meaning)
 
 
 def _axes_text(condition: Condition) -> str:
     return ", ".join(f"{axis}={getattr(condition, axis)}" for axis in AXES)
 
 
-def parse_contrasts(entries: dict, conditions: dict[str, Condition]) -> dict[str, Contrast]:
+def parse_contrasts(
+    entries: dict, conditions: dict[str, Condition], chunkers: dict | None = None
+) -> dict[str, Contrast]:
     """Validate the ``contrasts`` block: members are declared conditions, a pair compares two different ones
-    (different names and different axes: two names for one condition are a self-contrast), and a
-    conditions list holds no condition twice (by name or by axes)."""
+    (different names and different axes, by meaning (:func:`_axes`, with the ``chunkers`` entries): two
+    names for one condition are a self-contrast), and a conditions list holds no condition twice (by
+    name or by axes)."""
     contrasts = {}
     for name, entry in entries.items():
         pairwise = "treatment" in entry or "control" in entry
@@ -298,7 +321,9 @@ def parse_contrasts(entries: dict, conditions: dict[str, Condition]) -> dict[str
             )
         if len(set(contrast.conditions)) != len(contrast.conditions):
             raise ValueError(f"contrasts.{name}.conditions lists a condition twice: {list(contrast.conditions)}")
-        if pairwise and _axes(conditions[contrast.treatment]) == _axes(conditions[contrast.control]):
+        if pairwise and _axes(conditions[contrast.treatment], chunkers) == _axes(
+            conditions[contrast.control], chunkers
+        ):
             raise ValueError(
                 f"contrasts.{name} compares {contrast.treatment!r} with {contrast.control!r}, which have identical "
                 f"axes ({_axes_text(conditions[contrast.control])}): every delta is 0, and in a Holm family it "
@@ -306,7 +331,7 @@ def parse_contrasts(entries: dict, conditions: dict[str, Condition]) -> dict[str
             )
         seen: dict[tuple, str] = {}
         for member in contrast.conditions:
-            key = _axes(conditions[member])
+            key = _axes(conditions[member], chunkers)
             if key in seen:
                 raise ValueError(
                     f"contrasts.{name}.conditions: {seen[key]!r} and {member!r} have identical axes "

@@ -181,7 +181,7 @@ def check_config(config: dict, metric_names: list[str]) -> tuple[dict, dict]:
         )
     try:
         conditions = axes.parse_conditions(config["conditions"])
-        contrasts = axes.parse_contrasts(config["contrasts"], conditions)
+        contrasts = axes.parse_contrasts(config["contrasts"], conditions, config.get("chunkers"))
     except ValueError as error:
         raise ConfigError(str(error)) from None
     primary = config["stats"]["primary_metric"]

@@ -22,12 +22,12 @@ import re
 
 import polars as pl
 
-from structbench.conditions import FUSION_SOURCE, FUSION_SOURCES
+from structbench.conditions import FUSION_SEPARATOR, FUSION_SOURCE, FUSION_SOURCES, fusion_source_names
 from structbench.datamodel import conform
 from structbench.defaults import RRF_K
 
 LEXICAL_SOURCE = "bm25"
-SOURCE_SEPARATOR = "+"
+SOURCE_SEPARATOR = FUSION_SEPARATOR
 
 
 def fusion_sources(parameter: str, own_prefix: str) -> list[str]:
@@ -39,7 +39,7 @@ def fusion_sources(parameter: str, own_prefix: str) -> list[str]:
         raise ValueError(
             f"rrf sources {parameter!r}: expected {SOURCE_SEPARATOR!r}-joined names of the form {FUSION_SOURCE}"
         )
-    sources = [re.sub(r"^(path|placebo)(\d)$", r"\1:\2", name) for name in parameter.split(SOURCE_SEPARATOR)]
+    sources = fusion_source_names(parameter)
     if len(set(sources)) != len(sources):
         raise ValueError(f"rrf sources {parameter!r} name a run twice")
     if own_prefix in sources:
