@@ -266,3 +266,10 @@ def test_generated_markdown_round_trips(sections, lead):
         return  # a document without text is a counted skip in the loader
     documents, paragraphs, built = build_tables("c", [doc])
     assert verify_corpus(CorpusTables(documents, paragraphs, built)) == []
+
+
+def test_visible_text_ignores_whitespace_and_zero_width_characters():
+    from structbench.corpus.build import has_visible_text
+
+    assert not any(map(has_visible_text, ["", " \t\n", "\u200b", "\ufeff\u200d \u200c", "\u2060"]))
+    assert all(map(has_visible_text, ["a", "\u200b?", "自然", " 42 "]))

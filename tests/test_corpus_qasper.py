@@ -294,25 +294,29 @@ def test_malformed_records_and_paperless_records_are_counted_skips(tmp_path):
 
 
 def test_questions_without_text_are_counted_drops(tmp_path):
-    """A question whose text is empty, whitespace or null is never embedded: it is dropped as
+    """A question whose text is empty, whitespace, only zero-width characters (which ``str.strip`` keeps)
+    or null is never embedded: it is dropped as
     ``empty_question``, counted in the funnel and listed in the skipped table by its question id."""
     sample = json.loads(OFFICIAL10.read_text())
     paper_id = next(iter(sample))
     record = sample[paper_id]
     kept = [q for q in record["qas"] if map_question(q, EvidenceMapper(parse_paper(paper_id, record), 90))[0] == "out"]
     template = kept[0]
-    blank = [{**template, "question_id": f"blank-{i}", "question": text} for i, text in enumerate(["", " \t\n", None])]
+    blank = [
+        {**template, "question_id": f"blank-{i}", "question": text}
+        for i, text in enumerate(["", " \t\n", None, "\u200b\u200b", "\ufeff \u200d"])
+    ]
     record = {**record, "qas": [*record["qas"], *blank]}
     path = tmp_path / "blank.json"
     path.write_text(json.dumps({paper_id: record}))
     tables = load_qasper([path])
     funnel = _funnel(tables)
-    assert funnel[("questions", "dropped", "empty_question")] == 3
+    assert funnel[("questions", "dropped", "empty_question")] == 5
     assert funnel[("questions", "out", "")] == tables.queries.height == len(kept)
-    assert not set(tables.queries["qid"].to_list()) & {"blank-0", "blank-1", "blank-2"}
+    assert not set(tables.queries["qid"].to_list()) & {f"blank-{i}" for i in range(5)}
     assert all(text.strip() for text in tables.queries["text"].to_list())
     reasons = {r["record"]: r["reason"] for r in tables.skipped.to_dicts()}
-    assert {reasons[f"blank-{i}"] for i in range(3)} == {"empty_question"}
+    assert {reasons[f"blank-{i}"] for i in range(5)} == {"empty_question"}
     assert "empty_question" not in {reason for unit, _, reason in _funnel(tables) if unit == "documents"}
 
 

@@ -24,6 +24,7 @@ Section conventions shared by every loader:
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -273,6 +274,13 @@ def queries_frame(rows: Sequence[dict]) -> pl.DataFrame:
         schema_overrides={"spans": pl.List(pl.List(pl.Int64))},
     )
     return conform(frame, "queries")
+
+
+def has_visible_text(text: str) -> bool:
+    """Whether ``text`` holds a character that is neither whitespace nor an invisible format character
+    (Unicode category Cf: zero-width space U+200B, joiners, BOM): ``str.strip`` keeps those, so a
+    question of only U+200B would pass a strip test and reach the embedder as 0 tokens."""
+    return any(not ch.isspace() and unicodedata.category(ch) != "Cf" for ch in text)
 
 
 def word_count(paragraphs: Iterable[str]) -> int:

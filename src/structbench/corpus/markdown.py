@@ -66,6 +66,7 @@ from structbench.corpus.build import (
     CorpusTables,
     build_tables,
     funnel_frame,
+    has_visible_text,
     queries_frame,
     sections_from_headings,
     skipped_frame,
@@ -367,8 +368,10 @@ def _load_questions(
         question = record["question"]
         if question is not None and not isinstance(question, str):
             raise ValueError(f"{where}: question text is not a string ({question!r})")
-        if question is None or not question.strip():
-            raise ValueError(f"{where}: question has no text ({question!r}); an empty question cannot be embedded")
+        if question is None or not has_visible_text(question):
+            raise ValueError(
+                f"{where}: question has no visible text ({question!r}); an empty question cannot be embedded"
+            )
         if doc_id not in texts:
             why = "was skipped (no paragraphs)" if doc_id in skipped_ids else "is not a file stem in the folder"
             raise ValueError(f"{where}: doc_id {doc_id!r} {why}")

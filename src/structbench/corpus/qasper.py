@@ -68,6 +68,7 @@ from structbench.corpus.build import (
     build_tables,
     flat_text,
     funnel_frame,
+    has_visible_text,
     queries_frame,
     skipped_frame,
     union_spans,
@@ -321,7 +322,7 @@ def map_question(question: dict, mapper: EvidenceMapper) -> tuple[str, dict | No
     counts: Counter = Counter()
     if not isinstance(question, dict) or not all(key in question for key in ("question", "question_id", "answers")):
         return "malformed_question", None, counts
-    if not isinstance(question["question"], str) or not question["question"].strip():
+    if not isinstance(question["question"], str) or not has_visible_text(question["question"]):
         return "empty_question", None, counts
     answers = [entry.get("answer") if isinstance(entry, dict) else None for entry in question["answers"] or []]
     answers = [answer for answer in answers if isinstance(answer, dict)]
