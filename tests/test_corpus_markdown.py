@@ -189,6 +189,7 @@ def test_quote_not_in_text_names_question_file_and_quote(tmp_path):
         ('{"qid": "x", "doc_id": "gamma", "question": "", "evidence": ["Detail text."]}', r"question 'x'.*no text"),
         ('{"qid": "x", "doc_id": "gamma", "question": " \\t ", "evidence": ["Detail text."]}', r"'x'.*no text"),
         ('{"qid": "x", "doc_id": "gamma", "question": null, "evidence": ["Detail text."]}', r"'x'.*no text"),
+        ('{"qid": "x", "doc_id": "gamma", "question": "\\u200b", "evidence": ["Detail text."]}', r"'x'.*no text"),
         ('{"qid": "x", "doc_id": "gamma", "question": 7, "evidence": ["Detail text."]}', r"'x'.*not a string"),
     ],
 )

@@ -370,7 +370,7 @@ def _load_questions(
             raise ValueError(f"{where}: question text is not a string ({question!r})")
         if question is None or not has_visible_text(question):
             raise ValueError(
-                f"{where}: question has no visible text ({question!r}); an empty question cannot be embedded"
+                f"{where}: question has no text ({question!r}, invisible characters aside); it cannot be embedded"
             )
         if doc_id not in texts:
             why = "was skipped (no paragraphs)" if doc_id in skipped_ids else "is not a file stem in the folder"
