@@ -133,6 +133,32 @@ def test_cli_piped_into_head_stops_quietly(tmp_path):
     assert pipeline.stderr == ""
 
 
+def test_cli_and_api_name_bad_inputs_and_read_standard_input(tmp_path, capsys, monkeypatch):
+    import io
+
+    bad = tmp_path / "bad-front.md"
+    bad.write_text("---\ntitle: [a\n---\n\nText.\n")
+    assert main(["chunk", str(bad)]) == 2
+    assert f"{bad}: front matter is not valid YAML" in capsys.readouterr().err
+    listed = tmp_path / "list-title.md"
+    listed.write_text("---\ntitle: [Alpha, Beta]\n---\n\nText.\n")
+    assert main(["chunk", str(listed)]) == 2
+    assert f"{listed}: front matter title is a list (['Alpha', 'Beta']), not text" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["chunk", str(listed), "--separator", ""])
+    assert "--separator: must be visible text" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="separator must be visible text"):
+        chunk_markdown("# T\n\nText.", separator=" ")
+    # A depth deeper than every path renders each whole (not a 'path:100' error).
+    deep = chunk_markdown("# T\n\n## A\n\nSome text here.", depth=100, t_min=0)
+    assert [c.prefix for c in deep] == ["[T > A]\n\n"]
+    # "-" reads standard input.
+    monkeypatch.setattr("sys.stdin", io.StringIO("# Piped\n\n## Part\n\nPiped text here.\n"))
+    assert main(["chunk", "-", "--json", "--t-min", "0"]) == 0
+    (line,) = [json.loads(text) for text in capsys.readouterr().out.splitlines()]
+    assert line["path"] == ["Piped", "Part"] and line["content"] == "Piped text here."
+
+
 def test_cli_missing_file_is_named(tmp_path, capsys):
     assert main(["chunk", str(tmp_path / "absent.md")]) == 2
     assert "absent.md" in capsys.readouterr().err

@@ -24,6 +24,9 @@ from structbench.report.tables import Omitted, TableSpec, format_p
 
 def test_escape_latex_sets_specials_literally_and_writes_ascii():
     assert escape_latex("G3_d1") == r"G3\_d1"
+    # No ligatures: a condition named A--B stays two hyphens, quotes stay straight.
+    assert escape_latex("A--B") == "A-{}-B" and escape_latex("x---y-z") == "x-{}-{}-y-z"
+    assert escape_latex("``q''") == "{`}{`}q{'}{'}"
     assert escape_latex("95% CI & #1 $x") == r"95\% CI \& \#1 \$x"
     assert escape_latex(r"{a}\b~^") == r"\{a\}\textbackslash{}b\~{}\^{}"
     assert escape_latex("−0.0147 < 0.0001") == "$-$0.0147 $<$ 0.0001"

@@ -93,8 +93,12 @@ def chunk_markdown(
     induce: str | None = None,
     encode: Callable[[list[str]], np.ndarray] | None = None,
     induce_options: dict | None = None,
+    name: str = "document",
 ) -> ChunkList:
     """Chunk one Markdown document at its headings and prefix each chunk with its heading path.
+
+    ``name`` is how error messages name the document (:func:`chunk_markdown_file` passes the path).
+    ``depth`` beyond the document's deepest path renders every path whole, as a shorter path does.
 
     ``induce="segmentation"`` is for text without (usable) headings — a PDF or a transcript turned into
     paragraphs: the document's own headings are set aside and its section tree is induced by the
@@ -125,8 +129,10 @@ def chunk_markdown(
         raise ValueError(f"depth must be >= 0, got {depth}")
     if induce not in INDUCERS:
         raise ValueError(f"induce must be one of {INDUCERS}, got {induce!r}")
+    if not isinstance(separator, str) or not separator.strip():
+        raise ValueError(f"separator must be visible text such as ' > ', got {separator!r}")
     counter = load_tokenizer(tokenizer)
-    parsed = parse_markdown(text, "document", title if title is not None else "")
+    parsed = parse_markdown(text, name, title if title is not None else "")
     if not parsed.paragraphs:
         return ChunkList(flat_text="", title=parsed.title)
     documents, paragraphs, sections = build_tables("api", [parsed])
@@ -139,6 +145,8 @@ def chunk_markdown(
     if not parsed.title:  # untitled: drop the empty title slot; depth still counts it
         chunks = chunks.with_columns(pl.col("path").list.slice(1))
         levels = max(depth - 1, 0)
+    # Deeper than every path renders each whole: the same prefixes as the deepest path's depth.
+    levels = min(levels, max((len(path) for path in chunks["path"].to_list()), default=0))
     texts, _ = render_texts(
         documents,
         chunks,
@@ -200,4 +208,5 @@ def chunk_markdown_file(path: str | Path, **options) -> ChunkList:
 
     path = Path(path)
     options.setdefault("title", title_from_stem(path.stem))
+    options.setdefault("name", str(path))
     return chunk_markdown(read_utf8(path), **options)

@@ -16,6 +16,12 @@ from collections.abc import Callable, Sequence
 from structbench import defaults
 
 
+def _visible(value: str) -> str:
+    if not value.strip():
+        raise argparse.ArgumentTypeError(f"must be visible text such as ' > ', got {value!r}")
+    return value
+
+
 def _add_chunk(subparsers) -> None:
     parser = subparsers.add_parser(
         "chunk",
@@ -23,7 +29,7 @@ def _add_chunk(subparsers) -> None:
         description="Chunk FILE.md the way the study recommends (cut at headings, prefix the real heading "
         "path) and print the chunks.",
     )
-    parser.add_argument("file", metavar="FILE.md", help="a UTF-8 Markdown file")
+    parser.add_argument("file", metavar="FILE.md", help="a UTF-8 Markdown file, or - for standard input")
     parser.add_argument(
         "--depth",
         type=int,
@@ -48,7 +54,9 @@ def _add_chunk(subparsers) -> None:
         default=defaults.TOKENIZER,
         help="tokenizer.json path, directory, package or Hub id (default %(default)s)",
     )
-    parser.add_argument("--separator", default=defaults.SEPARATOR, help="path separator (default '%(default)s')")
+    parser.add_argument(
+        "--separator", type=_visible, default=defaults.SEPARATOR, help="path separator (default '%(default)s')"
+    )
     parser.add_argument(
         "--induce",
         choices=["segmentation"],
@@ -60,7 +68,7 @@ def _add_chunk(subparsers) -> None:
 
 
 def _run_chunk(args: argparse.Namespace) -> int:
-    from structbench.api import chunk_markdown_file
+    from structbench.api import chunk_markdown, chunk_markdown_file
 
     options = {
         "depth": args.depth,
@@ -72,7 +80,10 @@ def _run_chunk(args: argparse.Namespace) -> int:
     }
     if args.title:
         options["title"] = args.title
-    chunks = chunk_markdown_file(args.file, **options)
+    if args.file == "-":  # standard input: untitled unless --title or the text names one
+        chunks = chunk_markdown(sys.stdin.read(), name="<stdin>", **options)
+    else:
+        chunks = chunk_markdown_file(args.file, **options)
     out = sys.stdout
     if args.json:
         for index, chunk in enumerate(chunks):

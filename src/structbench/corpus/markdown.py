@@ -212,6 +212,11 @@ def parse_markdown(text: str, doc_id: str, title: str | None = None) -> ParsedDo
     flush()
 
     front_title = front.get("title")
+    if isinstance(front_title, (list, dict)):
+        raise ValueError(
+            f"{doc_id}: front matter title is a {type(front_title).__name__} ({front_title!r}), not text: "
+            "write it as one string"
+        )
     front_title = str(front_title).strip() if front_title is not None and str(front_title).strip() else None
     h1_count = sum(1 for level, _, _ in headings if level == 1)
     doc_title = front_title

@@ -48,7 +48,11 @@ _REPLACEMENTS = {
     "·": r"$\cdot$",
     "×": r"$\times$",
 }
-_SPECIAL = re.compile("|".join(re.escape(c) for c in _REPLACEMENTS))
+# TeX's ligatures of ASCII: "--" and "---" set dashes, "``" and "''" curly quotes, "!`" and "?`" inverted
+# marks. A hyphen before a hyphen gets an empty group, and a quote mark braces, so each sets as typed
+# (condition ``A--B`` stays two hyphens).
+_REPLACEMENTS |= {"-": "-{}", "`": "{`}", "'": "{'}"}
+_SPECIAL = re.compile("|".join("-(?=-)" if c == "-" else re.escape(c) for c in _REPLACEMENTS))
 # A cell that reads as a number (signed, bracketed, bounded by <) or as a missing value: right-aligned.
 _NUMERIC = re.compile(r"^(n/a|–|[<\[]?\s*[+−-]?[0-9.])")
 
