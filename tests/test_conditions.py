@@ -58,6 +58,8 @@ def test_dose_response_contrast_is_exploratory_by_default():
     }
     with pytest.raises(ValueError, match="either treatment"):
         parse_contrasts({"bad": {"treatment": "d1", "conditions": ["d0", "d1"]}}, conditions)
+    with pytest.raises(ValueError, match=r"contrasts\.two\.conditions lists 2 condition\(s\): a dose-response needs"):
+        parse_contrasts({"two": {"conditions": ["d0", "d3"]}}, conditions)
 
 
 def test_every_declared_kind_is_implemented():

@@ -396,6 +396,8 @@ def test_dose_series_are_declared_contrasts_then_conditions_that_differ_only_in_
     assert (
         dose_series({"F0": REPORT_CONDITIONS["F0"], "G2": REPORT_CONDITIONS["G2"]}, []) == []
     )  # one depth per group: no series
+    two_levels = {name: REPORT_CONDITIONS[name] for name in ("G2", "G3")}
+    assert dose_series(two_levels, []) == []  # two depths are a contrast, not a slope
 
 
 def test_condition_means_table_is_a_direct_cluster_bootstrap_per_condition():

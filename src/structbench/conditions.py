@@ -50,6 +50,7 @@ class Kind:
 FUSION_SOURCE = r"(?:bm25|none|context|path[1-9]|placebo[1-9])"
 FUSION_SOURCES = rf"{FUSION_SOURCE}(?:\+{FUSION_SOURCE})*"
 FUSION_SEPARATOR = "+"
+MIN_DOSE_LEVELS = 3  # a dose-response needs three levels; two are a pairwise contrast (or nothing)
 
 
 def fusion_source_names(parameter: str) -> list[str]:
@@ -318,6 +319,11 @@ def parse_contrasts(
             raise ValueError(
                 f"contrasts.{name} compares {contrast.treatment!r} with itself: every delta is 0, "
                 "and in a Holm family it would inflate the other contrasts' adjusted p-values"
+            )
+        if contrast.conditions and len(contrast.conditions) < MIN_DOSE_LEVELS:
+            raise ValueError(
+                f"contrasts.{name}.conditions lists {len(contrast.conditions)} condition(s): a dose-response needs "
+                "three or more levels; compare two as a pairwise contrast (treatment, control)"
             )
         if len(set(contrast.conditions)) != len(contrast.conditions):
             raise ValueError(f"contrasts.{name}.conditions lists a condition twice: {list(contrast.conditions)}")

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from structbench.conditions import parse_value
+from structbench.conditions import MIN_DOSE_LEVELS, parse_value
 from structbench.stats.bootstrap import cluster_bootstrap
 from structbench.stats.contrasts import depth_slopes
 
@@ -128,8 +128,9 @@ def path_depth(prefix: str) -> int | None:
 
 def dose_series(conditions: Mapping[str, Mapping], contrast_specs: Sequence[Mapping]) -> list[DoseSeries]:
     """The declared dose-response contrasts, then every group of declared conditions that differ only in
-    path depth (at least two depths) and is not already a declared series. The first condition declared
-    at a depth represents it. ``conditions`` maps a name to its axes, in declared order."""
+    path depth (at least ``MIN_DOSE_LEVELS`` depths: through two points a "slope" is one contrast over a
+    depth difference, with no declared contrast behind it) and is not already a declared series. The first
+    condition declared at a depth represents it. ``conditions`` maps a name to its axes, in declared order."""
     series = [
         DoseSeries(
             spec["name"],
@@ -148,7 +149,7 @@ def dose_series(conditions: Mapping[str, Mapping], contrast_specs: Sequence[Mapp
             groups.setdefault((axes["boundaries"], axes["structure"], axes["retrieval"]), {}).setdefault(depth, name)
     for by_depth in groups.values():
         members = tuple(by_depth[d] for d in sorted(by_depth))
-        if len(members) >= 2 and frozenset(members) not in covered:
+        if len(members) >= MIN_DOSE_LEVELS and frozenset(members) not in covered:
             series.append(DoseSeries(" → ".join(members), members, tuple(float(d) for d in sorted(by_depth)), False))
     return series
 
