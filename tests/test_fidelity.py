@@ -3,6 +3,7 @@ is the four arms on QASPER, and compare.py matches our conditions to seed 000's 
 (The run itself is ``make fidelity``, which .ci/run calls after the suite.)"""
 
 import importlib.util
+import sys
 
 import pytest
 import yaml
@@ -15,6 +16,7 @@ from structbench.report.bundle import ReportPaths, write_report_bundle
 FIDELITY = REPO / "tests/fidelity/qasper.yaml"
 spec = importlib.util.spec_from_file_location("fidelity_compare", REPO / "tests/fidelity/compare.py")
 compare = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = compare  # its dataclasses look their module up there
 spec.loader.exec_module(compare)
 
 
@@ -46,24 +48,41 @@ def test_fidelity_plan_is_four_arms_on_the_qasper_file_given_as_an_override(tmp_
 @pytest.mark.parametrize(
     "axes, analog",
     [
-        ({"boundaries": "fixed", "structure": "gold", "prefix": "none", "retrieval": "flat"}, "A0"),
-        ({"boundaries": "fixed", "structure": "induced:llm", "prefix": "context", "retrieval": "flat"}, "A1"),
-        ({"boundaries": "structural", "structure": "gold", "prefix": "placebo:3", "retrieval": "flat"}, "P"),
-        ({"boundaries": "structural", "structure": "gold", "prefix": "none", "retrieval": "flat"}, "G2"),
-        ({"boundaries": "structural", "structure": "induced:llm", "prefix": "path:3", "retrieval": "flat"}, "A3"),
-        ({"boundaries": "structural", "structure": "gold", "prefix": "path:3", "retrieval": "two_stage"}, "G4"),
+        ({"boundaries": "fixed", "structure": "gold", "prefix": "none", "retrieval": "flat"}, ("A0", False)),
+        ({"boundaries": "fixed", "structure": "induced:llm", "prefix": "none", "retrieval": "flat"}, ("A0", True)),
+        ({"boundaries": "fixed", "structure": "induced:llm", "prefix": "context", "retrieval": "flat"}, ("A1", True)),
+        ({"boundaries": "structural", "structure": "gold", "prefix": "placebo:3", "retrieval": "flat"}, ("P", False)),
+        (
+            {"boundaries": "structural", "structure": "induced:llm", "prefix": "placebo:3", "retrieval": "flat"},
+            ("P", True),
+        ),
+        ({"boundaries": "structural", "structure": "gold", "prefix": "none", "retrieval": "flat"}, ("G2", True)),
+        (
+            {"boundaries": "structural", "structure": "induced:llm", "prefix": "path:3", "retrieval": "flat"},
+            ("A3", True),
+        ),
+        ({"boundaries": "structural", "structure": "gold", "prefix": "path:3", "retrieval": "two_stage"}, ("G4", True)),
+        # The model-free inducer's arm is not the paper's LLM-induced arm.
+        ({"boundaries": "structural", "structure": "induced:tiling", "prefix": "path:3", "retrieval": "flat"}, None),
+        ({"boundaries": "structural", "structure": "induced:tiling", "prefix": "placebo:3", "retrieval": "flat"}, None),
         ({"boundaries": "structural", "structure": "gold", "prefix": "path:1", "retrieval": "flat"}, None),
         ({"boundaries": "semantic", "structure": "gold", "prefix": "none", "retrieval": "flat"}, None),
     ],
 )
 def test_paper_analogs(axes, analog):
-    assert compare.paper_analog(axes) == analog
+    found = compare.paper_analog(axes)
+    assert ((found.paper, found.same) if found else None) == analog
+    if found and not found.same:
+        assert found.note  # a variant says how it differs
 
 
-def test_ordering_agreement_counts_pairs():
+def test_ordering_agreement_counts_pairs_and_ties_apart():
     ours = {"F0": 0.10, "P3": 0.12, "G2": 0.11, "G3": 0.13}
     paper = {"F0": 0.098, "P3": 0.109, "G2": 0.120, "G3": 0.126}
-    assert compare.ordering_agreement(ours, paper) == (5, 6, ["G2/P3"])
+    assert compare.ordering_agreement(ours, paper) == compare.Agreement(5, 0, ("G2/P3",), 6)
+    # Two of ours with one paper analog (equal paper values) are a tie, not a disagreement.
+    tied = compare.ordering_agreement({"P3": 0.12, "MP": 0.11, "G3": 0.13}, {"P3": 0.109, "MP": 0.109, "G3": 0.126})
+    assert tied == compare.Agreement(2, 1, (), 3)
 
 
 def test_compare_prints_means_beside_the_paper_and_the_contrast_signs(tmp_path, monkeypatch, capsys):

@@ -4,10 +4,12 @@ ordering of the conditions agrees.
     python tests/fidelity/compare.py results/fidelity/report
 
 Reads the report's CSV tables (``conditions``, ``table2_condition_means``, ``table1_contrasts``). Each of
-our conditions is matched to the paper's condition with the same treatment (:func:`paper_analog`): fixed
-windows without a prefix are A0, a placebo path is P, gold structural chunks are G2 (no prefix) and G3
-(depth-3 path). The paper's differ in embedder (bge-large-en-v1.5 vs MiniLM), corpus size (1,508 papers vs a
-few) and, for A0 and P, structure source (induced, where ours are gold): levels are not comparable, the
+our conditions is matched to the paper's condition on the same four axes (:func:`paper_analog`): gold
+structural chunks are G2 (no prefix), G3 (depth-3 path) and G4 (two-stage); LLM-induced ones A2..A4, P.
+Fixed windows sized to gold chunks and a placebo over gold paths are named variants of A0 and P (the
+paper's were induced); a model-free inducer's conditions have no analog. Orderings are counted like with
+like, then with the variants; ties are counted as ties. The paper's numbers differ in embedder
+(bge-large-en-v1.5 vs MiniLM) and corpus size (1,508 papers vs a few): levels are not comparable, the
 ordering and the signs of the contrasts are what a fidelity run can check.
 """
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
@@ -35,35 +38,77 @@ PAPER_QASPER = {
 PAPER_QASPER_CONTRASTS = {("A3", "P"): 0.0161, ("G3", "A3"): 0.0011}
 
 
-def paper_analog(axes: dict) -> str | None:
-    """The seed 000 condition with the same boundaries, prefix and retrieval (induced-structure letters A,
-    gold-structure G; a fixed window or a placebo maps to the paper's A0/A1/P, which had only induced ones)."""
+LLM_INDUCERS = ("llm",)  # the inducers whose sections play the paper's LLM-induced structure
+
+
+@dataclass(frozen=True)
+class Analog:
+    """The seed 000 condition one of ours is compared with: ``same`` when every axis agrees (gold with
+    gold, LLM-induced with LLM-induced), else a named variant whose difference ``note`` states."""
+
+    paper: str
+    same: bool
+    note: str = ""
+
+
+def paper_analog(axes: dict) -> Analog | None:
+    """The seed 000 condition with the same boundaries, structure source, prefix and retrieval (A: induced
+    by an LLM, G: gold), or a named variant: fixed windows sized to gold chunks (the paper's A0 and A1 were
+    sized to LLM-induced ones) and a placebo over gold paths (the paper's P permutes induced paths).
+    A model-free inducer's conditions have no analog: the paper has no such arm."""
     boundaries, structure, prefix, retrieval = (axes[k] for k in ("boundaries", "structure", "prefix", "retrieval"))
     gold = structure == "gold"
+    llm = structure.startswith("induced:") and structure.split(":", 1)[1] in LLM_INDUCERS
+    if not (gold or llm):
+        return None
     if boundaries == "fixed":
-        return {"none": "A0", "context": "A1"}.get(prefix)
+        paper = {"none": "A0", "context": "A1"}.get(prefix)
+        if paper is None:
+            return None
+        return Analog(paper, True) if llm else Analog(paper, False, "windows sized to gold chunks")
     if boundaries != "structural":
         return None
-    if prefix.startswith("placebo:"):
-        return "P" if retrieval == "flat" else None
+    if prefix == "placebo:3" and retrieval == "flat":
+        return Analog("P", True) if llm else Analog("P", False, "placebo over gold paths")
     if prefix == "none" and retrieval == "flat":
-        return "G2" if gold else "A2"
+        return Analog("G2" if gold else "A2", True)
     if prefix == "path:3":
-        return {"flat": "G3" if gold else "A3", "two_stage": "G4" if gold else "A4"}.get(retrieval)
+        paper = {"flat": "G3" if gold else "A3", "two_stage": "G4" if gold else "A4"}.get(retrieval)
+        return Analog(paper, True) if paper else None
     return None
 
 
-def ordering_agreement(ours: dict[str, float], paper: dict[str, float]) -> tuple[int, int, list[str]]:
-    """Pairs of conditions ordered the same way by both (ties count as disagreement), of all pairs, and
-    the pairs that disagree."""
-    agree, disagreements = 0, []
+@dataclass(frozen=True)
+class Agreement:
+    """Pairs of conditions ordered alike by both, tied in ours (equal means: no order to compare), and
+    ordered differently (named ``a/b``), of all pairs."""
+
+    alike: int
+    tied: int
+    differ: tuple[str, ...]
+    total: int
+
+
+def ordering_agreement(ours: dict[str, float], paper: dict[str, float]) -> Agreement:
+    alike, tied, differ = 0, 0, []
     pairs = list(itertools.combinations(sorted(ours), 2))
     for a, b in pairs:
-        if (ours[a] - ours[b]) * (paper[a] - paper[b]) > 0:
-            agree += 1
+        product = (ours[a] - ours[b]) * (paper[a] - paper[b])
+        if ours[a] == ours[b] or paper[a] == paper[b]:
+            tied += 1
+        elif product > 0:
+            alike += 1
         else:
-            disagreements.append(f"{a}/{b}")
-    return agree, len(pairs), disagreements
+            differ.append(f"{a}/{b}")
+    return Agreement(alike, tied, tuple(differ), len(pairs))
+
+
+def agreement_line(label: str, ours: dict[str, float], paper: dict[str, float]) -> str:
+    result = ordering_agreement(ours, paper)
+    line = f"pairs ordered alike ({label}): {result.alike} of {result.total}"
+    if result.tied:
+        line += f", {result.tied} tied"
+    return line + (f"; differ: {', '.join(result.differ)}" if result.differ else "")
 
 
 def main(report: Path) -> int:
@@ -83,30 +128,42 @@ def main(report: Path) -> int:
             f"{embedder}, reranker {reranker}; cov-nDCG@10 (seed 000: QASPER, bge-large-en-v1.5, 4,303 questions)"
         )
         print(f"{'condition':<10} {'ours':>7}  {'95% CI':<17} {'seed 000':>9}")
-        ours, paper = {}, {}
+        ours, paper, same, unmapped = {}, {}, set(), []
         for name in [c for c in means.columns[3:] if cell[c] is not None]:
             ci = counts.filter(pl.col("condition") == name).row(0, named=True)
             reference = analog.get(name)
-            shown = f"{reference} {PAPER_QASPER[reference]:.3f}" if reference in PAPER_QASPER else "–"
-            print(f"{name:<10} {cell[name]:>7.3f}  [{ci['ci_low']:.3f}, {ci['ci_high']:.3f}]  {shown:>9}")
-            if reference in PAPER_QASPER:
-                ours[name], paper[name] = cell[name], PAPER_QASPER[reference]
+            known = reference is not None and reference.paper in PAPER_QASPER
+            shown = f"{reference.paper} {PAPER_QASPER[reference.paper]:.3f}" if known else "–"
+            note = "" if not known or reference.same else f"  variant: {reference.note}"
+            print(f"{name:<10} {cell[name]:>7.3f}  [{ci['ci_low']:.3f}, {ci['ci_high']:.3f}]  {shown:>9}{note}")
+            if known:
+                ours[name], paper[name] = cell[name], PAPER_QASPER[reference.paper]
+                same |= {name} if reference.same else set()
+            else:
+                unmapped.append(name)
         order = lambda values: " < ".join(sorted(values, key=values.get))  # noqa: E731
         print(f"ordering, ours:     {order(ours)}")
-        print(f"ordering, seed 000: {order(paper)} (as {', '.join(f'{n} = {analog[n]}' for n in paper)})")
-        agree, total, disagree = ordering_agreement(ours, paper)
-        print(f"pairs ordered alike: {agree} of {total}" + (f"; differ: {', '.join(disagree)}" if disagree else ""))
+        print(f"ordering, seed 000: {order(paper)} (as {', '.join(f'{n} = {analog[n].paper}' for n in paper)})")
+        print(
+            f"mapped like with like: {', '.join(sorted(same)) or 'none'}; as named variants: "
+            f"{', '.join(sorted(set(ours) - same)) or 'none'}; no analog: {', '.join(unmapped) or 'none'}"
+        )
+        print(agreement_line("like with like", {n: ours[n] for n in same}, {n: paper[n] for n in same}))
+        print(agreement_line("variants included", ours, paper))
         rows = contrasts.filter(
             (pl.col("corpus") == corpus) & (pl.col("embedder") == embedder) & (pl.col("reranker") == reranker)
         )
         print(f"\n{'contrast':<10} {'Δ':>8}  {'95% CI':<19} {'p (Holm)':>9}  {'sign':<7}  seed 000 Δ")
         for row in rows.iter_rows(named=True):
-            treatment, control = analog.get(row["treatment"]), analog.get(row["control"])
+            treatment, control = (getattr(analog.get(row[side]), "paper", None) for side in ("treatment", "control"))
             reported, source = PAPER_QASPER_CONTRASTS.get((treatment, control)), "Table 1"
             if reported is None and treatment in PAPER_QASPER and control in PAPER_QASPER:
                 reported, source = PAPER_QASPER[treatment] - PAPER_QASPER[control], "Table 2"  # difference of means
             sign = "–" if reported is None else ("agrees" if reported * row["delta"] > 0 else "differs")
             paper_delta = "–" if reported is None else f"{reported:+.4f} ({treatment} − {control}, {source})"
+            if reported is not None and str(row["comparison"]).startswith("slope"):
+                # A slope per depth level beside a difference of two means: only the signs compare.
+                paper_delta = f"sign of {treatment} − {control} only ({source}): a slope is per depth level"
             print(
                 f"{row['contrast']:<10} {row['delta']:>+8.4f}  [{row['ci_low']:+.4f}, {row['ci_high']:+.4f}]  "
                 f"{row['p_holm']:>9.4f}  {sign:<7}  {paper_delta}"
