@@ -274,3 +274,21 @@ def test_visible_text_ignores_whitespace_and_zero_width_characters():
 
     assert not any(map(has_visible_text, ["", " \t\n", "\u200b", "\ufeff\u200d \u200c", "\u2060"]))
     assert all(map(has_visible_text, ["a", "\u200b?", "自然", " 42 "]))
+
+
+def test_a_heading_longer_than_the_bound_stays_body_text_and_is_counted(tmp_path):
+    from structbench.corpus.markdown import MAX_HEADING_CHARS, load_markdown_folder, parse_markdown
+
+    long = "An equation paragraph that goes on " + "and on " * 40 + "until the line"
+    assert len(long) > MAX_HEADING_CHARS
+    text = f"# Paper\n\n## Methods\n\n{long}\n =\n\nAfter.\n\n## {long}\n\nTail.\n"
+    doc = parse_markdown(text, "eq")
+    assert doc.title == "Paper" and [s.title for s in doc.sections] == ["Methods"]
+    assert doc.paragraphs[0] == f"{long}\n ="  # the underline stays the paragraph's last line
+    assert f"## {long}" in doc.paragraphs and doc.meta["demoted_headings"] == 2
+    (tmp_path / "eq.md").write_text(text)
+    (tmp_path / "plain.md").write_text("# Plain\n\nText.\n")
+    funnel = load_markdown_folder(tmp_path).funnel
+    row = funnel.filter(funnel["unit"] == "headings").to_dicts()
+    assert [(r["step"], r["reason"], r["count"]) for r in row] == [("demoted", "too_long", 2)]
+    assert "demoted_headings" not in parse_markdown("# T\n\n## Short\n\nText.", "t").meta

@@ -20,7 +20,11 @@ Parsing decisions (``parse_markdown``):
 - **Headings.** ATX (``#`` to ``######`` followed by a space or the end of the line, closing ``#``
   run removed) and setext (a paragraph underlined by ``===`` for level 1 or ``---`` for level 2).
   A ``---`` line that does not underline a paragraph is a thematic break and is dropped, as are
-  ``***`` and ``___``. Heading text is kept as written (inline markup included).
+  ``***`` and ``___``. Heading text is kept as written (inline markup included). A heading whose text
+  is longer than ``MAX_HEADING_CHARS`` (200) characters is not one: it stays body text (a setext
+  underline under a long paragraph — e.g. an equation line `` =`` — is kept as the paragraph's last
+  line), counted in ``meta["demoted_headings"]`` and in the funnel (``headings / demoted / too_long``),
+  so a paragraph never silently becomes a title that every chunk then carries in its path.
 - **Title.** YAML front matter (a ``---`` block on the first line) gives the title when it has
   ``title:``. When the first heading is an H1 and the only H1, it is the document's title heading
   (the title when front matter has none), not a section; then ``##`` is level 1, ``###`` level 2
@@ -78,6 +82,7 @@ from structbench.datamodel import ParsedDocument
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
 _ATX_CLOSING = re.compile(r"(?:^|[ \t]+)#+$")
+MAX_HEADING_CHARS = 200  # longer "heading" text is a paragraph that happens to be underlined or start with #
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _THEMATIC = re.compile(r"^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
 _LIST_ITEM = re.compile(r"^ {0,3}(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)")
@@ -129,6 +134,7 @@ def parse_markdown(text: str, doc_id: str, title: str | None = None) -> ParsedDo
     headings: list[tuple[int, str, int]] = []
     block: _Block | None = None
     blank_in_list = False
+    demoted = 0  # heading lines over MAX_HEADING_CHARS, kept as body text
 
     def flush() -> None:
         nonlocal block, blank_in_list
@@ -178,16 +184,21 @@ def parse_markdown(text: str, doc_id: str, title: str | None = None) -> ParsedDo
             block = _Block("code", [raw], fence=fence.group(1))
             continue
         atx = _ATX.match(line)
-        if atx:
+        atx_text = _ATX_CLOSING.sub("", atx.group(2) or "").strip() if atx else ""
+        if atx and len(atx_text) <= MAX_HEADING_CHARS:
             flush()
-            heading_text = _ATX_CLOSING.sub("", atx.group(2) or "").strip()
-            headings.append((len(atx.group(1)), heading_text, len(paragraphs)))
+            headings.append((len(atx.group(1)), atx_text, len(paragraphs)))
             continue
+        demoted += bool(atx)  # too long: the line is body text (below)
         setext = _SETEXT.match(line)
         if setext and block is not None and block.kind == "para":
             heading_text = " ".join(part.strip() for part in block.lines)
-            block = None
-            headings.append((1 if setext.group(1)[0] == "=" else 2, heading_text, len(paragraphs)))
+            if len(heading_text) <= MAX_HEADING_CHARS:
+                block = None
+                headings.append((1 if setext.group(1)[0] == "=" else 2, heading_text, len(paragraphs)))
+                continue
+            demoted += 1
+            block.lines.append(line)  # the underline stays the paragraph's last line
             continue
         if _THEMATIC.match(line):
             flush()
@@ -226,6 +237,8 @@ def parse_markdown(text: str, doc_id: str, title: str | None = None) -> ParsedDo
     doc_title = doc_title or (title if title is not None else doc_id)
     sections = sections_from_headings(len(paragraphs), headings)
     meta = {"front_matter": {str(key): _jsonable(value) for key, value in front.items()}} if front else {}
+    if demoted:
+        meta["demoted_headings"] = demoted
     return ParsedDocument(doc_id=doc_id, title=doc_title, paragraphs=paragraphs, sections=sections, meta=meta)
 
 
@@ -287,6 +300,7 @@ def load_markdown_folder(
         ("documents", "in", "", len(files)),
         ("documents", "skipped", "no_paragraphs", len(skipped)),
         ("documents", "out", "", len(docs)),
+        ("headings", "demoted", "too_long", sum(doc.meta.get("demoted_headings", 0) for doc in docs)),
     ]
     query_rows: list[dict] = []
     if questions_path is not None:
