@@ -249,3 +249,42 @@ def test_matches_nltk_on_qasper_train_gold_against_shifted_gold(qasper_gold):
         < agreement_summary(frame([(d, 1, 0, n) for d, n in n_by_doc.items()]), gold, sorted(n_by_doc))["pk"]
     )
     assert agreement_summary(gold, gold, sorted(n_by_doc))["pk"] == 0.0
+
+
+# ------------------------------------------------------------------------------------------ baselines
+
+
+def test_even_split_starts_are_floor_multiples_clipped_to_the_document():
+    from structbench.structure.agreement import even_split_starts
+
+    assert even_split_starts(10, 3) == [0, 3, 6]
+    assert even_split_starts(10, 1) == [0] and even_split_starts(3, 7) == [0, 1, 2] and even_split_starts(5, 0) == [0]
+
+
+def test_baselines_are_built_from_gold_counts_and_scored_like_an_inducer():
+    from structbench.structure.agreement import (
+        BASELINES,
+        baseline_agreement,
+        baseline_sections,
+        nonempty_sections_per_doc,
+    )
+
+    # 12 paragraphs; gold: an empty top-level parent at 0 with children at 0 and 4, a top-level section at 8,
+    # a subsection at 10. Distinct starts 0, 4, 8, 10 -> 4 segments; top-level starts 0, 8 -> 2.
+    gold = frame([("d", 1, 0, 0), ("d", 2, 0, 4), ("d", 2, 4, 8), ("d", 1, 8, 10), ("d", 2, 10, 12)])
+    starts = {b: baseline_sections(gold, ["d"], b)["para_start"].to_list() for b in BASELINES}
+    assert starts == {
+        "single section": [0],
+        "even split, gold count": [0, 3, 6, 9],
+        "even split, gold top-level count": [0, 6],
+    }
+    scored = baseline_agreement(gold, ["d"])
+    for name, summary in scored.items():
+        assert summary == agreement_summary(baseline_sections(gold, ["d"], name), gold, ["d"])
+    # Gold boundaries {4, 8, 10}; the even split's {3, 6, 9}: 3 -> 4 and 9 -> 8 or 10 match within one
+    # paragraph, 6 matches nothing: P = R = F1 = 2/3.
+    assert scored["even split, gold count"]["boundary_f1"] == pytest.approx(2 / 3)
+    assert scored["single section"]["boundary_f1"] == 0.0 and scored["single section"]["sections_per_doc"] == 1
+    assert nonempty_sections_per_doc(gold, ["d"]) == 4  # the empty parent left out of 5 rows
+    with pytest.raises(ValueError, match="unknown baseline"):
+        baseline_sections(gold, ["d"], "random")

@@ -528,3 +528,29 @@ def test_semantic_merge_truncation_is_a_row_of_the_embedder_input_table(tmp_path
     assert dry.returncode == 0, dry.stderr[-3000:]
     report_job = dry.stdout[dry.stdout.index("rule report:") :].split("\n\n")[0]
     assert "results/kb/chunks/semantic/gold.embed.json" in report_job.split("output:")[0]
+
+
+def test_the_induction_table_shows_the_baselines_under_its_conventions():
+    from structbench.structure.agreement import BASELINES
+    from structbench.structure.stats import induction_summary
+
+    def sections(doc_id, spans):
+        return pl.DataFrame(
+            {"doc_id": [doc_id] * len(spans), "level": [1] * len(spans)}
+            | {"para_start": [s for s, _ in spans], "para_end": [e for _, e in spans]}
+        )
+
+    status = pl.DataFrame({"doc_id": ["a", "b"], "status": ["usable", "usable"], "rounds": [1, 1], "windows": [1, 1]})
+    induced = pl.concat([sections("a", [(0, 2), (2, 6)]), sections("b", [(0, 3), (3, 4)])])
+    gold = pl.concat([sections("a", [(0, 3), (3, 6)]), sections("b", [(0, 1), (1, 4)])])
+    chunks = pl.DataFrame({"doc_id": ["a", "b"], "start": [0, 0], "end": [9, 9]})
+    stats = {"corpus": "kb", "inducer": "tiling", "kind": "segmentation"}
+    stats |= induction_summary(status, induced, gold, chunks, chunks)
+    # Two inducers on one corpus and document set: the baselines appear once.
+    inputs = synthetic_inputs(induction_stats=[stats, stats | {"inducer": "llm", "kind": "llm"}])
+    table = {t.spec.name: t for t in build_tables(inputs)}["induction"].content.data
+    assert table["inducer"].to_list() == ["llm", "tiling", *(f"baseline: {name}" for name in BASELINES)]
+    baseline = table.filter(pl.col("inducer") == "baseline: even split, gold count").row(0, named=True)
+    assert baseline["boundary F1"] == stats["baselines"]["even split, gold count"]["boundary_f1"]
+    assert baseline["top Pk"] == stats["baselines"]["even split, gold count"]["pk_top"]
+    assert baseline["kind"] == "baseline" and baseline["usable"] is None

@@ -160,7 +160,27 @@ def test_induction_summary_by_hand():
         "boundary_f1_top": 0.0,
         "top_sections_per_doc": 1.5,
         "gold_top_sections_per_doc": 1.5,
+        "mean_sections_gold_nonempty": 1.5,
+        # Baselines, by hand. Single section: a agrees with gold (no boundary; Pk 0), b misses gold's
+        # boundary (Pk 1): means 0.5, no boundary matched. An even split into gold's segment count (1 for a,
+        # 2 for b, all top-level) is gold itself here: Pk 0, F1 1.
+        "baselines": {
+            "single section": dict(
+                zip(AGREEMENT_VALUES, (0.5, 0.5, 0.0, 0.0, 0.0, 0.5, 0.5, 0.0, 0.0, 0.0, 1.0, 1.0, 1.5))
+            ),
+            **{
+                name: dict(zip(AGREEMENT_VALUES, (0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.5, 1.5, 1.5)))
+                for name in ("even split, gold count", "even split, gold top-level count")
+            },
+        },
     }
+
+
+AGREEMENT_VALUES = (
+    "pk", "windowdiff", "boundary_precision", "boundary_recall", "boundary_f1",
+    "pk_top", "windowdiff_top", "boundary_precision_top", "boundary_recall_top", "boundary_f1_top",
+    "sections_per_doc", "top_sections_per_doc", "gold_top_sections_per_doc",
+)  # fmt: skip
 
 
 def test_context_summary_and_report_sections_only_when_used():

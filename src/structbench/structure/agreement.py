@@ -253,3 +253,57 @@ def agreement_summary(
 def _defined_mean(values: Sequence[float]) -> float:
     defined = [value for value in values if not math.isnan(value)]
     return float(np.mean(defined)) if defined else math.nan
+
+
+# ---- baselines: what an inducer must beat under the same conventions -----------------------------------
+
+# Each names a segmentation built from the gold one's counts alone, scored by agreement_summary like an
+# inducer: one section per document; the paragraphs split evenly into as many segments as gold has
+# (distinct section starts: an empty parent heading starts where its first child does, so it adds none);
+# the same with gold's top-level segment count.
+BASELINES = ("single section", "even split, gold count", "even split, gold top-level count")
+
+
+def even_split_starts(n_paragraphs: int, n_segments: int) -> list[int]:
+    """Start paragraphs of ``n_segments`` near-equal segments of ``n_paragraphs`` (``floor(i * n / k)``,
+    ``k`` clipped to ``1..n``): distinct, ``0`` first."""
+    k = max(1, min(n_segments, n_paragraphs))
+    return [i * n_paragraphs // k for i in range(k)]
+
+
+def baseline_sections(gold_sections: pl.DataFrame, doc_ids: Sequence[str], baseline: str) -> pl.DataFrame:
+    """The ``baseline`` segmentation (one of ``BASELINES``) of ``doc_ids`` as level-1 sections
+    (``doc_id, level, para_start, para_end``: what :func:`agreement_summary` reads)."""
+    if baseline not in BASELINES:
+        raise ValueError(f"unknown baseline {baseline!r}; expected one of {BASELINES}")
+    gold = _segments_by_doc(gold_sections)
+    rows = []
+    for doc_id in doc_ids:
+        segments = gold[doc_id]
+        n = segments.n_paragraphs
+        count = {
+            "single section": 1,
+            "even split, gold count": len(segments.boundaries) + 1,
+            "even split, gold top-level count": len(segments.top_boundaries) + 1,
+        }[baseline]
+        starts = even_split_starts(n, count)
+        rows += [(doc_id, 1, start, end) for start, end in zip(starts, [*starts[1:], n])]
+    return pl.DataFrame(
+        rows, schema={"doc_id": pl.String, "level": pl.Int8, "para_start": pl.Int32, "para_end": pl.Int32}, orient="row"
+    )
+
+
+def baseline_agreement(gold_sections: pl.DataFrame, doc_ids: Sequence[str]) -> dict[str, dict[str, float]]:
+    """:func:`agreement_summary` of every baseline against gold over ``doc_ids``, by baseline name."""
+    return {
+        baseline: agreement_summary(baseline_sections(gold_sections, doc_ids, baseline), gold_sections, doc_ids)
+        for baseline in BASELINES
+    }
+
+
+def nonempty_sections_per_doc(sections: pl.DataFrame, doc_ids: Sequence[str]) -> float:
+    """Mean section rows per document that hold a paragraph of their own (empty parent headings left out)."""
+    if not doc_ids:
+        return math.nan
+    own = sections.filter(pl.col("doc_id").is_in(list(doc_ids)) & (pl.col("para_end") > pl.col("para_start")))
+    return own.height / len(doc_ids)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from structbench.structure.agreement import agreement_summary
+from structbench.structure.agreement import agreement_summary, baseline_agreement, nonempty_sections_per_doc
 
 INDUCTION_STATUSES = ("usable", "repaired", "failed")
 # agreement_summary's document and section counts, which induction_summary already reports
@@ -48,7 +48,10 @@ def induction_summary(
     many needed the correction round, mean sections per document induced vs gold (same documents), and
     the share of induced structural chunk spans byte-identical to gold ones (:func:`identical_span_share`),
     and the segmentation's agreement with gold (:func:`structbench.structure.agreement.agreement_summary`:
-    Pk, WindowDiff, boundary precision / recall / F1 within one paragraph, all levels and top level)."""
+    Pk, WindowDiff, boundary precision / recall / F1 within one paragraph, all levels and top level),
+    beside the same agreement of the baselines built from gold's counts (``baselines``:
+    :data:`structbench.structure.agreement.BASELINES`), and gold's sections per document without its
+    empty parent headings (``mean_sections_gold_nonempty``)."""
     doc_ids = status["doc_id"].to_list()
     counts = dict(status["status"].value_counts().iter_rows())
     unknown = sorted(set(counts) - set(INDUCTION_STATUSES))
@@ -61,10 +64,15 @@ def induction_summary(
         "windows": int(status["windows"].sum()),
         "mean_sections_induced": mean_sections_per_document(induced_sections, doc_ids),
         "mean_sections_gold": mean_sections_per_document(gold_sections, doc_ids),
+        "mean_sections_gold_nonempty": nonempty_sections_per_doc(gold_sections, doc_ids),
         "identical_span_share": identical_span_share(induced_chunks, gold_chunks),
         **{
             key: value
             for key, value in agreement_summary(induced_sections, gold_sections, doc_ids).items()
             if key not in AGREEMENT_COUNTS
+        },
+        "baselines": {
+            name: {key: value for key, value in summary.items() if key not in ("n_docs", "gold_sections_per_doc")}
+            for name, summary in baseline_agreement(gold_sections, doc_ids).items()
         },
     }
