@@ -3,8 +3,8 @@
 by the entry's kind (``embedding/kinds.py``); :func:`embed_texts` runs one and logs its report;
 :func:`embed_with_cache` is the workflow steps' entry, writing the vectors and the report atomically.
 
-Importing this module imports neither torch nor an HTTP client: each encoder's module loads only when an
-entry of its kind is met.
+Importing this module imports no torch: the local encoder loads it inside the functions that load or run a
+model, the endpoint encoder never.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from structbench.cache import atomic_write_bytes, atomic_write_text
+from structbench.embedding.endpoint import EndpointEmbedderSpec, EndpointEncoder
 from structbench.embedding.kinds import OPENAI, embedder_kind
 from structbench.embedding.local import CachedEncoder, EmbedderSpec
 from structbench.embedding.report import Embedded, npy_bytes
@@ -28,8 +29,6 @@ def make_encoder(entry: dict | EmbedderSpec, cache_root: str | Path, threads: in
     if isinstance(entry, EmbedderSpec):
         return CachedEncoder(entry, cache_root, threads)
     if embedder_kind(entry) == OPENAI:
-        from structbench.embedding.endpoint import EndpointEmbedderSpec, EndpointEncoder
-
         return EndpointEncoder(EndpointEmbedderSpec.from_config(entry), cache_root)
     return CachedEncoder(EmbedderSpec.from_config(entry), cache_root, threads)
 

@@ -18,6 +18,7 @@ from structbench.datamodel import conform
 from structbench.devices import pick_device
 from structbench.embedding.kinds import ENDPOINT, complete_entry, local_entry, reranker_kind
 from structbench.embedding.local import resolve_model_path
+from structbench.retrieval.rerank_endpoint import EndpointPairScorer, EndpointRerankerSpec
 
 
 @dataclass(frozen=True)
@@ -66,8 +67,6 @@ def rerank_with_endpoint(
     runs: pl.DataFrame, queries: pl.DataFrame, texts: pl.DataFrame, entry: dict, cache_root
 ) -> pl.DataFrame:
     """:func:`rerank_run` with scores from a ``/rerank`` endpoint (``kind: endpoint``), through the cache."""
-    from structbench.retrieval.rerank_endpoint import EndpointPairScorer, EndpointRerankerSpec
-
     spec = EndpointRerankerSpec.from_config(entry)
     return rerank_run(
         runs,
