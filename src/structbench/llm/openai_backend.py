@@ -29,7 +29,6 @@ server's ``usage.prompt_tokens_details.cached_tokens`` is recorded as the reused
 
 from __future__ import annotations
 
-import logging
 import math
 import os
 import time
@@ -46,12 +45,8 @@ from structbench.llm.prefix_reuse import prefix_order
 from structbench.llm.requests import ChatRequest, Completion
 from structbench.llm.spec import LLMSpec
 
-log = logging.getLogger(__name__)
-
 CHARS_PER_TOKEN = 3  # a conservative estimate when no tokenizer is configured
 TEMPLATE_TOKENS_PER_MESSAGE = 4
-
-
 ERROR_BODY_CHARS = 300  # of a server's error body, quoted in a failure record
 
 
