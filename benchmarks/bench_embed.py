@@ -14,7 +14,7 @@ steadier one with ``--threads 1``; with more threads it also counts the threads'
 * ``batch of 1``: every text alone;
 * ``exact-length micro-batches``: texts of identical token length batched together, no padding;
 * ``length buckets, 4 rows (chosen)``: each text padded to the next multiple of 32 of its own length,
-  every forward pass exactly 4 rows of that bucket (filled) — :func:`structbench.embed.encode`'s CPU path;
+  every forward pass exactly 4 rows of that bucket (filled) — :func:`structbench.embedding.local.encode`'s CPU path;
 * ``length buckets, fixed 32 rows``: the same, every micro-batch filled to 32 rows (the GPU path;
   checked, not timed);
 * ``content-sorted fixed micro-batches``: texts sorted by content hash, cut into batches of 32
@@ -60,7 +60,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from structbench.embed import EmbedderSpec, encode, load_model, locate_model, token_lengths
+from structbench.embedding.local import EmbedderSpec, encode, load_model, locate_model, token_lengths
 
 N_CHECKED = 8  # passages whose vectors are compared across companies
 # Checked for exactness, not timed: the options that are not exact, and the GPU path (on CPU its

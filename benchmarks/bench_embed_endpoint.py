@@ -3,7 +3,7 @@
     make install-server && PYTHONPATH=src:tests .venv/bin/python benchmarks/bench_embed_endpoint.py [--passages 64]
 
 Passages: QASPER dev paragraphs of 200..260 MiniLM tokens (``bench_embed.qasper_passages``). Baseline:
-**the local path** (:func:`structbench.embed.embed_texts`, length buckets, all cores), cold cache. Rows:
+**the local path** (:func:`structbench.embedding.encoders.embed_texts`, length buckets, all cores), cold cache. Rows:
 passages per second and the ratio against the baseline timed in the same run (best of ``--repeat``
 interleaved rounds, each from a fresh cache), and the endpoint's minimum cosine to the local vectors.
 The server runs on the same cores as the client, so the endpoint rows measure the protocol and the
@@ -38,7 +38,8 @@ sys.path[:0] = [str(REPO / "src"), str(REPO / "tests"), str(REPO / "benchmarks")
 from bench_embed import qasper_passages  # noqa: E402
 from endpoint_testing import EMBEDDER, MAX_SEQ_LENGTH, endpoint_entry, served_minilm, start_server  # noqa: E402
 
-from structbench.embed import EmbedderSpec, embed_texts, locate_model, make_encoder  # noqa: E402
+from structbench.embedding.encoders import embed_texts, make_encoder  # noqa: E402
+from structbench.embedding.local import EmbedderSpec, locate_model  # noqa: E402
 
 
 def timed(function) -> tuple[float, object]:

@@ -13,6 +13,7 @@ from structbench.config import check_config, truncation_warnings, validate_confi
 from structbench.report.figures import FIGURES
 from structbench.retrieval.fusion import LEXICAL_SOURCE, fusion_sources
 from structbench.corpus import generates_queries, has_queries, source_files
+from structbench.embedding import kinds as model_kinds
 from structbench.metrics import metrics_from_config
 from structbench.metrics.diagnostics import retrieval_layer_pairs
 from structbench.provenance import code_version
@@ -129,8 +130,8 @@ def embedder_spec(wildcards):
 def gpus_of(spec):
     """``resources: gpu`` of a model rule: 1 for a model loaded in the job, 0 for an endpoint (embedders
     ``kind: openai``, rerankers ``kind: endpoint``), whose job only sends HTTP requests: Slurm then puts
-    it on a CPU node."""
-    return lambda wildcards: int(spec(wildcards).get("kind", "local") == "local")
+    it on a CPU node (structbench.embedding.kinds.gpus_of)."""
+    return lambda wildcards: model_kinds.gpus_of(spec(wildcards))
 
 
 # ---- runs, scores, contrasts -----------------------------------------------------------------

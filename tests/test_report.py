@@ -470,10 +470,10 @@ def test_semantic_merge_truncation_is_a_row_of_the_embedder_input_table(tmp_path
 
     from conftest import REPO, SNAKEMAKE, local_env
 
-    import structbench.embed
+    import structbench.embedding.encoders
     from structbench.corpus.markdown import load_markdown_folder
     from structbench.datamodel import write_table
-    from structbench.embed import Embedded
+    from structbench.embedding.report import Embedded
     from structbench.report.bundle import load_inputs
 
     tables = load_markdown_folder(REPO / "tests/fixtures/corpus/kb_small")
@@ -486,7 +486,7 @@ def test_semantic_merge_truncation_is_a_row_of_the_embedder_input_table(tmp_path
     def fake_embed_texts(texts, spec, cache, threads=None):
         return Embedded(np.ones((len(texts), 4), dtype=np.float32), fake_report | {"n_texts": len(texts)})
 
-    monkeypatch.setattr(structbench.embed, "embed_texts", fake_embed_texts)
+    monkeypatch.setattr(structbench.embedding.encoders, "embed_texts", fake_embed_texts)
     output = SimpleNamespace(
         chunks=str(tmp_path / "semantic.parquet"), embed_report=str(tmp_path / "semantic.embed.json")
     )

@@ -85,7 +85,7 @@ def test_query_titles_score_each_candidate_with_its_own_title_chain():
 @pytest.mark.model
 def test_query_titles_run_on_cpu_with_the_local_embedder():
     # The workflow encodes through the embedding cache (embed_texts); the model and encoder are the same.
-    from structbench.embed import EmbedderSpec, encode, load_model
+    from structbench.embedding.local import EmbedderSpec, encode, load_model
 
     model = load_model(
         EmbedderSpec(

@@ -20,7 +20,7 @@ import yaml
 from workflow_rules import REPO, parse_rules
 
 from structbench import defaults
-from structbench.embed import PACKAGED_MODELS
+from structbench.embedding.local import PACKAGED_MODELS
 from structbench.provenance import reached_modules
 from structbench.report.bundle import READERS
 from structbench.report.tables import report_inputs
@@ -40,7 +40,7 @@ GPU_RULES = {
     "generate_queries",
 }
 # Packages the library locates with importlib.util.find_spec (model files), not by importing them.
-LOCATED_PACKAGES = {"structbench.tokens": [defaults.TOKENIZER], "structbench.embed": list(PACKAGED_MODELS)}
+LOCATED_PACKAGES = {"structbench.tokens": [defaults.TOKENIZER], "structbench.embedding.local": list(PACKAGED_MODELS)}
 # Conda package names for the same distribution as a pip name.
 # Packages that only GPU nodes install (not in this test environment): module -> distribution.
 GPU_ONLY_DISTRIBUTIONS = {"vllm": "vllm"}

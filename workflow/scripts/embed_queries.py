@@ -1,7 +1,7 @@
 """Embed the queries (row i = query i of the queries table), with the embedder's query prefix."""
 
 from structbench.datamodel import read_table
-from structbench.embed import embed_with_cache
+from structbench.embedding.encoders import embed_with_cache
 from structbench.logs import step_log
 
 with step_log(snakemake.log[0], "embed_queries"):

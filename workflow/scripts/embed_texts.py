@@ -1,7 +1,7 @@
 """Embed the rendered chunk texts (row i = chunk_id i), through the content-addressed cache."""
 
 from structbench.datamodel import read_table
-from structbench.embed import embed_with_cache
+from structbench.embedding.encoders import embed_with_cache
 from structbench.logs import step_log
 
 with step_log(snakemake.log[0], "embed_texts"):

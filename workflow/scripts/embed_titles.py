@@ -2,7 +2,7 @@
 structbench.retrieval.routing.section_units)."""
 
 from structbench.datamodel import read_table
-from structbench.embed import embed_with_cache
+from structbench.embedding.encoders import embed_with_cache
 from structbench.logs import step_log
 from structbench.retrieval.routing import section_units
 

@@ -1,7 +1,7 @@
 """Query-side title injection: rescore the flat run's top candidates with title-carrying query embeddings."""
 
 from structbench.datamodel import read_table, read_vectors, write_table
-from structbench.embed import embed_texts
+from structbench.embedding.encoders import embed_texts
 from structbench.logs import step_log
 from structbench.retrieval.rescoring import title_blocks
 from structbench.retrieval.search import retrieve

@@ -2,7 +2,7 @@
 
 from structbench.datamodel import read_table, write_table
 from structbench.logs import step_log
-from structbench.retrieval.rerank import RerankerSpec, rerank_with_endpoint, rerank_with_model
+from structbench.retrieval.rerank import rerank_with_entry
 
 with step_log(snakemake.log[0], "rerank") as log:
     entry = dict(snakemake.params.reranker)
@@ -11,10 +11,8 @@ with step_log(snakemake.log[0], "rerank") as log:
         read_table(snakemake.input.queries, "queries"),
         read_table(snakemake.input.texts, "texts"),
     )
-    if entry.get("kind") == "endpoint":
-        # The cache root from the config, not a new param: the local rerank jobs' params stay as they were.
-        runs = rerank_with_endpoint(*tables, entry, f"{snakemake.config['cache']}/rerank")
-    else:
-        runs = rerank_with_model(*tables, RerankerSpec.from_config(entry))
+    # The cache root from the config, not a new param: the local rerank jobs' params stay as they were
+    # (a local model does not use it).
+    runs = rerank_with_entry(*tables, entry, f"{snakemake.config['cache']}/rerank")
     log.info("reranked the top %d of %d queries with %s", entry["top_n"], runs["qid"].n_unique(), entry["model"])
     write_table(runs, snakemake.output[0])

@@ -2,7 +2,7 @@
 
 from structbench.atomic import write_json
 from structbench.datamodel import read_table, write_table
-from structbench.embed import make_encoder
+from structbench.embedding.encoders import make_encoder
 from structbench.logs import step_log
 from structbench.structure.segmentation import induce_segmentation
 

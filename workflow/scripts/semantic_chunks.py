@@ -1,12 +1,12 @@
 """Seed 004's semantic merge: adjacent paragraphs of a section merge at cosine >= threshold, then the bounds.
 
 Besides the chunks, the step writes the embedding report of the paragraphs it compared (input length,
-truncation, cache use: ``embed.embed_texts``), which the report's embedder-input table shows."""
+truncation, cache use: ``embedding.encoders.embed_texts``), which the report's embedder-input table shows."""
 
 from structbench.atomic import write_json
 from structbench.boundaries import assert_tiling, semantic_chunks
 from structbench.datamodel import read_table, write_table
-from structbench.embed import embed_texts
+from structbench.embedding.encoders import embed_texts
 from structbench.logs import step_log
 from structbench.tokens import load_tokenizer
 

@@ -5,10 +5,12 @@ Each request is one ``POST <base_url>/chat/completions`` with ``model``, ``messa
 as ``{"type": "json_schema", "json_schema": {"name": "answer", "schema": ...}}`` (constrained decoding on
 servers that support it; ``response_format: none`` for servers that reject the field, where the prompt
 and lenient parsing carry the schema). A batch is sent ``batch_size`` requests at a time in threads, so
-a server that batches internally (vLLM) sees concurrent work. Only the standard library is used.
+a server that batches internally (vLLM) sees concurrent work. Only the standard library is used
+(``structbench.http``, shared with the endpoint embedder and reranker).
 
-Failures: a connection error, a timeout, HTTP 429 or 5xx is retried up to ``max_retries`` times with
-exponential backoff (``backoff_s``, doubling). A server that stays unreachable raises
+Failures: a connection error, a timeout, HTTP 408, 429 or 5xx is retried up to ``max_retries`` times with
+exponential backoff (``backoff_s``, doubling; ``structbench.http.request_json``). A server that stays
+unreachable raises
 :class:`ServerUnavailable` naming the URL (the run cannot proceed without it); an HTTP error that
 persists, or any other HTTP error, becomes a failure record for that request only.
 
@@ -27,28 +29,28 @@ server's ``usage.prompt_tokens_details.cached_tokens`` is recorded as the reused
 
 from __future__ import annotations
 
-import json
-import logging
 import math
 import os
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 
+from structbench.http import (
+    EndpointHTTPError,
+    EndpointUnreachable,
+    HTTPSettings,
+    bounded_map,
+    request_json,
+)
 from structbench.llm.prefix_reuse import prefix_order
 from structbench.llm.requests import ChatRequest, Completion
 from structbench.llm.spec import LLMSpec
 
-log = logging.getLogger(__name__)
-
-RETRIABLE_STATUS = {408, 429, 500, 502, 503, 504}
 CHARS_PER_TOKEN = 3  # a conservative estimate when no tokenizer is configured
 TEMPLATE_TOKENS_PER_MESSAGE = 4
+ERROR_BODY_CHARS = 300  # of a server's error body, quoted in a failure record
 
 
-class ServerUnavailable(RuntimeError):
+class ServerUnavailable(EndpointUnreachable):
     """The server could not be reached within the retry budget; the message names the URL."""
 
 
@@ -67,11 +69,9 @@ class OpenAIBackend:
             from structbench.tokens import load_tokenizer
 
             self._counter = load_tokenizer(spec.tokenizer)
-        self._api_key = None
-        if spec.api_key_env:
-            self._api_key = os.environ.get(spec.api_key_env)
-            if not self._api_key:
-                raise ValueError(f"environment variable {spec.api_key_env!r} (llms api_key_env) is not set")
+        if spec.api_key_env and not os.environ.get(spec.api_key_env):
+            raise ValueError(f"environment variable {spec.api_key_env!r} (llms api_key_env) is not set")
+        self._http = HTTPSettings(spec.timeout_s, spec.max_retries, spec.backoff_s, spec.api_key_env)
 
     def identity(self) -> dict:
         return {"model": self.spec.model, "weights": f"served@{self.spec.revision or 'unversioned'}"}
@@ -117,9 +117,10 @@ class OpenAIBackend:
         bodies = [self.request_body(request, cap) for request, cap in zip(requests, max_new_tokens)]
         order = prefix_order([r.messages for r in requests]) if self.spec.prefix_reuse else range(len(bodies))
         results: list[Completion | None] = [None] * len(bodies)
-        with ThreadPoolExecutor(max_workers=self.spec.batch_size) as pool:
-            for index, completion in zip(order, pool.map(self._complete, [bodies[i] for i in order])):
-                results[index] = completion
+        for index, completion in zip(
+            order, bounded_map(self._complete, [bodies[i] for i in order], self.spec.batch_size)
+        ):
+            results[index] = completion
         return results
 
     def _complete(self, body: dict) -> Completion:
@@ -145,46 +146,23 @@ class OpenAIBackend:
     def _call(self, method: str, path: str, body: dict | None) -> dict:
         """One HTTP exchange with retries; raises ServerUnavailable or _HTTPFailure (see module docstring)."""
         url = self.base_url + path
-        data = json.dumps(body).encode("utf-8") if body is not None else None
-        headers = {"Content-Type": "application/json"}
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        last_problem = ""
-        for attempt in range(self.spec.max_retries + 1):
-            if attempt:
-                delay = self.spec.backoff_s * 2 ** (attempt - 1)
-                log.warning(
-                    "%s %s failed (%s); retry %d/%d in %.2f s",
-                    method,
-                    url,
-                    last_problem,
-                    attempt,
-                    self.spec.max_retries,
-                    delay,
-                )
-                self._sleep(delay)
-            try:
-                request = urllib.request.Request(url, data=data, headers=headers, method=method)
-                with urllib.request.urlopen(request, timeout=self.spec.timeout_s) as response:
-                    return json.loads(response.read().decode("utf-8"))
-            except urllib.error.HTTPError as error:
-                detail = error.read().decode("utf-8", "replace")[:300]
-                last_problem = f"HTTP {error.code}: {detail}"
-                if error.code not in RETRIABLE_STATUS:
-                    raise _HTTPFailure(f"{method} {url} answered {last_problem}") from None
-                unreachable = False
-            except (urllib.error.URLError, TimeoutError, ConnectionError) as error:
-                reason = getattr(error, "reason", error)
-                last_problem = f"{type(reason).__name__}: {reason}"
-                unreachable = True
-            except json.JSONDecodeError as error:
-                raise _HTTPFailure(f"{method} {url} answered with invalid JSON: {error}") from None
-        if unreachable:
+        try:
+            return request_json(url, body if method == "POST" else None, self._http, f"{method} {path}", self._sleep)
+        except EndpointUnreachable as error:
             raise ServerUnavailable(
-                f"OpenAI-compatible server at {url} is unreachable after "
-                f"{self.spec.max_retries + 1} attempts ({last_problem}); is it running?"
-            )
-        raise _HTTPFailure(f"{method} {url} still failing after {self.spec.max_retries + 1} attempts: {last_problem}")
+                f"OpenAI-compatible server at {url} is unreachable after {error.attempts} attempts "
+                f"({error.problem}); is it running?",
+                url,
+                error.attempts,
+                error.problem,
+            ) from None
+        except EndpointHTTPError as error:
+            if error.status == 200:  # a body that is not JSON
+                raise _HTTPFailure(f"{method} {url} answered with invalid JSON: {error}") from None
+            problem = f"HTTP {error.status}: {error.body[:ERROR_BODY_CHARS]}"
+            if error.retried:
+                raise _HTTPFailure(f"{method} {url} still failing after {error.attempts} attempts: {problem}") from None
+            raise _HTTPFailure(f"{method} {url} answered {problem}") from None
 
 
 class _HTTPFailure(Exception):

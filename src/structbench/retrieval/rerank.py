@@ -1,7 +1,9 @@
 """Cross-encoder reranking (SPEC section 8): rescore the top ``top_n`` of a run; ranks below follow unchanged.
 
-A GPU-kind step (imports torch through sentence-transformers). The paper's reranker is
-``BAAI/bge-reranker-v2-m3``; no cross-encoder ships in a PyPI package, so on machines without a hub the
+A GPU-kind step (imports torch through sentence-transformers) for a local model; a ``kind: endpoint``
+entry scores through a ``/rerank`` endpoint instead (``rerank_endpoint.py``, a CPU-kind job):
+:func:`rerank_with_entry` picks by the entry's kind (``structbench.embedding.kinds``). The paper's reranker
+is ``BAAI/bge-reranker-v2-m3``; no cross-encoder ships in a PyPI package, so on machines without a hub the
 code path is exercised with a head built on local weights whose scores carry no meaning.
 """
 
@@ -13,7 +15,10 @@ import numpy as np
 import polars as pl
 
 from structbench.datamodel import conform
-from structbench.embed import complete_entry, pick_device, resolve_model_path
+from structbench.devices import pick_device
+from structbench.embedding.kinds import ENDPOINT, complete_entry, local_entry, reranker_kind
+from structbench.embedding.local import resolve_model_path
+from structbench.retrieval.rerank_endpoint import EndpointPairScorer, EndpointRerankerSpec
 
 
 @dataclass(frozen=True)
@@ -29,9 +34,7 @@ class RerankerSpec:
 
     @classmethod
     def from_config(cls, entry: dict) -> RerankerSpec:
-        if entry.get("kind", "local") != "local":
-            raise ValueError(f"reranker {entry.get('model')!r} is of kind {entry['kind']!r}, not a local model")
-        return cls(**complete_entry(cls, {k: v for k, v in entry.items() if k != "kind"}, "reranker"))
+        return cls(**complete_entry(cls, local_entry(entry, "reranker"), "reranker"))
 
 
 def load_cross_encoder(spec: RerankerSpec):
@@ -64,8 +67,6 @@ def rerank_with_endpoint(
     runs: pl.DataFrame, queries: pl.DataFrame, texts: pl.DataFrame, entry: dict, cache_root
 ) -> pl.DataFrame:
     """:func:`rerank_run` with scores from a ``/rerank`` endpoint (``kind: endpoint``), through the cache."""
-    from structbench.endpoint import EndpointPairScorer, EndpointRerankerSpec
-
     spec = EndpointRerankerSpec.from_config(entry)
     return rerank_run(
         runs,
@@ -91,3 +92,13 @@ def rerank_with_model(
         score_pairs,
         spec.top_n,
     )
+
+
+def rerank_with_entry(
+    runs: pl.DataFrame, queries: pl.DataFrame, texts: pl.DataFrame, entry: dict, cache_root
+) -> pl.DataFrame:
+    """Rerank with a ``rerankers`` config entry of either kind: a ``/rerank`` endpoint through the cache
+    under ``cache_root`` (``kind: endpoint``), else the cross-encoder loaded here."""
+    if reranker_kind(entry) == ENDPOINT:
+        return rerank_with_endpoint(runs, queries, texts, entry, cache_root)
+    return rerank_with_model(runs, queries, texts, RerankerSpec.from_config(entry))

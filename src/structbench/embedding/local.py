@@ -45,19 +45,20 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
-import io
 import json
 import logging
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from structbench import fingerprint
-from structbench.cache import VectorCache, atomic_write_bytes, atomic_write_text, stable_hash
+from structbench.cache import VectorCache, stable_hash
 from structbench.devices import pick_device
+from structbench.embedding.kinds import complete_entry, local_entry
+from structbench.embedding.report import TruncationCount, add_lookup_totals, encoder_report, new_totals
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +77,6 @@ ENCODING_SCHEME = "length-buckets-v2"  # see the module docstring; part of every
 BUCKET_WIDTH = 32  # tokens; padded lengths are multiples of this (capped at max_seq_length)
 CPU_ROWS = 4  # rows in every CPU forward pass, whatever batch_size (chosen by measurement: module docstring)
 LIBRARIES = ("torch", "transformers", "sentence-transformers")
-LOCAL_KIND = "local"  # an embedders entry without ``kind`` is a local model; ``openai``: structbench.endpoint
 
 
 @dataclass(frozen=True)
@@ -94,22 +94,7 @@ class EmbedderSpec:
 
     @classmethod
     def from_config(cls, entry: dict) -> EmbedderSpec:
-        if entry.get("kind", LOCAL_KIND) != LOCAL_KIND:
-            raise ValueError(f"embedder {entry.get('model')!r} is of kind {entry['kind']!r}, not a local model")
-        return cls(**complete_entry(cls, {k: v for k, v in entry.items() if k != "kind"}, "embedder"))
-
-
-def complete_entry(spec_class, entry: dict, what: str) -> dict:
-    """``entry`` if it names exactly the fields of ``spec_class``; else a ValueError naming the keys."""
-    expected = [field.name for field in fields(spec_class)]
-    missing = [name for name in expected if name not in entry]
-    unknown = sorted(set(entry) - set(expected))
-    if missing or unknown:
-        raise ValueError(
-            f"{what} config entry {entry!r}: missing keys {missing}, unknown keys {unknown} "
-            "(the workflow's config schema fills defaults; a library caller passes every key)"
-        )
-    return dict(entry)
+        return cls(**complete_entry(cls, local_entry(entry, "embedder"), "embedder"))
 
 
 # ---- where a model lives, and what it is -------------------------------------------------------
@@ -232,16 +217,6 @@ def effective_max_seq_length(spec: EmbedderSpec, location: ModelLocation | None 
 
 
 # ---- truncation --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TruncationCount:
-    """``n_truncated`` texts of the counted ones have more than ``max_seq_length`` tokens; the longest
-    has ``max_tokens``. Tokens are the embedder's own, special tokens included."""
-
-    max_seq_length: int
-    n_truncated: int
-    max_tokens: int
 
 
 def token_lengths(texts: Sequence[str], directory: Path) -> list[int]:
@@ -410,45 +385,14 @@ def encoding_scheme(batch_size: int, fixed_rows: bool) -> dict:
     return {"name": ENCODING_SCHEME, "bucket_width": BUCKET_WIDTH, "rows": pass_rows(batch_size, fixed_rows)}
 
 
-# ---- entry points ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Embedded:
-    """Vectors for a list of texts (row i = text i) and the report of how they were obtained."""
-
-    vectors: np.ndarray
-    report: dict
-
-
-def add_lookup_totals(totals: dict, n_texts: int, lookup) -> None:
-    """Add one cache lookup's counts (texts, distinct, encoded, from cache, quarantined) to an encoder's
-    running totals: the embedding report's cache columns, the same for local and endpoint encoders."""
-    for key, value in (
-        ("n_texts", n_texts),
-        ("n_distinct", lookup.n_computed + lookup.n_from_cache),
-        ("n_encoded", lookup.n_computed),
-        ("n_from_cache", lookup.n_from_cache),
-        ("n_quarantined", lookup.n_quarantined),
-    ):
-        totals[key] += value
-
-
-def encoder_report(totals: dict, truncation: TruncationCount, namespace: str) -> dict:
-    """An encoder's embedding report: its cache totals, its truncation count and its cache namespace."""
-    return {
-        **totals,
-        "max_seq_length": truncation.max_seq_length,
-        "n_truncated": truncation.n_truncated,
-        "max_tokens": truncation.max_tokens,
-        "namespace": namespace,
-    }
+# ---- the local encoder -------------------------------------------------------------------------
 
 
 class CachedEncoder:
     """``encoder(texts) -> float32 rows`` through the content-addressed cache, for a step that embeds in
     several calls (the model-free inducer: paragraphs, then title candidates). The model loads once, on
-    the first text the cache lacks; :meth:`report` sums every call in :func:`embed_texts`'s keys."""
+    the first text the cache lacks; :meth:`report` sums every call in the embedding report's keys
+    (:func:`structbench.embedding.encoders.embed_texts`)."""
 
     def __init__(self, spec: EmbedderSpec, cache_root: str | Path, threads: int | None = None):
         self.spec = spec
@@ -456,7 +400,7 @@ class CachedEncoder:
         self.cache = VectorCache(cache_root, model_fingerprint(spec, cache_root, self.location))
         self.threads = threads
         self._model = None
-        self.totals = {"n_texts": 0, "n_distinct": 0, "n_encoded": 0, "n_from_cache": 0, "n_quarantined": 0}
+        self.totals = new_totals()
         self.truncation = TruncationCount(effective_max_seq_length(spec, self.location), 0, 0)
 
     def model(self):
@@ -491,76 +435,3 @@ class CachedEncoder:
 
     def report(self) -> dict:
         return encoder_report(self.totals, self.truncation, self.cache.directory.name)
-
-
-def make_encoder(entry: dict | EmbedderSpec, cache_root: str | Path, threads: int | None = None):
-    """The cached encoder of an ``embedders`` config entry: :class:`CachedEncoder` for a local model,
-    :class:`structbench.endpoint.EndpointEncoder` for ``kind: openai`` (no torch imported for it)."""
-    if isinstance(entry, EmbedderSpec):
-        return CachedEncoder(entry, cache_root, threads)
-    if entry.get("kind", LOCAL_KIND) == "openai":
-        from structbench.endpoint import EndpointEmbedderSpec, EndpointEncoder
-
-        return EndpointEncoder(EndpointEmbedderSpec.from_config(entry), cache_root)
-    return CachedEncoder(EmbedderSpec.from_config(entry), cache_root, threads)
-
-
-def embed_texts(
-    texts: Sequence[str], spec: EmbedderSpec | dict, cache_root: str | Path, threads: int | None = None
-) -> Embedded:
-    """Vectors for ``texts`` in order; only texts the cache has not seen under this model are encoded.
-
-    ``spec`` is an :class:`EmbedderSpec` or an ``embedders`` config entry of any kind (:func:`make_encoder`).
-    The report holds ``n_texts``, ``n_distinct``, ``n_encoded`` and ``n_from_cache`` (distinct texts),
-    ``n_quarantined`` (damaged cache shards moved aside), ``max_seq_length``, ``n_truncated`` and
-    ``max_tokens`` (:func:`count_truncated`) and the cache ``namespace`` folder name; an endpoint's report
-    adds ``tokens_sent`` and ``tokens_billed``."""
-    texts = list(texts)
-    encoder = make_encoder(spec, cache_root, threads)
-    vectors = encoder(texts)
-    report = encoder.report()
-    log.info(
-        "%d texts (%d distinct): %d encoded, %d from cache, %d cache shards quarantined",
-        report["n_texts"],
-        report["n_distinct"],
-        report["n_encoded"],
-        report["n_from_cache"],
-        report["n_quarantined"],
-    )
-    if "tokens_sent" in report:
-        log.info(
-            "%d tokens sent (local count), %s billed (server usage)", report["tokens_sent"], report["tokens_billed"]
-        )
-    if report["n_truncated"]:
-        log.warning(
-            "%d of %d texts exceed %s's max_seq_length of %d tokens (longest %d) and were truncated",
-            report["n_truncated"],
-            len(texts),
-            encoder.spec.model,
-            report["max_seq_length"],
-            report["max_tokens"],
-        )
-    return Embedded(vectors, report)
-
-
-def npy_bytes(vectors: np.ndarray) -> bytes:
-    buffer = io.BytesIO()
-    np.save(buffer, vectors)
-    return buffer.getvalue()
-
-
-def embed_with_cache(
-    texts: Sequence[str],
-    spec: dict,
-    cache_root: str | Path,
-    output_npy: str | Path,
-    report_json: str | Path | None = None,
-    threads: int | None = None,
-) -> dict:
-    """Workflow entry: embed ``texts`` under the config entry ``spec``, write the vectors to
-    ``output_npy`` (and the report to ``report_json`` when given), both atomically; return the report."""
-    embedded = embed_texts(texts, spec, cache_root, threads)
-    atomic_write_bytes(output_npy, npy_bytes(embedded.vectors))
-    if report_json is not None:
-        atomic_write_text(report_json, json.dumps(embedded.report, sort_keys=True, indent=1) + "\n")
-    return embedded.report
