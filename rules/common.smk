@@ -22,6 +22,7 @@ from structbench.retrieval.search import kind_inputs
 from structbench.structure.segmentation import OPTIONS as SEGMENTATION_OPTIONS
 from structbench.querygen.settings import QuerygenSettings
 from structbench.stats.means import dose_series
+from structbench.embedding.probe import probe_endpoints
 
 # Validate against the schema and fill its defaults; then the cross-key checks. Both run before any job.
 validate_config(config, os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml"))
@@ -36,6 +37,11 @@ if len(CONTRASTS) < len(config["contrasts"]):
     )
 for message in truncation_warnings(config, CONDITIONS):
     logger.warning(f"structbench config: {message}")
+# One request to every endpoint the run uses, before any job (not in a dry run, nor in each job's own
+# parse of this file, e.g. under Slurm): an unreachable base_url is named now, not after chunking.
+if config["probe_endpoints"] and workflow.is_main_process and not workflow.dryrun:
+    for line in probe_endpoints(config, f"{config['cache']}/embeddings"):
+        logger.info(f"structbench endpoint probe: {line}")
 R = config["results"]
 CACHE = config["cache"]
 LOGS = config["logs"]
