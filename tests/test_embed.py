@@ -271,3 +271,31 @@ def test_the_report_counts_truncated_texts_and_warns(tmp_path, caplog):
     assert (report["max_seq_length"], report["n_truncated"], report["max_tokens"]) == (8, 1, 13)
     assert "1 of 3 texts exceed" in caplog.text
     assert np.load(tmp_path / "v.npy").shape == (3, 384)
+
+
+@pytest.mark.model
+def test_bfloat16_runs_batch_independent_close_to_float32_and_keys_its_own_cache(minilm, tmp_path):
+    spec = replace(SPEC, dtype="bfloat16")
+    model = local.load_model(spec)
+    assert next(model.parameters()).dtype.__str__() == "torch.bfloat16"
+    together = encode(model, TEXTS, batch_size=2)
+    alone = np.stack([encode(model, [text], batch_size=2)[0] for text in TEXTS])
+    assert together.dtype == np.float32 and together.tobytes() == alone.tobytes()  # fixed shapes hold in bf16
+    float32 = encode(minilm, TEXTS, batch_size=2)
+    cosines = (together * float32).sum(axis=1)
+    assert together.tobytes() != float32.tobytes() and cosines.min() > 0.99
+    assert np.allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-6)
+    # Its own namespace; float32's namespace has no dtype key (caches made before the setting still match).
+    bf16_key = local.model_fingerprint(spec, tmp_path)
+    f32_key = local.model_fingerprint(SPEC, tmp_path)
+    assert bf16_key["dtype"] == "bfloat16" and "dtype" not in f32_key
+    assert {k: v for k, v in bf16_key.items() if k != "dtype"} == f32_key
+
+
+def test_dtype_is_checked_by_name_and_against_fp16():
+    entry = {field: getattr(SPEC, field) for field in SPEC.__dataclass_fields__}
+    assert EmbedderSpec.from_config({k: v for k, v in entry.items() if k != "dtype"}).dtype == "float32"
+    with pytest.raises(ValueError, match=r"dtype 'int4' is not one of \['float32', 'bfloat16'\]"):
+        EmbedderSpec.from_config(entry | {"dtype": "int4"})
+    with pytest.raises(ValueError, match=r"fp16 .* and dtype 'bfloat16' contradict"):
+        EmbedderSpec.from_config(entry | {"dtype": "bfloat16", "fp16": True})

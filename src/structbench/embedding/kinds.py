@@ -9,7 +9,7 @@ encoders and the rerank step, so it imports nothing heavier than the standard li
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import MISSING, fields
 
 LOCAL = "local"
 OPENAI = "openai"  # embedders: an OpenAI-compatible embeddings endpoint
@@ -47,9 +47,11 @@ def gpus_of(entry: dict) -> int:
 
 
 def complete_entry(spec_class, entry: dict, what: str) -> dict:
-    """``entry`` if it names exactly the fields of ``spec_class``; else a ValueError naming the keys."""
+    """``entry`` if it names every field of ``spec_class`` without a default and no other key; else a
+    ValueError naming the keys."""
     expected = [field.name for field in fields(spec_class)]
-    missing = [name for name in expected if name not in entry]
+    required = [field.name for field in fields(spec_class) if field.default is MISSING]
+    missing = [name for name in required if name not in entry]
     unknown = sorted(set(entry) - set(expected))
     if missing or unknown:
         raise ValueError(

@@ -75,6 +75,7 @@ FILE_HASH_INDEX = "file-hashes.json"
 
 ENCODING_SCHEME = "length-buckets-v2"  # see the module docstring; part of every namespace
 BUCKET_WIDTH = 32  # tokens; padded lengths are multiples of this (capped at max_seq_length)
+DTYPES = ("float32", "bfloat16")  # bfloat16: the CPU's bf16 matrix units (AMX, AVX512-BF16) or a GPU's
 CPU_ROWS = 4  # rows in every CPU forward pass, whatever batch_size (chosen by measurement: module docstring)
 LIBRARIES = ("torch", "transformers", "sentence-transformers")
 
@@ -91,10 +92,20 @@ class EmbedderSpec:
     fp16: bool  # half precision on GPU only; vectors are stored float32 either way
     max_seq_length: int | None  # None: the model's own default
     query_prefix: str  # e.g. bge's retrieval instruction; prepended to queries only
+    # The weights' and activations' precision on any device (DTYPES); vectors are stored float32 either way.
+    dtype: str = "float32"
 
     @classmethod
     def from_config(cls, entry: dict) -> EmbedderSpec:
-        return cls(**complete_entry(cls, local_entry(entry, "embedder"), "embedder"))
+        spec = cls(**complete_entry(cls, local_entry(entry, "embedder"), "embedder"))
+        if spec.dtype not in DTYPES:
+            raise ValueError(f"embedder {spec.model!r}: dtype {spec.dtype!r} is not one of {list(DTYPES)}")
+        if spec.fp16 and spec.dtype != "float32":
+            raise ValueError(
+                f"embedder {spec.model!r}: fp16 (half precision on a GPU) and dtype {spec.dtype!r} contradict; "
+                "set one of them"
+            )
+        return spec
 
 
 # ---- where a model lives, and what it is -------------------------------------------------------
@@ -276,6 +287,8 @@ def load_model(spec: EmbedderSpec, location: ModelLocation | None = None):
     model.max_seq_length = effective_max_seq_length(spec, location)
     if spec.fp16 and device == "cuda":
         model.half()
+    if spec.dtype == "bfloat16":
+        model.to(torch.bfloat16)
     model.eval()
     return model
 
@@ -294,6 +307,8 @@ def model_fingerprint(spec: EmbedderSpec, cache_root: str | Path, location: Mode
         "weights": identity,
         "max_seq_length": effective_max_seq_length(spec, location),
         "fp16": bool(spec.fp16 and device == "cuda"),
+        # float32 adds no key, so the caches of every float32 embedder keep their namespace
+        **({"dtype": spec.dtype} if spec.dtype != "float32" else {}),
         "encoding": encoding_scheme(spec.batch_size, fixed_rows=device == "cuda"),
         "device": device_identity(device),
         "libraries": library_versions(),
