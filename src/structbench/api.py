@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from structbench import defaults
-from structbench.boundaries import structural_chunks
+from structbench.chunking.structural import structural_chunks
 from structbench.prefixes import render_texts
 from structbench.tokens import TokenCounter, load_tokenizer
 

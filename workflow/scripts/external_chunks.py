@@ -2,9 +2,10 @@
 located exactly in the flat text; size-matched per document to the structural set when configured."""
 
 from structbench.atomic import write_json
-from structbench.boundaries import assert_tiling
+from structbench.chunking.external.locate import external_chunks
+from structbench.chunking.external.spec import ChunkerSpec
+from structbench.chunking.tiling import assert_tiling
 from structbench.datamodel import read_table, write_table
-from structbench.external_chunkers import ChunkerSpec, external_chunks
 from structbench.logs import step_log
 
 with step_log(snakemake.log[0], "external_chunks") as log:

@@ -1,7 +1,8 @@
 """Fixed windows size-matched per document to a structural chunk set, sentence-snapped."""
 
 from structbench.atomic import write_json
-from structbench.boundaries import assert_tiling, fixed_chunks, size_match_report
+from structbench.chunking.fixed import fixed_chunks
+from structbench.chunking.tiling import assert_tiling, size_match_report
 from structbench.datamodel import read_table, write_table
 from structbench.logs import step_log
 from structbench.tokens import load_tokenizer

@@ -4,7 +4,8 @@ Besides the chunks, the step writes the embedding report of the paragraphs it co
 truncation, cache use: ``embed.embed_texts``), which the report's embedder-input table shows."""
 
 from structbench.atomic import write_json
-from structbench.boundaries import assert_tiling, semantic_chunks
+from structbench.chunking.structural import semantic_chunks
+from structbench.chunking.tiling import assert_tiling
 from structbench.datamodel import read_table, write_table
 from structbench.embed import embed_texts
 from structbench.logs import step_log

@@ -1,6 +1,7 @@
 """Structural chunks from one structure source (split/merge bounds of SPEC section 6)."""
 
-from structbench.boundaries import assert_tiling, structural_chunks
+from structbench.chunking.structural import structural_chunks
+from structbench.chunking.tiling import assert_tiling
 from structbench.datamodel import read_table, write_table
 from structbench.logs import step_log
 from structbench.tokens import load_tokenizer

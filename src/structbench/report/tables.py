@@ -23,8 +23,8 @@ from decimal import ROUND_CEILING, Context, Decimal
 
 import polars as pl
 
-from structbench.boundaries import bounds_report
 from structbench.cells import lexical_chunkset
+from structbench.chunking.tiling import bounds_report
 from structbench.conditions import AXES, retrieval_kind, routed_kinds
 from structbench.defaults import ALPHA, T_MAX, T_MIN
 from structbench.metrics.registry import is_metric, metric_label, parse_metric
