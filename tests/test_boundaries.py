@@ -544,7 +544,7 @@ def test_fixed_windows_match_reference_sizes_on_average(tables):
         documents_frame, reference, TOK, paragraphs=paragraphs_frame, sections=sections_frame, snap_tokens=8, t_min=20
     )
     report = size_match_report(fixed, reference)
-    assert report["fixed_chunks"] == fixed.height and report["reference_chunks"] == reference.height
+    assert report["matched_chunks"] == fixed.height and report["reference_chunks"] == reference.height
     # Both sets tile the same text, so they hold the same tokens; only the window count can differ.
     assert fixed["n_tokens"].sum() == reference["n_tokens"].sum()
     for doc_id in reference["doc_id"].unique().to_list():

@@ -59,27 +59,28 @@ def _check_end(doc_id: str, end: int, n_chars: int) -> None:
         raise ValueError(f"document {doc_id!r}: chunks end at {end}, past n_chars={n_chars}")
 
 
-def size_match_report(fixed: pl.DataFrame, reference: pl.DataFrame) -> dict:
-    """Realized mean chunk sizes of a fixed set and its reference set (one corpus), and their gap.
+def size_match_report(matched: pl.DataFrame, reference: pl.DataFrame) -> dict:
+    """Realized mean chunk sizes of a size-matched set and its reference set (one corpus), and their gap.
 
-    SPEC section 6 asks for these per corpus; the paper's realized means differ by at most 4 tokens.
+    ``matched_*`` describe the size-matched set (fixed windows, or an external chunker with
+    ``size_match``). SPEC section 6 asks for these per corpus; the paper's realized means differ by at most 4 tokens.
     ``max_doc_difference`` is the largest per-document gap between the two means.
     """
 
     def means(frame):
         return frame.group_by("doc_id").agg(pl.col("n_tokens").cast(pl.Float64).mean().alias("mean"))
 
-    per_doc = means(fixed).join(means(reference), on="doc_id", how="inner", suffix="_reference")
-    fixed_mean = float(fixed["n_tokens"].mean()) if fixed.height else math.nan
+    per_doc = means(matched).join(means(reference), on="doc_id", how="inner", suffix="_reference")
+    matched_mean = float(matched["n_tokens"].mean()) if matched.height else math.nan
     reference_mean = float(reference["n_tokens"].mean()) if reference.height else math.nan
     gap = per_doc.select((pl.col("mean") - pl.col("mean_reference")).abs().max()).item() if per_doc.height else None
     return {
-        "fixed_chunks": fixed.height,
+        "matched_chunks": matched.height,
         "reference_chunks": reference.height,
         "documents": per_doc.height,
-        "fixed_mean_tokens": fixed_mean,
+        "matched_mean_tokens": matched_mean,
         "reference_mean_tokens": reference_mean,
-        "difference": fixed_mean - reference_mean,
+        "difference": matched_mean - reference_mean,
         "max_doc_difference": float(gap) if gap is not None else math.nan,
     }
 
@@ -96,6 +97,12 @@ def cut_counts(chunks: pl.DataFrame) -> dict[str, int]:
             raise ValueError(f"chunks column 'cut' holds {kind!r}, not one of {CUT_KINDS}")
         counts[kind] = int(count)
     return counts
+
+
+def bounds_file(chunks: pl.DataFrame, *, t_max: int, t_min: int) -> dict:
+    """What a chunk rule writes next to its chunk set (``<set>.bounds.json``): the bounds it was held to and
+    :func:`bounds_report` against them, so the report reads a chunk set's bounds without chunking code."""
+    return {"t_max": t_max, "t_min": t_min, **bounds_report(chunks, t_max=t_max, t_min=t_min)}
 
 
 def bounds_report(chunks: pl.DataFrame, *, t_max: int = T_MAX, t_min: int = T_MIN) -> dict:

@@ -213,7 +213,7 @@ def external_chunks(
     every document (``chunk_id`` ordinal over ``(doc_id, start)``). The report holds the library and
     version, chunk and over-``t_max`` counts, heading-only chunks dropped, the cut kinds, per document
     the size used, chunk count and mean tokens, and, with a reference, the keys of
-    :func:`structbench.chunking.tiling.size_match_report` (``fixed_*`` there meaning this chunk set), so the
+    :func:`structbench.chunking.tiling.size_match_report` (``matched_*`` there meaning this chunk set), so the
     chunk-size-matching table reads it as it reads a fixed set's.
     """
     if t_max < 1:
