@@ -14,7 +14,7 @@ has more than ``t_max`` word pieces (never for BERT WordPiece at ``t_max >= 100`
 over 100 characters as one ``[UNK]``); the chunk after such a cut is counted with the pieces the
 whole word had. For a tokenizer that is not word-level, span counts are estimates: size decisions
 use them, then every chunk is counted again on its own text and one over ``t_max`` by that count is
-cut again (:func:`_own_counts`), so the bound holds for the counts reported.
+cut again (:func:`.cuts._own_counts`), so the bound holds for the counts reported.
 
 The rules, in the words of SPEC sections 6 and 17 where they are precise and ours where they are not:
 
@@ -51,6 +51,13 @@ boundary, a fixed window snapped to a paragraph start), ``"sentence"``, and the 
 :data:`FALLBACK_CUTS` — ``"line"``, ``"word"``, ``"token"``. :func:`cut_counts` counts them for the
 corpus report. Chunking time is linear in the text: every step looks up boundaries by bisection and
 segments each paragraph once per chunker (``benchmarks/bench_chunk_scaling.py`` measures it).
+
+Modules: :mod:`.document` (the prepared document, tokenization), :mod:`.cuts` (split, fallback and merge
+rules, the CHUNKS output), :mod:`.structural` (structural and semantic chunks), :mod:`.fixed` (fixed
+windows), :mod:`.tiling` (cut kinds, the tiling check, the size-match and bounds reports; light: the
+chunk rules write its bounds report next to every chunk set, and the report reads that), and
+:mod:`.external` (peer chunkers; its :mod:`.external.spec` is what the config check imports). This
+package imports its entry points on first use, so importing one light module pulls in no other.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ section. The classic ``MarkdownHeaderTextSplitter`` strips every line and re-joi
 so its chunks are not text of the input and cannot be located; headings are kept because with
 ``strip_headers`` a paragraph line starting ``"# "`` (a hashtag, in QASPER 1907.03187) is dropped as a
 heading. chonkie is ``RecursiveChunker`` with its default levels minus the last, token-decoding one
-(:func:`_chonkie_rules` says why), ``recursive_markdown`` with heading delimiters as a first level
+(:func:`.adapters._chonkie_rules` says why), ``recursive_markdown`` with heading delimiters as a first level
 (written here: chonkie's recipes download at run time). semchunk is ``chunkerify``; semantic-text-splitter
 ``TextSplitter`` or ``MarkdownSplitter``.
 
@@ -49,7 +49,7 @@ drops an unclosed code fence, for one): an error naming the document and the tex
 cannot tile, which is why overlap options are rejected.
 
 **Columns.** ``n_tokens`` is the study tokenizer's count of the chunk's own text (no special tokens; read
-from the document's token starts where that is the same number, see :func:`_chunk_document`); a
+from the document's token starts where that is the same number, see :func:`.locate._chunk_document`); a
 chunk over ``t_max`` is kept as the library made it and counted (``over_t_max``), never cut again.
 ``section_id`` and ``path`` are those of the section holding the chunk's first character (the last
 non-empty section starting at or before it), so path prefixes and two-stage routing work unchanged.
