@@ -54,7 +54,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from structbench.boundaries import structural_chunks
+from structbench.chunking.structural import structural_chunks
 from structbench.corpus import load_corpus
 from structbench.datamodel import read_table, write_table
 from structbench.defaults import T_MAX, T_MIN, TOKENIZER, TOP_K

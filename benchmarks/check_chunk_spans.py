@@ -45,7 +45,8 @@ def dump(qasper: Path) -> dict:
     from bench_chunking import qasper_markdown
 
     from structbench.api import chunk_markdown
-    from structbench.boundaries import fixed_chunks, semantic_chunks, structural_chunks
+    from structbench.chunking.fixed import fixed_chunks
+    from structbench.chunking.structural import semantic_chunks, structural_chunks
     from structbench.corpus.build import build_tables
     from structbench.corpus.qasper import parse_paper
     from structbench.sentences import clear_cache

@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/peer_size_match.py [--qasper PATH] [--docs 50] [library:kind ...]
 
-On the first ``--docs`` QASPER papers, for every adapter of ``structbench.external_chunkers`` (or those
+On the first ``--docs`` QASPER papers, for every adapter of ``structbench.chunking.external`` (or those
 named): the realized mean content tokens at ``t_max`` and size-matched, against the structural mean (gold
 structure, ``t_max = 350``, ``t_min = 60``), and over the documents whose peer mean at ``t_max`` reaches
 their structural mean (the others keep ``t_max``: a smaller size only shrinks chunks), the median and
@@ -27,9 +27,10 @@ def main(argv=None) -> int:
     parser.add_argument("adapters", nargs="*", help="library:kind (default: all)")
     args = parser.parse_args(argv)
 
-    from structbench.boundaries import structural_chunks
+    from structbench.chunking.external.locate import external_chunks
+    from structbench.chunking.external.spec import LIBRARIES, ChunkerSpec
+    from structbench.chunking.structural import structural_chunks
     from structbench.corpus.qasper import load_qasper
-    from structbench.external_chunkers import LIBRARIES, ChunkerSpec, external_chunks
     from structbench.tokens import load_tokenizer
 
     adapters = [a.split(":") for a in args.adapters] or [
@@ -61,7 +62,7 @@ def main(argv=None) -> int:
             if at_t_max[r["doc_id"]] >= r["reference_mean_tokens"]
         ]
         print(
-            f"{library + ' ' + kind:<28} {default['fixed_mean_tokens']:>10.1f} {matched['fixed_mean_tokens']:>8.1f} "
+            f"{library + ' ' + kind:<28} {default['matched_mean_tokens']:>10.1f} {matched['matched_mean_tokens']:>8.1f} "
             f"{seconds:>5.1f} {matched['library_runs'] / len(rows):>8.1f} {len(gaps):>4}/{len(rows):<4} "
             f"{statistics.median(gaps) if gaps else float('nan'):>10.1f} {max(gaps) if gaps else float('nan'):>8.1f} "
             f"{matched['max_doc_difference']:>17.1f}"

@@ -4,7 +4,8 @@ rule structural_chunks:
         paragraphs=f"{R}/{{corpus}}/corpus/paragraphs.parquet",
         sections=structure_sections,
     output:
-        f"{R}/{{corpus}}/chunks/structural/{{structure}}.parquet",
+        chunks=f"{R}/{{corpus}}/chunks/structural/{{structure}}.parquet",
+        bounds=f"{R}/{{corpus}}/chunks/structural/{{structure}}.bounds.json",
     log:
         f"{LOGS}/chunks/{{corpus}}/structural-{{structure}}.log",
     conda:
@@ -27,6 +28,7 @@ rule fixed_chunks:
     output:
         chunks=f"{R}/{{corpus}}/chunks/fixed/{{structure}}.parquet",
         size_match=f"{R}/{{corpus}}/chunks/fixed/{{structure}}.size_match.json",
+        bounds=f"{R}/{{corpus}}/chunks/fixed/{{structure}}.bounds.json",
     log:
         f"{LOGS}/chunks/{{corpus}}/fixed-{{structure}}.log",
     conda:
@@ -52,6 +54,7 @@ rule external_chunks:
     output:
         chunks=f"{R}/{{corpus}}/chunks/external-{{chunker}}/{{structure}}.parquet",
         report=f"{R}/{{corpus}}/chunks/external-{{chunker}}/{{structure}}.chunker.json",
+        bounds=f"{R}/{{corpus}}/chunks/external-{{chunker}}/{{structure}}.bounds.json",
     log:
         f"{LOGS}/chunks/{{corpus}}/external-{{chunker}}-{{structure}}.log",
     conda:
@@ -59,6 +62,7 @@ rule external_chunks:
     params:
         tokenizer=config["tokenizer"],
         t_max=config["chunking"]["t_max"],
+        t_min=config["chunking"]["t_min"],
         chunker=chunker_entry,
         code=script_code("external_chunks"),
     script:
@@ -97,6 +101,7 @@ rule semantic_chunks:
     output:
         chunks=f"{R}/{{corpus}}/chunks/semantic/{{structure}}.parquet",
         embed_report=f"{R}/{{corpus}}/chunks/semantic/{{structure}}.embed.json",
+        bounds=f"{R}/{{corpus}}/chunks/semantic/{{structure}}.bounds.json",
     log:
         f"{LOGS}/chunks/{{corpus}}/semantic-{{structure}}.log",
     conda:

@@ -271,6 +271,12 @@ def all_chunk_sets():
     }
 
 
+def all_chunk_bounds():
+    """(corpus, chunk set) -> the chunk rule's bounds report (structbench.chunking.tiling.bounds_file) of
+    every chunk set all_chunk_sets reads."""
+    return {key: path.removesuffix(".parquet") + ".bounds.json" for key, path in all_chunk_sets().items()}
+
+
 def all_embed_reports():
     """(corpus, embedder, text set) -> the embedding step's report (input length, truncation, cache use);
     the semantic merge's paragraph embeddings (every corpus it chunks) are the text set

@@ -46,8 +46,6 @@ rule report:
         "../envs/cpu.yaml"
     params:
         input_keys=report_input_keys(),
-        t_max=config["chunking"]["t_max"],
-        t_min=config["chunking"]["t_min"],
         primary_metric=config["stats"]["primary_metric"],
         bootstrap_iters=config["stats"]["bootstrap_iters"],
         conditions={name: config["conditions"][name] for name in CONDITIONS},

@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from structbench.chunking.tiling import bounds_file
+from structbench.defaults import T_MAX, T_MIN
 from structbench.metrics.diagnostics import retrieval_layer_pairs, retrieval_layer_table
 from structbench.report.tables import ReportInputs
 from structbench.stats import contrast_table
@@ -173,9 +175,9 @@ def synthetic_inputs(**overrides) -> ReportInputs:
                 "chunk set": "fixed/gold",
                 "documents": 4,
                 "reference_chunks": 8,
-                "fixed_chunks": 8,
+                "matched_chunks": 8,
                 "reference_mean_tokens": float(np.mean(structural)),
-                "fixed_mean_tokens": float(np.mean(fixed)),
+                "matched_mean_tokens": float(np.mean(fixed)),
                 "difference": float(np.mean(fixed) - np.mean(structural)),
                 "max_doc_difference": 9.0,
             }
@@ -196,6 +198,11 @@ def synthetic_inputs(**overrides) -> ReportInputs:
         ],
         chunk_sets={
             (c, s): chunk_table(sizes)
+            for c in ("alpha", "beta")
+            for s, sizes in (("structural/gold", structural), ("fixed/gold", fixed))
+        },
+        chunk_bounds={
+            (c, s): bounds_file(chunk_table(sizes), t_max=T_MAX, t_min=T_MIN)
             for c in ("alpha", "beta")
             for s, sizes in (("structural/gold", structural), ("fixed/gold", fixed))
         },

@@ -12,21 +12,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from structbench import boundaries
 from structbench import sentences as segmenter
-from structbench.boundaries import (
+from structbench.chunking import cuts as cut_rules
+from structbench.chunking import document
+from structbench.chunking.cuts import partition_sizes, snapped_cuts, split_cuts
+from structbench.chunking.fixed import fixed_chunks
+from structbench.chunking.structural import semantic_chunks, structural_chunks
+from structbench.chunking.tiling import (
     CUT_KINDS,
     FALLBACK_CUTS,
     assert_tiling,
     bounds_report,
     cut_counts,
-    fixed_chunks,
-    partition_sizes,
-    semantic_chunks,
     size_match_report,
-    snapped_cuts,
-    split_cuts,
-    structural_chunks,
 )
 from structbench.datamodel import DOCUMENTS, PARAGRAPHS, SECTIONS
 from structbench.sentences import paragraph_boundaries, sentence_starts
@@ -546,7 +544,7 @@ def test_fixed_windows_match_reference_sizes_on_average(tables):
         documents_frame, reference, TOK, paragraphs=paragraphs_frame, sections=sections_frame, snap_tokens=8, t_min=20
     )
     report = size_match_report(fixed, reference)
-    assert report["fixed_chunks"] == fixed.height and report["reference_chunks"] == reference.height
+    assert report["matched_chunks"] == fixed.height and report["reference_chunks"] == reference.height
     # Both sets tile the same text, so they hold the same tokens; only the window count can differ.
     assert fixed["n_tokens"].sum() == reference["n_tokens"].sum()
     for doc_id in reference["doc_id"].unique().to_list():
@@ -928,7 +926,7 @@ def test_a_pretoken_longer_than_t_max_is_cut_between_word_pieces():
 def test_a_long_paragraph_is_segmented_only_around_its_cuts(monkeypatch):
     """A split segments a stretch around each cut, never the whole paragraph once per cut (quadratic time)."""
     full, windows = [], []
-    original_full, original_window = boundaries.paragraph_boundaries, segmenter._segment_from
+    original_full, original_window = document.paragraph_boundaries, segmenter._segment_from
 
     def counting_full(text, start, end):
         full.append((start, end))
@@ -939,7 +937,7 @@ def test_a_long_paragraph_is_segmented_only_around_its_cuts(monkeypatch):
         windows.append(end - origin)
         return found, end
 
-    monkeypatch.setattr(boundaries, "paragraph_boundaries", counting_full)
+    monkeypatch.setattr(document, "paragraph_boundaries", counting_full)
     monkeypatch.setattr(segmenter, "_segment_from", counting_window)
     segmenter.clear_cache()
     s = "The cat sat on the mat near the door! Of the old house we spoke. "  # syntok settles the start after "!"
@@ -1142,13 +1140,13 @@ def test_a_tokenizer_with_estimated_span_counts_still_keeps_t_max(monkeypatch):
     bpe = byte_level_bpe()
     assert not bpe.additive
     recuts = []
-    original = boundaries._cut_by_own_tokens
+    original = cut_rules._cut_by_own_tokens
 
     def counting(*args):
         recuts.append(args[1])
         return original(*args)
 
-    monkeypatch.setattr(boundaries, "_cut_by_own_tokens", counting)
+    monkeypatch.setattr(cut_rules, "_cut_by_own_tokens", counting)
     text = " ".join(["river army", "unbelievable", "museum north"] * 80)
     tables = build([("d1", "T", [("A", 1, [text, "Short. " * 30])])])
     chunks = structural_chunks(*tables, bpe, t_max=37, t_min=5)

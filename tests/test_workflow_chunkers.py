@@ -11,7 +11,7 @@ from conftest import REPO, kb_config, run_snakemake
 from test_config import layered
 from test_workflow import planned_jobs
 
-from structbench.boundaries import assert_tiling
+from structbench.chunking.tiling import assert_tiling
 from structbench.config import ConfigError, check_config
 
 pytestmark = pytest.mark.workflow
@@ -45,7 +45,7 @@ def test_bad_chunker_config_stops_the_dry_run_naming_it(tmp_path, extra, named):
 
 
 def test_a_missing_chunker_library_stops_at_start_up_with_the_install_command(monkeypatch):
-    import structbench.external_chunkers as external
+    import structbench.chunking.external.spec as external
 
     # The one boundary faked: whether the library imports (it is installed here).
     monkeypatch.setattr(

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from structbench import defaults
-from structbench.boundaries import structural_chunks
+from structbench.chunking.structural import structural_chunks
 from structbench.prefixes import render_texts
 from structbench.tokens import TokenCounter, load_tokenizer
 
@@ -111,7 +111,7 @@ def chunk_markdown(
     ``title`` is used when the document names none (front matter ``title:`` or a single H1 wins); with
     neither, the document is untitled (``result.title == ""``; module docstring).
     Sections are split at sentence boundaries above ``t_max`` content tokens and merged with a
-    neighbour in the same top-level section below ``t_min`` (see :mod:`structbench.boundaries`).
+    neighbour in the same top-level section below ``t_min`` (see :mod:`structbench.chunking`).
     Offsets are into ``result.flat_text``: the body paragraphs joined by blank lines, headings
     removed. A document without body text gives an empty list.
     """

@@ -271,11 +271,11 @@ def external_chunker_names(conditions: dict) -> list[str]:
 
 def check_chunker_config(config: dict, conditions: dict) -> None:
     """An ``external:<name>`` condition names a declared ``chunkers`` entry whose library and kind the
-    adapters know (structbench.external_chunkers.ChunkerSpec.from_config names what is wrong)."""
+    adapters know (structbench.chunking.external.spec.ChunkerSpec.from_config names what is wrong)."""
     declared = config.get("chunkers") or {}
     if not declared and not any(c.boundaries.startswith("external:") for c in conditions.values()):
         return
-    from structbench.external_chunkers import ChunkerSpec, ExternalChunkerError
+    from structbench.chunking.external.spec import ChunkerSpec, ExternalChunkerError
 
     for name, condition in conditions.items():
         kind, chunker = axes.parse_value("boundaries", condition.boundaries)
@@ -297,7 +297,7 @@ def require_chunker_libraries(config: dict, conditions: dict) -> None:
     names = external_chunker_names(conditions)
     if not names:
         return
-    from structbench.external_chunkers import ChunkerSpec, missing_libraries
+    from structbench.chunking.external.spec import ChunkerSpec, missing_libraries
 
     specs = [ChunkerSpec.from_config(name, config["chunkers"][name]) for name in names]
     missing = missing_libraries(specs)

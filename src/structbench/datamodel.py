@@ -75,7 +75,7 @@ CHUNKS = {
     "path": pl.List(pl.String),
     # How the chunk's end was cut, the strongest boundary there: "end" (document end), "section",
     # "paragraph", "sentence", or a fallback where no sentence boundary served: "line", "word",
-    # "token" (structbench.boundaries.CUT_KINDS; definitions in that module's docstring).
+    # "token" (structbench.chunking.tiling.CUT_KINDS; definitions in that module's docstring).
     "cut": pl.String,
 }
 TEXTS = {

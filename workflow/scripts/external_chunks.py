@@ -2,9 +2,10 @@
 located exactly in the flat text; size-matched per document to the structural set when configured."""
 
 from structbench.atomic import write_json
-from structbench.boundaries import assert_tiling
+from structbench.chunking.external.locate import external_chunks
+from structbench.chunking.external.spec import ChunkerSpec
+from structbench.chunking.tiling import assert_tiling, bounds_file
 from structbench.datamodel import read_table, write_table
-from structbench.external_chunkers import ChunkerSpec, external_chunks
 from structbench.logs import step_log
 
 with step_log(snakemake.log[0], "external_chunks") as log:
@@ -31,3 +32,4 @@ with step_log(snakemake.log[0], "external_chunks") as log:
     log.info("%s: %d chunks, mean %.1f tokens", spec.name, chunks.height, chunks["n_tokens"].mean())
     write_table(chunks, snakemake.output.chunks)
     write_json(snakemake.output.report, report)
+    write_json(snakemake.output.bounds, bounds_file(chunks, t_max=snakemake.params.t_max, t_min=snakemake.params.t_min))

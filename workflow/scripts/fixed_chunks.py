@@ -1,7 +1,8 @@
 """Fixed windows size-matched per document to a structural chunk set, sentence-snapped."""
 
 from structbench.atomic import write_json
-from structbench.boundaries import assert_tiling, fixed_chunks, size_match_report
+from structbench.chunking.fixed import fixed_chunks
+from structbench.chunking.tiling import assert_tiling, bounds_file, size_match_report
 from structbench.datamodel import read_table, write_table
 from structbench.logs import step_log
 from structbench.tokens import load_tokenizer
@@ -29,3 +30,4 @@ with step_log(snakemake.log[0], "fixed_chunks") as log:
     log.info("size match: %s", report)
     write_table(chunks, snakemake.output.chunks)
     write_json(snakemake.output.size_match, report)
+    write_json(snakemake.output.bounds, bounds_file(chunks, t_max=snakemake.params.t_max, t_min=snakemake.params.t_min))

@@ -12,8 +12,6 @@ with step_log(snakemake.log[0], "report") as log:
         primary_metric=snakemake.params.primary_metric,
         contrast_specs=list(snakemake.params.contrasts),
         bootstrap_iters=snakemake.params.bootstrap_iters,
-        t_max=snakemake.params.t_max,
-        t_min=snakemake.params.t_min,
     )
     paths = ReportPaths(
         markdown=snakemake.output.report,

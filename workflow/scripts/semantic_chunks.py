@@ -4,7 +4,8 @@ Besides the chunks, the step writes the embedding report of the paragraphs it co
 truncation, cache use: ``embedding.encoders.embed_texts``), which the report's embedder-input table shows."""
 
 from structbench.atomic import write_json
-from structbench.boundaries import assert_tiling, semantic_chunks
+from structbench.chunking.structural import semantic_chunks
+from structbench.chunking.tiling import assert_tiling, bounds_file
 from structbench.datamodel import read_table, write_table
 from structbench.embedding.encoders import embed_texts
 from structbench.logs import step_log
@@ -36,3 +37,4 @@ with step_log(snakemake.log[0], "semantic_chunks") as log:
     report = reports[0] if reports else {"n_texts": 0, "n_truncated": 0}
     write_table(chunks, snakemake.output.chunks)
     write_json(snakemake.output.embed_report, report)
+    write_json(snakemake.output.bounds, bounds_file(chunks, t_max=snakemake.params.t_max, t_min=snakemake.params.t_min))

@@ -1,6 +1,8 @@
 """Structural chunks from one structure source (split/merge bounds of SPEC section 6)."""
 
-from structbench.boundaries import assert_tiling, structural_chunks
+from structbench.atomic import write_json
+from structbench.chunking.structural import structural_chunks
+from structbench.chunking.tiling import assert_tiling, bounds_file
 from structbench.datamodel import read_table, write_table
 from structbench.logs import step_log
 from structbench.tokens import load_tokenizer
@@ -17,4 +19,5 @@ with step_log(snakemake.log[0], "structural_chunks") as log:
     )
     assert_tiling(documents, chunks)
     log.info("%d chunks, mean %.1f tokens", chunks.height, chunks["n_tokens"].mean())
-    write_table(chunks, snakemake.output[0])
+    write_table(chunks, snakemake.output.chunks)
+    write_json(snakemake.output.bounds, bounds_file(chunks, t_max=snakemake.params.t_max, t_min=snakemake.params.t_min))

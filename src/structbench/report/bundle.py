@@ -82,10 +82,11 @@ def rule_input_paths(rule_input, input_keys: Mapping[str, Sequence]) -> dict[str
 def load_inputs(paths: Mapping[str, Sequence[str] | Mapping], **settings) -> ReportInputs:
     """The report's inputs from the run's files: ``paths`` maps a report input
     (:func:`~structbench.report.tables.report_inputs`) to its files, a list, or for a keyed reader a dict
-    key -> path (``chunk_sets``: (corpus, chunk set) -> chunks table; ``embed_reports``: (corpus,
+    key -> path (``chunk_sets``: (corpus, chunk set) -> chunks table; ``chunk_bounds``: (corpus, chunk set) -> its
+    chunk rule's bounds report; ``embed_reports``: (corpus,
     embedder, text set) -> an embedding step's JSON report; ``corpus_stats``: corpus -> its statistics).
     An input left out takes its field's default (empty). ``settings`` are the other
-    :class:`ReportInputs` fields (conditions, primary metric, contrast specs, bootstrap_iters, t_max, t_min)."""
+    :class:`ReportInputs` fields (conditions, primary metric, contrast specs, bootstrap_iters)."""
     declared = report_inputs()
     unknown = sorted(set(paths) - set(declared))
     if unknown:

@@ -23,7 +23,6 @@ from decimal import ROUND_CEILING, Context, Decimal
 
 import polars as pl
 
-from structbench.boundaries import bounds_report
 from structbench.cells import lexical_chunkset
 from structbench.conditions import AXES, retrieval_kind, routed_kinds
 from structbench.defaults import ALPHA, T_MAX, T_MIN
@@ -189,9 +188,11 @@ class ReportInputs:
     one when none), as declared (declared order is the order every table and figure shows them in);
     ``contrast_specs``: the contrasts as the statistics step got them; ``bootstrap_iters``: the statistics
     step's B (the resolution of its p-values); ``chunk_sets``: (corpus, chunk set) ->
-    chunks table; ``querygen_stats``: the merged query generation's summary per corpus with generated
-    queries (:func:`structbench.querygen.funnel.querygen_summary`); ``retrieval_layer``: seed 004's run
-    comparisons (:func:`structbench.metrics.diagnostics.retrieval_layer_table`).
+    chunks table; ``chunk_bounds``: (corpus, chunk set) -> the bounds report its chunk rule wrote
+    (:func:`structbench.chunking.tiling.bounds_file`; ``t_max`` and ``t_min`` come from these);
+    ``querygen_stats``: the merged query generation's summary per corpus with generated queries
+    (:func:`structbench.querygen.funnel.querygen_summary`); ``retrieval_layer``: seed 004's run comparisons
+    (:func:`structbench.metrics.diagnostics.retrieval_layer_table`).
     """
 
     scores: pl.DataFrame = report_input("all_cells", "tables")
@@ -207,13 +208,22 @@ class ReportInputs:
     size_matches: list[dict] = report_input("all_size_matches", "json", list)
     text_reports: list[dict] = report_input("all_text_reports", "json", list)
     chunk_sets: dict[tuple[str, str], pl.DataFrame] = report_input("all_chunk_sets", "chunks_by_key", dict)
+    chunk_bounds: dict[tuple[str, str], dict] = report_input("all_chunk_bounds", "json_by_key", dict)
     embed_reports: list[dict] = report_input("all_embed_reports", "embed_reports", list)
     induction_stats: list[dict] = report_input("all_induction_stats", "json", list)
     context_stats: list[dict] = report_input("all_context_stats", "json", list)
     querygen_stats: list[dict] = report_input("all_querygen_stats", "json", list)
     retrieval_layer: pl.DataFrame = report_input("all_retrieval_layers", "tables", pl.DataFrame)
-    t_max: int = T_MAX
-    t_min: int = T_MIN
+
+    @property
+    def t_max(self) -> int:
+        """The ``t_max`` the chunk sets were held to (their bounds reports; the default without one)."""
+        return max((report["t_max"] for report in self.chunk_bounds.values()), default=T_MAX)
+
+    @property
+    def t_min(self) -> int:
+        """The ``t_min`` the chunk sets were held to (their bounds reports; the default without one)."""
+        return min((report["t_min"] for report in self.chunk_bounds.values()), default=T_MIN)
 
     @property
     def scored(self) -> bool:
@@ -731,9 +741,9 @@ def size_matching_table(inputs: ReportInputs) -> TableContent:
             "chunk set",
             "documents",
             "reference_chunks",
-            pl.col("fixed_chunks").alias("matched_chunks"),
+            "matched_chunks",
             pl.col("reference_mean_tokens").alias("structural mean tokens"),
-            pl.col("fixed_mean_tokens").alias("matched mean tokens"),
+            pl.col("matched_mean_tokens").alias("matched mean tokens"),
             pl.col("difference").alias("matched − structural"),
             pl.col("max_doc_difference").alias("max per-document gap"),
         )
@@ -788,12 +798,12 @@ def chunk_sizes_table(inputs: ReportInputs) -> TableContent:
     "fallbacks taken where no sentence boundary served (code, lists, tables, unpunctuated text).",
 )
 def chunk_bounds_table(inputs: ReportInputs) -> TableContent:
-    if not inputs.chunk_sets:
+    if not inputs.chunk_bounds:
         raise Omit("no chunk set")
     frame = pl.DataFrame(
         [
-            {"corpus": corpus, "chunk set": chunkset, **bounds_report(chunks, t_max=inputs.t_max, t_min=inputs.t_min)}
-            for (corpus, chunkset), chunks in sorted(inputs.chunk_sets.items())
+            {"corpus": corpus, "chunk set": chunkset, **report}
+            for (corpus, chunkset), report in sorted(inputs.chunk_bounds.items())
         ],
         infer_schema_length=None,
     )
