@@ -159,6 +159,7 @@ def test_the_schema_fills_every_default_from_a_minimal_config():
         "batch_size",
         "device",
         "fp16",
+        "dtype",
         "max_seq_length",
         "query_prefix",
     }
