@@ -132,3 +132,32 @@ def gold_run_again(tmp_path_factory) -> CompletedRun:
     """Read by test_workflow (the determinism check's second run, whose cache another checkout reuses) and
     test_resume (the uninterrupted reference every resumed run must reproduce, and its warm cache)."""
     return gold_f0_run(tmp_path_factory.mktemp("gold-run-again"))
+
+
+@dataclass(frozen=True)
+class TinyLlmRun:
+    docs: Path
+    questions: Path
+    model: Path
+    cache: Path
+    workdir: Path
+    result: subprocess.CompletedProcess
+
+
+@pytest.fixture(scope="session")
+def tiny_llm_run(tmp_path_factory) -> TinyLlmRun:
+    """A whole run of test_workflow_llm's LLM config (three KB documents, a tiny random-weight model) from a
+    cache of its own, made once per session. Read by test_workflow_llm (the LLM steps end to end, then another
+    workdir on its cache) and test_slurm (the uninterrupted run that a Slurm run of the same study, killed and
+    resumed on a cache of its own, must reproduce byte for byte). Its readers leave it as they found it: dry
+    runs only, configs written elsewhere, reruns in other workdirs."""
+    from test_workflow_llm import llm_config, tiny_llm_study
+
+    root = tmp_path_factory.mktemp("tiny-llm")
+    docs, questions, model, cache = tiny_llm_study(root)
+    workdir = root / "first"
+    workdir.mkdir()
+    config = llm_config(workdir, docs, questions, model, cache)
+    result = run_snakemake(workdir, "--cores", "2", "--configfile", str(config))
+    assert result.returncode == 0, result.stderr[-4000:]
+    return TinyLlmRun(docs, questions, model, cache, workdir, result)

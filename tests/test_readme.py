@@ -79,6 +79,10 @@ def repo_copy(tmp_path_factory):
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO / name, target)
     (copy / ".venv").symlink_to(REPO / ".venv")
+    # `make run` uses the environment running these tests as it is, never reinstalls into it: the copy's
+    # pyproject.toml (the install stamp's prerequisite) is dated to the epoch. GNU make reads no -o from
+    # MAKEFLAGS, and a checkout newer than the shared venv's stamp would otherwise rebuild .venv.
+    os.utime(copy / "pyproject.toml", (0, 0))
     if (REPO.parent / "shared").exists():  # config/qasper.yaml reads ../shared/data
         (copy.parent / "shared").symlink_to(REPO.parent / "shared")
     return copy
@@ -88,13 +92,11 @@ def run(command: str, cwd: Path, timeout: int = 1800) -> subprocess.CompletedPro
     # A cluster user has snakemake on PATH (the README's bare `snakemake` lines): the venv's bin comes first,
     # then conftest's no-Slurm folder (every command here runs locally or plans only; where CI has installed
     # Slurm's client for tests/test_slurm.py, each Snakemake start-up would otherwise wait on `scontrol`).
-    # MAKEFLAGS -o: `make run` uses the environment running these tests as it is, never reinstalls into it.
     env = {
         **os.environ,
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1",
         "PATH": os.pathsep.join([str(cwd / ".venv/bin"), str(NO_SLURM_BIN), os.environ.get("PATH", "")]),
-        "MAKEFLAGS": "-o .venv/.structbench-installed",
     }
     return subprocess.run(
         command, shell=True, executable="/bin/bash", cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env

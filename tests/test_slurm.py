@@ -1,7 +1,7 @@
 """The Slurm profile on a real single-node Slurm cluster (tests/slurm/cluster.sh; see shared/notes/slurm-ci.md).
 
 Skipped unless slurmctld, slurmd and munge(d) are installed and the test runs as root. The test profile is the
-real profiles/slurm/config.yaml with resources capped to the one node (2 CPUs), squeue status checks (the
+real profiles/slurm/config.yaml with resources capped to the one node (2 CPUs a job), squeue status checks (the
 cluster has no accounting, so sacct does not work) and no account. Partition routing is read back without
 sacct: from slurmctld's job records (squeue --states=all, kept for MinJobAge=3600 s), matched against the
 executor's per-job Slurm logs under .snakemake/slurm_logs/rule_<rule>/<wildcards>/<jobid>.log (group_<name>/
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, SNAKEMAKE, absolute_pythonpath, kb_config, local_env, run_snakemake
+from conftest import REPO, SNAKEMAKE, absolute_pythonpath, kb_config, local_env
 
 CLUSTER_SH = REPO / "tests/slurm/cluster.sh"
 SBIN_PATH = os.environ.get("PATH", "") + os.pathsep + "/usr/sbin"
@@ -35,7 +35,10 @@ SLURM_ENV = {
     "PYTHONPATH": os.pathsep.join(filter(None, [str(FAST_POLLING), absolute_pythonpath().get("PYTHONPATH")])),
 }
 MISSING = [tool for tool in ("slurmctld", "slurmd", "munge", "munged") if not shutil.which(tool, path=SBIN_PATH)]
-NODE_CPUS, NODE_MEM_MB = 2, 4096
+# The node declares 4 CPUs (tests/slurm/cluster.sh: SlurmdParameters=config_overrides, whatever the machine has)
+# and a job gets at most 2, so two jobs run side by side: a job here is mostly its own Snakemake starting up on
+# one core, and one at a time left the other core idle for most of each run.
+NODE_CPUS, JOB_CPUS, NODE_MEM_MB = 4, 2, 4096
 JOB_MEM_MB, JOB_RUNTIME_MIN = 1500, 30
 HARD_TIMEOUT_S = 900
 # Rules whose declared memory or runtime exceeds the test node (the GPU-kind rules and contrasts).
@@ -50,7 +53,7 @@ SIZED_RULES = (
 )
 GPU_RULES = {"embed_texts", "embed_queries", "semantic_chunks", "rerank", "induce_structure", "chunk_contexts"}
 LLM_RULES = {"induce_structure", "chunk_contexts"}
-# Score jobs travel in bundles (profiles/slurm: groups, group-components); on the 2-CPU test node, 2 a bundle.
+# Score jobs travel in bundles (profiles/slurm: groups, group-components); on the test node, 2 a bundle.
 SCORING_BUNDLE = 2
 
 pytestmark = [
@@ -84,14 +87,14 @@ def cap(value, limit):
 def make_test_profile(directory: Path) -> Path:
     """The real profile and partition file, capped to the test node, with squeue status checks and no account.
 
-    The rules declare their own threads, memory and runtime (sized for a real cluster); the test node
-    has 2 CPUs and 4 GB, so the profile caps threads (max-threads) and overrides memory and runtime for
-    the rules that declare more than the node has. Routing is not touched: it comes from the rules'
+    The rules declare their own threads, memory and runtime (sized for a real cluster); a job on the test
+    node gets 2 CPUs and the node has 4 GB, so the profile caps threads (max-threads) and overrides memory and
+    runtime for the rules that declare more than the node has. Routing is not touched: it comes from the rules'
     gpu resource and partitions.yaml, exactly as on a cluster."""
     profile = yaml.safe_load((REPO / "profiles/slurm/config.yaml").read_text())
     partitions = yaml.safe_load((REPO / "profiles/slurm/partitions.yaml").read_text())
     partitions["partitions"]["gpu"]["max_gpu"] = 2  # the test node's two stand-in GPUs
-    caps = {"mem_mb": JOB_MEM_MB, "runtime": JOB_RUNTIME_MIN, "cpus_per_task": NODE_CPUS}
+    caps = {"mem_mb": JOB_MEM_MB, "runtime": JOB_RUNTIME_MIN, "cpus_per_task": JOB_CPUS}
 
     def capped(resources):
         return {k: cap(v, caps[k]) if k in caps else v for k, v in resources.items()}
@@ -108,7 +111,7 @@ def make_test_profile(directory: Path) -> Path:
             "jobs": 4,
             "retries": 0,
             "latency-wait": 5,
-            "max-threads": NODE_CPUS,
+            "max-threads": JOB_CPUS,
             "slurm-status-command": "squeue",  # needs MinJobAge >= 3 x init seconds: 3600 >= 15
             "slurm-init-seconds-before-status-checks": 5,
             "slurm-no-account": True,
@@ -240,8 +243,9 @@ def test_ladder_workflow_through_slurm_routes_every_gpu_rule_to_gpu(slurm_cluste
     assert_routed_by_declared_resources(jobs)
     for job_id, job in jobs.items():
         if rules[job_id] in GPU_RULES:
-            # The rule's threads (capped to the node) become --cpus-per-task: no cpus_per_task default.
-            assert job["cpus"] == str(NODE_CPUS), (rules[job_id], job)
+            # The rule's threads (capped to a job's share of the node) become --cpus-per-task: no cpus_per_task
+            # default.
+            assert job["cpus"] == str(JOB_CPUS), (rules[job_id], job)
     assert {"corpus", "texts", "retrieve", "contrasts", "report"} <= set(rules.values()), rules
     # Every score job (the four reranked cells, BM25 on the two chunk sets) ran in a bundle of two.
     score_files = list((workdir / "results/kb/scores").rglob("*.parquet"))
@@ -268,17 +272,18 @@ def running_rules(workdir: Path) -> set[str]:
     }
 
 
-def test_llm_stage_through_slurm_killed_mid_run_then_resumed_to_identical_tables(slurm_cluster, tmp_path):
+def test_llm_stage_through_slurm_killed_mid_run_then_resumed_to_identical_tables(slurm_cluster, tmp_path, tiny_llm_run):
     """Structure induction and situating contexts (a tiny random-weight model) run as GPU-kind Slurm jobs;
     while a context job runs, every job of the run is cancelled (scancel) and Snakemake gets SIGTERM;
-    workflow/resume.py with the same profile finishes it, and every table equals an uninterrupted run's."""
+    workflow/resume.py with the same profile finishes it, and every table equals an uninterrupted local run's
+    (conftest's tiny_llm_run: the same documents and model, a cache of its own, shared with test_workflow_llm)."""
     from test_workflow import measured_files
-    from test_workflow_llm import CONTEXTS, INDUCED, llm_config, tiny_llm_study
+    from test_workflow_llm import CONTEXTS, INDUCED, llm_config
 
-    docs, questions, model, cache = tiny_llm_study(tmp_path)
-    workdir, reference = tmp_path / "run", tmp_path / "reference"
+    docs, questions, model = tiny_llm_run.docs, tiny_llm_run.questions, tiny_llm_run.model
+    cache = tmp_path / "cache"  # cold: the LLM jobs run on the cluster, none is answered from a cache
+    workdir, reference = tmp_path / "run", tiny_llm_run.workdir
     workdir.mkdir()
-    reference.mkdir()
     config = llm_config(workdir, docs, questions, model, cache)
     profile = make_test_profile(tmp_path)
     args = ["-s", str(REPO / "Snakefile"), "-d", str(workdir), "--profile", str(profile), "--configfile", str(config)]
@@ -323,10 +328,7 @@ def test_llm_stage_through_slurm_killed_mid_run_then_resumed_to_identical_tables
     assert_routed_by_declared_resources(jobs)
     assert {rule_of(job) for job in jobs.values()} >= LLM_RULES | {"merge_structure", "merge_contexts", "report"}
 
-    # An uninterrupted local run of the same config on the same cache: the same tables, byte for byte.
-    reference_config = llm_config(reference, docs, questions, model, cache)
-    result = run_snakemake(reference, "--cores", "2", "--configfile", str(reference_config))
-    assert result.returncode == 0, result.stderr[-4000:]
+    # An uninterrupted local run of the same study, from a cold cache of its own: the same tables, byte for byte.
     expected = measured_files(reference)
     assert any("/scores/" in path for path in expected)
     assert any(path.startswith("results/contrasts/") for path in expected)

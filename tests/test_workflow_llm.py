@@ -66,14 +66,12 @@ def tiny_llm_study(root):
     return docs, questions, build_tiny_model(root / "model", context=16384), root / "cache"
 
 
-def test_induced_structure_and_contexts_end_to_end_then_all_from_cache(tmp_path):
-    docs, questions, model, cache = tiny_llm_study(tmp_path)
-    first, second = tmp_path / "first", tmp_path / "second"
-    first.mkdir()
+def test_induced_structure_and_contexts_end_to_end_then_all_from_cache(tmp_path, tiny_llm_run):
+    # The first run: conftest's session run (also test_slurm's reference), on a cache of its own.
+    run = tiny_llm_run
+    docs, questions, model, cache = run.docs, run.questions, run.model, run.cache
+    first, second = run.workdir, tmp_path / "second"
     second.mkdir()
-
-    result = run_snakemake(first, "--cores", "2", "--configfile", str(llm_config(first, docs, questions, model, cache)))
-    assert result.returncode == 0, result.stderr[-4000:]
 
     # Induced sections tile every document (the merge verified them; re-checked here independently).
     paragraphs = pl.read_parquet(first / "results/kb/corpus/paragraphs.parquet")
@@ -130,7 +128,7 @@ def test_induced_structure_and_contexts_end_to_end_then_all_from_cache(tmp_path)
     # (the contexts are of chunks, so they too), nothing upstream: not the corpus, not structure induction.
     from test_workflow import planned_jobs, planned_outputs
 
-    config = llm_config(first, docs, questions, model, cache, extra="chunking: {t_max: 300}\n")
+    config = llm_config(tmp_path, docs, questions, model, cache, extra="chunking: {t_max: 300}\n")  # not into first
     result = run_snakemake(first, "-n", "--configfile", str(config))
     out = result.stdout + result.stderr
     assert result.returncode == 0, out[-3000:]
