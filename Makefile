@@ -7,7 +7,7 @@
 #   make test    - install (and the Infinity server's venv: make install-server), run the test suite (unit
 #                  tests + the whole default workflow on tiny configs)
 #   make fidelity QASPER=<file> - the gold-structure arms and the placebo on ~20 real QASPER papers
-#                  (tests/fidelity/qasper.yaml), then their means and contrasts beside seed 000's QASPER row
+#                  (tests/fidelity/qasper.yaml), then their means and contrasts beside Kuehlkamp et al.'s QASPER row
 # ARGS passes snakemake arguments to run, dryrun and resume alike, e.g. ARGS='--configfile my.yaml';
 # resume a crashed run with the ARGS it was started with.
 PYTHON ?= python3

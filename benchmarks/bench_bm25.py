@@ -42,7 +42,7 @@ Measured 2026-12-01 on 2 cores shared with other jobs (1,169 papers, 27,889 chun
 
 The analyzer moves gold top-1 by a fraction of a point on the pool (2 of 180 questions on the 60
 papers); ranking within the question's own paper instead of the whole pool lifts it four-fold, to near
-seed 000's 22.7%.
+Kuehlkamp et al.'s 22.7%.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The paper grid's plan: jobs per rule and dry-run wall time, and how both grow with the LLM shard count
-and with the corpus. SPEC section 13: the paper grid must stay in the low thousands of jobs and dry-run in
+and with the corpus. docs/method.md §13: the paper grid must stay in the low thousands of jobs and dry-run in
 seconds.
 
     .venv/bin/python benchmarks/bench_dag.py [--qasper-dir ../shared/data/qasper] [--repeat 1]
@@ -12,7 +12,7 @@ paper config points at the release tarballs a cluster user downloads; the test s
 - ``shards x2``: ``llm_shards`` doubled (4 -> 8).
 - ``dev only``: QASPER's dev split alone (281 papers): the baseline holds 4.2x its papers.
 - ``half docs``: ``max_docs`` at half of the baseline's papers: the baseline holds 2x its papers.
-- ``default``: the embedded default config on its Markdown KB (seed 000's conditions, one corpus, one
+- ``default``: the embedded default config on its Markdown KB (Kuehlkamp et al.'s conditions, one corpus, one
   embedder, no reranker), for Snakemake's fixed start-up cost.
 
 Printed: jobs per rule for each variant, total jobs, the dry run's wall seconds (best of ``--repeat``)

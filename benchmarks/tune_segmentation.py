@@ -196,7 +196,7 @@ def main() -> None:
         for flat in (True, False):
             best_here = max((r for r in results if r[1] == unit and (r[2] == 1) == flat), key=lambda r: r[0])
             print(f"best {unit} {'flat' if flat else 'hierarchical'}: {best_here[3]} (objective {best_here[0]:.3f})")
-    # The default is the best hierarchical paragraph-unit setting: SPEC section 5 asks for a hierarchy, and
+    # The default is the best hierarchical paragraph-unit setting: docs/method.md §5 asks for a hierarchy, and
     # sentence vectors cost ~3.6x the encoder inputs for a gain inside the noise of 40 papers.
     chosen = max((r for r in results if r[1] == "paragraph" and r[2] > 1), key=lambda r: r[0])
     print(f"chosen: {chosen[3]} (objective {chosen[0]:.3f})")

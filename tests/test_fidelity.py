@@ -1,5 +1,5 @@
 """The fidelity run's config and its printer: the corpus file comes only from the command line, the plan
-is the four arms on QASPER, and compare.py matches our conditions to seed 000's and checks orderings.
+is the four arms on QASPER, and compare.py matches our conditions to Kuehlkamp et al.'s and checks orderings.
 (The run itself is ``make fidelity``, which .ci/run calls after the suite.)"""
 
 import importlib.util
@@ -91,5 +91,5 @@ def test_compare_prints_means_beside_the_paper_and_the_contrast_signs(tmp_path, 
     assert compare.main(tmp_path / "report") == 0
     out = capsys.readouterr().out
     assert "Fidelity run: alpha, 48 questions over 12 papers" in out
-    assert "G3-d1" in out and "ordering, seed 000: F0 < P3 < G4 < G2 < G3" in out  # G3-d1 has no analog
+    assert "G3-d1" in out and "ordering, Kuehlkamp et al.: F0 < P3 < G4 < G2 < G3" in out  # G3-d1 has no analog
     assert "G3-P3" in out and "(G3 − P, Table 2)" in out

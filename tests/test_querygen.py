@@ -1,4 +1,4 @@
-"""Query generation (SPEC section 9; seed 000, appendix F): gold spans sampled by the pipeline, the two-stage
+"""Query generation (docs/method.md §9; Kuehlkamp et al., appendix F): gold spans sampled by the pipeline, the two-stage
 leakage filter against hand-computed ROUGE-L, seeded balancing, and the funnel."""
 
 import json
@@ -430,7 +430,7 @@ def test_report_sets_the_funnel_beside_seed_000_and_says_when_nothing_survived(c
     weir, notes = weir.split("\n- ", 1)
     assert "| all | 8 | 4 | 4 | 2 | 2 | 1 | 1 | 951 |" in weir
     assert "| factoid | 2 | 0 | 2 | 0 | 2 | 1 | 1 | 250 |" in weir
-    assert "| seed 000 (all) | 2306 | – | – | – | 1945 | 951 | 184 | 951 |" in weir
+    assert "| Kuehlkamp et al. (all) | 2306 | – | – | – | 1945 | 951 | 184 | 951 |" in weir
     assert "| multihop | question | ngram | 2 |" in weir
     assert "**No generated query survived** in corpus empty (8 generated)" in notes and "corpus weir (" not in notes
     assert "| all | 0 | – | – | – | – | – | – |" in empty  # the ROUGE-L row of no queries: no NaN

@@ -103,4 +103,4 @@ def test_generated_queries_are_sampled_screened_balanced_and_scored(tmp_path):
     corpus_stats = json.loads((work / "results/kb/corpus/stats.json").read_text())
     assert corpus_stats["queries"] == queries.height  # the corpus reports the queries it is scored on
     report = (work / "results/report/report.md").read_text()
-    assert "## Query generation" in report and "seed 000 (all)" in report
+    assert "## Query generation" in report and "Kuehlkamp et al. (all)" in report

@@ -49,7 +49,7 @@ def test_each_retrieval_kind_has_its_rule_and_its_inputs(tmp_path):
         "Q2": "inject_query_titles",
         "P3": "choose_per_candidate",
     }
-    # report.compare_runs names the pairs of seed 004's retrieval-layer comparison, one table per cell
+    # report.compare_runs names the pairs of the title-chain study's retrieval-layer comparison, one table per cell
     assert made_by["results/kb/diagnostics/minilm/none/retrieval_layer.parquet"] == "retrieval_layer"
     # D3 fuses its own path-3 index with the unprefixed one and the chunk set's BM25 run
     d3 = next(

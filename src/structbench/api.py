@@ -4,11 +4,11 @@
     >>> chunks = chunk_markdown(open("guide.md").read())
     >>> vectors = model.encode([c.text for c in chunks])          # any embedder
 
-The recipe (seed 000, "for a practitioner": "cut where the author cut; prepend one level of real
+The recipe (Kuehlkamp et al., "for a practitioner": "cut where the author cut; prepend one level of real
 heading path"): chunks follow the document's own headings, and each carries its real heading path
 cut to ``depth=2`` — ``[Title > Section]``, the document title plus the one heading level below it
 (the top-level section). Why 2: the title is not a heading, so "one level of heading path" is the
-top-level section, with the title in front as every rendered path has it (SPEC section 17). The
+top-level section, with the title in front as every rendered path has it (docs/method.md §17). The
 study's depth ladder (exploratory) found most of the gain at depth 1 and a plateau after it
 (Wikipedia-FA, strong embedder: 0.403 none, 0.412 d1, 0.413 d2, 0.413 d3), so depth 2 gives up
 nothing measured while telling the sections of one document apart, and depth 3 only adds

@@ -1,4 +1,4 @@
-"""Content-addressed cache for expensive results (SPEC section 13).
+"""Content-addressed cache for expensive results (docs/method.md §13).
 
 A result is stored under the hash of everything that determines it: the model fingerprint (content
 hash of the weights, parameters, library versions, device) names a namespace, and the exact input

@@ -1,4 +1,4 @@
-"""Conditions and contrasts are configuration (SPEC section 12) — and this module is the one place
+"""Conditions and contrasts are configuration (docs/method.md §12) — and this module is the one place
 that says which values each axis takes.
 
 A condition is a point on four axes: boundaries, structure source, prefix and retrieval. Each axis
@@ -63,7 +63,9 @@ AXES: dict[str, tuple[Kind, ...]] = {
     "boundaries": (
         Kind("structural", description="one unit per section, split above t_max, merged below t_min"),
         Kind("fixed", description="windows size-matched per document to the structural chunks"),
-        Kind("semantic", description="seed 004: adjacent paragraphs merged at embedding cosine >= threshold"),
+        Kind(
+            "semantic", description="the title-chain study: adjacent paragraphs merged at embedding cosine >= threshold"
+        ),
         Kind(
             "external",
             r"[A-Za-z0-9_]+",
@@ -108,20 +110,20 @@ AXES: dict[str, tuple[Kind, ...]] = {
         Kind(
             "query_titles",
             "[1-9]",
-            description="seed 004 section 6(a): the flat run's top retrieval.candidates "
+            description="the title-chain study, section 6(a): the flat run's top retrieval.candidates "
             "rescored by a second query embedding that carries each candidate's title chain (its path cut to "
             "depth d, rendered as a path:d prefix)",
         ),
         Kind(
             "per_candidate",
             "[A-Za-z0-9_]+",
-            description="seed 004's per-candidate prefix choice: the top "
+            description="the title-chain study's per-candidate prefix choice: the top "
             "retrieval.candidates of the condition's (prefixed) and the unprefixed index, each scored in both "
             "versions by the named reranker, the better score kept",
         ),
     ),
 }
-# Holm runs within each family but the last: primary (seed 000's pre-registered four), secondary,
+# Holm runs within each family but the last: primary (Kuehlkamp et al.'s pre-registered four), secondary,
 # model_free (the questions asked of a model-free structure arm, corrected among themselves so that adding
 # the arm leaves the pre-registered families' adjusted p-values as they were) and chunkers (practitioners'
 # chunkers against structural chunks, config/chunkers.yaml, likewise their own family); exploratory rows

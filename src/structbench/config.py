@@ -451,7 +451,7 @@ SPECIAL_TOKENS = 2  # [CLS] and [SEP]
 
 
 def truncation_warnings(config: dict, conditions: dict) -> list[str]:
-    """Warnings for embedders that would truncate chunks of the configured size (SPEC section 6).
+    """Warnings for embedders that would truncate chunks of the configured size (docs/method.md §6).
 
     A chunk holds up to ``chunking.t_max`` content tokens, plus 2 special tokens and, for a prefixed
     condition, the prefix. When that cannot fit an embedder's effective ``max_seq_length``, the model

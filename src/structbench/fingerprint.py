@@ -1,4 +1,4 @@
-"""Content fingerprints of model files, memoized on disk (SPEC section 13: cache keys name the model's
+"""Content fingerprints of model files, memoized on disk (docs/method.md §13: cache keys name the model's
 content, not its name).
 
 A model of hundreds of megabytes must not be re-read by every job, so each file's SHA-256 is kept in a

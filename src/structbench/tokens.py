@@ -1,4 +1,4 @@
-"""The one fixed tokenizer that counts content and prefix tokens everywhere (SPEC section 6).
+"""The one fixed tokenizer that counts content and prefix tokens everywhere (docs/method.md §6).
 
 Token counts decide chunk sizes (``t_max``, ``t_min``, fixed-window targets) and token budgets, so every
 caller counts with the same :class:`TokenCounter`. It wraps a Hugging Face ``tokenizers`` tokenizer

@@ -1,4 +1,4 @@
-"""Print a fidelity run's means and contrasts beside seed 000's QASPER numbers, and say where the
+"""Print a fidelity run's means and contrasts beside Kuehlkamp et al.'s QASPER numbers, and say where the
 ordering of the conditions agrees.
 
     python tests/fidelity/compare.py results/fidelity/report
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import polars as pl
 
-# Seed 000, Table 2: per-condition cov-nDCG@10 on QASPER (strong embedder, no reranker).
+# Kuehlkamp et al., Table 2: per-condition cov-nDCG@10 on QASPER (strong embedder, no reranker).
 PAPER_QASPER = {
     "A0": 0.098,
     "A1": 0.114,
@@ -34,7 +34,7 @@ PAPER_QASPER = {
     "G3": 0.126,
     "G4": 0.111,
 }
-# Seed 000, Table 1: bootstrap deltas on QASPER, where the paper reports one.
+# Kuehlkamp et al., Table 1: bootstrap deltas on QASPER, where the paper reports one.
 PAPER_QASPER_CONTRASTS = {("A3", "P"): 0.0161, ("G3", "A3"): 0.0011}
 
 
@@ -43,7 +43,7 @@ LLM_INDUCERS = ("llm",)  # the inducers whose sections play the paper's LLM-indu
 
 @dataclass(frozen=True)
 class Analog:
-    """The seed 000 condition one of ours is compared with: ``same`` when every axis agrees (gold with
+    """Kuehlkamp et al.'s condition one of ours is compared with: ``same`` when every axis agrees (gold with
     gold, LLM-induced with LLM-induced), else a named variant whose difference ``note`` states."""
 
     paper: str
@@ -52,7 +52,7 @@ class Analog:
 
 
 def paper_analog(axes: dict) -> Analog | None:
-    """The seed 000 condition with the same boundaries, structure source, prefix and retrieval (A: induced
+    """Kuehlkamp et al.'s condition with the same boundaries, structure source, prefix and retrieval (A: induced
     by an LLM, G: gold), or a named variant: fixed windows sized to gold chunks (the paper's A0 and A1 were
     sized to LLM-induced ones) and a placebo over gold paths (the paper's P permutes induced paths).
     A model-free inducer's conditions have no analog: the paper has no such arm."""
@@ -125,9 +125,10 @@ def main(report: Path) -> int:
         )
         print(
             f"\nFidelity run: {corpus}, {counts['n_queries'].max()} questions over {counts['n_docs'].max()} papers, "
-            f"{embedder}, reranker {reranker}; cov-nDCG@10 (seed 000: QASPER, bge-large-en-v1.5, 4,303 questions)"
+            f"{embedder}, reranker {reranker}; cov-nDCG@10 (Kuehlkamp et al.: QASPER, bge-large-en-v1.5, 4,303 "
+            "questions)"
         )
-        print(f"{'condition':<10} {'ours':>7}  {'95% CI':<17} {'seed 000':>9}")
+        print(f"{'condition':<10} {'ours':>7}  {'95% CI':<17} {'paper':>9}")
         ours, paper, same, unmapped = {}, {}, set(), []
         for name in [c for c in means.columns[3:] if cell[c] is not None]:
             ci = counts.filter(pl.col("condition") == name).row(0, named=True)
@@ -143,7 +144,7 @@ def main(report: Path) -> int:
                 unmapped.append(name)
         order = lambda values: " < ".join(sorted(values, key=values.get))  # noqa: E731
         print(f"ordering, ours:     {order(ours)}")
-        print(f"ordering, seed 000: {order(paper)} (as {', '.join(f'{n} = {analog[n].paper}' for n in paper)})")
+        print(f"ordering, Kuehlkamp et al.: {order(paper)} (as {', '.join(f'{n} = {analog[n].paper}' for n in paper)})")
         print(
             f"mapped like with like: {', '.join(sorted(same)) or 'none'}; as named variants: "
             f"{', '.join(sorted(set(ours) - same)) or 'none'}; no analog: {', '.join(unmapped) or 'none'}"
@@ -153,7 +154,7 @@ def main(report: Path) -> int:
         rows = contrasts.filter(
             (pl.col("corpus") == corpus) & (pl.col("embedder") == embedder) & (pl.col("reranker") == reranker)
         )
-        print(f"\n{'contrast':<10} {'Δ':>8}  {'95% CI':<19} {'p (Holm)':>9}  {'sign':<7}  seed 000 Δ")
+        print(f"\n{'contrast':<10} {'Δ':>8}  {'95% CI':<19} {'p (Holm)':>9}  {'sign':<7}  paper Δ")
         for row in rows.iter_rows(named=True):
             treatment, control = (getattr(analog.get(row[side]), "paper", None) for side in ("treatment", "control"))
             reported, source = PAPER_QASPER_CONTRASTS.get((treatment, control)), "Table 1"

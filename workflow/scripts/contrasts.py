@@ -1,4 +1,4 @@
-"""Paired contrasts of one cell: clustered bootstrap, Holm, dz, MixedLM (SPEC section 11)."""
+"""Paired contrasts of one cell: clustered bootstrap, Holm, dz, MixedLM (docs/method.md §11)."""
 
 import polars as pl
 

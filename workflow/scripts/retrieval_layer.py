@@ -1,4 +1,5 @@
-"""Seed 004's retrieval-layer comparison of one cell: each prefixed condition's run against its unprefixed twin's."""
+"""The title-chain study's retrieval-layer comparison of one cell: each prefixed condition's run against its unprefixed
+twin's."""
 
 import polars as pl
 

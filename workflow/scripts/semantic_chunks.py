@@ -1,4 +1,5 @@
-"""Seed 004's semantic merge: adjacent paragraphs of a section merge at cosine >= threshold, then the bounds.
+"""The title-chain study's semantic merge: adjacent paragraphs of a section merge at cosine >= threshold, then the
+bounds.
 
 Besides the chunks, the step writes the embedding report of the paragraphs it compared (input length,
 truncation, cache use: ``embedding.encoders.embed_texts``), which the report's embedder-input table shows."""

@@ -1,4 +1,4 @@
-"""Structural chunks from one structure source (split/merge bounds of SPEC section 6)."""
+"""Structural chunks from one structure source (split/merge bounds of docs/method.md §6)."""
 
 from structbench.atomic import write_json
 from structbench.chunking.structural import structural_chunks

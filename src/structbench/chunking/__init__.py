@@ -1,4 +1,4 @@
-"""The boundaries axis (SPEC section 6): where chunks are cut — structural, fixed size-matched, semantic.
+"""The boundaries axis (docs/method.md §6): where chunks are cut — structural, fixed size-matched, semantic.
 
 Every chunker returns a CHUNKS table whose chunks tile each document's flat text exactly: a chunk runs
 from its first character to the first character of the next chunk, so the whitespace that separates
@@ -16,7 +16,7 @@ whole word had. For a tokenizer that is not word-level, span counts are estimate
 use them, then every chunk is counted again on its own text and one over ``t_max`` by that count is
 cut again (:func:`.cuts._own_counts`), so the bound holds for the counts reported.
 
-The rules, in the words of SPEC sections 6 and 17 where they are precise and ours where they are not:
+The rules, in the words of docs/method.md §§6 and 17 where they are precise and ours where they are not:
 
 * A **unit** is a section's own paragraphs (structural) or a run of adjacent paragraphs of one section
   whose neighbour cosine similarity reaches the threshold (semantic). Sections without paragraphs

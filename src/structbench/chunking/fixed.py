@@ -1,4 +1,4 @@
-"""Fixed windows size-matched per document to a reference chunk set (A0, A1; SPEC sections 6, 17)."""
+"""Fixed windows size-matched per document to a reference chunk set (A0, A1; docs/method.md §§6, 17)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def fixed_chunks(
     t_min: int = T_MIN,
     t_max: int = T_MAX,
 ) -> pl.DataFrame:
-    """Fixed windows size-matched per document to ``reference_chunks`` (A0, A1; SPEC sections 6, 17).
+    """Fixed windows size-matched per document to ``reference_chunks`` (A0, A1; docs/method.md §§6, 17).
 
     Per document the target is the mean ``n_tokens`` of its reference chunks, rounded half up (and
     at most ``t_max``). Greedy from the start, each cut goes, for the window starting at token ``s``,

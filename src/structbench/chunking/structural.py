@@ -55,7 +55,7 @@ def semantic_chunks(
     t_max: int = T_MAX,
     t_min: int = T_MIN,
 ) -> pl.DataFrame:
-    """Seed 004's semantic merge: within a section, join adjacent paragraphs whose cosine >= threshold.
+    """The title-chain study's semantic merge: within a section, join adjacent paragraphs whose cosine >= threshold.
 
     A unit is a maximal run of a section's paragraphs in which every adjacent pair reaches the
     threshold (single linkage along reading order); units then get the structural split and merge

@@ -11,7 +11,7 @@ from structbench.defaults import T_MAX, T_MIN
 CUT_KINDS = ("section", "paragraph", "sentence", "line", "word", "token", "end")
 """Values of the CHUNKS column ``cut``, strongest boundary first (definitions in the module docstring)."""
 FALLBACK_CUTS = ("line", "word", "token")
-"""The cuts made where no sentence boundary served (SPEC section 6: "count each fallback")."""
+"""The cuts made where no sentence boundary served (docs/method.md §6: "count each fallback")."""
 
 
 # --------------------------------------------------------------------------------------------------
@@ -63,7 +63,7 @@ def size_match_report(matched: pl.DataFrame, reference: pl.DataFrame) -> dict:
     """Realized mean chunk sizes of a size-matched set and its reference set (one corpus), and their gap.
 
     ``matched_*`` describe the size-matched set (fixed windows, or an external chunker with
-    ``size_match``). SPEC section 6 asks for these per corpus; the paper's realized means differ by at most 4 tokens.
+    ``size_match``). docs/method.md §6 asks for these per corpus; the paper's realized means differ by at most 4 tokens.
     ``max_doc_difference`` is the largest per-document gap between the two means.
     """
 
@@ -88,8 +88,8 @@ def size_match_report(matched: pl.DataFrame, reference: pl.DataFrame) -> dict:
 def cut_counts(chunks: pl.DataFrame) -> dict[str, int]:
     """Number of chunks whose end was cut each way: one entry per kind of :data:`CUT_KINDS`, in that order.
 
-    The fallbacks (:data:`FALLBACK_CUTS`) count the cuts where no sentence boundary served (SPEC
-    section 6). Raises ``ValueError`` naming a value of ``cut`` that is not a known kind.
+    The fallbacks (:data:`FALLBACK_CUTS`) count the cuts where no sentence boundary served (docs/method.md
+    §6). Raises ``ValueError`` naming a value of ``cut`` that is not a known kind.
     """
     counts = dict.fromkeys(CUT_KINDS, 0)
     for kind, count in chunks.group_by("cut").len().rows():

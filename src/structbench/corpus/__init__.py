@@ -1,4 +1,4 @@
-"""Corpora: loaders that turn source files into the flat-document tables of SPEC section 3.
+"""Corpora: loaders that turn source files into the flat-document tables of docs/method.md §3.
 
 ``load_corpus(spec)`` dispatches on ``spec["kind"]`` and returns a ``CorpusTables`` (documents,
 paragraphs, gold sections, queries, funnel, skipped), verified mechanically before it is returned.
@@ -22,7 +22,7 @@ all kinds
     N usable papers (tiny runs).
 ``wikitext`` (``wikitext.py``)
     ``path`` (required): the WikiText raw file (e.g. ``wiki.test.raw``);
-    filters (optional; defaults = seed 000 table 6; null disables one): ``min_words`` (3000),
+    filters (optional; defaults = Kuehlkamp et al., table 6; null disables one): ``min_words`` (3000),
     ``min_depth`` (3, title = 1), ``min_sections`` (12), ``n_docs`` (200), ``max_per_bucket`` (60),
     ``seed`` (20260710).
 ``wikipedia`` (``wikipedia.py``)

@@ -1,16 +1,16 @@
-"""Flat documents, paragraph offsets and gold sections from parsed documents (SPEC section 3).
+"""Flat documents, paragraph offsets and gold sections from parsed documents (docs/method.md §3).
 
 ``build_tables`` is the one place where content offsets come into being: it joins each document's
 paragraphs with ``PARAGRAPH_SEPARATOR`` and records every paragraph's ``[start, end)`` as it appends
 it. Section offsets are then read from that paragraph table, never found by searching the text, so an
-off-by-N drift cannot enter (seed 000, appendix E.2).
+off-by-N drift cannot enter (Kuehlkamp et al., appendix E.2).
 
 Section conventions shared by every loader:
 
 - ``SectionSpec.level`` is the true depth below the document title (1 = top level). A section's
   ancestors are found from levels alone: the parent of a section is the nearest preceding section
   with a smaller level. ``path`` is ``[document title] + ancestor titles + own title``; the lead
-  section (the first section, level 1, title "") has path ``[document title]`` (SPEC section 17).
+  section (the first section, level 1, title "") has path ``[document title]`` (docs/method.md §17).
 - The stored ``level`` is clamped to ``1..MAX_LEVEL``; ``path`` keeps the true depth.
 - A heading with no paragraphs of its own (e.g. a section whose text all sits in subsections) is a
   section with ``para_start == para_end``; its ``start == end`` is the offset where its successor's
@@ -303,5 +303,5 @@ def heading_count(sections: Sequence[SectionSpec]) -> int:
 
 
 def is_lead(ordinal: int, section: SectionSpec) -> bool:
-    """The lead section: the first section, level 1, untitled (SPEC section 17)."""
+    """The lead section: the first section, level 1, untitled (docs/method.md §17)."""
     return ordinal == 0 and section.level == 1 and section.title == ""

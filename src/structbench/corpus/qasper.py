@@ -1,4 +1,4 @@
-"""QASPER (Dasigi et al., 2021): NLP papers, their section trees and reader questions (SPEC section 4).
+"""QASPER (Dasigi et al., 2021): NLP papers, their section trees and reader questions (docs/method.md §4).
 
 Inputs (``paths``; splits are merged, the study is not supervised learning):
 
@@ -26,12 +26,12 @@ Document decisions:
   types) and a paper id seen earlier (in another file) are skipped and counted with their questions
   uncounted. A file that is not JSON is a ``ValueError`` naming the file, record, line and column.
 
-Question decisions (SPEC section 17):
+Question decisions (docs/method.md §17):
 
 - Evidence is the union over annotators who did not mark the question unanswerable (duplicates
   removed). Questions are dropped, in this order, as ``unanswerable`` (every annotator said so),
   ``no_evidence`` (answered without evidence), ``float_only`` (only ``FLOAT SELECTED`` figure/table
-  evidence, seed 000's "numeric-only") or ``unmappable`` (nothing maps); ``FLOAT SELECTED`` strings
+  evidence, Kuehlkamp et al.'s "numeric-only") or ``unmappable`` (nothing maps); ``FLOAT SELECTED`` strings
   are dropped from the others. A question without ``question_id``/``question``/``answers`` is
   dropped as ``malformed_question``, one whose text is empty, whitespace or null as
   ``empty_question`` (before the others; listed in ``skipped`` by question id): it would be embedded

@@ -1,6 +1,6 @@
-"""Document selection shared by the Wikipedia-FA builder and the WikiText adapter (SPEC section 4).
+"""Document selection shared by the Wikipedia-FA builder and the WikiText adapter (docs/method.md §4).
 
-Seed 000, appendix E: shuffle the candidate titles under the seed, walk them, accept a document if
+Kuehlkamp et al., appendix E: shuffle the candidate titles under the seed, walk them, accept a document if
 it passes the quality filters and its topic bucket is not full, stop at ``n_docs``. The topic
 classifier matches labels (Wikipedia: the non-hidden categories; WikiText, which has none: the
 title) against the six-bucket keyword table of appendix E.1; the first bucket in table order with
@@ -88,7 +88,7 @@ def topic_bucket(labels: Iterable[str]) -> str:
 
 @dataclass(frozen=True)
 class Filters:
-    """The quality filters and the walk (seed 000, table 6). ``None`` disables a limit.
+    """The quality filters and the walk (Kuehlkamp et al., table 6). ``None`` disables a limit.
 
     - ``min_words``: whitespace-separated words of the body paragraphs;
     - ``min_depth``: ``build.document_depth`` (title = 1, so a flat section list is depth 2 and
@@ -144,7 +144,7 @@ def select_documents(
     get_document: Callable[[str], tuple[ParsedDocument | None, list[str], str | None]],
     filters: Filters,
 ) -> Selection:
-    """Walk ``titles`` shuffled under ``filters.seed`` and accept documents (seed 000, appendix E).
+    """Walk ``titles`` shuffled under ``filters.seed`` and accept documents (Kuehlkamp et al., appendix E).
 
     ``get_document(title)`` returns ``(document or None, topic labels, reason when None)``; it is
     called lazily, so a walk that reaches ``n_docs`` fetches nothing more.

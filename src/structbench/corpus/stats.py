@@ -1,4 +1,4 @@
-"""Corpus statistics for the report (SPEC section 4: every corpus reports documents, paragraphs,
+"""Corpus statistics for the report (docs/method.md §4: every corpus reports documents, paragraphs,
 sections per document, depth histogram, queries by type and its funnel).
 
 ``corpus_statistics`` returns plain JSON-serializable values (``json.dumps`` works on it as is).

@@ -1,4 +1,4 @@
-"""Mechanical verification of structure tables (SPEC section 3; seed 000, appendix E.2).
+"""Mechanical verification of structure tables (docs/method.md §3; Kuehlkamp et al., appendix E.2).
 
 ``verify_sections`` returns a list of violations, each naming the document (and section) and the
 problem; an empty list means verified. It checks, per document:

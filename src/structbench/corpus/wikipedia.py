@@ -1,4 +1,5 @@
-"""The Wikipedia Featured Articles corpus, built from the MediaWiki API (SPEC section 4; seed 000, appendix E).
+"""The Wikipedia Featured Articles corpus, built from the MediaWiki API (docs/method.md §4; Kuehlkamp et al., appendix
+E).
 
 For real users; the offline stand-in is WikiText (``wikitext.py``). The steps:
 

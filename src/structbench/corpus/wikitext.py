@@ -1,4 +1,4 @@
-"""WikiText-2 raw as the offline stand-in for Wikipedia-FA (SPEC section 4).
+"""WikiText-2 raw as the offline stand-in for Wikipedia-FA (docs/method.md §4).
 
 Format: one paragraph per line (CRLF or LF; blank lines, present in some releases, are ignored);
 ``= Title =`` starts an article, ``= = Section = =`` is a top-level section (level 1),
@@ -21,7 +21,7 @@ Format: one paragraph per line (CRLF or LF; blank lines, present in some release
 - **Topic bucket**: WikiText carries no categories, so the keyword table of ``selection`` is
   applied to the title; most biographies land in ``other``. Disclosed, not fixed.
 - The quality filters, the seeded walk and the per-bucket cap are those of the Wikipedia builder
-  (``selection.Filters``, defaults = seed 000 table 6). No queries (the Wikipedia arm generates them).
+  (``selection.Filters``, defaults = Kuehlkamp et al., table 6). No queries (the Wikipedia arm generates them).
 """
 
 from __future__ import annotations

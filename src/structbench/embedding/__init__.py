@@ -1,4 +1,4 @@
-"""Embedding (SPEC section 8), in layers that import downwards only:
+"""Embedding (docs/method.md §8), in layers that import downwards only:
 
 - ``kinds``: what an ``embedders``/``rerankers`` entry is (local model or endpoint) and its GPU count;
 - ``report``: what every encoder shares (the report's keys, the truncation count, ``.npy`` bytes);

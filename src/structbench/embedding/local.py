@@ -1,4 +1,4 @@
-"""Embedding (SPEC section 8): sentence-transformers models named in config, normalized float32 vectors.
+"""Embedding (docs/method.md §8): sentence-transformers models named in config, normalized float32 vectors.
 
 This is a GPU-kind step: it is the only place (with reranking and the LLM layer) that imports torch,
 and only inside the functions that load or run a model. Vectors are cached by content (``cache.py``):

@@ -1,4 +1,4 @@
-"""The LLM layer (SPEC section 14): one interface, three backends, one response cache.
+"""The LLM layer (docs/method.md §14): one interface, three backends, one response cache.
 
 - :func:`load_llm` builds an :class:`LLM` from an ``llms:`` config entry (:class:`LLMSpec` documents
   every key) with a response cache under a folder (the workflow passes ``<cache>/llm``).

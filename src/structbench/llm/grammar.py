@@ -1,4 +1,4 @@
-"""Constrained decoding on the transformers backend: a JSON request decodes under its schema (SPEC section 14).
+"""Constrained decoding on the transformers backend: a JSON request decodes under its schema (docs/method.md §14).
 
 The grammar engine is ``llguidance`` (``pip install llguidance==1.9.1``: a 3 MB abi3 wheel without
 dependencies; ``xgrammar`` needs ``triton``). :class:`Grammars` is built once per backend: it wraps the

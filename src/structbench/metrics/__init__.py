@@ -1,11 +1,11 @@
-"""Retrieval metrics of the study (SPEC section 10; seed 000, appendices B and C).
+"""Retrieval metrics of the study (docs/method.md §10; Kuehlkamp et al., appendices B and C).
 
 Layout, ranx-style: :mod:`.kernels` holds the vectorized array kernels; :mod:`.measures` holds one
 documented function per metric (the docstring is the definition) plus :func:`score_run`, the single
 entry every caller uses; :mod:`.registry` names every metric (``cov_nDCG@10``, ``R@50``, ``MRR``, ...)
 with its label and description, and turns config into the list of names ``score_run`` computes;
 :mod:`.evidence` validates and aligns the tables once per run; :mod:`.diagnostics` holds section
-recall and seed 004's run comparison; :mod:`.spans` holds Chroma's character-overlap metrics (span
+recall and the title-chain study's run comparison; :mod:`.spans` holds Chroma's character-overlap metrics (span
 IoU, precision, recall, precision-Ω); :mod:`.reference` is a plain-Python implementation used only to
 check and benchmark the kernels.
 """

@@ -1,4 +1,4 @@
-"""Retrieval diagnostics (SPEC section 10): routed section recall and seed 004's run comparison.
+"""Retrieval diagnostics (docs/method.md §10): routed section recall and the title-chain study's run comparison.
 
 The BM25 gold-top-1 probe is :func:`structbench.metrics.measures.gold_top1` (a ``score_run`` column).
 Section recall is also a registered metric (``section_recall``), outside the default set: it needs
@@ -24,7 +24,7 @@ KEPT_SECTIONS = ExtraInput(
 
 
 def section_recall(kept_sections: pl.DataFrame, queries: pl.DataFrame) -> pl.DataFrame:
-    """First-stage section recall of two-stage retrieval, per query (seed 000, section 6.4).
+    """First-stage section recall of two-stage retrieval, per query (Kuehlkamp et al., section 6.4).
 
         section_recall(q) = 1  iff  some kept section s of q's document has |s ∩ g| > 0 for a gold span g
 
@@ -103,12 +103,12 @@ def _top(run: pl.DataFrame, depth: int) -> pl.DataFrame:
 
 
 def compare_runs(run_a: pl.DataFrame, run_b: pl.DataFrame, depth: int = 5) -> pl.DataFrame:
-    """Seed 004's retrieval-layer comparison of two runs over the SAME chunk set, per query.
+    """The title-chain study's retrieval-layer comparison of two runs over the SAME chunk set, per query.
 
     For each query ranked by both runs, with ``A``/``B`` the sets of the first ``depth`` chunk_ids by rank::
 
         top1_changed      = 1 if the rank-1 chunk differs
-        overlap@depth     = |A ∩ B|              (seed 004 reports its mean, e.g. 2.11/5)
+        overlap@depth     = |A ∩ B|              (the title-chain study reports its mean, e.g. 2.11/5)
         fully_different   = 1 if |A ∩ B| = 0
         identical         = 1 if A = B           (same set; order inside the top-depth is ignored)
 
@@ -145,7 +145,7 @@ def compare_runs(run_a: pl.DataFrame, run_b: pl.DataFrame, depth: int = 5) -> pl
 
 
 def summarize_run_comparison(run_a: pl.DataFrame, run_b: pl.DataFrame, depth: int = 5) -> dict:
-    """Seed 004's four headline numbers for two runs (shares over queries ranked by both).
+    """The title-chain study's four headline numbers for two runs (shares over queries ranked by both).
 
     Returns ``{"n_queries", "n_dropped", "top1_changed", "mean_overlap", "fully_different", "identical"}``:
     shares of queries, mean overlap in chunks (out of ``depth``), and the number of queries ranked by
@@ -166,7 +166,7 @@ def summarize_run_comparison(run_a: pl.DataFrame, run_b: pl.DataFrame, depth: in
 
 
 def retrieval_layer_pairs(conditions: dict[str, dict]) -> list[tuple[str, str]]:
-    """Seed 004's prefixed vs unprefixed pairs among declared conditions: ``(prefixed, unprefixed)`` for
+    """The title-chain study's prefixed vs unprefixed pairs among declared conditions: ``(prefixed, unprefixed)`` for
     every condition with a prefix whose boundaries, structure and retrieval match a declared condition
     with prefix ``none`` (the first such declared), in declared order. Both rank the same chunk set, so
     :func:`compare_runs` applies."""

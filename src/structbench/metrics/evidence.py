@@ -1,4 +1,4 @@
-"""Align a run with its queries' gold evidence and its condition's chunk set (SPEC sections 3, 10).
+"""Align a run with its queries' gold evidence and its condition's chunk set (docs/method.md §§3, 10).
 
 :func:`align_run` validates the four tables once and turns them into flat arrays
 (:class:`RunEvidence`) that every metric in :mod:`structbench.metrics.measures` reads. All overlaps

@@ -51,7 +51,7 @@ def interval_overlap(a_start, a_end, b_start, b_end) -> np.ndarray:
 
 
 def binary_relevant(overlap, chunk_length, span_length) -> np.ndarray:
-    """Binary relevance rule (seed 000, appendix C) on integer lengths, without float division.
+    """Binary relevance rule (Kuehlkamp et al., appendix C) on integer lengths, without float division.
 
     ``overlap/|g| >= 0.5``  <=>  ``2*overlap >= |g|``;  ``overlap/|c| >= 0.8``  <=>  ``5*overlap >= 4*|c|``.
     A pair with no overlap is never relevant (so a zero-length chunk cannot become relevant).

@@ -1,4 +1,4 @@
-"""The study's retrieval metrics, one documented function each (SPEC section 10; seed 000, appendices B, C).
+"""The study's retrieval metrics, one documented function each (docs/method.md §10; Kuehlkamp et al., appendices B, C).
 
 Every function takes a :class:`~structbench.metrics.evidence.RunEvidence` (built once per run by
 :func:`~structbench.metrics.evidence.align_run`) and returns one float per query, in the evidence's
@@ -27,7 +27,7 @@ ID_SCHEMA = {"qid": pl.String, "doc_id": pl.String, "qtype": pl.String}
 
 
 def is_relevant(chunk_start, chunk_end, span_start, span_end) -> np.ndarray:
-    """Binary relevance of chunk c to gold span g (seed 000, appendix C), elementwise.
+    """Binary relevance of chunk c to gold span g (Kuehlkamp et al., appendix C), elementwise.
 
         relevant(c, g)  iff  |c ∩ g| / |g| >= 0.5   or   |c ∩ g| / |c| >= 0.8
 
@@ -108,7 +108,7 @@ def ideal_coverage_dcg(evidence: RunEvidence, k: int = NDCG_K) -> np.ndarray:
     "covers; the ideal is the greedy best ordering of the condition's own chunks.",
 )
 def coverage_ndcg(evidence: RunEvidence, k: int = NDCG_K) -> np.ndarray:
-    """coverage-nDCG@k, the primary metric (seed 000, appendix B; SPEC section 10).
+    """coverage-nDCG@k, the primary metric (Kuehlkamp et al., appendix B; docs/method.md §10).
 
     Walking down the ranking, the gain of the chunk at rank i is the mean over the query's gold spans
     of the fraction of each span's characters it NEWLY covers::
@@ -141,13 +141,13 @@ def coverage_ndcg(evidence: RunEvidence, k: int = NDCG_K) -> np.ndarray:
     "inside one.",
 )
 def binary_ndcg(evidence: RunEvidence, k: int = NDCG_K) -> np.ndarray:
-    """Binary nDCG@k (seed 000, appendix C): nDCG with 0/1 gains under :func:`is_relevant`.
+    """Binary nDCG@k (Kuehlkamp et al., appendix C): nDCG with 0/1 gains under :func:`is_relevant`.
 
         DCG@k  = sum_{i <= k, c_i relevant} 1 / log2(i + 1)
         IDCG@k = sum_{i=1..min(R, k)} 1 / log2(i + 1)
 
-    where R counts the relevant chunks of the condition's own chunk set of the gold document (SPEC
-    section 17). 0 when R = 0. Equals trec_eval's ``ndcg_cut.k`` with those chunks as qrels.
+    where R counts the relevant chunks of the condition's own chunk set of the gold document (docs/method.md
+    §17). 0 when R = 0. Equals trec_eval's ``ndcg_cut.k`` with those chunks as qrels.
     """
     ev = evidence
     table = kernels.discounts(k)
@@ -168,7 +168,7 @@ def reciprocal_rank(evidence: RunEvidence) -> np.ndarray:
 
         RR = 1 / min{ i : c_i relevant }
 
-    Its mean over queries is MRR (SPEC section 17: computed over the full top 100, no cutoff).
+    Its mean over queries is MRR (docs/method.md §17: computed over the full top 100, no cutoff).
     """
     ev = evidence
     first = kernels.group_starts(ev.relevant_query)
@@ -184,7 +184,7 @@ def reciprocal_rank(evidence: RunEvidence) -> np.ndarray:
     description="Share of the gold spans at least half covered by the union of the top k chunks.",
 )
 def span_recall(evidence: RunEvidence, k: int = RECALL_K, min_fraction: float = 0.5) -> np.ndarray:
-    """recall@k (seed 000, appendix C): share of gold spans covered >= 50% by the union of the top k.
+    """recall@k (Kuehlkamp et al., appendix C): share of gold spans covered >= 50% by the union of the top k.
 
     R@k = (1/S) * #{ j : |g_j ∩ (c_1 ∪ ... ∪ c_k)| >= min_fraction * |g_j| }
     """
@@ -209,7 +209,7 @@ def _covered_fraction(evidence: RunEvidence, hit_mask: np.ndarray) -> np.ndarray
     "prefix + content tokens fit the token budget.",
 )
 def budget_coverage(evidence: RunEvidence, budget: int) -> np.ndarray:
-    """Token-budget coverage @budget (seed 000, appendix C; SPEC section 17).
+    """Token-budget coverage @budget (Kuehlkamp et al., appendix C; docs/method.md §17).
 
     Walk the ranking adding WHOLE chunks while ``sum(prefix_tokens + n_tokens)`` of the chunks taken so
     far fits the budget; stop at the first chunk that does not fit (chunks of other documents cost

@@ -1,4 +1,4 @@
-"""The metric registry: every metric of the study by name, ir_measures style (SPEC section 10).
+"""The metric registry: every metric of the study by name, ir_measures style (docs/method.md §10).
 
 A metric is registered once, next to the function that computes it, with :func:`register`::
 
@@ -180,7 +180,7 @@ def metric_label(name: str) -> str:
 
 
 def metric_names(ndcg_k: int = NDCG_K, recall_k: int = RECALL_K, budgets: Sequence[int] = BUDGETS) -> list[str]:
-    """The study's metric set (SPEC section 10), in the order of the score table's columns::
+    """The study's metric set (docs/method.md §10), in the order of the score table's columns::
 
     cov_nDCG@k, nDCG@k, MRR, R@recall_k, budget_cov@b for each b in budgets, gold_top1
     """

@@ -17,7 +17,7 @@ What this module follows, and where it differs (each difference is on purpose):
 - |t_r| counts retrieved characters WITH duplicates: Chroma's code sums the lengths of the top-k
   chunks (``sum_of_ranges`` of the chunk ranges, never merged), so two overlapping chunks pay for
   their shared characters twice, in precision's and IoU's denominators. |t_e ∩ t_r| is a set (the
-  merged intersections), as in Chroma's numerator. SPEC section 10 says "the top-k chunks' union":
+  merged intersections), as in Chroma's numerator. docs/method.md §10 says "the top-k chunks' union":
   the two agree whenever a document's chunks do not overlap (the data contract: chunk sets tile their
   documents; chunks of different documents never share a character) and differ only for an
   overlapping chunk set, where Chroma's count charges the shared characters once per chunk.

@@ -3,7 +3,7 @@
 Not a model of any corpus: chunk sets tile each document, gold spans are paragraph-sized intervals that
 often straddle chunk boundaries, and each corpus-wide ranking mixes chunks of the query's document with
 chunks of other documents, with distinct descending scores (so no evaluator can break ties
-differently). Sizes default to a QASPER cell (seed 000: 4,303 queries over 1,508 papers, mean 2.10
+differently). Sizes default to a QASPER cell (Kuehlkamp et al.: 4,303 queries over 1,508 papers, mean 2.10
 spans per question, top 100).
 """
 

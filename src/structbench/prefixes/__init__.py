@@ -1,4 +1,4 @@
-"""The prefix axis (SPEC sections 7 and 17): what is prepended to a chunk's content before embedding.
+"""The prefix axis (docs/method.md §§7 and 17): what is prepended to a chunk's content before embedding.
 
 Prefix kinds, as named in config:
 
@@ -7,7 +7,7 @@ Prefix kinds, as named in config:
   ``path[0]`` is the document title, so ``path:1`` is ``[Title]`` and ``path:2`` is
   ``[Title > Section]``; a path shorter than ``d`` renders whole.
 * ``placebo:d`` — the same format and depth, but the path comes from another document: the placebo
-  (seed 000, appendix E.3), built in :mod:`structbench.prefixes.placebo`.
+  (Kuehlkamp et al., appendix E.3), built in :mod:`structbench.prefixes.placebo`.
 * ``context`` — an LLM-written situating context per chunk (A1), given as ``contexts``, rendered in
   the same bracketed format as the paths. Keeping one format for every non-empty prefix means the
   arms differ in what the prefix says, not in its delimiters.
@@ -89,7 +89,7 @@ def render_texts(
     report = {"prefix": prefix, "kind": kind, "depth": depth, "separator": separator, "chunks": len(chunk_ids)}
     paths = ordered["path"].to_list()
     if depth is not None:
-        # A path shorter than the depth renders whole (SPEC section 17): say how many were capped.
+        # A path shorter than the depth renders whole (docs/method.md §17): say how many were capped.
         report.update(
             capped_chunks=sum(len(path) < depth for path in paths),
             max_path_depth=max((len(path) for path in paths), default=0),

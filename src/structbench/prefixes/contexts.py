@@ -1,4 +1,4 @@
-"""LLM situating contexts for chunks (condition A1; seed 000 section 2.2; SPEC section 7).
+"""LLM situating contexts for chunks (condition A1; Kuehlkamp et al., section 2.2; docs/method.md §7).
 
 The Anthropic contextual-retrieval recipe: one LLM call per chunk, showing the whole document and the
 chunk, asking for a short context that situates the chunk in the document for search retrieval

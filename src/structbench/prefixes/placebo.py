@@ -1,4 +1,4 @@
-"""The placebo prefix (condition P; seed 000, appendix E.3; SPEC sections 7 and 17): real heading paths
+"""The placebo prefix (condition P; Kuehlkamp et al., appendix E.3; docs/method.md §§7 and 17): real heading paths
 of OTHER documents, in the same format, depth and length distribution as the real ones.
 
 The unique (document, path) pairs are bucketed by depth and permuted within each bucket toward a

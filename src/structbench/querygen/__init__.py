@@ -1,4 +1,4 @@
-"""Synthetic queries with leakage control (SPEC section 9; seed 000, appendix F).
+"""Synthetic queries with leakage control (docs/method.md §9; Kuehlkamp et al., appendix F).
 
 A corpus without questions of its own (WikiText, Wikipedia-FA, a Markdown folder) is scored on queries
 an LLM writes about gold spans that the pipeline, not the LLM, chooses. The protocol, one module a step:

@@ -1,4 +1,4 @@
-"""Merge, balance and count the generated queries (seed 000, appendix F): the CPU half of query generation.
+"""Merge, balance and count the generated queries (Kuehlkamp et al., appendix F): the CPU half of query generation.
 
 Each query-generation shard writes a **candidates** table (:data:`CANDIDATES`): one row per gold target,
 with the question the model wrote, its paraphrase and how each fared in the leakage filter. Here:
@@ -6,7 +6,7 @@ with the question the model wrote, its paraphrase and how each fared in the leak
 - :func:`merge_candidates` joins the shards (each document in at most one shard, qids unique);
 - :func:`balance` keeps, per query type, ``per_type`` survivors drawn uniformly without replacement with
   ``random.Random(f"{seed}/balance/{qtype}")`` from the survivors in ``qid`` order (all of them when
-  fewer survive: seed 000 shipped 201 multihop against 250 of each other type);
+  fewer survive: Kuehlkamp et al. shipped 201 multihop against 250 of each other type);
 - :func:`queries_table` turns the balanced finals into the ``queries`` table every corpus has
   (``datamodel.QUERIES``), the paraphrase as the query text, so retrieval and scoring read it unchanged;
 - :func:`funnel_table` and :func:`querygen_summary` count generated → survivors → balanced finals per
@@ -48,7 +48,7 @@ CANDIDATES = {
 FUNNEL = {"qtype": pl.String, "step": pl.String, "reason": pl.String, "count": pl.Int64}
 STAGES = ("question", "paraphrase")
 
-# Seed 000, appendix F: the study's funnel on 200 Wikipedia Featured Articles, for the report to set
+# Kuehlkamp et al., appendix F: the study's funnel on 200 Wikipedia Featured Articles, for the report to set
 # a run's funnel beside.
 SEED_000_FUNNEL = {
     "generated": 2306,
@@ -164,7 +164,7 @@ def rouge_distribution(values: Sequence[float]) -> dict:
 def querygen_summary(candidates: pl.DataFrame, finals: pl.DataFrame, types: Sequence[str], n_documents: int) -> dict:
     """The report's view of one corpus's query generation (JSON-serializable, no NaN): per type and in all,
     the funnel counts and documents with shipped queries; rejections by stage and reason; the ROUGE-L
-    distribution of the shipped queries (against their gold spans); seed 000's funnel for comparison."""
+    distribution of the shipped queries (against their gold spans); Kuehlkamp et al.'s funnel for comparison."""
     by_type = []
     for qtype in [*types, "all"]:
         of_type = candidates if qtype == "all" else candidates.filter(pl.col("qtype") == qtype)

@@ -1,4 +1,4 @@
-"""Query writing by an LLM, screened twice for leakage (seed 000, appendix F; SPEC section 9).
+"""Query writing by an LLM, screened twice for leakage (Kuehlkamp et al., appendix F; docs/method.md §9).
 
 For one shard of documents, :func:`generate_candidates`
 

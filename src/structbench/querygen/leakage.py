@@ -1,4 +1,4 @@
-"""The leakage filter of generated queries (seed 000, appendix F; SPEC section 9).
+"""The leakage filter of generated queries (Kuehlkamp et al., appendix F; docs/method.md §9).
 
 A query is screened against the texts of its gold spans (:func:`screen_question`); the first check that
 fails names the rejection, in this order:

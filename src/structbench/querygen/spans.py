@@ -1,4 +1,4 @@
-"""Gold spans for generated queries, sampled by the pipeline (seed 000, appendix F: the model that writes
+"""Gold spans for generated queries, sampled by the pipeline (Kuehlkamp et al., appendix F: the model that writes
 a query never reports its evidence).
 
 Definitions, per document, over its gold section tree (``corpus.build`` conventions):
@@ -6,7 +6,7 @@ Definitions, per document, over its gold section tree (``corpus.build`` conventi
 - A **top-level section** is a level-1 section row together with every row whose ``top_section_id``
   names it; its extent is ``[start of its first row, end of its last row)``, which is contiguous because
   sections tile the paragraphs in order. The lead (text before the first heading) is a top-level
-  section of its own (SPEC section 17). A paragraph lies in the top-level section of the section row
+  section of its own (docs/method.md §17). A paragraph lies in the top-level section of the section row
   whose paragraph range holds it.
 - A paragraph is **eligible** as a span when it has at least ``min_span_words`` words (whitespace
   separated): a one-line caption or list item is no evidence for a question. A top-level section is

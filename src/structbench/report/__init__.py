@@ -1,4 +1,4 @@
-"""The report (SPEC section 15): compute, then present.
+"""The report (docs/method.md §15): compute, then present.
 
 - :mod:`~structbench.report.tables`: the paper's tables, each a registered pure function of the run's
   outputs (:data:`~structbench.report.tables.TABLES`).

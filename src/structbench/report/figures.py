@@ -1,4 +1,4 @@
-"""The report's figures (SPEC section 15), each one registered function drawing one report table's data.
+"""The report's figures (docs/method.md §15), each one registered function drawing one report table's data.
 
 A figure is ``draw(data, inputs) -> matplotlib.figure.Figure`` registered with :func:`report_figure`,
 which names the report table (:data:`structbench.report.tables.TABLES`) whose ``data`` it draws: the numbers

@@ -1,4 +1,4 @@
-"""Table 1 and Table 2 as LaTeX (booktabs), for pasting into a paper (SPEC section 15).
+"""Table 1 and Table 2 as LaTeX (booktabs), for pasting into a paper (docs/method.md §15).
 
 A table's LaTeX is drawn from the same formatted blocks the Markdown and HTML reports show
 (:class:`structbench.report.tables.TableContent`), so its rounding, its signs and its significance marks

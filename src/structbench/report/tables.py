@@ -1,4 +1,4 @@
-"""The report (SPEC section 15): the paper's tables, each one registered function of the run's outputs.
+"""The report (docs/method.md §15): the paper's tables, each one registered function of the run's outputs.
 
 A table is a function ``build(inputs: ReportInputs) -> TableContent`` registered with
 :func:`report_table` (a file stem, a title, a caption). It returns the table's ``data`` (the numbers,
@@ -10,7 +10,7 @@ views of a table's data, registered the same way. :mod:`structbench.report.bundl
 files into :class:`ReportInputs` and writes everything; this module only computes (pure functions
 from tables to tables and text, no file access).
 
-Seed 000's layouts: Table 1 (one row per contrast and corpus: delta, 95% CI, Holm p, dz, MixedLM p's,
+Kuehlkamp et al.'s layouts: Table 1 (one row per contrast and corpus: delta, 95% CI, Holm p, dz, MixedLM p's,
 win/tie/loss query counts, with its family as label) and Table 2 (one row per corpus, one column per
 condition); :mod:`structbench.report.latex` writes both as booktabs LaTeX from the same shown frames.
 """
@@ -191,7 +191,7 @@ class ReportInputs:
     chunks table; ``chunk_bounds``: (corpus, chunk set) -> the bounds report its chunk rule wrote
     (:func:`structbench.chunking.tiling.bounds_file`; ``t_max`` and ``t_min`` come from these);
     ``querygen_stats``: the merged query generation's summary per corpus with generated queries
-    (:func:`structbench.querygen.funnel.querygen_summary`); ``retrieval_layer``: seed 004's run comparisons
+    (:func:`structbench.querygen.funnel.querygen_summary`); ``retrieval_layer``: the title-chain study's run comparisons
     (:func:`structbench.metrics.diagnostics.retrieval_layer_table`).
     """
 
@@ -402,7 +402,7 @@ def contrast_rows(contrasts: pl.DataFrame, contrast_specs: Sequence[dict]) -> pl
 @report_table(
     "table1_contrasts",
     "Contrasts (Table 1)",
-    "Seed 000's Table 1 layout: each declared contrast per corpus. Δ is the mean paired per-query "
+    "Kuehlkamp et al.'s Table 1 layout: each declared contrast per corpus. Δ is the mean paired per-query "
     "difference (treatment − control; for a dose-response, the mean per-query slope per path level), "
     "the 95% CI and p come from the document-clustered bootstrap, p (Holm) is adjusted within the "
     "contrast's family (primary, secondary, model_free or chunkers; exploratory rows are outside any family), dz is "
@@ -468,7 +468,7 @@ def contrasts_table(inputs: ReportInputs) -> TableContent:
 @report_table(
     "table2_condition_means",
     "Per-condition means (Table 2)",
-    "Seed 000's Table 2 layout: the primary metric's mean over queries, one row per corpus and one "
+    "Kuehlkamp et al.'s Table 2 layout: the primary metric's mean over queries, one row per corpus and one "
     "column per condition.",
 )
 def means_table(inputs: ReportInputs) -> TableContent:
@@ -558,7 +558,7 @@ def ladder_table(inputs: ReportInputs) -> TableContent:
 @report_table(
     "dose_response",
     "Heading-path dose-response",
-    "Exploratory (seed 000, section 6.6): the primary metric against the depth of the injected "
+    "Exploratory (Kuehlkamp et al., section 6.6): the primary metric against the depth of the injected "
     "heading path (0 = no prefix). The slope is the mean per-query OLS slope per path level over "
     "queries scored under every member (it equals the slope of the condition means), with a "
     "document-clustered bootstrap CI and p. Declared series are the config's dose-response "
@@ -636,7 +636,7 @@ def dose_response_table(inputs: ReportInputs) -> TableContent:
     "Section recall of routed retrieval",
     "Routed retrieval (two-stage, TOC) first keeps some sections and ranks chunks only inside them: "
     "section recall is the share of queries for which a kept section overlaps the gold evidence "
-    "(seed 000, section 6.4). Whatever stage 1 drops, stage 2 cannot recover. By query type, and "
+    "(Kuehlkamp et al., section 6.4). Whatever stage 1 drops, stage 2 cannot recover. By query type, and "
     "over all queries.",
 )
 def section_recall_table(inputs: ReportInputs) -> TableContent:
@@ -672,10 +672,10 @@ def section_recall_table(inputs: ReportInputs) -> TableContent:
 @report_table(
     "retrieval_layer",
     "Retrieval-layer comparison (prefixed vs unprefixed index)",
-    "Seed 004's annotation-free check that a prefix restructures retrieval: each prefixed condition "
+    "The title-chain study's annotation-free check that a prefix restructures retrieval: each prefixed condition "
     "against the condition that ranks the same chunks with no prefix. Shares of queries whose rank-1 "
     "chunk changed, whose top 5 share no chunk or the same set, and the mean top-5 overlap "
-    "(seed 004: 86.9% top-1 changed, overlap 2.11 / 5).",
+    "(the title-chain study: 86.9% top-1 changed, overlap 2.11 / 5).",
 )
 def retrieval_layer_report(inputs: ReportInputs) -> TableContent:
     require_scores(inputs)
@@ -705,7 +705,7 @@ def retrieval_layer_report(inputs: ReportInputs) -> TableContent:
     "bm25_nonlexicality",
     "BM25 non-lexicality",
     "Share of queries whose rank-1 BM25 chunk (content only, no prefix) is binary-relevant "
-    "(seed 000, appendix I): low values mean keyword overlap does not solve the benchmark.",
+    "(Kuehlkamp et al., appendix I): low values mean keyword overlap does not solve the benchmark.",
 )
 def bm25_table(inputs: ReportInputs) -> TableContent:
     bm25 = inputs.bm25_scores
@@ -728,7 +728,7 @@ def bm25_table(inputs: ReportInputs) -> TableContent:
     "chunk_size_matching",
     "Chunk sets (size matching)",
     "Realized mean content tokens of each size-matched chunk set (fixed windows; external chunkers with "
-    "size_match) and the structural set it is size-matched to, per document (seed 000 reports gaps of at "
+    "size_match) and the structural set it is size-matched to, per document (Kuehlkamp et al. report gaps of at "
     "most 4 tokens).",
 )
 def size_matching_table(inputs: ReportInputs) -> TableContent:
@@ -906,7 +906,7 @@ INDUCTION_AGREEMENT = {
     "(single-section fallback); corrected counts the documents whose first answer failed the check "
     "and went to the correction round, whatever the outcome (a segmentation inducer has no rounds: "
     "usable = more than one section). identical spans is the share of the induced structural chunks "
-    "whose span is byte-identical to a gold structural chunk (seed 000, table 9). Agreement with the gold "
+    "whose span is byte-identical to a gold structural chunk (Kuehlkamp et al., table 9). Agreement with the gold "
     "section starts, over paragraph boundaries of every level: Pk (Beeferman et al. 1999) and WindowDiff "
     "(Pevzner and Hearst 2002), lower is better, probe width half the mean gold section length; boundary "
     "precision, recall and F1 with a tolerance of one paragraph (micro-averaged: matches and counts pooled "
@@ -1042,7 +1042,7 @@ def _short(value) -> str:
 @report_table(
     "corpus_overview",
     "Corpora",
-    "Each corpus's scalar statistics (SPEC section 4): documents, paragraphs, sections, words, queries "
+    "Each corpus's scalar statistics (docs/method.md §4): documents, paragraphs, sections, words, queries "
     "and spans, with per-document means.",
 )
 def corpus_overview_table(inputs: ReportInputs) -> TableContent:
@@ -1117,7 +1117,7 @@ def corpus_funnel_table(inputs: ReportInputs) -> TableContent:
     "query_funnel",
     "Query funnel",
     "Questions and their evidence in, dropped (with the reason) and out, and how evidence spans were "
-    "matched to the flat text (exact, fuzzy, section fallback), per corpus (seed 000: QASPER 5,049 → "
+    "matched to the flat text (exact, fuzzy, section fallback), per corpus (Kuehlkamp et al.: QASPER 5,049 → "
     "4,303 usable questions).",
 )
 def query_funnel_table(inputs: ReportInputs) -> TableContent:
@@ -1128,7 +1128,7 @@ def query_funnel_table(inputs: ReportInputs) -> TableContent:
 
 
 def querygen_rows(stats: dict) -> pl.DataFrame:
-    """One corpus's generation funnel per type beside seed 000's finals, then seed 000's own totals."""
+    """One corpus's generation funnel per type beside Kuehlkamp et al.'s finals, then Kuehlkamp et al.'s own totals."""
     seed = stats["seed_000"]
     funnel = (
         pl.DataFrame(stats["by_type"])
@@ -1145,18 +1145,18 @@ def querygen_rows(stats: dict) -> pl.DataFrame:
         .with_columns(
             pl.col("qtype")
             .replace_strict(seed["finals_by_type"] | {"all": seed["finals"]}, default=None, return_dtype=pl.Int64)
-            .alias("seed 000 finals")
+            .alias("Kuehlkamp et al. finals")
         )
     )
     seed_row = pl.DataFrame(
         [
             {
-                "qtype": "seed 000 (all)",
+                "qtype": "Kuehlkamp et al. (all)",
                 "generated": seed["generated"],
                 "survivors": seed["survivors"],
                 "finals": seed["finals"],
                 "documents": seed["documents_with_queries"],
-                "seed 000 finals": seed["finals"],
+                "Kuehlkamp et al. finals": seed["finals"],
             }
         ]
     )
@@ -1171,11 +1171,11 @@ def querygen_rows(stats: dict) -> pl.DataFrame:
 @report_table(
     "query_generation",
     "Query generation",
-    "Corpora with queries: generated (seed 000, appendix F). The pipeline samples each query's gold "
+    "Corpora with queries: generated (Kuehlkamp et al., appendix F). The pipeline samples each query's gold "
     "spans; the LLM writes a question about them, rejected when its ROUGE-L F1 against a gold span "
     "exceeds rouge_max or it shares a normalized ngram_block-gram with one; a question that passes is "
     "paraphrased, and the paraphrase, screened the same way, is the query that ships. Survivors are "
-    "balanced to per_type per type with a seed. Seed 000 (200 Wikipedia Featured Articles): 2,306 "
+    "balanced to per_type per type with a seed. Kuehlkamp et al. (200 Wikipedia Featured Articles): 2,306 "
     "generated, 1,945 survivors, 951 finals.",
 )
 def query_generation_table(inputs: ReportInputs) -> TableContent:
@@ -1196,7 +1196,7 @@ def query_generation_table(inputs: ReportInputs) -> TableContent:
         low, high = stats["seed_000"]["typical_rouge_l"]
         blocks.append(
             Block(
-                f"{corpus}: ROUGE-L F1 of the shipped queries against their gold spans (seed 000: "
+                f"{corpus}: ROUGE-L F1 of the shipped queries against their gold spans (Kuehlkamp et al.: "
                 f"typically {low}-{high})",
                 pl.DataFrame(stats["rouge_l"], infer_schema_length=None).select(
                     "qtype", "n", "mean", "min", "p25", "median", "p75", "max"

@@ -1,10 +1,10 @@
-"""BM25 over the same chunks (SPEC section 8): the non-lexicality probe, and the lexical run of hybrid search.
+"""BM25 over the same chunks (docs/method.md §8): the non-lexicality probe, and the lexical run of hybrid search.
 
 "BM25 gold-top-1" is the share of queries for which BM25 puts a binary-relevant chunk at rank 1
-(seed 000, appendix I): how far plain keyword overlap solves the benchmark. The index is built on each
+(Kuehlkamp et al., appendix I): how far plain keyword overlap solves the benchmark. The index is built on each
 chunk's content alone (no prefix).
 
-**Scoring** is Okapi BM25 with k1 = 1.5, b = 0.75 (rank-bm25's defaults, the library SPEC section 8
+**Scoring** is Okapi BM25 with k1 = 1.5, b = 0.75 (rank-bm25's defaults, the library docs/method.md §8
 names), for a query q and a chunk d of length |d| (in analyzed tokens) in a set of N chunks::
 
     score(q, d) = sum over terms t of q:  idf(t) * tf(t, d) / (tf(t, d) + k1 * (1 - b + b * |d| / avgdl))
@@ -27,7 +27,7 @@ ties by ``chunk_id`` ascending, like every ranking of the study.
   33 English stopwords dropped, then the Porter stemmer (PyStemmer's ``porter``, the original 1980
   algorithm Lucene's ``PorterStemFilter`` implements).
 
-The analyzer is not what keeps the probe below seed 000's 22.7% on QASPER: over our 1,169 train + dev
+The analyzer is not what keeps the probe below Kuehlkamp et al.'s 22.7% on QASPER: over our 1,169 train + dev
 papers (27,889 structural chunks, 2,991 questions) gold top-1 is 4.4% with ``words`` and 4.7% with
 ``english``, and on the first 60 dev papers 7.8% and 8.9%; restricted to each question's own paper it
 is 18.0% and 18.9% (``benchmarks/bench_bm25.py``). The default is ``english``, the analyzer a

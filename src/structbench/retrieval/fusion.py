@@ -1,4 +1,4 @@
-"""Reciprocal rank fusion of runs over one chunk set (SPEC section 8; seed 004, section 6(b)).
+"""Reciprocal rank fusion of runs over one chunk set (docs/method.md §8; the title-chain study, section 6(b)).
 
 For a query q and runs R_1 .. R_m that rank chunks of the same chunk set (Cormack, Clarke and
 Buettcher, SIGIR 2009)::
@@ -12,7 +12,7 @@ Which runs a condition fuses is its ``rrf:<sources>`` value (:data:`structbench.
 condition's own flat dense run plus one run per source, ``+``-joined — ``bm25`` (the BM25 run of the
 same chunk set: hybrid search) or a prefix of the same chunk set, written without its colon
 (``none``, ``path2``, ``placebo3``, ``context``: that text set's flat run under the same embedder).
-``rrf:none`` on a ``path:d`` condition is seed 004's dual index (prefixed + unprefixed); ``rrf:bm25``
+``rrf:none`` on a ``path:d`` condition is the title-chain study's dual index (prefixed + unprefixed); ``rrf:bm25``
 the practitioner's hybrid; ``rrf:none+bm25`` fuses all three.
 """
 

@@ -1,4 +1,4 @@
-"""Cross-encoder reranking (SPEC section 8): rescore the top ``top_n`` of a run; ranks below follow unchanged.
+"""Cross-encoder reranking (docs/method.md §8): rescore the top ``top_n`` of a run; ranks below follow unchanged.
 
 A GPU-kind step (imports torch through sentence-transformers) for a local model; a ``kind: endpoint``
 entry scores through a ``/rerank`` endpoint instead (``rerank_endpoint.py``, a CPU-kind job):

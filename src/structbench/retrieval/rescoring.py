@@ -1,10 +1,10 @@
-"""Retrieval kinds that rescore a flat run's top candidates with a model (seed 004, sections 5-6).
+"""Retrieval kinds that rescore a flat run's top candidates with a model (the title-chain study, sections 5-6).
 
 Both keep the chunk index as it is and move the title chain to scoring time; the model is injected
 (``encode_queries``, ``score_pairs``), so this module imports none and tests can pass a hand-made one.
 
-**Query-side title injection** (``query_titles:<d>``; seed 004 section 6(a)). The condition's own flat
-run (seed 004's design: chunks embedded unprefixed, ``prefix: none``) supplies the candidates; each of
+**Query-side title injection** (``query_titles:<d>``; the title-chain study, section 6(a)). The condition's own flat
+run (the title-chain study's design: chunks embedded unprefixed, ``prefix: none``) supplies the candidates; each of
 a query's top ``candidates`` chunks c is rescored with a second query embedding that carries c's title
 chain, in the same bracketed form a ``path:d`` prefix gives a chunk::
 
@@ -12,7 +12,7 @@ chain, in the same bracketed form a ``path:d`` prefix gives a chunk::
 
 where ``v_c`` is c's vector in the condition's index and E_query the embedder with its query prefix.
 One embedding per distinct (query, title chain) pair, through the embedding cache. We implement the
-injection as a second query embedding, not as a cross-encoder input, because (1) seed 004 places it
+injection as a second query embedding, not as a cross-encoder input, because (1) the title-chain study places it
 in the query embedding ("zero index rebuild"), the bi-encoder setting the study's prefix contrasts
 measure, so ``query_titles:d`` against ``path:d`` compares the same title on the query side and on the
 chunk side under one embedder; (2) a cross-encoder reads query and chunk as one sequence, where
@@ -20,7 +20,7 @@ putting the title before the query or before the chunk is nearly the same input,
 axis already covers cross-encoders; (3) the run then depends on the embedder alone, like every other
 run, so the cell's reranker stays an orthogonal axis.
 
-**Per-candidate prefix choice** (``per_candidate:<reranker>``; seed 004's recommended direction). The
+**Per-candidate prefix choice** (``per_candidate:<reranker>``; the title-chain study's recommended direction). The
 condition's prefixed index and the unprefixed index of the same chunk set each give their top
 ``candidates``; every chunk in the union is scored by the named cross-encoder in both versions, and
 keeps the better one::

@@ -1,19 +1,20 @@
-"""Routed retrieval (SPEC section 8): the routers that choose sections before chunks are ranked.
+"""Routed retrieval (docs/method.md §8): the routers that choose sections before chunks are ranked.
 
 Two routers share one routing unit and one output table, so they compare side by side:
 
-- **Two-stage** (seed 000, section 3.2, 6.4 and appendix J; conditions A4 and G4):
+- **Two-stage** (Kuehlkamp et al., section 3.2, 6.4 and appendix J; conditions A4 and G4):
   :func:`route_two_stage` ranks section centroids and keeps the top ``top_sections`` (the study's 5);
   :func:`structbench.retrieval.search.two_stage_search` then ranks the chunks inside them and backfills from
   the flat ranking. A centroid is the renormalized mean of the *same* chunk vectors flat search uses
   (representation constancy), so A4 − A3 compares retrieval algorithms, never representations.
-- **TOC routing** (seed 003, after STAIR): an LLM reads a numbered table of contents of the candidate
+- **TOC routing** (Li (The Chunk Was Never in the Document), after STAIR): an LLM reads a numbered table of contents of
+the candidate
   documents' sections plus the question and answers ``{"section": n}`` (:func:`structbench.retrieval.toc.route_toc`);
   the pure parts — the contents, the reply parser and the embedding fallback — live here.
 
-**The routing unit** is a document plus a top-level heading, subsections included (seed 000: "a section
+**The routing unit** is a document plus a top-level heading, subsections included (Kuehlkamp et al.: "a section
 = document + top-level heading"); the lead text before the first heading is a top-level section of its
-own (SPEC section 17). A chunk belongs to the unit of the section it starts in (its ``section_id``), so
+own (docs/method.md §17). A chunk belongs to the unit of the section it starts in (its ``section_id``), so
 the units partition the chunk set. TOC routes among the same units: both routers choose from one
 inventory, and differ only in how they choose and how many they keep (5 against 1).
 
@@ -121,7 +122,7 @@ def top_rows(
     query_vectors: np.ndarray, row_vectors: np.ndarray, k: int, block: int = 256
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exact top-k rows of ``row_vectors`` per query by inner product: ``(scores, rows)``, each
-    ``n_queries x min(k, n_rows)``, sorted by score descending, then row ascending (SPEC section 17's
+    ``n_queries x min(k, n_rows)``, sorted by score descending, then row ascending (docs/method.md §17's
     tie rule). Brute force in query blocks: routing units are few (tens of thousands at most), so no
     index is needed."""
     rows = np.asarray(row_vectors, dtype=np.float32)
@@ -200,7 +201,7 @@ FIRST_INTEGER = re.compile(r"-?\d+")
 
 def toc_contents(titles: Sequence[str]) -> str:
     """The numbered table of contents the LLM reads: one line ``"<n>. <title>"`` per entry, from 1
-    (seed 003), each title a unit's "Document > Section" path."""
+    (Li), each title a unit's "Document > Section" path."""
     return "\n".join(f"{number}. {title}" for number, title in enumerate(titles, start=1))
 
 
@@ -220,7 +221,7 @@ def toc_schema(n_entries: int) -> dict:
 def parse_section_number(reply: str | None, n_entries: int) -> int | None:
     """The entry number (1-based) a reply names, or None when it names none in range.
 
-    The first integer in the reply counts (seed 003's parser): ``{"section": 3}`` (the JSON of
+    The first integer in the reply counts (Li's parser): ``{"section": 3}`` (the JSON of
     :func:`toc_schema`), "3", "Section 3" and "3. Methods" all name 3. A reply without an integer (or
     None: the request failed), or whose first integer lies outside ``1..n_entries`` ("0", "-2", "12" of
     10), names none."""
@@ -245,7 +246,7 @@ def choose_entry(reply: str | None, query_vector: np.ndarray, entry_title_vector
     """The routed entry (0-based, into the contents) and where the choice came from.
 
     ``"llm"``: the reply names an entry in range (:func:`parse_section_number`). ``"fallback"``: it does
-    not, and the entry whose title embedding is nearest the query is routed instead (seed 003: "fall
+    not, and the entry whose title embedding is nearest the query is routed instead (Li: "fall
     back to embedding the section titles"). The fallback keeps one entry, as an answered reply does, so
     the hit rate of both kinds of query measures the same thing."""
     if len(entry_title_vectors) == 0:

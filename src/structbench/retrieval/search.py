@@ -1,8 +1,8 @@
-"""The retrieval axis (SPEC section 8): flat corpus-wide search over a FAISS inner-product index, and the
+"""The retrieval axis (docs/method.md §8): flat corpus-wide search over a FAISS inner-product index, and the
 routed kinds built on it.
 
 Vectors are L2-normalized, so inner product is cosine. Rankings are sorted by score descending, then
-``chunk_id`` ascending (SPEC section 17), so equal scores cannot make two runs differ. The other
+``chunk_id`` ascending (docs/method.md §17), so equal scores cannot make two runs differ. The other
 strategies of the study plug in here as further functions returning the same ``runs`` table.
 
 Routed kinds (``two_stage``, ``toc``) rank the chunks of the sections a router kept first and fill the
@@ -117,7 +117,7 @@ def compose_ranking(
 
     The routed chunks come first, by score descending then chunk_id ascending (at most k of them);
     then the flat ranking (``flat_ids`` in rank order) fills the remaining ranks with the chunks it
-    holds that were not routed, in its order (seed 000, appendix J: "if fewer than k candidates
+    holds that were not routed, in its order (Kuehlkamp et al., appendix J: "if fewer than k candidates
     remain, the system backfills from the global ranking"). No chunk appears twice. ``routed`` marks
     the rows that came from the router."""
     routed_ids = np.asarray(routed_ids, dtype=np.int64)
@@ -215,7 +215,7 @@ def toc_search(
     *,
     routing: pl.DataFrame,
 ) -> pl.DataFrame:
-    """TOC routing (seed 003): the chunks of the section the LLM named (``routing`` from
+    """TOC routing (Li (The Chunk Was Never in the Document)): the chunks of the section the LLM named (``routing`` from
     :func:`structbench.retrieval.toc.route_toc`) lead the ranking; flat search fills the rest."""
     return routed_search(chunk_vectors, query_vectors, qids, top_k, use_gpu, routing=routing, routed_stage="toc")
 

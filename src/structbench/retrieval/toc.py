@@ -1,4 +1,5 @@
-"""Table-of-contents routing (seed 003, after STAIR; SPEC section 8): the LLM names the section.
+"""Table-of-contents routing (Li (The Chunk Was Never in the Document), after STAIR; docs/method.md §8): the LLM names
+the section.
 
 Per query: the candidate documents are those of its top ``candidate_hits`` flat hits (in the order of
 their best hit); the LLM reads their numbered contents — one entry per routing unit, a document plus a

@@ -1,4 +1,4 @@
-"""Statistics of the study (SPEC section 11; seed 000, appendix D).
+"""Statistics of the study (docs/method.md §11; Kuehlkamp et al., appendix D).
 
 :mod:`.paired` (paired deltas, win/tie/loss counts, Cohen's dz, Holm), :mod:`.bootstrap` (the vectorized
 document-clustered bootstrap and its reproducible draws), :mod:`.mixedlm` (the secondary

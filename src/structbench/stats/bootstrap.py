@@ -1,4 +1,4 @@
-"""Document-clustered bootstrap (SPEC section 11; seed 000, appendix D.2), vectorized.
+"""Document-clustered bootstrap (docs/method.md §11; Kuehlkamp et al., appendix D.2), vectorized.
 
 The draws are a public, reproducible object: :func:`iter_bootstrap_draws` yields, from
 ``numpy.random.default_rng(seed)``, blocks of ``DRAW_BLOCK`` replicates, each row holding ``n_docs``
@@ -133,7 +133,7 @@ def cluster_sums(deltas: np.ndarray, doc_ids) -> tuple[np.ndarray, np.ndarray, n
 
 
 def cluster_bootstrap(deltas, doc_ids, *, n_boot: int = 10_000, seed: int = 0, level: float = 0.95) -> BootstrapResult:
-    """Document-clustered bootstrap of a mean paired delta (seed 000, appendix D.2).
+    """Document-clustered bootstrap of a mean paired delta (Kuehlkamp et al., appendix D.2).
 
     Group the per-query deltas by document; for each of ``n_boot`` replicates resample the documents
     with replacement (every query of a drawn document enters as a bundle) and compute::

@@ -1,4 +1,4 @@
-"""The contrasts table of one cell (SPEC sections 11, 12; seed 000, appendix D).
+"""The contrasts table of one cell (docs/method.md §§11, 12; Kuehlkamp et al., appendix D).
 
 A cell is (corpus, embedder, reranker). Its per-query scores come as one long table
 ``qid, doc_id, condition, <metric columns>``; contrasts come from config as dicts:

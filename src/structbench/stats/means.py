@@ -1,4 +1,4 @@
-"""Per-condition statistics of one cell (SPEC sections 11, 15; seed 000, section 6.6): each condition's
+"""Per-condition statistics of one cell (docs/method.md §§11, 15; Kuehlkamp et al., section 6.6): each condition's
 mean with its bootstrap CI, and the heading-path dose-response slopes.
 
 The statistics step writes both as tables (the workflow's ``condition_stats`` rule); the report formats

@@ -1,4 +1,4 @@
-"""Secondary mixed-effects check (SPEC section 11; seed 000, appendix D.4), statsmodels MixedLM.
+"""Secondary mixed-effects check (docs/method.md §11; Kuehlkamp et al., appendix D.4), statsmodels MixedLM.
 
 Two models of the long table (one row per query x condition, the two conditions of a contrast,
 queries scored under both):

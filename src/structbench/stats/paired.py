@@ -1,4 +1,4 @@
-"""Paired per-query deltas, Cohen's dz and the Holm correction (SPEC section 11; seed 000, appendix D)."""
+"""Paired per-query deltas, Cohen's dz and the Holm correction (docs/method.md §11; Kuehlkamp et al., appendix D)."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def paired_deltas(scores_a: pl.DataFrame, scores_b: pl.DataFrame, metric: str) -
 
     ``scores_a``/``scores_b`` are one condition's per-query scores (``qid, doc_id, <metric>``). Queries
     present in only one (or with a null/NaN value) are dropped and counted in ``n_dropped``
-    (SPEC section 17). A qid mapped to two different documents is an error.
+    (docs/method.md §17). A qid mapped to two different documents is an error.
     """
     all_qids = pl.concat([scores_a["qid"], scores_b["qid"]]).n_unique()
     a, b = _valid(scores_a, metric), _valid(scores_b, metric)
@@ -93,7 +93,7 @@ def cohens_dz(deltas) -> float:
 
 
 def holm(pvalues) -> np.ndarray:
-    """Holm step-down adjustment over one family (seed 000, appendix D.3).
+    """Holm step-down adjustment over one family (Kuehlkamp et al., appendix D.3).
 
     Sort the m p-values ascending; the i-th smallest (0-indexed) becomes ``(m - i) * p_(i)``, under a
     running maximum so adjusted values stay monotone, clipped to 1. NaN p-values are not members of the

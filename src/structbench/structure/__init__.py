@@ -1,4 +1,4 @@
-"""The structure-source axis (SPEC section 5): where a document's section tree comes from.
+"""The structure-source axis (docs/method.md §5): where a document's section tree comes from.
 
 - Gold structure is the document's own heading tree, built by the corpus loaders (:mod:`structbench.corpus`).
 - :mod:`structbench.structure.induction`: an LLM reads the heading-stripped, numbered paragraphs and

@@ -1,4 +1,4 @@
-"""Agreement of an induced segmentation with gold (SPEC section 5): Pk, WindowDiff, boundary P/R/F1.
+"""Agreement of an induced segmentation with gold (docs/method.md §5): Pk, WindowDiff, boundary P/R/F1.
 
 **Representation.** A document of ``n`` paragraphs (0-based) is segmented by its set of *boundaries*: a
 boundary at paragraph ``i`` (``0 < i < n``) means a section starts at paragraph ``i``. Paragraph 0
@@ -163,7 +163,7 @@ def match_boundaries(gold: Collection[int], induced: Collection[int], tolerance:
 
 def boundary_prf(gold: Collection[int], induced: Collection[int], tolerance: int = 1) -> tuple[float, float, float]:
     """``(precision, recall, F1)`` of induced boundaries against gold with ``tolerance`` (one paragraph in
-    SPEC section 5): precision = matched / induced, recall = matched / gold, F1 their harmonic mean."""
+    docs/method.md §5): precision = matched / induced, recall = matched / gold, F1 their harmonic mean."""
     match = match_boundaries(gold, induced, tolerance)
     return match.precision, match.recall, match.f1
 

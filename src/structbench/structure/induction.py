@@ -1,4 +1,4 @@
-"""Structure induction by an LLM (SPEC section 5; seed 000, appendix H).
+"""Structure induction by an LLM (docs/method.md §5; Kuehlkamp et al., appendix H).
 
 The model sees a document's paragraphs with every heading stripped, each prefixed by its 1-based
 number in square brackets, and answers ``{"sections": [{"title", "level", "first", "last"}, ...]}``

@@ -1,6 +1,6 @@
 """A model-free structure inducer: TextTiling over embeddings, hierarchical, with keyphrase titles.
 
-SPEC section 5's model-free arm (its own condition, never a silent substitute for the LLM inducer). It
+docs/method.md §5's model-free arm (its own condition, never a silent substitute for the LLM inducer). It
 takes what the LLM inducer takes, the ``documents`` and ``paragraphs`` tables, plus an injected
 ``encode(texts) -> np.ndarray`` (L2-normalised float32 rows; the workflow passes the configured
 embedder with its cache), and returns the same ``(sections, status)`` pair as
@@ -70,7 +70,7 @@ flat setting (``max_levels=1, window=4, depth_cutoff=0``; objective 0.837) edges
 hierarchical one (0.813), and sentence vectors (best hierarchical: ``window=2, depth_cutoff=1,
 min_section_paragraphs=3``, 0.828) cost ~3.6x the encoder inputs (9,480 sentences for 2,742 paragraphs)
 for a difference inside the noise of 40 papers: paragraph vectors are the default, and the hierarchy is
-kept because SPEC section 5 asks for one.
+kept because docs/method.md §5 asks for one.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ AGREEMENT_COUNTS = ("n_docs", "sections_per_doc", "gold_sections_per_doc")
 
 
 def identical_span_share(induced_chunks: pl.DataFrame, gold_chunks: pl.DataFrame) -> float:
-    """Share of induced chunk spans byte-identical to a gold chunk span (seed 000, table 9).
+    """Share of induced chunk spans byte-identical to a gold chunk span (Kuehlkamp et al., table 9).
 
     A span is ``(doc_id, start, end)``; since both chunk sets tile the same flat texts, equal offsets
     mean byte-identical text. Only documents present in both tables count; NaN when there are none."""

@@ -1,4 +1,4 @@
-"""Peer chunkers as chunking conditions (SPEC section 6, "Peer chunkers"): adapters that run LangChain,
+"""Peer chunkers as chunking conditions (docs/method.md §6, "Peer chunkers"): adapters that run LangChain,
 chonkie, semchunk and semantic-text-splitter under the study's controls.
 
 A chunker is declared in config as ``chunkers.<name>: {library, kind, size_match, options}``
