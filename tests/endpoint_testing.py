@@ -135,3 +135,22 @@ def endpoint_entry(base_url: str, **extra) -> dict:
         "query_prefix": "",
         **extra,
     }
+
+
+def rerank_entry(base_url: str, **extra) -> dict:
+    """A complete ``rerankers`` entry of kind endpoint (cohere shape), no retries."""
+    return {
+        "kind": "endpoint",
+        "api": "cohere",
+        "base_url": base_url,
+        "model": "rr",
+        "revision": None,
+        "api_key_env": None,
+        "top_n": 3,
+        "batch_size": 4,
+        "concurrency": 1,
+        "max_retries": 0,
+        "backoff_s": 0.0,
+        "timeout_s": 5.0,
+        **extra,
+    }

