@@ -245,9 +245,8 @@ def check_metric_inputs(conditions: dict, metric_names: list[str]) -> None:
     needs the sections a router kept, which only a routed retrieval kind (``two_stage``, ``toc``)
     writes. Checked here, so the error names the conditions before any job runs."""
     from structbench.metrics.registry import parse_metric
-    from structbench.retrieval.search import kind_inputs
 
-    unrouted = sorted(name for name, c in conditions.items() if "routing" not in kind_inputs(c.retrieval)[0])
+    unrouted = sorted(name for name, c in conditions.items() if not axes.retrieval_kind(c.retrieval).routed)
     for name in metric_names:
         needs = [extra.name for extra in parse_metric(name).definition.requires]
         if "kept_sections" in needs and unrouted:
