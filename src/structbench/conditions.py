@@ -51,6 +51,8 @@ FUSION_SOURCE = r"(?:bm25|none|context|path[1-9]|placebo[1-9])"
 FUSION_SOURCES = rf"{FUSION_SOURCE}(?:\+{FUSION_SOURCE})*"
 FUSION_SEPARATOR = "+"
 MIN_DOSE_LEVELS = 3  # a dose-response needs three levels; two are a pairwise contrast (or nothing)
+# read-time parameters: a section level, a share in (0, 1]
+LEVEL, RATIO = "[1-4]", r"(?:0\.[0-9]*[1-9][0-9]*|1)"
 
 
 def fusion_source_names(parameter: str) -> list[str]:
@@ -121,14 +123,38 @@ AXES: dict[str, tuple[Kind, ...]] = {
             "retrieval.candidates of the condition's (prefixed) and the unprefixed index, each scored in both "
             "versions by the named reranker, the better score kept",
         ),
+        # Read time (docs/method.md §22, structbench.retrieval.readtime): the flat run's top
+        # retrieval.readtime_hits hits, expanded into the spans a reader gets; the run ranks spans (units).
+        Kind(
+            "parent", LEVEL, description="each hit replaced by the level-L section block holding it, duplicates dropped"
+        ),
+        Kind(
+            "automerge",
+            RATIO,
+            description="bottom-up, a section block replaces its retrieved chunks once at least that share of its "
+            "chunks are retrieved (LlamaIndex's AutoMergingRetriever)",
+        ),
+        Kind(
+            "window",
+            r"[1-9][0-9]*",
+            description="each hit grown to that many tokens of its neighbours, merged where they touch",
+        ),
+        Kind(
+            "matched_window",
+            LEVEL,
+            description="windows sized per query to return as many tokens as parent:L (the 'more text' control)",
+        ),
+        Kind("placebo_parent", LEVEL, description="parent:L over the placebo section tree (same blocks, shuffled)"),
+        Kind("placebo_automerge", RATIO, description="automerge:r over the placebo section tree"),
     ),
 }
 # Holm runs within each family but the last: primary (Kuehlkamp et al.'s pre-registered four), secondary,
 # model_free (the questions asked of a model-free structure arm, corrected among themselves so that adding
 # the arm leaves the pre-registered families' adjusted p-values as they were) and chunkers (practitioners'
-# chunkers against structural chunks, config/chunkers.yaml, likewise their own family); exploratory rows
+# chunkers against structural chunks, config/chunkers.yaml, likewise their own family), readtime (read-time
+# structure against flat search and its controls, config/readtime.yaml, likewise); exploratory rows
 # claim no family.
-FAMILIES = ("primary", "secondary", "model_free", "chunkers", "exploratory")
+FAMILIES = ("primary", "secondary", "model_free", "chunkers", "readtime", "exploratory")
 
 
 def kinds(axis: str) -> tuple[Kind, ...]:
