@@ -19,6 +19,7 @@ from structbench.metrics.diagnostics import retrieval_layer_pairs
 from structbench.provenance import code_version
 from structbench.report.tables import TABLES, report_inputs
 from structbench.retrieval.search import kind_inputs
+from structbench.retrieval.readtime_runs import is_readtime
 from structbench.structure.segmentation import OPTIONS as SEGMENTATION_OPTIONS
 from structbench.querygen.settings import QuerygenSettings
 from structbench.stats.means import dose_series
@@ -348,9 +349,22 @@ def score_inputs(wildcards):
         "chunks": condition_chunks(wildcards),
         "texts": condition_texts(wildcards),
     }
+    if is_readtime(condition_retrieval(wildcards)):  # a run of spans: its units table (docs/method.md §22)
+        inputs["runs"], inputs["units"] = readtime_outputs(wildcards)
     if retrieval_kind(condition_retrieval(wildcards)).metrics:
         inputs["routing"] = condition_routing(wildcards)
     return inputs
+
+
+def readtime_outputs(wildcards):
+    """The read-time run of a condition and its units table, over the (reranked) run of its hits."""
+    folder = f"{R}/{wildcards.corpus}/runs/{wildcards.embedder}/readtime/{wildcards.reranker}"
+    return f"{folder}/{wildcards.condition}.parquet", f"{folder}/{wildcards.condition}.units.parquet"
+
+
+def readtime_conditions():
+    """A rule-level wildcard constraint: the conditions whose retrieval is a read-time mode."""
+    return alternation([name for name, c in CONDITIONS.items() if is_readtime(c.retrieval)])
 
 
 def score_metrics(wildcards):

@@ -74,6 +74,33 @@ rule retrieve:
         "../workflow/scripts/retrieve.py"
 
 
+# Read-time modes (docs/method.md §22): the condition's flat (or reranked) hits expanded into the spans a
+# reader gets; scoring reads the spans and their units table.
+rule readtime:
+    input:
+        runs=condition_runs,
+        chunks=condition_chunks,
+        sections=condition_sections,
+        documents=f"{R}/{{corpus}}/corpus/documents.parquet",
+    output:
+        runs=f"{R}/{{corpus}}/runs/{{embedder}}/readtime/{{reranker}}/{{condition}}.parquet",
+        units=f"{R}/{{corpus}}/runs/{{embedder}}/readtime/{{reranker}}/{{condition}}.units.parquet",
+    log:
+        f"{LOGS}/readtime/{{corpus}}/{{embedder}}-{{reranker}}-{{condition}}.log",
+    wildcard_constraints:
+        condition=readtime_conditions(),
+    conda:
+        "../envs/cpu.yaml"
+    params:
+        retrieval=condition_retrieval,
+        hits=config["retrieval"]["readtime_hits"],
+        seed=config["seed"],
+        tokenizer=config["tokenizer"],
+        code=script_code("readtime"),
+    script:
+        "../workflow/scripts/readtime.py"
+
+
 rule rerank:
     input:
         runs=f"{R}/{{corpus}}/runs/{{embedder}}/{{condition}}.parquet",

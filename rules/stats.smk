@@ -10,6 +10,7 @@ rule contrasts:
     params:
         contrasts=contrast_params,
         primary_metric=config["stats"]["primary_metric"],
+        contrast_metrics=config["stats"]["contrast_metrics"],
         bootstrap_iters=config["stats"]["bootstrap_iters"],
         mixedlm=config["stats"]["mixedlm"],
         seed=config["seed"],

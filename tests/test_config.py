@@ -152,9 +152,15 @@ def test_the_schema_fills_every_default_from_a_minimal_config():
         "hier_top_sections": defaults.HIER_TOP_SECTIONS,
         "toc_llm": None,
         "toc_candidate_hits": defaults.TOC_CANDIDATE_HITS,
+        "readtime_hits": defaults.READTIME_HITS,
     }
     assert minimal["report"] == {"compare_runs": []}
-    assert minimal["stats"] == {"bootstrap_iters": 10000, "primary_metric": "cov_nDCG@10", "mixedlm": True}
+    assert minimal["stats"] == {
+        "bootstrap_iters": 10000,
+        "primary_metric": "cov_nDCG@10",
+        "contrast_metrics": [],
+        "mixedlm": True,
+    }
     assert set(minimal["embedders"]["minilm"]) == {
         "model",
         "batch_size",
@@ -179,6 +185,7 @@ def test_schema_defaults_agree_with_the_defaults_module():
     assert properties["retrieval"]["properties"]["top_k"]["default"] == defaults.TOP_K
     assert properties["retrieval"]["properties"]["hier_top_sections"]["default"] == defaults.HIER_TOP_SECTIONS
     assert properties["retrieval"]["properties"]["toc_candidate_hits"]["default"] == defaults.TOC_CANDIDATE_HITS
+    assert properties["retrieval"]["properties"]["readtime_hits"]["default"] == defaults.READTIME_HITS
     assert properties["retrieval"]["properties"]["rrf_k"]["default"] == defaults.RRF_K
     assert properties["retrieval"]["properties"]["candidates"]["default"] == defaults.RESCORE_CANDIDATES
     assert properties["retrieval"]["properties"]["bm25_analyzer"]["default"] == defaults.BM25_ANALYZER
@@ -204,6 +211,7 @@ def test_nested_command_line_strings_get_the_schema_type():
         ({"chunking__t_min": 400}, r"chunking\.t_min = 400 exceeds chunking\.t_max = 350"),
         ({"stats__primary_metric": "nDCG@20"}, r"stats\.primary_metric = 'nDCG@20' is not computed"),
         ({"stats__primary_metric": "cov_ndcg"}, r"stats\.primary_metric = 'cov_ndcg' is not computed"),
+        ({"stats__contrast_metrics": ["budget_cov@999"]}, r"stats\.contrast_metrics names 'budget_cov@999'"),
         ({"contrasts": {"C0": {"treatment": "G3", "control": "G3"}}}, r"contrasts\.C0 compares 'G3' with itself"),
         (
             {

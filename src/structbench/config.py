@@ -189,6 +189,12 @@ def check_config(config: dict, metric_names: list[str]) -> tuple[dict, dict]:
         raise ConfigError(
             f"stats.primary_metric = {primary!r} is not computed under this config; the metrics are {metric_names}"
         )
+    for extra in config["stats"].get("contrast_metrics") or []:
+        if extra not in metric_names:
+            raise ConfigError(
+                f"stats.contrast_metrics names {extra!r}, which is not computed under this config; "
+                f"the metrics are {metric_names}"
+            )
     semantic = config["chunking"]["semantic_embedder"]
     if any(c.boundaries == "semantic" for c in conditions.values()) and semantic not in config["embedders"]:
         raise ConfigError(

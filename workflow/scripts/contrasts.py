@@ -11,7 +11,8 @@ with step_log(snakemake.log[0], "contrasts") as log:
     table = contrast_table(
         scores,
         list(snakemake.params.contrasts),
-        [snakemake.params.primary_metric],
+        # the primary metric, then any stats.contrast_metrics (each Holm-corrected on its own)
+        list(dict.fromkeys([snakemake.params.primary_metric, *snakemake.params.contrast_metrics])),
         B=snakemake.params.bootstrap_iters,
         seed=snakemake.params.seed,
         mixedlm=snakemake.params.mixedlm,

@@ -1,0 +1,26 @@
+"""Expand a condition's hits at read time (parent, automerge, window; docs/method.md §22): a run of spans."""
+
+from structbench.datamodel import read_table, write_table
+from structbench.logs import step_log
+from structbench.retrieval.readtime_runs import readtime_run
+from structbench.tokens import load_tokenizer
+
+with step_log(snakemake.log[0], "readtime") as log:
+    runs, units = readtime_run(
+        snakemake.params.retrieval,
+        read_table(snakemake.input.runs, "runs"),
+        read_table(snakemake.input.chunks, "chunks"),
+        read_table(snakemake.input.sections, "sections"),
+        read_table(snakemake.input.documents, "documents"),
+        load_tokenizer(snakemake.params.tokenizer),
+        hits=snakemake.params.hits,
+        seed=snakemake.params.seed,
+    )
+    log.info(
+        "%s: %d ranked spans, %d units beyond the chunk set",
+        snakemake.params.retrieval,
+        runs.height,
+        units.height - read_table(snakemake.input.chunks, "chunks").height,
+    )
+    write_table(runs, snakemake.output.runs)
+    write_table(units, snakemake.output.units)
