@@ -349,7 +349,7 @@ def score_inputs(wildcards):
         "chunks": condition_chunks(wildcards),
         "texts": condition_texts(wildcards),
     }
-    if is_readtime(condition_retrieval(wildcards)):  # a run of spans: its units table (docs/method.md §22)
+    if is_readtime(condition_retrieval(wildcards)):  # a run of spans: its units table (docs/method.md §18)
         inputs["runs"], inputs["units"] = readtime_outputs(wildcards)
     if retrieval_kind(condition_retrieval(wildcards)).metrics:
         inputs["routing"] = condition_routing(wildcards)

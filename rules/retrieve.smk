@@ -74,7 +74,7 @@ rule retrieve:
         "../workflow/scripts/retrieve.py"
 
 
-# Read-time modes (docs/method.md §22): the condition's flat (or reranked) hits expanded into the spans a
+# Read-time modes (docs/method.md §18): the condition's flat (or reranked) hits expanded into the spans a
 # reader gets; scoring reads the spans and their units table.
 rule readtime:
     input:

@@ -1,4 +1,4 @@
-"""Read-time structure (docs/method.md §22): hand-worked expansions, merges, windows and the placebo tree."""
+"""Read-time structure (docs/method.md §18): hand-worked expansions, merges, windows and the placebo tree."""
 
 from __future__ import annotations
 

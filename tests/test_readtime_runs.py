@@ -1,4 +1,4 @@
-"""Read-time runs as tables and runs of spans scored (docs/method.md §22): cross-checks against score_run."""
+"""Read-time runs as tables and runs of spans scored (docs/method.md §18): cross-checks against score_run."""
 
 from __future__ import annotations
 

@@ -123,7 +123,7 @@ AXES: dict[str, tuple[Kind, ...]] = {
             "retrieval.candidates of the condition's (prefixed) and the unprefixed index, each scored in both "
             "versions by the named reranker, the better score kept",
         ),
-        # Read time (docs/method.md §22, structbench.retrieval.readtime): the flat run's top
+        # Read time (docs/method.md §18, structbench.retrieval.readtime): the flat run's top
         # retrieval.readtime_hits hits, expanded into the spans a reader gets; the run ranks spans (units).
         Kind(
             "parent", LEVEL, description="each hit replaced by the level-L section block holding it, duplicates dropped"

@@ -23,7 +23,7 @@ HIER_TOP_SECTIONS = 5  # two-stage retrieval: sections stage 1 keeps per query (
 # contents the LLM reads are those of the top TOC_CANDIDATE_HITS flat hits, so the contents stay a few dozen entries
 # long.
 TOC_CANDIDATE_HITS = 10
-# read-time modes (docs/method.md §22): the flat hits each expands, LlamaIndex's similarity_top_k scale
+# read-time modes (docs/method.md §18): the flat hits each expands, LlamaIndex's similarity_top_k scale
 READTIME_HITS = 10
 RRF_K = 60  # reciprocal rank fusion constant (Cormack et al. 2009; docs/method.md §8)
 RESCORE_CANDIDATES = 20  # the title-chain study, section 6: per-candidate evaluation is bounded to each index's top 20

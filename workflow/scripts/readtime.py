@@ -1,4 +1,4 @@
-"""Expand a condition's hits at read time (parent, automerge, window; docs/method.md §22): a run of spans."""
+"""Expand a condition's hits at read time (parent, automerge, window; docs/method.md §18): a run of spans."""
 
 from structbench.datamodel import read_table, write_table
 from structbench.logs import step_log

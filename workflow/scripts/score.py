@@ -10,7 +10,7 @@ from structbench.metrics.units import score_units
 with step_log(snakemake.log[0], "score") as log:
     # a routed condition is also scored on its routing table, the sections its router kept (section_recall)
     routed = "routing" in snakemake.input.keys()  # noqa: SIM118 (a Namedlist: `in` reads values)
-    if "units" in snakemake.input.keys():  # noqa: SIM118 (a read-time run ranks spans, docs/method.md §22)
+    if "units" in snakemake.input.keys():  # noqa: SIM118 (a read-time run ranks spans, docs/method.md §18)
         scores = score_units(
             read_table(snakemake.input.runs, "runs"),
             read_table(snakemake.input.units),

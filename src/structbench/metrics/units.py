@@ -1,4 +1,4 @@
-"""Scoring runs of spans (docs/method.md §22): a ranked list of character spans, not only chunk ids.
+"""Scoring runs of spans (docs/method.md §18): a ranked list of character spans, not only chunk ids.
 
 A read-time run (:mod:`structbench.retrieval.readtime`) ranks *units*: a chunk, a merged span, a section.
 Its ``units`` table holds them like a chunk set (``chunk_id, doc_id, start, end, n_tokens``; the

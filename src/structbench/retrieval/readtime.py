@@ -1,4 +1,4 @@
-"""Structure at read time (docs/method.md §22): a flat run's hits expanded into the text a reader gets.
+"""Structure at read time (docs/method.md §18): a flat run's hits expanded into the text a reader gets.
 
 Pure functions over (ranked hits as character spans, a document's section tree) -> ranked spans. A hit
 is ``(doc_id, start, end)``; a ranked list is hits in rank order. Modes (the ``retrieval`` axis,

@@ -1,4 +1,4 @@
-"""A flat run turned into a read-time run of units (docs/method.md §22): the tables around
+"""A flat run turned into a read-time run of units (docs/method.md §18): the tables around
 :mod:`structbench.retrieval.readtime`'s pure expansions.
 
 :func:`readtime_run` takes the condition's flat run, chunk set, sections and documents and returns
