@@ -38,6 +38,9 @@ HOW = {
     ".venv/bin/snakemake --cores 2 --configfile config/qasper.yaml config/chunkers.yaml"
     " --config 'corpora={qasper: {max_docs: 50}}'": "dry-run",
     ".venv/bin/snakemake --cores 2 --configfile config/chunkers.yaml": "dry-run",
+    # test_readtime_runs: the read-time runs and their scores; the plan of config/readtime.yaml on QASPER
+    ".venv/bin/snakemake --cores 2 --configfile config/qasper.yaml config/readtime.yaml"
+    " --config 'corpora={qasper: {max_docs: 50}}'": "dry-run",
     "snakemake --profile profiles/slurm --configfile config/qasper.yaml": "dry-run",  # test_slurm
     # test_workflow: a second checkout on another run's cache embeds nothing
     "snakemake --profile profiles/slurm --configfile config/qasper.yaml"

@@ -72,7 +72,7 @@ def readtime_run(
     mode, placebo = MODES[kind.name]
     top = runs.filter(pl.col("rank") <= hits).sort("qid", "rank")
     chunk_table = chunks.select("chunk_id", "doc_id", "start", "end", "n_tokens").sort("chunk_id")
-    located = top.join(chunk_table, on="chunk_id", how="left")
+    located = top.join(chunk_table, on="chunk_id", how="left").sort("qid", "rank")  # a join keeps no order
     texts = dict(zip(documents["doc_id"].to_list(), documents["text"].to_list()))
     n_chars = dict(zip(documents["doc_id"].to_list(), documents["n_chars"].to_list()))
     trees = (
