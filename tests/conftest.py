@@ -30,6 +30,14 @@ NO_SLURM_BIN = Path(tempfile.mkdtemp(prefix="structbench-no-slurm-"))
 atexit.register(shutil.rmtree, NO_SLURM_BIN, True)
 
 
+# One GGUF conversion of the packaged SmolLM2 for the whole session (structbench.llm.gguf_cache): every test,
+# and every job of every run a test starts, loads the conversion after the first one made it. A folder of the
+# session's own, so each session starts cold and leaves nothing in the user's cache.
+if "STRUCTBENCH_MODEL_CACHE" not in os.environ:
+    os.environ["STRUCTBENCH_MODEL_CACHE"] = tempfile.mkdtemp(prefix="structbench-models-")
+    atexit.register(shutil.rmtree, os.environ["STRUCTBENCH_MODEL_CACHE"], True)
+
+
 def absolute_pythonpath() -> dict[str, str]:
     """This process's PYTHONPATH with every entry made absolute, or nothing. A run works in its own directory
     (``-d``), where a relative ``PYTHONPATH=src:tests`` would find nothing and the jobs would import whichever
