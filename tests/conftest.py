@@ -169,3 +169,20 @@ def tiny_llm_run(tmp_path_factory) -> TinyLlmRun:
     result = run_snakemake(workdir, "--cores", "2", "--configfile", str(config))
     assert result.returncode == 0, result.stderr[-4000:]
     return TinyLlmRun(docs, questions, model, cache, workdir, result)
+
+
+# The suite runs on two pytest-xdist workers (make test: -n 2 --dist loadgroup): a workflow test is mostly one
+# Snakemake run on one core at a time, so one worker left half the machine idle. Each module is one group, so
+# its module fixtures (a server, a cluster, a repository copy) start once, as without xdist; the modules that
+# read one of the session runs above form one group per run, so each run is made once, by one worker.
+SESSION_RUN_GROUPS = {
+    "gold": ("test_workflow", "test_report_html", "test_report_latex", "test_resume"),
+    "llm": ("test_workflow_llm", "test_slurm"),
+}
+
+
+def pytest_collection_modifyitems(items):
+    group_of = {module: group for group, modules in SESSION_RUN_GROUPS.items() for module in modules}
+    for item in items:
+        module = item.module.__name__ if item.module else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group_of.get(module, module)))

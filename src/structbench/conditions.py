@@ -5,7 +5,8 @@ A condition is a point on four axes: boundaries, structure source, prefix and re
 value is a *kind*, optionally followed by ``:<parameter>`` (``path:3``, ``induced:llm``). The config
 schema's patterns, the workflow's wildcard constraints and the path-token round trip
 (``path:3`` <-> ``path-3``) are all generated from :data:`AXES`, so a new prefix or retrieval kind is
-declared here once and implemented in its own module (``prefixes.py``, ``retrieval.py``).
+declared here once and implemented in its own module (``structbench.prefixes``' ``RENDERERS``, a module of
+``structbench.retrieval``).
 
 Artifacts are keyed by the axes they depend on, so two conditions that agree on an axis share every
 artifact upstream of it (the workflow builds them once):
