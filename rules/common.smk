@@ -17,7 +17,8 @@ from structbench.embedding import kinds as model_kinds
 from structbench.metrics import metrics_from_config
 from structbench.metrics.diagnostics import retrieval_layer_pairs
 from structbench.provenance import code_version
-from structbench.report.tables import TABLES, report_inputs
+from structbench.report.catalog import TABLES
+from structbench.report.registry import report_inputs
 from structbench.retrieval.search import kind_inputs
 from structbench.structure.segmentation import OPTIONS as SEGMENTATION_OPTIONS
 from structbench.querygen.settings import QuerygenSettings
@@ -549,7 +550,7 @@ def all_retrieval_layers():
 
 def report_files():
     """Report input name -> the files the report reads, from the function each input names
-    (structbench.report.tables.report_inputs: the one place a report input is declared)."""
+    (structbench.report.registry.report_inputs: the one place a report input is declared)."""
     files = {}
     for name, spec in report_inputs().items():
         if spec.files not in globals():

@@ -8,26 +8,24 @@ from report_testing import CONDITIONS, CONTRAST_SPECS, B, synthetic_inputs, synt
 
 from structbench.metrics import metric_names, parse_metric
 from structbench.metrics.diagnostics import retrieval_layer_pairs, retrieval_layer_table
+from structbench.metrics.registry import metric_columns
 from structbench.report.bundle import load_inputs, rule_input_paths
-from structbench.report.tables import (
-    TABLES,
+from structbench.report.catalog import TABLE_ORDER, TABLES, build_tables, ordered_tables
+from structbench.report.formatting import format_p, markdown_table, metric_legend
+from structbench.report.markdown import render_markdown
+from structbench.report.registry import (
+    DECLARED,
     Omit,
     Omitted,
     ReportInputs,
     Table,
     TableContent,
     TableSpec,
-    build_tables,
-    condition_means,
-    format_p,
-    markdown_table,
-    metric_columns,
-    metric_legend,
-    render_markdown,
     report_inputs,
     report_table,
 )
 from structbench.stats import contrast_table
+from structbench.stats.means import condition_means
 
 
 def scores_frame():
@@ -328,11 +326,24 @@ def test_adding_a_table_is_one_function_and_one_registration():
     register = report_table("qtypes_test", "t", "c")
     register(qtype_counts)
     try:
-        assert TABLES["qtypes_test"].build is qtype_counts
+        assert DECLARED["qtypes_test"].build is qtype_counts and "qtypes_test" not in TABLES
         with pytest.raises(ValueError, match="registered twice"):
             report_table("qtypes_test", "t", "c")(qtype_counts)
+        # declared but not placed in the one table order: an error, never a table at an arbitrary place
+        with pytest.raises(ValueError, match=r"unlisted \['qtypes_test'\], undeclared \[\]"):
+            ordered_tables(DECLARED, TABLE_ORDER)
+        placed = ordered_tables(DECLARED, ("qtypes_test", *TABLE_ORDER))
+        assert list(placed) == ["qtypes_test", *TABLES]
     finally:
-        del TABLES["qtypes_test"]
+        del DECLARED["qtypes_test"]
+    with pytest.raises(ValueError, match=r"undeclared \['nope'\]"):
+        ordered_tables(DECLARED, (*TABLE_ORDER, "nope"))
+    with pytest.raises(ValueError, match="twice"):
+        ordered_tables(DECLARED, (*TABLE_ORDER, TABLE_ORDER[0]))
+
+
+def test_the_table_order_is_the_one_tuple():
+    assert tuple(TABLES) == TABLE_ORDER and list(DECLARED) != [] and set(DECLARED) == set(TABLE_ORDER)
 
 
 def test_metric_columns_come_from_the_registry():
