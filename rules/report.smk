@@ -50,6 +50,7 @@ rule report:
         bootstrap_iters=config["stats"]["bootstrap_iters"],
         conditions={name: config["conditions"][name] for name in CONDITIONS},
         contrasts=contrast_params,
+        dropped_contrasts=DROPPED_CONTRASTS,
         table_captions=table_captions(),
         figure_captions=figure_captions(),
         code=script_code("report"),

@@ -11,6 +11,7 @@ with step_log(snakemake.log[0], "report") as log:
         conditions=dict(snakemake.params.conditions),
         primary_metric=snakemake.params.primary_metric,
         contrast_specs=list(snakemake.params.contrasts),
+        dropped_contrasts=list(snakemake.params.dropped_contrasts),
         bootstrap_iters=snakemake.params.bootstrap_iters,
     )
     paths = ReportPaths(

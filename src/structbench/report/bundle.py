@@ -99,6 +99,8 @@ def load_inputs(paths: Mapping[str, Sequence[str] | Mapping], **settings) -> Rep
         settings["conditions"] = {name: dict(axes) for name, axes in settings["conditions"].items()}
     if "contrast_specs" in settings:
         settings["contrast_specs"] = [dict(spec) for spec in settings["contrast_specs"]]
+    if "dropped_contrasts" in settings:
+        settings["dropped_contrasts"] = [dict(spec) for spec in settings["dropped_contrasts"]]
     return ReportInputs(**values, **settings)
 
 
@@ -194,7 +196,15 @@ def run_summary(inputs: ReportInputs, paths: ReportPaths, tables: Sequence, figu
         f"{_count(built[0], 'table')} and {_count(built[1], 'figure')} written, {_count(omitted[0], 'table')} and "
         f"{_count(omitted[1], 'figure')} omitted (reasons in the report); served from cache: "
         f"{cache['embeddings_from_cache']} of {cache['embedded_texts']} embedded texts, {llm}"
-    )
+    ) + _not_run(inputs.dropped_contrasts)
+
+
+def _not_run(dropped: Sequence[dict]) -> str:
+    """The summary's clause for the declared contrasts the selection left out (none: nothing)."""
+    if not dropped:
+        return ""
+    named = ", ".join(f"{spec['name']} (missing {', '.join(spec['missing'])})" for spec in dropped)
+    return f"; not run: {_count(len(dropped), 'declared contrast')} ({named})"
 
 
 def write_report_bundle(inputs: ReportInputs, paths: ReportPaths) -> str:

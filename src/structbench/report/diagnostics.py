@@ -12,6 +12,7 @@ from collections.abc import Callable
 import polars as pl
 
 from structbench.cells import lexical_chunkset
+from structbench.defaults import SIZE_MATCH_TOLERANCE
 from structbench.metrics.registry import metric_label
 from structbench.report.formatting import (
     short_number,
@@ -54,27 +55,54 @@ def bm25_table(inputs: ReportInputs) -> TableContent:
     "Chunk sets (size matching)",
     "Realized mean content tokens of each size-matched chunk set (fixed windows; external chunkers with "
     "size_match) and the structural set it is size-matched to, per document (Kuehlkamp et al. report gaps of at "
-    "most 4 tokens).",
+    f"most 4 tokens): the share of documents whose gap is within {SIZE_MATCH_TOLERANCE:g} tokens "
+    "(docs/method.md §15) and the worst per-document gap, flagged when above it.",
 )
 def size_matching_table(inputs: ReportInputs) -> TableContent:
     if not inputs.size_matches:
         raise Omit("no size-matched condition in this config")
-    data = (
-        pl.DataFrame(inputs.size_matches, infer_schema_length=None)
-        .select(
-            "corpus",
-            "chunk set",
-            "documents",
-            "reference_chunks",
-            "matched_chunks",
-            pl.col("reference_mean_tokens").alias("structural mean tokens"),
-            pl.col("matched_mean_tokens").alias("matched mean tokens"),
-            pl.col("difference").alias("matched − structural"),
-            pl.col("max_doc_difference").alias("max per-document gap"),
-        )
-        .sort("corpus", "chunk set")
+    data = size_matching_rows(inputs.size_matches)
+    shown = data.select(
+        pl.exclude("docs within tolerance", "share within tolerance", "worst gap above tolerance"),
+        pl.struct("docs within tolerance", "documents", "share within tolerance")
+        .map_elements(_within_text, return_dtype=pl.String)
+        .alias(f"documents within {SIZE_MATCH_TOLERANCE:g} tokens"),
+        pl.when(pl.col("worst gap above tolerance"))
+        .then(pl.lit(f"above {SIZE_MATCH_TOLERANCE:g}"))
+        .otherwise(pl.lit(""))
+        .alias("flag"),
     )
-    return TableContent(data, float_digits=1)
+    return TableContent(data, (Block("", shown),), float_digits=1)
+
+
+def size_matching_rows(size_matches: list[dict], tolerance: float = SIZE_MATCH_TOLERANCE) -> pl.DataFrame:
+    """One row per size-matched chunk set and corpus: the realized means, the worst per-document gap and
+    how many documents are within ``tolerance`` tokens (null for a size-match report that predates the
+    count); a worst gap above ``tolerance`` is flagged."""
+    rows = pl.DataFrame(size_matches, infer_schema_length=None)
+    if "docs_within_tolerance" not in rows.columns:
+        rows = rows.with_columns(pl.lit(None, pl.Int64).alias("docs_within_tolerance"))
+    return rows.select(
+        "corpus",
+        "chunk set",
+        "documents",
+        "reference_chunks",
+        "matched_chunks",
+        pl.col("reference_mean_tokens").alias("structural mean tokens"),
+        pl.col("matched_mean_tokens").alias("matched mean tokens"),
+        pl.col("difference").alias("matched − structural"),
+        pl.col("max_doc_difference").alias("max per-document gap"),
+        pl.col("docs_within_tolerance").cast(pl.Int64).alias("docs within tolerance"),
+        (pl.col("docs_within_tolerance") / pl.col("documents")).alias("share within tolerance"),
+        # NaN (no document in both sets) is no gap to flag; polars orders NaN above every number
+        (pl.col("max_doc_difference").fill_nan(None) > tolerance).fill_null(False).alias("worst gap above tolerance"),
+    ).sort("corpus", "chunk set")
+
+
+def _within_text(row: dict) -> str:
+    if row["docs within tolerance"] is None or not row["documents"]:
+        return "n/a"
+    return f"{row['docs within tolerance']}/{row['documents']} ({100 * row['share within tolerance']:.0f}%)"
 
 
 def chunk_size_rows(chunk_sets: dict[tuple[str, str], pl.DataFrame]) -> pl.DataFrame:
@@ -171,15 +199,19 @@ def prefixes_table(inputs: ReportInputs) -> TableContent:
 @report_table(
     "embedder_input",
     "Embedder input length",
-    "Texts longer than the embedder's max_seq_length (counted with the embedder's own tokenizer, "
-    "special tokens included) are truncated by the model: a truncation that grows with the prefix "
-    "would confound every prefix contrast, so the shipped configs truncate nothing. The "
-    "'(merge paragraphs)' rows are the paragraphs the semantic merge embeds to compare neighbours "
-    "(chunking.semantic_embedder): a truncated one is compared on its first max_seq_length tokens. "
-    "n_from_cache: vectors served from the content-addressed embedding cache. Endpoint embedders (kind "
-    "openai) add their cost: tokens_distinct, the text set's distinct texts in the configured tokenizer "
-    "(what a cold run sends: price a grid by it), tokens_sent, those actually sent this run, and "
-    "tokens_billed, the sum of the server's usage (Infinity counts characters there).",
+    "Every text the embedding cache received, per text set: chunk texts, queries, the semantic merge's "
+    "paragraphs and the model-free inducer's. Texts longer than the embedder's max_seq_length (counted with "
+    "the embedder's own tokenizer, special tokens included) are truncated by the model (n_truncated): a "
+    "truncation that grows with the prefix would confound every prefix contrast. The '(merge paragraphs)' "
+    "rows are the paragraphs the semantic merge embeds to compare neighbours (chunking.semantic_embedder): a "
+    "truncated one is compared on its first max_seq_length tokens. The '(segmentation)' rows are a "
+    "segmentation inducer's paragraphs (or sentences) and title candidates (docs/method.md §5). n_texts "
+    "counts every text sent, n_distinct the distinct ones (a repeated text, e.g. a question asked twice, is "
+    "looked up once): n_encoded + n_from_cache = n_distinct, n_from_cache the vectors served from the "
+    "content-addressed embedding cache. Endpoint embedders (kind openai) add their cost: tokens_distinct, "
+    "the text set's distinct texts in the configured tokenizer (what a cold run sends: price a grid by it), "
+    "tokens_sent, those actually sent this run, and tokens_billed, the sum of the server's usage (Infinity "
+    "counts characters there).",
 )
 def embedder_input_table(inputs: ReportInputs) -> TableContent:
     if not inputs.embed_reports:
@@ -192,6 +224,7 @@ def embedder_input_table(inputs: ReportInputs) -> TableContent:
             "embedder",
             "text set",
             "n_texts",
+            "n_distinct",
             "max_seq_length",
             "max_tokens",
             "n_truncated",
@@ -204,7 +237,29 @@ def embedder_input_table(inputs: ReportInputs) -> TableContent:
         )
         if c in frame.columns
     ]
-    return TableContent(frame.select(columns).sort(columns[:3]), float_digits=1)
+    data = frame.select(columns).sort(columns[:3])
+    return TableContent(data, notes=embedder_input_notes(data), float_digits=1)
+
+
+def embedder_input_notes(data: pl.DataFrame) -> tuple[str, ...]:
+    """The totals over every text set, the repeated texts and the truncations, in words."""
+    total, notes = int(data["n_texts"].sum()), []
+    distinct = int(data["n_distinct"].fill_null(data["n_texts"]).sum()) if "n_distinct" in data.columns else total
+    notes.append(f"In all: {total} texts sent to the embedding cache, {distinct} distinct.")
+    if "n_distinct" in data.columns:
+        for corpus, embedder, textset, n, n_distinct in data.select(
+            "corpus", "embedder", "text set", "n_texts", "n_distinct"
+        ).iter_rows():
+            if n_distinct is not None and n_distinct < n:
+                notes.append(f"{corpus} · {embedder} · {textset}: {n - n_distinct} of {n} texts repeat an earlier one.")
+    truncated = data.filter(pl.col("n_truncated").fill_null(0) > 0) if "n_truncated" in data.columns else data.clear()
+    if truncated.is_empty():
+        notes.append("No text was truncated.")
+    for corpus, embedder, textset, n, n_truncated in truncated.select(
+        "corpus", "embedder", "text set", "n_texts", "n_truncated"
+    ).iter_rows():
+        notes.append(f"{corpus} · {embedder} · {textset}: {n_truncated} of {n} texts truncated.")
+    return tuple(notes)
 
 
 # ---- LLM steps ---------------------------------------------------------------------------------------------

@@ -49,7 +49,9 @@ class ReportInputs:
     per-condition means with CIs and dose-response slopes per cell (:mod:`structbench.stats.means`);
     ``conditions``: name -> axes of the conditions the run selected (``select.conditions``; every declared
     one when none), as declared (declared order is the order every table and figure shows them in);
-    ``contrast_specs``: the contrasts as the statistics step got them; ``bootstrap_iters``: the statistics
+    ``contrast_specs``: the contrasts as the statistics step got them; ``dropped_contrasts``: the declared
+    ones the selection left out, each with its ``missing`` conditions
+    (:func:`structbench.conditions.dropped_contrasts`); ``bootstrap_iters``: the statistics
     step's B (the resolution of its p-values); ``chunk_sets``: (corpus, chunk set) ->
     chunks table; ``chunk_bounds``: (corpus, chunk set) -> the bounds report its chunk rule wrote
     (:func:`structbench.chunking.tiling.bounds_file`; ``t_max`` and ``t_min`` come from these);
@@ -63,6 +65,7 @@ class ReportInputs:
     conditions: dict[str, dict]
     primary_metric: str
     contrast_specs: list[dict] = field(default_factory=list)
+    dropped_contrasts: list[dict] = field(default_factory=list)
     bootstrap_iters: int | None = None
     condition_means: pl.DataFrame = report_input("all_condition_means", "tables", pl.DataFrame)
     dose_response: pl.DataFrame = report_input("all_dose_responses", "tables", pl.DataFrame)

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import polars as pl
 
 from structbench.cells import CELL
-from structbench.conditions import AXES, retrieval_kind, routed_kinds
+from structbench.conditions import AXES, FAMILIES, retrieval_kind, routed_kinds
 from structbench.defaults import ALPHA
 from structbench.metrics.registry import metric_columns, metric_label
 from structbench.report.formatting import (
@@ -121,6 +121,8 @@ def contrast_rows(contrasts: pl.DataFrame, contrast_specs: Sequence[dict]) -> pl
 def contrasts_table(inputs: ReportInputs) -> TableContent:
     require_scores(inputs)
     if inputs.contrasts.is_empty():
+        if inputs.dropped_contrasts:
+            raise Omit("no declared contrast was run: " + "; ".join(dropped_notes(inputs.dropped_contrasts)))
         raise Omit("no contrast is declared")
     data = contrast_rows(inputs.contrasts, inputs.contrast_specs)
     B = inputs.bootstrap_iters
@@ -165,7 +167,46 @@ def contrasts_table(inputs: ReportInputs) -> TableContent:
         ).iter_rows()
         if note
     )
+    counts = family_counts(inputs.contrast_specs, inputs.dropped_contrasts, inputs.contrasts)
+    families = "; ".join(f"{family} {declared} / {run} / {holm}" for family, declared, run, holm in counts.iter_rows())
+    notes += (f"Contrasts per family (declared / run / Holm over, per cell and metric): {families}.",)
+    notes += tuple(dropped_notes(inputs.dropped_contrasts))
     return TableContent(data, blocks, notes)
+
+
+def dropped_notes(dropped: Sequence[dict]) -> list[str]:
+    """One sentence per declared contrast the selection left out, naming the conditions it misses."""
+    labels = comparison_labels(list(dropped))["comparison"].to_list() if dropped else []
+    return [
+        f"Not run: {spec['name']} ({spec['family']}; {label}): "
+        f"{', '.join(spec['missing'])} not selected (select.conditions)"
+        for spec, label in zip(dropped, labels)
+    ]
+
+
+def family_counts(run: Sequence[dict], dropped: Sequence[dict], contrasts: pl.DataFrame) -> pl.DataFrame:
+    """Per family (in declared family order, those with a declared contrast): how many contrasts were
+    declared, how many run, and how many rows each Holm adjustment ran over (per cell and metric, the
+    run contrasts with a finite p: docs/method.md §11; a range when cells differ, ``–`` for exploratory)."""
+    rows = []
+    for family in FAMILIES:
+        declared = sum(spec["family"] == family for spec in (*run, *dropped))
+        if not declared:
+            continue
+        n_run = sum(spec["family"] == family for spec in run)
+        holm = "–" if family not in HOLM_FAMILIES else "0"
+        if family in HOLM_FAMILIES and n_run and not contrasts.is_empty():
+            sizes = (
+                contrasts.filter((pl.col("label") == family) & pl.col("p").is_not_nan() & pl.col("p").is_not_null())
+                .group_by("corpus", "embedder", "reranker", "metric")
+                .len()["len"]
+            )
+            low, high = (sizes.min(), sizes.max()) if sizes.len() else (0, 0)
+            holm = str(low) if low == high else f"{low}–{high}"
+        rows.append((family, declared, n_run, holm))
+    return pl.DataFrame(
+        rows, schema={"family": pl.String, "declared": pl.Int64, "run": pl.Int64, "holm_over": pl.String}, orient="row"
+    )
 
 
 @report_table(
