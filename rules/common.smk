@@ -7,7 +7,8 @@ import time
 from snakemake.logging import logger
 
 from structbench import cells
-from structbench.conditions import from_token, parse_value, retrieval_kind, to_token
+from structbench.conditions import dropped_contrasts, from_token, parse_conditions, parse_contrasts
+from structbench.conditions import parse_value, retrieval_kind, to_token
 from structbench.conditions import wildcard_constraints as axis_constraints
 from structbench.config import check_config, truncation_warnings, validate_config
 from structbench.report.figures import FIGURES
@@ -17,7 +18,8 @@ from structbench.embedding import kinds as model_kinds
 from structbench.metrics import metrics_from_config
 from structbench.metrics.diagnostics import retrieval_layer_pairs
 from structbench.provenance import code_version
-from structbench.report.tables import TABLES, report_inputs
+from structbench.report.catalog import TABLES
+from structbench.report.registry import report_inputs
 from structbench.retrieval.search import kind_inputs
 from structbench.structure.segmentation import OPTIONS as SEGMENTATION_OPTIONS
 from structbench.querygen.settings import QuerygenSettings
@@ -30,10 +32,16 @@ validate_config(config, os.path.join(workflow.basedir, "workflow", "schemas", "c
 # a primary metric that is not computed fails the dry run, not a job.
 SCORE_METRICS = metrics_from_config(config["metrics"])
 CONDITIONS, CONTRASTS = check_config(config, SCORE_METRICS)
-if len(CONTRASTS) < len(config["contrasts"]):
+# The declared contrasts the selection leaves out, with their missing conditions: the report lists them
+# under Table 1 (docs/method.md §15), so what was not run is in the report, not only in this log.
+DROPPED_CONTRASTS = dropped_contrasts(
+    parse_contrasts(config["contrasts"], parse_conditions(config["conditions"]), config.get("chunkers")),
+    CONDITIONS,
+)
+if DROPPED_CONTRASTS:
     logger.info(
         "structbench config: select.conditions leaves out the contrasts "
-        f"{sorted(set(config['contrasts']) - set(CONTRASTS))} (a compared condition is not selected)"
+        + ", ".join(f"{c['name']} (missing {', '.join(c['missing'])})" for c in DROPPED_CONTRASTS)
     )
 for message in truncation_warnings(config, CONDITIONS):
     logger.warning(f"structbench config: {message}")
@@ -280,7 +288,9 @@ def all_chunk_bounds():
 def all_embed_reports():
     """(corpus, embedder, text set) -> the embedding step's report (input length, truncation, cache use);
     the semantic merge's paragraph embeddings (every corpus it chunks) are the text set
-    ``semantic/<structure> (merge paragraphs)``."""
+    ``semantic/<structure> (merge paragraphs)``, and a segmentation inducer's paragraphs and title
+    candidates (its usage report, every corpus it induces) ``induced-<inducer> (segmentation)``: so the
+    table counts every text the embedding cache received (docs/method.md §15)."""
     textsets = sorted({c.textset for c in CONDITIONS.values()})
     reports = {
         (corpus, embedder, textset): f"{R}/{corpus}/vectors/{embedder}/{textset}.embed.json"
@@ -295,6 +305,14 @@ def all_embed_reports():
         )
         for corpus in CORPORA
         for chunkset in semantic
+    }
+    reports |= {
+        (corpus, config["inducers"][inducer]["embedder"], f"induced-{inducer} (segmentation)"): (
+            f"{R}/{corpus}/structure/induced-{inducer}/usage.json"
+        )
+        for corpus in CORPORA
+        for inducer in used_inducers()
+        if inducer in SEGMENTATION_INDUCERS
     }
     return reports | {
         (corpus, embedder, "queries"): f"{R}/{corpus}/vectors/{embedder}/queries.embed.json"
@@ -549,7 +567,7 @@ def all_retrieval_layers():
 
 def report_files():
     """Report input name -> the files the report reads, from the function each input names
-    (structbench.report.tables.report_inputs: the one place a report input is declared)."""
+    (structbench.report.registry.report_inputs: the one place a report input is declared)."""
     files = {}
     for name, spec in report_inputs().items():
         if spec.files not in globals():

@@ -27,7 +27,8 @@ from structbench.metrics import (
 from structbench.metrics import reference as ref
 from structbench.metrics.spans import span_overlap
 from structbench.metrics.synthetic import synthetic_cell
-from structbench.report.tables import ReportInputs, ladder_table
+from structbench.report.registry import ReportInputs
+from structbench.report.results import ladder_table
 
 SPAN_METRICS = ["span_IoU@{k}", "span_precision@{k}", "span_recall@{k}"]
 

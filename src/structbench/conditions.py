@@ -20,6 +20,7 @@ artifact upstream of it (the workflow builds them once):
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 # Path tokens use "-" where config values use ":", so a parameter must not contain either.
@@ -243,6 +244,18 @@ class Contrast:
             entry = {"name": self.name, "family": self.family, "conditions": list(self.conditions)}
             return entry | ({"depths": list(self.depths)} if self.depths else {})
         return {"name": self.name, "family": self.family, "treatment": self.treatment, "control": self.control}
+
+
+def dropped_contrasts(contrasts: Mapping[str, Contrast], selected: Mapping) -> list[dict]:
+    """The declared ``contrasts`` a selection of conditions (``selected``, name -> condition) leaves out,
+    each as its :meth:`Contrast.as_params` plus ``missing``: the compared conditions not selected, in the
+    contrast's order (docs/method.md §15: the report lists them under Table 1)."""
+    dropped = []
+    for contrast in contrasts.values():
+        missing = [member for member in contrast.members if member not in selected]
+        if missing:
+            dropped.append(contrast.as_params() | {"missing": missing})
+    return dropped
 
 
 def parse_conditions(entries: dict) -> dict[str, Condition]:

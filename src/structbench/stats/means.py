@@ -21,11 +21,28 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from structbench.cells import CELL
 from structbench.conditions import MIN_DOSE_LEVELS, parse_value
+from structbench.metrics.registry import metric_columns
 from structbench.stats.bootstrap import cluster_bootstrap
 from structbench.stats.contrasts import depth_slopes
 
-CELL = ["corpus", "embedder", "reranker"]
+
+def condition_means(scores: pl.DataFrame) -> pl.DataFrame:
+    """Mean of every metric per (corpus, embedder, reranker, condition), with query and document counts
+    (the report's metric ladder and Table 2; no CI: :func:`condition_mean_cis` draws those)."""
+    metrics = metric_columns(scores)
+    return (
+        scores.group_by(CELL + ["condition"])
+        .agg(
+            pl.len().alias("n_queries"),
+            pl.col("doc_id").n_unique().alias("n_docs"),
+            *[pl.col(m).mean().alias(m) for m in metrics],
+        )
+        .sort(CELL + ["condition"])
+    )
+
+
 CONDITION_MEANS = {
     "corpus": pl.String,
     "embedder": pl.String,
