@@ -36,7 +36,8 @@ def test_dry_run_of_the_default_lists_every_cell(tmp_path):
     for condition in DEFAULT_CONDITIONS:
         assert f"results/kb/scores/minilm/none/{condition}.parquet" in out
     jobs = planned_jobs(out)
-    assert jobs["score"] == 15 and jobs["retrieve"] == 15 and jobs["contrasts"] == 1
+    # B2 (retrieval: bm25) is scored from its chunk set's BM25 run: a score job, no retrieve job
+    assert jobs["score"] == 16 and jobs["retrieve"] == 15 and jobs["contrasts"] == 1
     # Twelve text sets (A4, G4 and M4 rank A3's, G3's and M3's vectors) on four chunk sets (gold, LLM-induced
     # and model-free structural, fixed windows matched to the LLM-induced chunks); the LLM steps run once per
     # shard (llm_shards: 2) and are merged; the model-free inducer is one embedding job for the corpus.
