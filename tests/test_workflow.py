@@ -15,7 +15,24 @@ pytestmark = pytest.mark.workflow
 
 # The gold arm of the default config plus fixed windows on gold chunks (F0) and their contrast (conftest.F0).
 CONDITIONS = ("F0", "G2", "G3", "G4")
-DEFAULT_CONDITIONS = ("A0", "A1", "A2", "A3-d1", "A3-d2", "A3", "P", "A4", "G2", "G3", "G4", "M2", "M3", "MP", "M4")
+DEFAULT_CONDITIONS = (
+    "A0",
+    "A1",
+    "A2",
+    "A3-d1",
+    "A3-d2",
+    "A3",
+    "P",
+    "A4",
+    "G2",
+    "G3",
+    "G4",
+    "M2",
+    "M3",
+    "MP",
+    "M4",
+    "B2",
+)
 
 
 def planned_jobs(stdout: str) -> dict[str, int]:
