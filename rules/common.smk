@@ -7,7 +7,7 @@ import time
 from snakemake.logging import logger
 
 from structbench import cells
-from structbench.conditions import dropped_contrasts, from_token, parse_conditions, parse_contrasts
+from structbench.conditions import dropped_contrasts, from_token, is_lexical, parse_conditions, parse_contrasts
 from structbench.conditions import parse_value, retrieval_kind, to_token
 from structbench.conditions import wildcard_constraints as axis_constraints
 from structbench.config import check_config, truncation_warnings, validate_config
@@ -152,6 +152,9 @@ def gpus_of(spec):
 
 
 def runs_path(corpus, embedder, reranker, condition):
+    if reranker == "none" and is_lexical(CONDITIONS[condition]):
+        # retrieval: bm25 reads its chunk set's BM25 run, one file for every embedder cell (docs/method.md §8)
+        return f"{R}/{corpus}/runs/bm25/{CONDITIONS[condition].chunkset}.parquet"
     if reranker == "none":
         return f"{R}/{corpus}/runs/{embedder}/{condition}.parquet"
     return f"{R}/{corpus}/runs/{embedder}/reranked/{reranker}/{condition}.parquet"
@@ -159,6 +162,11 @@ def runs_path(corpus, embedder, reranker, condition):
 
 def condition_runs(wildcards):
     return runs_path(wildcards.corpus, wildcards.embedder, wildcards.reranker, wildcards.condition)
+
+
+def unreranked_runs(wildcards):
+    """The run a reranker rescores: the condition's own run under the embedder (a bm25 condition's BM25 run)."""
+    return runs_path(wildcards.corpus, wildcards.embedder, "none", wildcards.condition)
 
 
 def reranker_spec(wildcards):
@@ -291,7 +299,7 @@ def all_embed_reports():
     ``semantic/<structure> (merge paragraphs)``, and a segmentation inducer's paragraphs and title
     candidates (its usage report, every corpus it induces) ``induced-<inducer> (segmentation)``: so the
     table counts every text the embedding cache received (docs/method.md §15)."""
-    textsets = sorted({c.textset for c in CONDITIONS.values()})
+    textsets = sorted({c.textset for c in CONDITIONS.values() if not is_lexical(c)})  # bm25 embeds nothing
     reports = {
         (corpus, embedder, textset): f"{R}/{corpus}/vectors/{embedder}/{textset}.embed.json"
         for corpus in SCORED_CORPORA

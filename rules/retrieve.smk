@@ -76,7 +76,7 @@ rule retrieve:
 
 rule rerank:
     input:
-        runs=f"{R}/{{corpus}}/runs/{{embedder}}/{{condition}}.parquet",
+        runs=unreranked_runs,
         queries=scored_queries,
         texts=condition_texts,
     output:

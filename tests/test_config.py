@@ -595,3 +595,16 @@ def test_check_config_reads_the_configfiles_of_a_snakemake_command_line(tmp_path
     )
     assert named.returncode == 1 and named.stderr.startswith(f"{tmp_path / 'bad.yaml'}:3:9: ")
     assert "check-config --snakemake-args $(ARGS)" in (REPO / "Makefile").read_text()
+
+
+def test_a_bm25_condition_with_a_prefix_is_refused_at_load():
+    bad = {"boundaries": "structural", "structure": "gold", "prefix": "path:3", "retrieval": "bm25"}
+    conditions = GOLD["conditions"] | {"B3": bad}
+    with pytest.raises(
+        ConfigError, match=r"conditions\.B3\.prefix = 'path:3' with retrieval = 'bm25'.*use prefix: none"
+    ):
+        checked(GOLD, conditions=conditions)
+    # the shipped baseline: BM25 on the gold structural chunks, contrasted with G3 outside every Holm family
+    selected, contrasts = checked(DEFAULT)
+    assert selected["B2"].retrieval == "bm25" and selected["B2"].textset == selected["G2"].textset
+    assert contrasts["G3-B2"].family == "exploratory"

@@ -15,7 +15,24 @@ pytestmark = pytest.mark.workflow
 
 # The gold arm of the default config plus fixed windows on gold chunks (F0) and their contrast (conftest.F0).
 CONDITIONS = ("F0", "G2", "G3", "G4")
-DEFAULT_CONDITIONS = ("A0", "A1", "A2", "A3-d1", "A3-d2", "A3", "P", "A4", "G2", "G3", "G4", "M2", "M3", "MP", "M4")
+DEFAULT_CONDITIONS = (
+    "A0",
+    "A1",
+    "A2",
+    "A3-d1",
+    "A3-d2",
+    "A3",
+    "P",
+    "A4",
+    "G2",
+    "G3",
+    "G4",
+    "M2",
+    "M3",
+    "MP",
+    "M4",
+    "B2",
+)
 
 
 def planned_jobs(stdout: str) -> dict[str, int]:
@@ -36,7 +53,8 @@ def test_dry_run_of_the_default_lists_every_cell(tmp_path):
     for condition in DEFAULT_CONDITIONS:
         assert f"results/kb/scores/minilm/none/{condition}.parquet" in out
     jobs = planned_jobs(out)
-    assert jobs["score"] == 15 and jobs["retrieve"] == 15 and jobs["contrasts"] == 1
+    # B2 (retrieval: bm25) is scored from its chunk set's BM25 run: a score job, no retrieve job
+    assert jobs["score"] == 16 and jobs["retrieve"] == 15 and jobs["contrasts"] == 1
     # Twelve text sets (A4, G4 and M4 rank A3's, G3's and M3's vectors) on four chunk sets (gold, LLM-induced
     # and model-free structural, fixed windows matched to the LLM-induced chunks); the LLM steps run once per
     # shard (llm_shards: 2) and are merged; the model-free inducer is one embedding job for the corpus.

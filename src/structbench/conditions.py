@@ -33,8 +33,9 @@ class Kind:
 
     A retrieval kind also says whether it is ``routed`` (a router keeps sections before chunks are ranked
     and writes a routing table, :mod:`structbench.retrieval.routing`) and which registered ``metrics``
-    its scores carry beyond the configured set (each reads that routing table). The workflow, the
-    scorer and the report take both from here."""
+    its scores carry beyond the configured set (each reads that routing table), and whether it is
+    ``lexical`` (its run is the chunk set's BM25 run, docs/method.md §8). The workflow, the scorer and
+    the report take these from here."""
 
     name: str
     parameter: str | None = None  # regex of the parameter; None: the kind takes none
@@ -42,6 +43,7 @@ class Kind:
     description: str = ""
     routed: bool = False
     metrics: tuple[str, ...] = ()
+    lexical: bool = False  # the run is the chunk set's BM25 run: no vectors, the same for every embedder
 
     def value_regex(self, separator: str = PARAMETER_SEPARATOR) -> str:
         return self.name if self.parameter is None else f"{self.name}{separator}{self.parameter}"
@@ -101,6 +103,12 @@ AXES: dict[str, tuple[Kind, ...]] = {
             "retrieval.toc_llm); its chunks lead, flat search fills",
             routed=True,
             metrics=("section_recall", "toc_fallback"),
+        ),
+        Kind(
+            "bm25",
+            description="the lexical baseline: the chunk set's BM25 run over each chunk's content (prefix none; "
+            "one run shared by every embedder cell)",
+            lexical=True,
         ),
         Kind(
             "rrf",
@@ -279,8 +287,19 @@ def parse_conditions(entries: dict) -> dict[str, Condition]:
                 raise ValueError(
                     f"conditions.{name}.{axis} = {value!r} needs {kind.needs}, which this version does not ship yet"
                 )
+        if retrieval_kind(condition.retrieval).lexical and condition.prefix != "none":
+            raise ValueError(
+                f"conditions.{name}.prefix = {condition.prefix!r} with retrieval = {condition.retrieval!r}: BM25 "
+                "ranks each chunk's content alone (its run is the chunk set's BM25 run), so a prefix would change "
+                "nothing; use prefix: none"
+            )
         conditions[name] = condition
     return conditions
+
+
+def is_lexical(condition: Condition) -> bool:
+    """Whether a condition's run is its chunk set's BM25 run (retrieval kind ``bm25``)."""
+    return retrieval_kind(condition.retrieval).lexical
 
 
 def _axes(condition: Condition, chunkers: dict | None = None) -> tuple:

@@ -296,12 +296,17 @@ def require_chunker_libraries(config: dict, conditions: dict) -> None:
     names = external_chunker_names(conditions)
     if not names:
         return
-    from structbench.chunking.external.spec import ChunkerSpec, missing_libraries
+    from structbench.chunking.external.spec import ChunkerSpec, ExternalChunkerError, check_options, missing_libraries
 
     specs = [ChunkerSpec.from_config(name, config["chunkers"][name]) for name in names]
     missing = missing_libraries(specs)
     if missing:
         raise ConfigError("; ".join(missing))
+    for spec in specs:  # against the installed library's own signature (imported only for chunkers in use)
+        try:
+            check_options(spec)
+        except ExternalChunkerError as error:
+            raise ConfigError(str(error)) from None
 
 
 def select_conditions(conditions: dict, contrasts: dict, chosen: list[str] | None) -> tuple[dict, dict]:
