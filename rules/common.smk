@@ -7,7 +7,7 @@ import time
 from snakemake.logging import logger
 
 from structbench import cells
-from structbench.conditions import from_token, parse_value, retrieval_kind, to_token
+from structbench.conditions import from_token, is_late, parse_value, retrieval_kind, to_token
 from structbench.conditions import wildcard_constraints as axis_constraints
 from structbench.config import check_config, truncation_warnings, validate_config
 from structbench.report.figures import FIGURES
@@ -455,6 +455,16 @@ def text_contexts(wildcards):
     if from_token(wildcards.prefix) != "context":
         return {}
     return {"contexts": f"{R}/{wildcards.corpus}/contexts/{wildcards.boundaries}/{wildcards.structure}.parquet"}
+
+
+def late_inputs(wildcards):
+    """A late prefix pools chunks from their documents (structbench.embedding.late): it reads both tables."""
+    if not is_late(from_token(wildcards.prefix)):
+        return {}
+    return {
+        "documents": f"{R}/{wildcards.corpus}/corpus/documents.parquet",
+        "chunks": f"{R}/{wildcards.corpus}/chunks/{wildcards.boundaries}/{wildcards.structure}.parquet",
+    }
 
 
 def all_induction_stats():
