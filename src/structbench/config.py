@@ -423,7 +423,7 @@ def check_llm_config(config: dict, conditions: dict) -> None:
 def check_late_config(config: dict, conditions: dict) -> None:
     """Late chunking (docs/method.md §8a) needs token embeddings: an endpoint embedder (kind openai), whose API
     returns pooled vectors only, is refused for a late prefix; a local embedder's window must hold more than
-    ``late.overlap`` content tokens (skipped for a model this machine cannot locate: its job fails with why)."""
+    a stated ``late.overlap`` content tokens (skipped for a model this machine cannot locate: its job fails with why)."""
     late = [name for name, c in conditions.items() if axes.is_late(c.prefix)]
     if not late:
         return
@@ -439,6 +439,8 @@ def check_late_config(config: dict, conditions: dict) -> None:
                 f"embedders.{name} is kind 'openai', whose API returns pooled vectors only; select local embedders "
                 "for late chunking (select.embedders)"
             )
+        if overlap is None:  # half of each embedder's window (structbench.embedding.late.window_overlap): fits
+            continue
         try:
             window = effective_max_seq_length(EmbedderSpec.from_config(entry))
         except (OSError, ValueError, ModuleNotFoundError):

@@ -82,6 +82,12 @@ def plan_windows(n_tokens: int, capacity: int, overlap: int) -> list[tuple[int, 
         start += step
 
 
+def window_overlap(capacity: int, overlap: int | None) -> int:
+    """The overlap in tokens: the stated one, or (``None``, the default) half of a window's ``capacity``, so that a
+    chunk of up to ``capacity // 2 + 1`` tokens always lies whole in some window (:func:`plan_windows`)."""
+    return capacity // 2 if overlap is None else overlap
+
+
 def chunk_token_ranges(token_starts: Sequence[int], spans: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
     """Each chunk's token range ``[a, b)``: the tokens whose first character lies in the chunk's ``[start, end)``.
 
@@ -300,13 +306,16 @@ class LateEncoder:
     content-addressed cache: namespace = the model's fingerprint (weights or revision, max_seq_length, device,
     libraries) plus the window, the overlap and the mode; key = (document text, chunk spans, chunk, host text)."""
 
-    def __init__(self, spec: EmbedderSpec, cache_root: str | Path, overlap: int, mode: str, threads: int | None = None):
+    def __init__(
+        self, spec: EmbedderSpec, cache_root: str | Path, overlap: int | None, mode: str, threads: int | None = None
+    ):
         if mode not in MODES:
             raise ValueError(f"late chunking mode {mode!r} is not one of {list(MODES)}")
         self.spec, self.mode, self.threads = spec, mode, threads
         self.location = locate_model(spec.model)
         self.window = effective_max_seq_length(spec, self.location)
         self.capacity = self.window - SPECIAL_TOKENS
+        overlap = window_overlap(self.capacity, overlap)
         plan_windows(0, self.capacity, overlap)  # refuses an overlap the window cannot take, before any model loads
         self.overlap = overlap
         namespace = model_fingerprint(spec, cache_root, self.location) | {
@@ -419,7 +428,7 @@ def late_embed_with_cache(
     chunks,
     spec: EmbedderSpec,
     cache_root: str | Path,
-    overlap: int,
+    overlap: int | None,
     mode: str,
     seed: int,
     output_npy: str | Path,
