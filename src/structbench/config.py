@@ -423,7 +423,7 @@ def check_llm_config(config: dict, conditions: dict) -> None:
 def check_late_config(config: dict, conditions: dict) -> None:
     """Late chunking (docs/method.md §8a) needs token embeddings: an endpoint embedder (kind openai), whose API
     returns pooled vectors only, is refused for a late prefix; a local embedder's window must hold more than
-    a stated ``late.overlap`` content tokens (skipped for a model this machine cannot locate: its job fails with why)."""
+    a stated ``late.overlap`` content tokens (skipped for a model this machine cannot locate: its job says why)."""
     late = [name for name, c in conditions.items() if axes.is_late(c.prefix)]
     if not late:
         return
