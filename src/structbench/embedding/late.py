@@ -236,6 +236,7 @@ class LateStats:
     n_own_host: int = 0  # placebo chunks pooled in their own document (must be 0)
     n_without_context: int = 0  # placebo chunks longer than a window: no host token
     context_tokens: int = 0  # sum over chunks of left + right context tokens in their window
+    max_window: int = 0  # the longest window, specials included (never above max_seq_length: nothing truncated)
     seconds: float = 0.0
 
 
@@ -283,6 +284,7 @@ def late_document_vectors(
     stats.seconds += time.perf_counter() - started
     stats.windows += len(contents)
     stats.tokens_late += sum(len(c) + SPECIAL_TOKENS for c in contents)
+    stats.max_window = max([stats.max_window, *(len(c) + SPECIAL_TOKENS for c in contents)])
     vectors = np.zeros((len(ranges), embedding_dimension(model)), dtype=np.float32)
     for row, pieces in enumerate(jobs):
         total, count = 0.0, 0
@@ -374,7 +376,9 @@ class LateEncoder:
 
     def report(self) -> dict:
         stats = self.stats
-        return encoder_report(self.totals, TruncationCount(self.window, 0, 0), self.cache.directory.name) | {
+        return encoder_report(
+            self.totals, TruncationCount(self.window, 0, stats.max_window), self.cache.directory.name
+        ) | {
             "encoding": self.mode,
             "late_overlap": self.overlap,
             "late_windows": stats.windows,
