@@ -199,3 +199,34 @@ def test_tokenize_document_gives_offsets_into_the_text(minilm):
     ids, starts = tokenize_document(minilm.tokenizer, "Fish pass upstream.")
     assert len(ids) == len(starts) and starts[0] == 0 and starts == sorted(starts)
     assert "Fish pass upstream."[starts[-1]] == "."
+
+
+def test_the_embedder_input_table_shows_late_chunkings_cost_beside_independent_encoding(tmp_path):
+    import json
+
+    from structbench.report.bundle import load_inputs
+    from structbench.report.tables import build_tables
+
+    independent = {"n_texts": 90, "max_seq_length": 512, "n_truncated": 0, "max_tokens": 340, "n_encoded": 90}
+    late_report = independent | {
+        "max_tokens": 512,
+        "late_windows": 33,
+        "tokens_late": 15498,
+        "tokens_independent": 9237,
+        "encoder_seconds": 36.4,
+    }
+    paths = {}
+    for prefix, report in (("none", independent), ("late", late_report)):
+        paths[("kb", "minilm", f"structural/gold/{prefix}")] = tmp_path / f"{prefix}.json"
+        paths[("kb", "minilm", f"structural/gold/{prefix}")].write_text(json.dumps(report))
+    inputs = load_inputs(
+        {"scores": [], "contrasts": [], "embed_reports": {k: str(v) for k, v in paths.items()}},
+        conditions={},
+        primary_metric="cov_nDCG@10",
+    )
+    (table,) = [t for t in build_tables(inputs) if t.spec.name == "embedder_input"]
+    data = table.content.data
+    cost = ["late_windows", "tokens_late", "tokens_independent", "encoder_seconds"]
+    assert data.columns[-4:] == cost
+    assert data.filter(pl.col("text set") == "structural/gold/late").select(cost).row(0) == (33, 15498, 9237, 36.4)
+    assert data.filter(pl.col("text set") == "structural/gold/none")["tokens_late"].to_list() == [None]
