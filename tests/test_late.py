@@ -230,3 +230,18 @@ def test_the_embedder_input_table_shows_late_chunkings_cost_beside_independent_e
     assert data.columns[-4:] == cost
     assert data.filter(pl.col("text set") == "structural/gold/late").select(cost).row(0) == (33, 15498, 9237, 36.4)
     assert data.filter(pl.col("text set") == "structural/gold/none")["tokens_late"].to_list() == [None]
+
+
+def test_the_workflow_plans_late_vectors_from_the_documents_and_chunks(tmp_path):
+    import re
+
+    from conftest import kb_config, run_snakemake
+
+    config = kb_config(tmp_path, select={"conditions": ["GL", "GLP"]})
+    result = run_snakemake(tmp_path, "-n", "--configfile", str(config))
+    assert result.returncode == 0, result.stderr[-3000:]
+    jobs = re.findall(r"rule embed_texts:\n    input: (.+)\n    output: (.+)\n", result.stdout)
+    inputs = {output.split(", ")[0].rsplit("/", 1)[-1]: set(given.split(", ")) for given, output in jobs}
+    documents, chunks = "results/kb/corpus/documents.parquet", "results/kb/chunks/structural/gold.parquet"
+    assert {documents, chunks} <= inputs["late.npy"] and {documents, chunks} <= inputs["late_placebo.npy"]
+    assert documents not in inputs["none.npy"]  # text-by-text encoding reads its texts only
