@@ -467,6 +467,14 @@ def late_inputs(wildcards):
     }
 
 
+def late_params(wildcards):
+    """The late step's settings (window overlap, the placebo's seed); None for any other prefix, so a changed
+    seed or overlap reruns no text-by-text embedding."""
+    if not is_late(from_token(wildcards.prefix)):
+        return None
+    return {"overlap": config["late"]["overlap"], "seed": config["seed"]}
+
+
 def all_induction_stats():
     return [f"{R}/{corpus}/structure/induced-{inducer}/stats.json" for corpus in CORPORA for inducer in used_inducers()]
 

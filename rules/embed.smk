@@ -23,8 +23,7 @@ rule embed_texts:
         embedder=embedder_spec,
         cache=f"{CACHE}/embeddings",
         prefix=prefix_value,
-        late=config["late"],
-        seed=config["seed"],
+        late=late_params,
         code=script_code("embed_texts"),
     script:
         "../workflow/scripts/embed_texts.py"

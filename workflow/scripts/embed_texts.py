@@ -19,7 +19,7 @@ with step_log(snakemake.log[0], "embed_texts") as log:
             snakemake.params.cache,
             snakemake.params.late["overlap"],
             prefix,
-            snakemake.params.seed,
+            snakemake.params.late["seed"],
             snakemake.output.vectors,
             snakemake.output.report,
             threads=snakemake.threads,
