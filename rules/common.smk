@@ -7,8 +7,8 @@ import time
 from snakemake.logging import logger
 
 from structbench import cells
-from structbench.conditions import dropped_contrasts, from_token, is_lexical, parse_conditions, parse_contrasts
-from structbench.conditions import parse_value, retrieval_kind, to_token
+from structbench.conditions import dropped_contrasts, from_token, is_late, is_lexical, parse_conditions
+from structbench.conditions import parse_contrasts, parse_value, retrieval_kind, to_token
 from structbench.conditions import wildcard_constraints as axis_constraints
 from structbench.config import check_config, truncation_warnings, validate_config
 from structbench.report.figures import FIGURES
@@ -481,6 +481,24 @@ def text_contexts(wildcards):
     if from_token(wildcards.prefix) != "context":
         return {}
     return {"contexts": f"{R}/{wildcards.corpus}/contexts/{wildcards.boundaries}/{wildcards.structure}.parquet"}
+
+
+def late_inputs(wildcards):
+    """A late prefix pools chunks from their documents (structbench.embedding.late): it reads both tables."""
+    if not is_late(from_token(wildcards.prefix)):
+        return {}
+    return {
+        "documents": f"{R}/{wildcards.corpus}/corpus/documents.parquet",
+        "chunks": f"{R}/{wildcards.corpus}/chunks/{wildcards.boundaries}/{wildcards.structure}.parquet",
+    }
+
+
+def late_params(wildcards):
+    """The late step's settings (window overlap, the placebo's seed); None for any other prefix, so a changed
+    seed or overlap reruns no text-by-text embedding."""
+    if not is_late(from_token(wildcards.prefix)):
+        return None
+    return {"overlap": config["late"]["overlap"], "seed": config["seed"]}
 
 
 def all_induction_stats():

@@ -88,6 +88,14 @@ AXES: dict[str, tuple[Kind, ...]] = {
         Kind("path", "[1-9]", description="the real heading path cut to depth d"),
         Kind("placebo", "[1-9]", description="a real path of another document, same depth"),
         Kind("context", description="an LLM-written situating context (config contexts.llm)"),
+        # Late chunking (docs/method.md §8a) sits on this axis: it is another way to give a chunk its document,
+        # prepending nothing; its texts are the unprefixed ones, its vectors pooled from a pass over the document.
+        Kind("late", description="late chunking: the chunk's tokens mean-pooled from windows over its document"),
+        Kind(
+            "late_placebo",
+            description="late chunking inside another document of similar length: the chunk's tokens kept, "
+            "the window's other tokens foreign",
+        ),
     ),
     "retrieval": (
         Kind("flat", description="corpus-wide top-k over every chunk"),
@@ -138,7 +146,8 @@ AXES: dict[str, tuple[Kind, ...]] = {
 # the arm leaves the pre-registered families' adjusted p-values as they were) and chunkers (practitioners'
 # chunkers against structural chunks, config/chunkers.yaml, likewise their own family); exploratory rows
 # claim no family.
-FAMILIES = ("primary", "secondary", "model_free", "chunkers", "exploratory")
+# late (late chunking's four questions, docs/method.md §8a) is its own family for the same reason.
+FAMILIES = ("primary", "secondary", "model_free", "chunkers", "late", "exploratory")
 
 
 def kinds(axis: str) -> tuple[Kind, ...]:
@@ -176,6 +185,14 @@ def parse_value(axis: str, value: str) -> tuple[Kind, str | None]:
             return kind, (str(value).split(PARAMETER_SEPARATOR, 1)[1] if kind.parameter else None)
     legal = ", ".join(kind.value_regex() for kind in kinds(axis))
     raise ValueError(f"{value!r} is not a {axis} value; expected one of: {legal}")
+
+
+LATE_PREFIXES = ("late", "late_placebo")  # prefixes whose vectors the late encoder pools (embedding/late.py)
+
+
+def is_late(prefix: str) -> bool:
+    """Whether a prefix value is embedded by late chunking rather than text by text."""
+    return prefix in LATE_PREFIXES
 
 
 def retrieval_kind(value: str) -> Kind:

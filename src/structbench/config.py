@@ -206,6 +206,7 @@ def check_config(config: dict, metric_names: list[str]) -> tuple[dict, dict]:
     check_querygen_config(config)
     check_retrieval_config(config, conditions)
     check_chunker_config(config, conditions)
+    check_late_config(config, conditions)
     selected, selected_contrasts = select_conditions(
         conditions, contrasts, (config.get("select") or {}).get("conditions")
     )
@@ -421,6 +422,38 @@ def check_llm_config(config: dict, conditions: dict) -> None:
             raise ConfigError(
                 f"conditions.{name}.prefix = 'context' needs contexts.llm (the llms entry that "
                 "writes the situating contexts), which is not set"
+            )
+
+
+def check_late_config(config: dict, conditions: dict) -> None:
+    """Late chunking (docs/method.md §8a) needs token embeddings: an endpoint embedder (kind openai), whose API
+    returns pooled vectors only, is refused for a late prefix; a local embedder's window must hold more than
+    a stated ``late.overlap`` content tokens (skipped for a model this machine cannot locate: its job says why)."""
+    late = [name for name, c in conditions.items() if axes.is_late(c.prefix)]
+    if not late:
+        return
+    from structbench.embedding.kinds import OPENAI, embedder_kind
+    from structbench.embedding.local import EmbedderSpec, effective_max_seq_length
+
+    overlap = config["late"]["overlap"]
+    for name in (config.get("select") or {}).get("embedders") or list(config["embedders"]):
+        entry = config["embedders"][name]
+        if embedder_kind(entry) == OPENAI:
+            raise ConfigError(
+                f"conditions.{late[0]}.prefix = {conditions[late[0]].prefix!r} needs token embeddings, but "
+                f"embedders.{name} is kind 'openai', whose API returns pooled vectors only; select local embedders "
+                "for late chunking (select.embedders)"
+            )
+        if overlap is None:  # half of each embedder's window (structbench.embedding.late.window_overlap): fits
+            continue
+        try:
+            window = effective_max_seq_length(EmbedderSpec.from_config(entry))
+        except (OSError, ValueError, ModuleNotFoundError):
+            continue
+        if overlap >= window - SPECIAL_TOKENS:
+            raise ConfigError(
+                f"late.overlap = {overlap} is not below embedders.{name}'s window of {window - SPECIAL_TOKENS} "
+                f"content tokens (max_seq_length {window} less [CLS] and [SEP]): windows could never advance"
             )
 
 

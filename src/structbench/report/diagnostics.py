@@ -211,7 +211,9 @@ def prefixes_table(inputs: ReportInputs) -> TableContent:
     "content-addressed embedding cache. Endpoint embedders (kind openai) add their cost: tokens_distinct, "
     "the text set's distinct texts in the configured tokenizer (what a cold run sends: price a grid by it), "
     "tokens_sent, those actually sent this run, and tokens_billed, the sum of the server's usage (Infinity "
-    "counts characters there).",
+    "counts characters there). Late-chunked text sets (docs/method.md §8a) add theirs: late_windows, "
+    "tokens_late (window tokens encoded, specials included) against tokens_independent (the same chunks one "
+    "by one), and encoder_seconds (their forward passes); max_tokens is their longest window.",
 )
 def embedder_input_table(inputs: ReportInputs) -> TableContent:
     if not inputs.embed_reports:
@@ -234,6 +236,10 @@ def embedder_input_table(inputs: ReportInputs) -> TableContent:
             "tokens_distinct",
             "tokens_sent",
             "tokens_billed",
+            "late_windows",
+            "tokens_late",
+            "tokens_independent",
+            "encoder_seconds",
         )
         if c in frame.columns
     ]
