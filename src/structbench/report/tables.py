@@ -454,8 +454,7 @@ def contrasts_table(inputs: ReportInputs) -> TableContent:
         .then(pl.lit("n/a"))
         .otherwise(pl.format("{}/{}/{}", "wins", "ties", "losses"))
         .alias("W/T/L"),
-        pl.format("{} / {}", "n_queries", "n_docs").alias("queries / docs"),
-        *_cluster_columns(data),
+        _queries_docs(data).alias("queries / docs"),
     )
     blocks = blocks_by(
         shown, ["embedder", "reranker", "metric"], lambda e, r, m: f"{e} · reranker: {r} · {metric_label(m)}"
@@ -470,12 +469,12 @@ def contrasts_table(inputs: ReportInputs) -> TableContent:
     return TableContent(data, blocks, notes)
 
 
-def _cluster_columns(data: pl.DataFrame) -> list[pl.Expr]:
-    """Table 1's ``clusters`` column: the units the bootstrap resampled, ``(few)`` below MIN_CLUSTERS."""
+def _queries_docs(data: pl.DataFrame) -> pl.Expr:
+    """``queries / docs``, marked ``(few)`` where the bootstrap had fewer than MIN_CLUSTERS clusters."""
+    counts = pl.format("{} / {}", "n_queries", "n_docs")
     if "few_clusters" not in data.columns:
-        return []
-    few = pl.when(pl.col("few_clusters")).then(pl.lit(" (few)")).otherwise(pl.lit(""))
-    return [pl.format("{} {}s{}", "n_clusters", "cluster", few).alias("clusters")]
+        return counts
+    return pl.when(pl.col("few_clusters")).then(counts + pl.lit(" (few)")).otherwise(counts)
 
 
 def _cluster_notes(data: pl.DataFrame) -> tuple[str, ...]:
