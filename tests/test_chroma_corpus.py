@@ -187,3 +187,23 @@ def test_touching_rule_hand_worked():
     ).sort("qid")
     assert scores["span_precision_omega"].to_list() == [1.0, 0.1]
     assert scores["span_precision_omega_touching"].to_list() == [pytest.approx(1 / 3), 0.1]
+
+
+def test_every_knowledge_base_file_maps_character_for_character():
+    """The shipped knowledge base, whatever Markdown it holds: every paragraph
+    line is its source line, and a range over any whole paragraph maps back to exactly that paragraph."""
+    files = sorted((REPO / "data" / "kb" / "docs").rglob("*.md"))
+    assert files
+    for path in files:
+        source = path.read_text(encoding="utf-8")
+        doc, rows = parse_markdown_lines(source, path.stem)
+        source_map = SourceMap(source, doc.paragraphs, rows)  # raises if a line is not its source line
+        flat = "\n\n".join(doc.paragraphs)
+        cursor = 0
+        for paragraph, lines in zip(doc.paragraphs, rows):
+            first = lines[0]
+            begin = int(source_map.source_at[np.searchsorted(source_map.flat_at, cursor)])
+            end = int(source_map.source_at[np.searchsorted(source_map.flat_at, cursor + len(paragraph) - 1)]) + 1
+            assert source_map.to_flat(begin, end) == (cursor, cursor + len(paragraph)), (path.name, first)
+            assert flat[cursor : cursor + len(paragraph)] == paragraph
+            cursor += len(paragraph) + 2
