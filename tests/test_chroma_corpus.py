@@ -207,3 +207,20 @@ def test_every_knowledge_base_file_maps_character_for_character():
             assert source_map.to_flat(begin, end) == (cursor, cursor + len(paragraph)), (path.name, first)
             assert flat[cursor : cursor + len(paragraph)] == paragraph
             cursor += len(paragraph) + 2
+
+
+@pytest.mark.workflow
+@pytest.mark.skipif(not CHROMA.exists(), reason="Chroma's benchmark is not in ../shared/data")
+def test_dry_run_of_the_chroma_config_plans_its_five_conditions(tmp_path):
+    from conftest import kb_config, run_snakemake
+    from test_workflow import planned_jobs
+
+    config = kb_config(tmp_path, whole_default=True)
+    here = tmp_path / "chroma_path.yaml"  # the run lives in tmp_path: the benchmark's folder, absolutely
+    here.write_text(f"corpora:\n  chroma: {{kind: chroma, path: '{CHROMA}'}}\n")
+    result = run_snakemake(tmp_path, "-n", "--configfile", str(config), str(REPO / "config/chroma.yaml"), str(here))
+    assert result.returncode == 0, result.stderr
+    jobs = planned_jobs(result.stdout + result.stderr)
+    # F0, G2 and three LangChain chunk sets (Chroma's separators at t_max and size-matched, word windows)
+    assert jobs["corpus"] == 1 and jobs["external_chunks"] == 3 and jobs["score"] == 5 and jobs["embed_texts"] == 5
+    assert jobs["structural_chunks"] == 1 and jobs["fixed_chunks"] == 1 and "induce_structure" not in jobs
