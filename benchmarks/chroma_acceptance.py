@@ -8,7 +8,9 @@ five documents and scored with structbench's span metrics, both precision-Ω rul
 
     PYTHONPATH=src OMP_NUM_THREADS=2 .venv/bin/python benchmarks/chroma_acceptance.py /work/shared/data/chroma
 
-Takes about 3 minutes on 2 CPU cores (about 2,300 chunks to embed). Exits 1 when a number is outside
+Embeds 2,281 chunks and 472 queries: 863 s measured on a 2-core machine shared with other jobs (load
+about 10); the vectors are cached under $CHROMA_ACCEPTANCE_CACHE (default /tmp/chroma_acceptance), so a
+rerun takes seconds. Measured: IoU@5 0.0597, recall@5 0.7672. Exits 1 when a number is outside
 the tolerance (IoU@5 ± 0.001, recall@5 ± 0.002).
 """
 
