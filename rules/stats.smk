@@ -12,6 +12,7 @@ rule contrasts:
         primary_metric=config["stats"]["primary_metric"],
         bootstrap_iters=config["stats"]["bootstrap_iters"],
         mixedlm=config["stats"]["mixedlm"],
+        cluster=config["stats"]["cluster"],
         seed=config["seed"],
         code=script_code("contrasts"),
     script:
@@ -32,6 +33,7 @@ rule condition_stats:
         series=DOSE_SERIES,
         primary_metric=config["stats"]["primary_metric"],
         bootstrap_iters=config["stats"]["bootstrap_iters"],
+        cluster=config["stats"]["cluster"],
         seed=config["seed"],
         code=script_code("condition_stats"),
     script:

@@ -165,7 +165,12 @@ def test_the_schema_fills_every_default_from_a_minimal_config():
         "toc_candidate_hits": defaults.TOC_CANDIDATE_HITS,
     }
     assert minimal["report"] == {"compare_runs": []}
-    assert minimal["stats"] == {"bootstrap_iters": 10000, "primary_metric": "cov_nDCG@10", "mixedlm": True}
+    assert minimal["stats"] == {
+        "bootstrap_iters": 10000,
+        "primary_metric": "cov_nDCG@10",
+        "mixedlm": True,
+        "cluster": "document",
+    }
     assert set(minimal["embedders"]["minilm"]) == {
         "model",
         "batch_size",

@@ -162,6 +162,14 @@ def test_table1_has_the_paper_layout_with_family_labels_and_holm_marks():
         "W/T/L",
         "queries / docs",
     ]
+    # "(few)" below MIN_CLUSTERS clusters, and notes naming the bootstrap's unit and the flagged rows
+    assert data["few_clusters"].to_list() == (data["n_clusters"] < 20).to_list()
+    assert shown["queries / docs"].to_list() == [
+        f"{q} / {d}" + (" (few)" if few else "")
+        for q, d, few in data.select("n_queries", "n_docs", "few_clusters").rows()
+    ]
+    assert "The bootstrap resampled documents (stats.cluster: document)." in table1.content.notes
+    assert data["few_clusters"].any() == any("fewer than 20 clusters" in note for note in table1.content.notes)
     depth = shown.filter(pl.col("contrast").str.starts_with("depth")).row(0, named=True)
     assert depth["contrast"] == "depth: slope over G2 → G3-d1 → G3" and depth["p (Holm)"] == "– (exploratory)"
     assert depth["W/T/L"] == "n/a"  # a slope has no treatment/control pair to count

@@ -228,7 +228,7 @@ def union_spans(spans: Iterable[tuple[int, int, str]]) -> list[tuple[int, int, s
     return result
 
 
-STEP_ORDER = ("exact", "normalized", "fuzzy", "section")
+STEP_ORDER = ("offsets", "exact", "normalized", "fuzzy", "section")  # offsets: an exact source range
 
 
 def funnel_frame(rows: Iterable[tuple[str, str, str, int]]) -> pl.DataFrame:

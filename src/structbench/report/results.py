@@ -34,7 +34,7 @@ from structbench.report.registry import (
     report_table,
     require_scores,
 )
-from structbench.stats.contrasts import HOLM_FAMILIES
+from structbench.stats.contrasts import HOLM_FAMILIES, MIN_CLUSTERS
 from structbench.stats.means import condition_means
 
 ALL_QTYPES = "all"
@@ -96,6 +96,9 @@ def contrast_rows(contrasts: pl.DataFrame, contrast_specs: Sequence[dict]) -> pl
         "ties",
         "losses",
         "mixedlm_note",
+        "cluster",
+        "n_clusters",
+        "few_clusters",
     ]
     return frame.sort("embedder", "reranker", "_order", "contrast", "corpus", "metric").select(
         [c for c in columns if not isinstance(c, str) or c in frame.columns]
@@ -116,7 +119,8 @@ def contrast_rows(contrasts: pl.DataFrame, contrast_specs: Sequence[dict]) -> pl
     "bootstrap p below 1e-4 is that, not a contradiction); the nested model restores the pairing. "
     "W/T/L counts the paired queries where the treatment scored above, "
     "exactly equal to and below the control (PyTerrier's and ranx's convention; none for a dose-response "
-    "slope). n.s.: not Holm-significant at 0.05.",
+    'slope). clusters: the units the bootstrap resampled (stats.cluster), "few" below 20. n.s.: not '
+    "Holm-significant at 0.05.",
 )
 def contrasts_table(inputs: ReportInputs) -> TableContent:
     require_scores(inputs)
@@ -155,7 +159,7 @@ def contrasts_table(inputs: ReportInputs) -> TableContent:
         .then(pl.lit("n/a"))
         .otherwise(pl.format("{}/{}/{}", "wins", "ties", "losses"))
         .alias("W/T/L"),
-        pl.format("{} / {}", "n_queries", "n_docs").alias("queries / docs"),
+        _queries_docs(data).alias("queries / docs"),
     )
     blocks = blocks_by(
         shown, ["embedder", "reranker", "metric"], lambda e, r, m: f"{e} · reranker: {r} · {metric_label(m)}"
@@ -166,12 +170,37 @@ def contrasts_table(inputs: ReportInputs) -> TableContent:
             "contrast", "corpus", "embedder", "reranker", "mixedlm_note"
         ).iter_rows()
         if note
-    )
+    ) + _cluster_notes(data)
     counts = family_counts(inputs.contrast_specs, inputs.dropped_contrasts, inputs.contrasts)
     families = "; ".join(f"{family} {declared} / {run} / {holm}" for family, declared, run, holm in counts.iter_rows())
     notes += (f"Contrasts per family (declared / run / Holm over, per cell and metric): {families}.",)
     notes += tuple(dropped_notes(inputs.dropped_contrasts))
     return TableContent(data, blocks, notes)
+
+
+def _queries_docs(data: pl.DataFrame) -> pl.Expr:
+    """``queries / docs``, marked ``(few)`` where the bootstrap had fewer than MIN_CLUSTERS clusters."""
+    counts = pl.format("{} / {}", "n_queries", "n_docs")
+    if "few_clusters" not in data.columns:
+        return counts
+    return pl.when(pl.col("few_clusters")).then(counts + pl.lit(" (few)")).otherwise(counts)
+
+
+def _cluster_notes(data: pl.DataFrame) -> tuple[str, ...]:
+    """Say which unit the bootstrap resampled and how many rows have too few clusters to trust its CI and p."""
+    if "cluster" not in data.columns or data.is_empty():
+        return ()
+    units = ", ".join(sorted(set(data["cluster"].drop_nulls().to_list())))
+    notes = [f"The bootstrap resampled {units}s (stats.cluster: {units})."]
+    few = data.filter(pl.col("few_clusters"))
+    if few.height:
+        notes.append(
+            f"{few.height} of {data.height} rows have fewer than {MIN_CLUSTERS} clusters (marked few; e.g. "
+            f"{few['n_clusters'].min()} {few['cluster'][0]}s): a clustered percentile bootstrap then gives too "
+            "narrow a CI and too small a p, so read their CI and p with the MixedLM p beside them, or resample "
+            "queries (stats.cluster: query) and say so."
+        )
+    return tuple(notes)
 
 
 def dropped_notes(dropped: Sequence[dict]) -> list[str]:
