@@ -14,6 +14,8 @@ PYTHON ?= python3
 VENV ?= .venv
 CORES ?= 2
 ARGS ?=
+# pytest-xdist workers of make test (tests/conftest.py groups the tests that share a module fixture or a run).
+TEST_WORKERS ?= 2
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.structbench-installed
 # Infinity, the real OpenAI-compatible embedding server the endpoint tests start (tests/endpoint_testing.py):
@@ -65,7 +67,7 @@ lint: $(STAMP)
 	$(BIN)/snakefmt --check .
 
 test: $(STAMP) $(SERVER_STAMP)
-	$(BIN)/python -m pytest -q --durations=25
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=25
 
 # The corpus file is an argument, never written into the config (QASPER JSON, e.g. the dev split).
 fidelity: $(STAMP)

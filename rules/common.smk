@@ -7,7 +7,8 @@ import time
 from snakemake.logging import logger
 
 from structbench import cells
-from structbench.conditions import from_token, parse_value, retrieval_kind, to_token
+from structbench.conditions import dropped_contrasts, from_token, is_late, is_lexical, parse_conditions
+from structbench.conditions import parse_contrasts, parse_value, retrieval_kind, to_token
 from structbench.conditions import wildcard_constraints as axis_constraints
 from structbench.config import check_config, truncation_warnings, validate_config
 from structbench.report.figures import FIGURES
@@ -17,7 +18,8 @@ from structbench.embedding import kinds as model_kinds
 from structbench.metrics import metrics_from_config
 from structbench.metrics.diagnostics import retrieval_layer_pairs
 from structbench.provenance import code_version
-from structbench.report.tables import TABLES, report_inputs
+from structbench.report.catalog import TABLES
+from structbench.report.registry import report_inputs
 from structbench.retrieval.search import kind_inputs
 from structbench.retrieval.readtime_runs import is_readtime
 from structbench.structure.segmentation import OPTIONS as SEGMENTATION_OPTIONS
@@ -31,10 +33,16 @@ validate_config(config, os.path.join(workflow.basedir, "workflow", "schemas", "c
 # a primary metric that is not computed fails the dry run, not a job.
 SCORE_METRICS = metrics_from_config(config["metrics"])
 CONDITIONS, CONTRASTS = check_config(config, SCORE_METRICS)
-if len(CONTRASTS) < len(config["contrasts"]):
+# The declared contrasts the selection leaves out, with their missing conditions: the report lists them
+# under Table 1 (docs/method.md §15), so what was not run is in the report, not only in this log.
+DROPPED_CONTRASTS = dropped_contrasts(
+    parse_contrasts(config["contrasts"], parse_conditions(config["conditions"]), config.get("chunkers")),
+    CONDITIONS,
+)
+if DROPPED_CONTRASTS:
     logger.info(
         "structbench config: select.conditions leaves out the contrasts "
-        f"{sorted(set(config['contrasts']) - set(CONTRASTS))} (a compared condition is not selected)"
+        + ", ".join(f"{c['name']} (missing {', '.join(c['missing'])})" for c in DROPPED_CONTRASTS)
     )
 for message in truncation_warnings(config, CONDITIONS):
     logger.warning(f"structbench config: {message}")
@@ -145,6 +153,9 @@ def gpus_of(spec):
 
 
 def runs_path(corpus, embedder, reranker, condition):
+    if reranker == "none" and is_lexical(CONDITIONS[condition]):
+        # retrieval: bm25 reads its chunk set's BM25 run, one file for every embedder cell (docs/method.md §8)
+        return f"{R}/{corpus}/runs/bm25/{CONDITIONS[condition].chunkset}.parquet"
     if reranker == "none":
         return f"{R}/{corpus}/runs/{embedder}/{condition}.parquet"
     return f"{R}/{corpus}/runs/{embedder}/reranked/{reranker}/{condition}.parquet"
@@ -152,6 +163,11 @@ def runs_path(corpus, embedder, reranker, condition):
 
 def condition_runs(wildcards):
     return runs_path(wildcards.corpus, wildcards.embedder, wildcards.reranker, wildcards.condition)
+
+
+def unreranked_runs(wildcards):
+    """The run a reranker rescores: the condition's own run under the embedder (a bm25 condition's BM25 run)."""
+    return runs_path(wildcards.corpus, wildcards.embedder, "none", wildcards.condition)
 
 
 def reranker_spec(wildcards):
@@ -281,8 +297,10 @@ def all_chunk_bounds():
 def all_embed_reports():
     """(corpus, embedder, text set) -> the embedding step's report (input length, truncation, cache use);
     the semantic merge's paragraph embeddings (every corpus it chunks) are the text set
-    ``semantic/<structure> (merge paragraphs)``."""
-    textsets = sorted({c.textset for c in CONDITIONS.values()})
+    ``semantic/<structure> (merge paragraphs)``, and a segmentation inducer's paragraphs and title
+    candidates (its usage report, every corpus it induces) ``induced-<inducer> (segmentation)``: so the
+    table counts every text the embedding cache received (docs/method.md §15)."""
+    textsets = sorted({c.textset for c in CONDITIONS.values() if not is_lexical(c)})  # bm25 embeds nothing
     reports = {
         (corpus, embedder, textset): f"{R}/{corpus}/vectors/{embedder}/{textset}.embed.json"
         for corpus in SCORED_CORPORA
@@ -296,6 +314,14 @@ def all_embed_reports():
         )
         for corpus in CORPORA
         for chunkset in semantic
+    }
+    reports |= {
+        (corpus, config["inducers"][inducer]["embedder"], f"induced-{inducer} (segmentation)"): (
+            f"{R}/{corpus}/structure/induced-{inducer}/usage.json"
+        )
+        for corpus in CORPORA
+        for inducer in used_inducers()
+        if inducer in SEGMENTATION_INDUCERS
     }
     return reports | {
         (corpus, embedder, "queries"): f"{R}/{corpus}/vectors/{embedder}/queries.embed.json"
@@ -471,6 +497,24 @@ def text_contexts(wildcards):
     return {"contexts": f"{R}/{wildcards.corpus}/contexts/{wildcards.boundaries}/{wildcards.structure}.parquet"}
 
 
+def late_inputs(wildcards):
+    """A late prefix pools chunks from their documents (structbench.embedding.late): it reads both tables."""
+    if not is_late(from_token(wildcards.prefix)):
+        return {}
+    return {
+        "documents": f"{R}/{wildcards.corpus}/corpus/documents.parquet",
+        "chunks": f"{R}/{wildcards.corpus}/chunks/{wildcards.boundaries}/{wildcards.structure}.parquet",
+    }
+
+
+def late_params(wildcards):
+    """The late step's settings (window overlap, the placebo's seed); None for any other prefix, so a changed
+    seed or overlap reruns no text-by-text embedding."""
+    if not is_late(from_token(wildcards.prefix)):
+        return None
+    return {"overlap": config["late"]["overlap"], "seed": config["seed"]}
+
+
 def all_induction_stats():
     return [f"{R}/{corpus}/structure/induced-{inducer}/stats.json" for corpus in CORPORA for inducer in used_inducers()]
 
@@ -563,7 +607,7 @@ def all_retrieval_layers():
 
 def report_files():
     """Report input name -> the files the report reads, from the function each input names
-    (structbench.report.tables.report_inputs: the one place a report input is declared)."""
+    (structbench.report.registry.report_inputs: the one place a report input is declared)."""
     files = {}
     for name, spec in report_inputs().items():
         if spec.files not in globals():

@@ -5,7 +5,8 @@
 
 rule embed_texts:
     input:
-        f"{R}/{{corpus}}/texts/{{boundaries}}/{{structure}}/{{prefix}}.parquet",
+        unpack(late_inputs),
+        texts=f"{R}/{{corpus}}/texts/{{boundaries}}/{{structure}}/{{prefix}}.parquet",
     output:
         vectors=f"{R}/{{corpus}}/vectors/{{embedder}}/{{boundaries}}/{{structure}}/{{prefix}}.npy",
         report=f"{R}/{{corpus}}/vectors/{{embedder}}/{{boundaries}}/{{structure}}/{{prefix}}.embed.json",
@@ -21,6 +22,8 @@ rule embed_texts:
     params:
         embedder=embedder_spec,
         cache=f"{CACHE}/embeddings",
+        prefix=prefix_value,
+        late=late_params,
         code=script_code("embed_texts"),
     script:
         "../workflow/scripts/embed_texts.py"

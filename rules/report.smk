@@ -17,7 +17,7 @@ rule retrieval_layer:
 
 rule report:
     input:
-        # every report input declared in structbench.report.tables.ReportInputs (report_inputs)
+        # every report input declared in structbench.report.registry.ReportInputs (report_inputs)
         **report_input_files(),
     output:
         report=report(REPORT, category="Report", caption="../workflow/report/report.rst"),
@@ -50,6 +50,7 @@ rule report:
         bootstrap_iters=config["stats"]["bootstrap_iters"],
         conditions={name: config["conditions"][name] for name in CONDITIONS},
         contrasts=contrast_params,
+        dropped_contrasts=DROPPED_CONTRASTS,
         table_captions=table_captions(),
         figure_captions=figure_captions(),
         code=script_code("report"),

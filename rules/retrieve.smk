@@ -103,7 +103,7 @@ rule readtime:
 
 rule rerank:
     input:
-        runs=f"{R}/{{corpus}}/runs/{{embedder}}/{{condition}}.parquet",
+        runs=unreranked_runs,
         queries=scored_queries,
         texts=condition_texts,
     output:

@@ -13,6 +13,7 @@ rule contrasts:
         contrast_metrics=config["stats"]["contrast_metrics"],
         bootstrap_iters=config["stats"]["bootstrap_iters"],
         mixedlm=config["stats"]["mixedlm"],
+        cluster=config["stats"]["cluster"],
         seed=config["seed"],
         code=script_code("contrasts"),
     script:
@@ -33,6 +34,7 @@ rule condition_stats:
         series=DOSE_SERIES,
         primary_metric=config["stats"]["primary_metric"],
         bootstrap_iters=config["stats"]["bootstrap_iters"],
+        cluster=config["stats"]["cluster"],
         seed=config["seed"],
         code=script_code("condition_stats"),
     script:

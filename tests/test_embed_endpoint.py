@@ -321,7 +321,8 @@ def vars_of(spec) -> dict:
 
 def test_the_embedder_input_table_shows_an_endpoints_cost_beside_a_local_model(tmp_path):
     from structbench.report.bundle import load_inputs
-    from structbench.report.tables import build_tables, markdown_table
+    from structbench.report.catalog import build_tables
+    from structbench.report.formatting import markdown_table
 
     local = {"n_texts": 4, "max_seq_length": 512, "n_truncated": 0, "max_tokens": 90, "n_encoded": 4}
     endpoint = local | {"tokens_distinct": 300, "tokens_sent": 120, "tokens_billed": 125, "n_from_cache": 2}

@@ -447,3 +447,136 @@ def test_config_schema_declares_the_libraries_and_fills_defaults():
     config["chunkers"] = {"bad": {"library": "llamaindex", "kind": "x"}}
     with pytest.raises(ConfigError, match="chunkers.bad.library"):
         validate_config(config, schema_path)
+
+
+# --------------------------------------------------------------------------------------------------
+# Options checked against the library's own signature at config load; size matching that skips a failing size
+
+
+@pytest.mark.parametrize(
+    ("library", "kind", "bad", "suggested", "good"),
+    [
+        ("langchain", "recursive", "separatorz", "separators", {"separators": ["\n\n"], "strip_whitespace": True}),
+        ("langchain", "markdown", "keep_separators", "keep_separator", {"is_separator_regex": False}),
+        ("chonkie", "recursive", "min_characters", "min_characters_per_chunk", {"min_characters_per_chunk": 12}),
+        ("semchunk", "chunkerify", "memoise", "memoize", {"memoize": False}),
+        ("text_splitter", "markdown", "trimm", "trim", {"trim": False}),
+    ],
+)
+def test_options_are_checked_against_the_librarys_signature(library, kind, bad, suggested, good):
+    specs.check_options(ChunkerSpec("ok", library, kind, options=good))
+    target, accepted = specs.accepted_options(ChunkerSpec("ok", library, kind))
+    assert set(good) <= set(accepted) and not set(accepted) & set(specs._RESERVED[library])
+    with pytest.raises(ExternalChunkerError) as error:
+        specs.check_options(ChunkerSpec("typo", library, kind, options={**good, bad: 1}))
+    message = str(error.value)
+    assert message.startswith(f"chunkers.typo.options.{bad}: {target} takes no option {bad!r}")
+    assert f"did you mean {suggested!r}?" in message and str(accepted) in message
+
+
+def test_langchain_options_include_the_base_class_keywords():
+    # RecursiveCharacterTextSplitter.__init__ takes **kwargs and forwards them to TextSplitter.__init__.
+    _, accepted = specs.accepted_options(ChunkerSpec("lc", "langchain", "recursive"))
+    assert {"separators", "is_separator_regex", "keep_separator", "strip_whitespace", "add_start_index"} <= set(
+        accepted
+    )
+    assert "chunk_size" not in accepted and "length_function" not in accepted  # structbench sets them
+
+
+def test_an_unknown_option_is_a_config_error_at_load(monkeypatch):
+    import copy
+
+    import yaml
+
+    from structbench.config import ConfigError, check_config, validate_config
+    from structbench.metrics import metrics_from_config
+
+    repo = Path(__file__).resolve().parents[1]
+    config = yaml.safe_load((repo / "config" / "config.yaml").read_text())
+    config["chunkers"] = {"lc": {"library": "langchain", "kind": "recursive", "options": {"separatorz": ["\n"]}}}
+    config["conditions"] = {
+        "G2": config["conditions"]["G2"],
+        "LC0": {"boundaries": "external:lc", "structure": "gold", "prefix": "none", "retrieval": "flat"},
+    }
+    config["contrasts"] = {"LC0-G2": {"treatment": "LC0", "control": "G2", "family": "chunkers"}}
+    config["select"] = {}
+    validate_config(config, repo / "workflow" / "schemas" / "config.schema.yaml")
+    with pytest.raises(ConfigError, match=r"chunkers\.lc\.options\.separatorz: .* did you mean 'separators'\?"):
+        check_config(copy.deepcopy(config), metrics_from_config(config["metrics"]))
+    # An unused chunker's options are not checked (its library is not imported); a used one's library
+    # that is missing is named.
+    unused = copy.deepcopy(config)
+    unused["conditions"].pop("LC0")
+    unused["contrasts"] = {}
+    check_config(unused, metrics_from_config(config["metrics"]))
+    library = specs.LIBRARIES["langchain"]
+    monkeypatch.setitem(specs.LIBRARIES, "langchain", library._replace(module="structbench_no_such_library"))
+    with pytest.raises(ExternalChunkerError, match="chunkers.lc: library langchain is not installed, so its options"):
+        specs.check_options(ChunkerSpec("lc", "langchain", "recursive", options={"separators": ["\n"]}))
+
+
+def test_matched_size_skips_failing_sizes():
+    calls, failed = [], {}
+
+    def half(size):
+        calls.append(size)
+        if size in (350, 175, 88):
+            raise locate.LibraryFailure("chunkers.x", size, RuntimeError(f"boom at {size}"))
+        return size / 2
+
+    # 350 fails: searched below as if it reached; 175 fails: searched above (88 is never tried); the
+    # closest size that worked wins.
+    size = locate.matched_size(half, 60.2, 350, failed)
+    assert sorted(failed) == [175, 350] and failed[175].error == "RuntimeError: boom at 175"
+    assert calls == [350, 175, 263, 219, 197, 186, 181, 178, 177, 176]
+    assert len(calls) == len(set(calls)) <= 1 + math.ceil(math.log2(350))
+    worked = sorted(set(calls) - set(failed))
+    assert size == min(worked, key=lambda s: (abs(s / 2 - 60.2), -s))
+    everywhere = {}
+    with pytest.raises(locate.LibraryFailure, match="failed at size 350"):
+        locate.matched_size(lambda s: half(350), 60.2, 350, everywhere)
+    assert list(everywhere) == [350, 175, 263, 307, 329, 340, 345, 348, 349]
+
+
+def test_size_match_skips_a_failing_trial_size_and_reports_it(monkeypatch, qasper, counter):
+    import semchunk
+
+    documents, paragraphs, sections, reference = (
+        frame.filter(pl.col("doc_id") == qasper[0]["doc_id"][0]) for frame in qasper
+    )
+    spec = ChunkerSpec("sc", "semchunk", "chunkerify", size_match=True)
+    clean, clean_report = external_chunks(documents, paragraphs, sections, spec, counter, T_MAX, reference=reference)
+    (row,) = clean_report["per_document"]
+    assert clean_report["failed_trials"] == 0 and row["sizes_failed"] == [] and row["size"] in row["sizes_tried"]
+    real = semchunk.chunkerify
+    broken = {T_MAX}  # the first size tried; the chosen one stays good
+
+    def failing_at(counter_, size, **options):  # the library call, at its one boundary
+        chunker = real(counter_, size, **options)
+
+        def chunk(text, offsets):
+            if size in broken:
+                raise MemoryError(f"no memory at {size}")
+            return chunker(text, offsets=offsets)
+
+        return chunk
+
+    monkeypatch.setattr(semchunk, "chunkerify", failing_at)
+    chunks, report = external_chunks(documents, paragraphs, sections, spec, counter, T_MAX, reference=reference)
+    (failed_row,) = report["per_document"]
+    assert report["failed_trials"] == 1
+    assert failed_row["sizes_failed"] == [{"size": T_MAX, "error": f"MemoryError: no memory at {T_MAX}"}]
+    assert failed_row["sizes_tried"] == row["sizes_tried"]  # t_max failed as if it reached: the same search
+    assert failed_row["size"] == row["size"] != T_MAX and chunks.equals(clean)
+    assert report["library_runs"] == clean_report["library_runs"]
+    broken.update(range(1, T_MAX + 1))  # nothing works: a named error with every size tried
+    doc_id = documents["doc_id"][0]
+    with pytest.raises(
+        ExternalChunkerError,
+        match=rf"chunkers\.sc \(semchunk chunkerify\), document '{doc_id}': the library failed at every size "
+        rf"tried, \[175, 263, 307, 329, 340, 345, 348, 349, 350\]: size 175: MemoryError: no memory at 175;",
+    ):
+        external_chunks(documents, paragraphs, sections, spec, counter, T_MAX, reference=reference)
+    spec_t_max = ChunkerSpec("sc", "semchunk", "chunkerify")  # not size-matched: one size, its failure named
+    with pytest.raises(ExternalChunkerError, match=f"the library failed at size {T_MAX}: MemoryError"):
+        external_chunks(documents, paragraphs, sections, spec_t_max, counter, T_MAX)

@@ -14,8 +14,9 @@ import pytest
 from report_testing import CONDITIONS, synthetic_inputs
 
 from structbench.report.bundle import ReportPaths, csv_bytes, run_summary, write_report_bundle
+from structbench.report.catalog import TABLES, build_tables
 from structbench.report.figures import FIGURES, PALETTE, RenderedFigure, condition_styles, render_figures
-from structbench.report.tables import TABLES, Omitted, build_tables
+from structbench.report.registry import Omitted
 
 TESTS = Path(__file__).parent
 RENDER = """

@@ -105,5 +105,5 @@ def test_the_config_check_and_the_report_stay_off_the_chunkers():
     config = reachable(graph, "structbench.config")
     assert "structbench.chunking.external.spec" in config
     assert not config & {"structbench.chunking.external.adapters", "structbench.chunking.external.locate"}
-    for module in ("structbench.report.tables", "structbench.report.figures", "structbench.report.bundle"):
+    for module in ("structbench.report.catalog", "structbench.report.figures", "structbench.report.bundle"):
         assert not {m for m in reachable(graph, module) if m.startswith("structbench.chunking")}, module

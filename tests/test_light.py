@@ -21,8 +21,8 @@ LIGHT = {
     "prefixes": "import structbench.prefixes",
     "metrics": "import structbench.metrics",
     "stats": "import structbench.stats",
-    "report": "import structbench.report.tables, structbench.report.figures, structbench.report.html, "
-    "structbench.report.bundle",
+    "report": "import structbench.report.catalog, structbench.report.markdown, structbench.report.figures, "
+    "structbench.report.html, structbench.report.bundle",
     "routing": "import structbench.retrieval.routing, structbench.retrieval.fusion",
     "llm_steps": "import structbench.shards, structbench.structure.stats, structbench.llm",
     "querygen": "import structbench.querygen.funnel, structbench.querygen.spans, structbench.querygen.leakage, "

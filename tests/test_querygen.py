@@ -399,8 +399,10 @@ def test_settings_reject_bad_thresholds():
 
 
 def querygen_report(stats):
-    """The report's Query generation table (structbench.report.tables), rendered as Markdown."""
-    from structbench.report.tables import TABLES, Omit, ReportInputs, Table, table_markdown
+    """The report's Query generation table (structbench.report.diagnostics), rendered as Markdown."""
+    from structbench.report.catalog import TABLES
+    from structbench.report.markdown import table_markdown
+    from structbench.report.registry import Omit, ReportInputs, Table
 
     spec = TABLES["query_generation"]
     inputs = ReportInputs(pl.DataFrame(), pl.DataFrame(), {}, "cov_nDCG@10", querygen_stats=stats)

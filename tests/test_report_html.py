@@ -19,8 +19,8 @@ from conftest import run_snakemake
 from report_testing import synthetic_inputs
 
 from structbench.report.bundle import ReportPaths, write_report_bundle
+from structbench.report.catalog import TABLES
 from structbench.report.figures import FIGURES
-from structbench.report.tables import TABLES
 
 
 @pytest.fixture(scope="module")

@@ -18,8 +18,9 @@ import pytest
 from report_testing import CONDITIONS, CONTRAST_SPECS, synthetic_inputs
 
 from structbench.report.bundle import ReportPaths, write_report_bundle
+from structbench.report.formatting import format_p
 from structbench.report.latex import LATEX_DOCUMENT, booktabs_tabular, escape_latex, table_latex
-from structbench.report.tables import Omitted, TableSpec, format_p
+from structbench.report.registry import Omitted, TableSpec
 
 
 def test_escape_latex_sets_specials_literally_and_writes_ascii():
@@ -126,7 +127,8 @@ def check_table1(tex: str, csv: pl.DataFrame, bootstrap_iters: int | None) -> No
         else:
             assert row["wins"] + row["ties"] + row["losses"] == row["n_queries"]
             assert shown["W/T/L"] == f"{row['wins']}/{row['ties']}/{row['losses']}"
-        assert shown["queries / docs"] == f"{row['n_queries']} / {row['n_docs']}"
+        few = " (few)" if row.get("few_clusters") else ""
+        assert shown["queries / docs"] == f"{row['n_queries']} / {row['n_docs']}{few}"
 
 
 def check_table2(tex: str, csv: pl.DataFrame) -> None:

@@ -23,7 +23,7 @@ from structbench import defaults
 from structbench.embedding.local import PACKAGED_MODELS
 from structbench.provenance import reached_modules
 from structbench.report.bundle import READERS
-from structbench.report.tables import report_inputs
+from structbench.report.registry import report_inputs
 
 RULES = parse_rules()
 GPU_RULES = {
@@ -126,7 +126,7 @@ def test_code_version_follows_every_module_a_script_reaches(tmp_path):
         "structbench.datamodel",
         "structbench.tokens",
     } <= set(own)
-    assert "structbench.report.tables" not in own and "structbench.retrieval.search" not in own
+    assert "structbench.report.catalog" not in own and "structbench.retrieval.search" not in own
     own, _ = reached_modules(REPO / "workflow/scripts/report.py")
     assert {
         "structbench.conditions",
@@ -181,7 +181,7 @@ def test_pyproject_license_is_an_spdx_expression():
 
 
 def test_the_report_rule_takes_every_declared_report_input_and_names_none_by_hand():
-    """structbench.report.tables.report_inputs is the one table of report inputs: the rule unpacks it
+    """structbench.report.registry.report_inputs is the one table of report inputs: the rule unpacks it
     (rules/common.smk report_input_files), each input names a function of rules/common.smk that lists its
     files and a reader of structbench.report.bundle."""
     block = (REPO / "rules/report.smk").read_text().split("\nrule report:\n")[1].split("\n    output:")[0]

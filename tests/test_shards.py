@@ -9,7 +9,8 @@ from llm_testing import ScriptedBackend
 from structbench.datamodel import SCHEMAS
 from structbench.llm import LLM, ChatRequest, LLMSpec, ResponseCache
 from structbench.prefixes.context_stats import context_summary
-from structbench.report.tables import TABLES, Omitted, ReportInputs, build_tables
+from structbench.report.catalog import TABLES, build_tables
+from structbench.report.registry import Omitted, ReportInputs
 from structbench.shards import merge_rows, merge_sections, merge_usage, shard_doc_ids
 from structbench.structure.stats import induction_summary
 

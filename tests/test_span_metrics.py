@@ -27,7 +27,8 @@ from structbench.metrics import (
 from structbench.metrics import reference as ref
 from structbench.metrics.spans import span_overlap
 from structbench.metrics.synthetic import synthetic_cell
-from structbench.report.tables import ReportInputs, ladder_table
+from structbench.report.registry import ReportInputs
+from structbench.report.results import ladder_table
 
 SPAN_METRICS = ["span_IoU@{k}", "span_precision@{k}", "span_recall@{k}"]
 
@@ -178,7 +179,13 @@ def test_precision_omega_ignores_the_run():
 
 
 def test_registered_with_labels_outside_the_default_set():
-    assert registered_metrics()[-4:] == ["span_IoU", "span_precision", "span_recall", "span_precision_omega"]
+    assert registered_metrics()[-5:] == [
+        "span_IoU",
+        "span_precision",
+        "span_recall",
+        "span_precision_omega",
+        "span_precision_omega_touching",
+    ]
     assert not set(metric_names()) & set(span_names(10))
     assert metric_label("span_IoU@5") == "span IoU@5" and metric_label("span_precision_omega") == "precision-Ω"
     assert "Smith & Troynikov" in parse_metric("span_recall@3").definition.formula

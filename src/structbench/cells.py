@@ -10,6 +10,8 @@ condition under an embedder and a reranker. The BM25 non-lexicality probe is sco
 from __future__ import annotations
 
 COLUMNS = ("corpus", "condition", "embedder", "reranker")
+# A cell less its condition: what every per-cell table groups by (the statistics step, the report).
+CELL = ["corpus", "embedder", "reranker"]
 LEXICAL = "bm25"  # the embedder name of the lexical probe's cells (the config schema reserves it)
 NO_RERANKER = "none"
 

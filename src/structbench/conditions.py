@@ -5,7 +5,8 @@ A condition is a point on four axes: boundaries, structure source, prefix and re
 value is a *kind*, optionally followed by ``:<parameter>`` (``path:3``, ``induced:llm``). The config
 schema's patterns, the workflow's wildcard constraints and the path-token round trip
 (``path:3`` <-> ``path-3``) are all generated from :data:`AXES`, so a new prefix or retrieval kind is
-declared here once and implemented in its own module (``prefixes.py``, ``retrieval.py``).
+declared here once and implemented in its own module (``structbench.prefixes``' ``RENDERERS``, a module of
+``structbench.retrieval``).
 
 Artifacts are keyed by the axes they depend on, so two conditions that agree on an axis share every
 artifact upstream of it (the workflow builds them once):
@@ -19,6 +20,7 @@ artifact upstream of it (the workflow builds them once):
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 # Path tokens use "-" where config values use ":", so a parameter must not contain either.
@@ -31,8 +33,9 @@ class Kind:
 
     A retrieval kind also says whether it is ``routed`` (a router keeps sections before chunks are ranked
     and writes a routing table, :mod:`structbench.retrieval.routing`) and which registered ``metrics``
-    its scores carry beyond the configured set (each reads that routing table). The workflow, the
-    scorer and the report take both from here."""
+    its scores carry beyond the configured set (each reads that routing table), and whether it is
+    ``lexical`` (its run is the chunk set's BM25 run, docs/method.md §8). The workflow, the scorer and
+    the report take these from here."""
 
     name: str
     parameter: str | None = None  # regex of the parameter; None: the kind takes none
@@ -40,6 +43,7 @@ class Kind:
     description: str = ""
     routed: bool = False
     metrics: tuple[str, ...] = ()
+    lexical: bool = False  # the run is the chunk set's BM25 run: no vectors, the same for every embedder
 
     def value_regex(self, separator: str = PARAMETER_SEPARATOR) -> str:
         return self.name if self.parameter is None else f"{self.name}{separator}{self.parameter}"
@@ -86,6 +90,14 @@ AXES: dict[str, tuple[Kind, ...]] = {
         Kind("path", "[1-9]", description="the real heading path cut to depth d"),
         Kind("placebo", "[1-9]", description="a real path of another document, same depth"),
         Kind("context", description="an LLM-written situating context (config contexts.llm)"),
+        # Late chunking (docs/method.md §8a) sits on this axis: it is another way to give a chunk its document,
+        # prepending nothing; its texts are the unprefixed ones, its vectors pooled from a pass over the document.
+        Kind("late", description="late chunking: the chunk's tokens mean-pooled from windows over its document"),
+        Kind(
+            "late_placebo",
+            description="late chunking inside another document of similar length: the chunk's tokens kept, "
+            "the window's other tokens foreign",
+        ),
     ),
     "retrieval": (
         Kind("flat", description="corpus-wide top-k over every chunk"),
@@ -101,6 +113,12 @@ AXES: dict[str, tuple[Kind, ...]] = {
             "retrieval.toc_llm); its chunks lead, flat search fills",
             routed=True,
             metrics=("section_recall", "toc_fallback"),
+        ),
+        Kind(
+            "bm25",
+            description="the lexical baseline: the chunk set's BM25 run over each chunk's content (prefix none; "
+            "one run shared by every embedder cell)",
+            lexical=True,
         ),
         Kind(
             "rrf",
@@ -154,7 +172,9 @@ AXES: dict[str, tuple[Kind, ...]] = {
 # chunkers against structural chunks, config/chunkers.yaml, likewise their own family), readtime (read-time
 # structure against flat search and its controls, config/readtime.yaml, likewise); exploratory rows
 # claim no family.
-FAMILIES = ("primary", "secondary", "model_free", "chunkers", "readtime", "exploratory")
+# late (late chunking's four questions, docs/method.md §8a) and readtime (read-time structure, §18) are their own
+# families for the same reason.
+FAMILIES = ("primary", "secondary", "model_free", "chunkers", "late", "readtime", "exploratory")
 
 
 def kinds(axis: str) -> tuple[Kind, ...]:
@@ -192,6 +212,14 @@ def parse_value(axis: str, value: str) -> tuple[Kind, str | None]:
             return kind, (str(value).split(PARAMETER_SEPARATOR, 1)[1] if kind.parameter else None)
     legal = ", ".join(kind.value_regex() for kind in kinds(axis))
     raise ValueError(f"{value!r} is not a {axis} value; expected one of: {legal}")
+
+
+LATE_PREFIXES = ("late", "late_placebo")  # prefixes whose vectors the late encoder pools (embedding/late.py)
+
+
+def is_late(prefix: str) -> bool:
+    """Whether a prefix value is embedded by late chunking rather than text by text."""
+    return prefix in LATE_PREFIXES
 
 
 def retrieval_kind(value: str) -> Kind:
@@ -270,6 +298,18 @@ class Contrast:
         return {"name": self.name, "family": self.family, "treatment": self.treatment, "control": self.control}
 
 
+def dropped_contrasts(contrasts: Mapping[str, Contrast], selected: Mapping) -> list[dict]:
+    """The declared ``contrasts`` a selection of conditions (``selected``, name -> condition) leaves out,
+    each as its :meth:`Contrast.as_params` plus ``missing``: the compared conditions not selected, in the
+    contrast's order (docs/method.md §15: the report lists them under Table 1)."""
+    dropped = []
+    for contrast in contrasts.values():
+        missing = [member for member in contrast.members if member not in selected]
+        if missing:
+            dropped.append(contrast.as_params() | {"missing": missing})
+    return dropped
+
+
 def parse_conditions(entries: dict) -> dict[str, Condition]:
     """Validate the ``conditions`` config block; errors name the condition and the bad value."""
     conditions = {}
@@ -291,8 +331,19 @@ def parse_conditions(entries: dict) -> dict[str, Condition]:
                 raise ValueError(
                     f"conditions.{name}.{axis} = {value!r} needs {kind.needs}, which this version does not ship yet"
                 )
+        if retrieval_kind(condition.retrieval).lexical and condition.prefix != "none":
+            raise ValueError(
+                f"conditions.{name}.prefix = {condition.prefix!r} with retrieval = {condition.retrieval!r}: BM25 "
+                "ranks each chunk's content alone (its run is the chunk set's BM25 run), so a prefix would change "
+                "nothing; use prefix: none"
+            )
         conditions[name] = condition
     return conditions
+
+
+def is_lexical(condition: Condition) -> bool:
+    """Whether a condition's run is its chunk set's BM25 run (retrieval kind ``bm25``)."""
+    return retrieval_kind(condition.retrieval).lexical
 
 
 def _axes(condition: Condition, chunkers: dict | None = None) -> tuple:

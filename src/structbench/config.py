@@ -212,6 +212,7 @@ def check_config(config: dict, metric_names: list[str]) -> tuple[dict, dict]:
     check_querygen_config(config)
     check_retrieval_config(config, conditions)
     check_chunker_config(config, conditions)
+    check_late_config(config, conditions)
     selected, selected_contrasts = select_conditions(
         conditions, contrasts, (config.get("select") or {}).get("conditions")
     )
@@ -302,12 +303,17 @@ def require_chunker_libraries(config: dict, conditions: dict) -> None:
     names = external_chunker_names(conditions)
     if not names:
         return
-    from structbench.chunking.external.spec import ChunkerSpec, missing_libraries
+    from structbench.chunking.external.spec import ChunkerSpec, ExternalChunkerError, check_options, missing_libraries
 
     specs = [ChunkerSpec.from_config(name, config["chunkers"][name]) for name in names]
     missing = missing_libraries(specs)
     if missing:
         raise ConfigError("; ".join(missing))
+    for spec in specs:  # against the installed library's own signature (imported only for chunkers in use)
+        try:
+            check_options(spec)
+        except ExternalChunkerError as error:
+            raise ConfigError(str(error)) from None
 
 
 def select_conditions(conditions: dict, contrasts: dict, chosen: list[str] | None) -> tuple[dict, dict]:
@@ -422,6 +428,38 @@ def check_llm_config(config: dict, conditions: dict) -> None:
             raise ConfigError(
                 f"conditions.{name}.prefix = 'context' needs contexts.llm (the llms entry that "
                 "writes the situating contexts), which is not set"
+            )
+
+
+def check_late_config(config: dict, conditions: dict) -> None:
+    """Late chunking (docs/method.md §8a) needs token embeddings: an endpoint embedder (kind openai), whose API
+    returns pooled vectors only, is refused for a late prefix; a local embedder's window must hold more than
+    a stated ``late.overlap`` content tokens (skipped for a model this machine cannot locate: its job says why)."""
+    late = [name for name, c in conditions.items() if axes.is_late(c.prefix)]
+    if not late:
+        return
+    from structbench.embedding.kinds import OPENAI, embedder_kind
+    from structbench.embedding.local import EmbedderSpec, effective_max_seq_length
+
+    overlap = config["late"]["overlap"]
+    for name in (config.get("select") or {}).get("embedders") or list(config["embedders"]):
+        entry = config["embedders"][name]
+        if embedder_kind(entry) == OPENAI:
+            raise ConfigError(
+                f"conditions.{late[0]}.prefix = {conditions[late[0]].prefix!r} needs token embeddings, but "
+                f"embedders.{name} is kind 'openai', whose API returns pooled vectors only; select local embedders "
+                "for late chunking (select.embedders)"
+            )
+        if overlap is None:  # half of each embedder's window (structbench.embedding.late.window_overlap): fits
+            continue
+        try:
+            window = effective_max_seq_length(EmbedderSpec.from_config(entry))
+        except (OSError, ValueError, ModuleNotFoundError):
+            continue
+        if overlap >= window - SPECIAL_TOKENS:
+            raise ConfigError(
+                f"late.overlap = {overlap} is not below embedders.{name}'s window of {window - SPECIAL_TOKENS} "
+                f"content tokens (max_seq_length {window} less [CLS] and [SEP]): windows could never advance"
             )
 
 

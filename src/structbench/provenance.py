@@ -12,7 +12,6 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -21,14 +20,23 @@ import structbench
 PACKAGE = "structbench"
 
 
+PACKAGE_DIR = Path(structbench.__file__).resolve().parent
+
+
 @functools.cache
 def module_file(module: str) -> Path | None:
-    """The source file of a structbench module, or None for a name that is a function or class."""
-    try:
-        spec = importlib.util.find_spec(module)
-    except (ImportError, AttributeError, ValueError):
+    """The source file of a structbench module, or None for a name that is a function or class.
+
+    Found by path, not ``importlib.util.find_spec``, which imports every parent package: each job-side
+    Snakemake computes the code version of every rule, so that cost is paid once per job."""
+    parts = module.split(".")
+    if parts[0] != PACKAGE:
         return None
-    return Path(spec.origin) if spec and spec.origin and spec.origin.endswith(".py") else None
+    base = PACKAGE_DIR.joinpath(*parts[1:])
+    for file in (base / "__init__.py", base.with_name(base.name + ".py")):
+        if file.is_file():
+            return file
+    return None
 
 
 def _catches_import_error(node: ast.Try) -> bool:
@@ -37,6 +45,24 @@ def _catches_import_error(node: ast.Try) -> bool:
         if any(isinstance(expr, ast.Name) and expr.id in {"ImportError", "ModuleNotFoundError"} for expr in caught):
             return True
     return False
+
+
+# The fields of a statement that hold statements: an import is a statement, so the walk visits these only
+# (a tenth of a module's nodes; ast.walk over every expression node was most of a job's start-up).
+BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def _imports(body: list, optional: bool):
+    """``(import node, optional)`` for every import statement in ``body`` and the blocks nested in it."""
+    for node in body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node, optional
+            continue
+        guarded = isinstance(node, ast.Try) and _catches_import_error(node)
+        for field in BLOCKS:
+            block = getattr(node, field, None)
+            if isinstance(block, list):
+                yield from _imports(block, optional or (guarded and field == "body"))
 
 
 @functools.cache
@@ -51,27 +77,13 @@ def imports_of(path: Path, package: str | None) -> tuple[frozenset[str], frozens
     # loads the API, ``import structbench.metrics`` does not. A script that uses such a name imports it
     # by name itself, which this walk sees; following every package's lazy exports would make every
     # script depend on everything.
-    lazy_nodes = {
-        id(inner)
-        for node in tree.body
-        if isinstance(node, ast.FunctionDef) and node.name == "__getattr__"
-        for inner in ast.walk(node)
-    }
-    optional_nodes = {
-        id(inner)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Try) and _catches_import_error(node)
-        for statement in node.body
-        for inner in ast.walk(statement)
-    }
+    body = [node for node in tree.body if not (isinstance(node, ast.FunctionDef) and node.name == "__getattr__")]
     required, optional = set(), set()
-    for node in ast.walk(tree):
-        if id(node) in lazy_nodes:
-            continue
+    for node, guarded in _imports(body, optional=False):
         names: set[str] = set()
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
+        else:
             base = node.module or ""
             if node.level:
                 parts = (package or "").split(".")
@@ -79,7 +91,7 @@ def imports_of(path: Path, package: str | None) -> tuple[frozenset[str], frozens
             names.add(base)
             if base.split(".")[0] == PACKAGE:
                 names.update(f"{base}.{alias.name}" for alias in node.names)
-        (optional if id(node) in optional_nodes else required).update(names)
+        (optional if guarded else required).update(names)
     return frozenset(required), frozenset(optional - required)
 
 

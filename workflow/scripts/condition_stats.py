@@ -10,9 +10,10 @@ from structbench.stats.means import DoseSeries, condition_mean_cis, dose_respons
 with step_log(snakemake.log[0], "condition_stats") as log:
     scores = pl.concat([read_table(path) for path in snakemake.input], how="diagonal_relaxed")
     metric, B, seed = snakemake.params.primary_metric, snakemake.params.bootstrap_iters, snakemake.params.seed
-    means = condition_mean_cis(scores, metric, n_boot=B, seed=seed)
+    cluster = snakemake.params.cluster
+    means = condition_mean_cis(scores, metric, n_boot=B, seed=seed, cluster=cluster)
     series = [DoseSeries.from_params(entry) for entry in snakemake.params.series]
-    slopes = dose_response_slopes(scores, series, metric, n_boot=B, seed=seed)
+    slopes = dose_response_slopes(scores, series, metric, n_boot=B, seed=seed, cluster=cluster)
     log.info("\n%s\n%s", means, slopes)
     write_table(means, snakemake.output.means)
     write_table(slopes, snakemake.output.dose_response)

@@ -16,6 +16,7 @@ with step_log(snakemake.log[0], "contrasts") as log:
         B=snakemake.params.bootstrap_iters,
         seed=snakemake.params.seed,
         mixedlm=snakemake.params.mixedlm,
+        cluster=snakemake.params.cluster,
     )
     table = table.with_columns(
         [pl.lit(snakemake.wildcards[key]).alias(key) for key in ("corpus", "embedder", "reranker")]

@@ -5,12 +5,13 @@ from structbench.logs import step_log
 from structbench.report.bundle import ReportPaths, load_inputs, rule_input_paths, write_report_bundle
 
 with step_log(snakemake.log[0], "report") as log:
-    # one named input per structbench.report.tables.report_inputs() entry (rules/report.smk)
+    # one named input per structbench.report.registry.report_inputs() entry (rules/report.smk)
     inputs = load_inputs(
         rule_input_paths(snakemake.input, snakemake.params.input_keys),
         conditions=dict(snakemake.params.conditions),
         primary_metric=snakemake.params.primary_metric,
         contrast_specs=list(snakemake.params.contrasts),
+        dropped_contrasts=list(snakemake.params.dropped_contrasts),
         bootstrap_iters=snakemake.params.bootstrap_iters,
     )
     paths = ReportPaths(

@@ -6,13 +6,16 @@ Paths are used as given (relative ones against the working directory). Keys per 
 key or a missing required one is a ``ValueError`` naming it):
 
 all kinds
-    ``kind`` (required): ``markdown`` | ``qasper`` | ``wikitext`` | ``wikipedia``;
+    ``kind`` (required): ``markdown`` | ``chroma`` | ``qasper`` | ``wikitext`` | ``wikipedia``;
     ``name`` (optional): the ``corpus`` column value, default the kind;
     ``queries`` (optional, null): ``generated`` scores the corpus on LLM-generated queries
     (``structbench.querygen``) instead of its own questions, which are still loaded and verified.
 ``markdown`` (``markdown.py``)
     ``path`` (required): folder of ``*.md`` files, searched recursively (``doc_id`` = file stem);
-    ``questions`` (optional, null): JSONL questions file with verbatim evidence quotes.
+    ``questions`` (optional, null): JSONL questions file with verbatim evidence quotes or source ranges.
+``chroma`` (``chroma.py``)
+    ``path`` (required): Chroma's benchmark folder (``corpora/*.md`` and ``questions_df.csv``), evidence
+    placed by its ``start_index``/``end_index``.
 ``qasper`` (``qasper.py``)
     ``paths`` (required): list of files (a single string is accepted): official dict JSON,
     official ``.tgz`` release tarballs, or Hugging Face columnar JSON; splits are merged;
@@ -46,6 +49,7 @@ from structbench.corpus.verify import (
 _FILTER_KEYS = ("min_words", "min_depth", "min_sections", "n_docs", "max_per_bucket", "seed")
 _KEYS = {
     "markdown": ({"path"}, {"questions"}),
+    "chroma": ({"path"}, set()),
     "qasper": ({"paths"}, {"splits", "fuzzy_threshold", "max_docs"}),
     "wikitext": ({"path"}, set(_FILTER_KEYS)),
     "wikipedia": ({"cache_dir", "user_agent"}, set(_FILTER_KEYS) | {"rate_limit_s", "api_url", "max_retries"}),
@@ -86,7 +90,9 @@ def has_queries(spec: dict) -> bool:
     The others (WikiText, Wikipedia-FA, Markdown without questions, none of them with ``queries:
     generated``) are built, verified, chunked and reported, but not scored."""
     kind = _check_keys(spec)
-    return generates_queries(spec) or kind == "qasper" or (kind == "markdown" and bool(spec.get("questions")))
+    return (
+        generates_queries(spec) or kind in ("qasper", "chroma") or (kind == "markdown" and bool(spec.get("questions")))
+    )
 
 
 def source_files(spec: dict) -> list[str]:
@@ -101,6 +107,12 @@ def source_files(spec: dict) -> list[str]:
 
         files = [str(path) for path in markdown_files(spec["path"])]
         return files + ([str(spec["questions"])] if spec.get("questions") else [])
+    if kind == "chroma":
+        from structbench.corpus.chroma import chroma_files
+        from structbench.corpus.markdown import markdown_files
+
+        corpora, questions = chroma_files(spec["path"])
+        return [str(path) for path in markdown_files(corpora)] + [str(questions)]
     if kind == "qasper":
         paths = spec["paths"]
         return [paths] if isinstance(paths, str) else [str(p) for p in paths]
@@ -128,6 +140,10 @@ def _load(spec: dict) -> CorpusTables:
         from structbench.corpus.markdown import load_markdown_folder
 
         return load_markdown_folder(spec["path"], corpus=name, questions_path=spec.get("questions"))
+    if kind == "chroma":
+        from structbench.corpus.chroma import load_chroma
+
+        return load_chroma(spec["path"], corpus=name)
     if kind == "qasper":
         from structbench.corpus.qasper import load_qasper
 

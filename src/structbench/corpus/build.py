@@ -86,7 +86,7 @@ def section_paths(title: str, sections: Sequence[SectionSpec]) -> tuple[list[lis
 
 
 def build_tables(corpus: str, docs: Iterable[ParsedDocument]) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """``(documents, paragraphs, sections)`` conforming to ``tables.py`` for ``docs``.
+    """``(documents, paragraphs, sections)`` conforming to :mod:`structbench.datamodel` for ``docs``.
 
     Raises ``ValueError`` for a duplicate ``doc_id`` or an empty paragraph (loaders skip those
     before they get here). Section specs are taken as given; ``verify.verify_sections`` judges them.
@@ -228,7 +228,7 @@ def union_spans(spans: Iterable[tuple[int, int, str]]) -> list[tuple[int, int, s
     return result
 
 
-STEP_ORDER = ("exact", "normalized", "fuzzy", "section")
+STEP_ORDER = ("offsets", "exact", "normalized", "fuzzy", "section")  # offsets: an exact source range
 
 
 def funnel_frame(rows: Iterable[tuple[str, str, str, int]]) -> pl.DataFrame:

@@ -43,6 +43,15 @@ Questions file (``questions_path``): JSONL, one object per line (blank lines all
     {"qid": "kb-001", "doc_id": "<file stem>", "question": "...", "qtype": "factoid",
      "evidence": ["verbatim quote", ...]}
 
+An evidence item is a verbatim quote or a character range of the document's source file,
+``{"start": 120, "end": 180}`` or ``{"start": 120, "end": 180, "quote": "..."}`` (Python string offsets
+into the file as written, as Chroma's ``start_index``/``end_index``; ``quote``, when given, must equal
+the file's text there). A range places its evidence exactly, where a quote that occurs twice is placed
+at its first occurrence; it maps to the flat text through :mod:`structbench.corpus.sourcemap` (span
+step ``offsets``). A range outside the file, one that does not match its quote, one holding heading,
+front-matter or thematic-break characters (not flat text) or only whitespace is a
+``SourceRangeError`` (a ``ValueError``) naming the file, line and question.
+
 ``qtype`` is optional (default ``"factoid"``). Each quote maps to content offsets by exact substring
 search in the document's flat text (first occurrence; the count is kept in ``meta``), then by
 whitespace-normalized search mapped back to original offsets. A quote found neither way, an unknown
@@ -61,7 +70,8 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
@@ -76,6 +86,7 @@ from structbench.corpus.build import (
     skipped_frame,
     union_spans,
 )
+from structbench.corpus.sourcemap import SourceMap, SourceRangeError
 from structbench.corpus.verify import assert_verified
 from structbench.datamodel import ParsedDocument
 
@@ -95,6 +106,11 @@ class _Block:
     kind: str  # "para", "list", "code" or "comment"
     lines: list[str]
     fence: str = ""
+    rows: list[int] = field(default_factory=list)  # the source line of each of ``lines``
+
+    def add(self, line: str, row: int) -> None:
+        self.lines.append(line)
+        self.rows.append(row)
 
 
 def read_utf8(path: str | Path) -> str:
@@ -127,10 +143,17 @@ def _front_matter(lines: list[str], doc_id: str) -> tuple[dict, int]:
 def parse_markdown(text: str, doc_id: str, title: str | None = None) -> ParsedDocument:
     """Parse one Markdown document; ``title`` is the fallback title (default: ``doc_id``; ``""``: none, the
     document is untitled unless it names a title itself)."""
+    return parse_markdown_lines(text, doc_id, title)[0]
+
+
+def parse_markdown_lines(text: str, doc_id: str, title: str | None = None) -> tuple[ParsedDocument, list[list[int]]]:
+    """:func:`parse_markdown` and, per paragraph, the source line (0-based, after a BOM, any line ending)
+    of each of its lines: what :class:`structbench.corpus.sourcemap.SourceMap` maps offsets with."""
     text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
     lines = text.split("\n")
     front, first_line = _front_matter(lines, doc_id)
     paragraphs: list[str] = []
+    paragraph_rows: list[list[int]] = []
     headings: list[tuple[int, str, int]] = []
     block: _Block | None = None
     blank_in_list = False
@@ -142,15 +165,17 @@ def parse_markdown(text: str, doc_id: str, title: str | None = None) -> ParsedDo
             if block.kind == "comment":
                 while block.lines and not block.lines[-1].strip():
                     block.lines.pop()  # an unclosed comment runs to the end of the file
+                    block.rows.pop()
             joined = "\n".join(block.lines)
             if joined.strip():
                 paragraphs.append(joined)
+                paragraph_rows.append(block.rows)
         block = None
         blank_in_list = False
 
-    for raw in lines[first_line:]:
+    for row, raw in enumerate(lines[first_line:], start=first_line):
         if block is not None and block.kind == "code":
-            block.lines.append(raw)
+            block.add(raw, row)
             closing = _FENCE.match(raw)
             if (
                 closing
@@ -162,7 +187,7 @@ def parse_markdown(text: str, doc_id: str, title: str | None = None) -> ParsedDo
             continue
         line = raw.rstrip()
         if block is not None and block.kind == "comment":
-            block.lines.append(line)
+            block.add(line, row)
             if "-->" in line:
                 flush()
             continue
@@ -174,14 +199,14 @@ def parse_markdown(text: str, doc_id: str, title: str | None = None) -> ParsedDo
             continue
         if _COMMENT_OPEN.match(line):
             flush()
-            block = _Block("comment", [line])
+            block = _Block("comment", [line], rows=[row])
             if "-->" in line:
                 flush()
             continue
         fence = _FENCE.match(line)
         if fence and not (fence.group(1)[0] == "`" and "`" in fence.group(2)):
             flush()
-            block = _Block("code", [raw], fence=fence.group(1))
+            block = _Block("code", [raw], fence=fence.group(1), rows=[row])
             continue
         atx = _ATX.match(line)
         atx_text = _ATX_CLOSING.sub("", atx.group(2) or "").strip() if atx else ""
@@ -198,7 +223,7 @@ def parse_markdown(text: str, doc_id: str, title: str | None = None) -> ParsedDo
                 headings.append((1 if setext.group(1)[0] == "=" else 2, heading_text, len(paragraphs)))
                 continue
             demoted += 1
-            block.lines.append(line)  # the underline stays the paragraph's last line
+            block.add(line, row)  # the underline stays the paragraph's last line
             continue
         if _THEMATIC.match(line):
             flush()
@@ -208,18 +233,18 @@ def parse_markdown(text: str, doc_id: str, title: str | None = None) -> ParsedDo
                 flush()
                 block = _Block("list", [])
             blank_in_list = False
-            block.lines.append(line)
+            block.add(line, row)
             continue
         if block is not None and block.kind == "list":
             if blank_in_list and not _CONTINUATION.match(line):
                 flush()
             else:
                 blank_in_list = False
-                block.lines.append(line)
+                block.add(line, row)
                 continue
         if block is None:
             block = _Block("para", [])
-        block.lines.append(line)
+        block.add(line, row)
     flush()
 
     front_title = front.get("title")
@@ -239,7 +264,8 @@ def parse_markdown(text: str, doc_id: str, title: str | None = None) -> ParsedDo
     meta = {"front_matter": {str(key): _jsonable(value) for key, value in front.items()}} if front else {}
     if demoted:
         meta["demoted_headings"] = demoted
-    return ParsedDocument(doc_id=doc_id, title=doc_title, paragraphs=paragraphs, sections=sections, meta=meta)
+    parsed = ParsedDocument(doc_id=doc_id, title=doc_title, paragraphs=paragraphs, sections=sections, meta=meta)
+    return parsed, paragraph_rows
 
 
 def _jsonable(value):
@@ -269,14 +295,9 @@ def markdown_files(folder: str | Path) -> list[Path]:
     return files
 
 
-def load_markdown_folder(
-    folder: str | Path, corpus: str = "markdown", questions_path: str | Path | None = None
-) -> CorpusTables:
-    """Load every ``*.md`` file under ``folder`` (recursively; ``doc_id`` = file stem) and the questions.
-
-    Two files with the same stem are a ``ValueError`` naming both (the stem is the ``doc_id``).
-    """
-    folder = Path(folder)
+def parse_folder(folder: Path) -> tuple[list[Path], list[ParsedDocument], list, dict[str, Path], dict]:
+    """``(files, documents, skipped, stem -> file, doc_id -> (source, paragraphs, paragraph rows))`` of a
+    folder of ``*.md`` files; two files with the same stem are a ``ValueError`` naming both."""
     files = markdown_files(folder)
     stems: dict[str, Path] = {}
     for path in files:
@@ -285,15 +306,30 @@ def load_markdown_folder(
         stems[path.stem] = path
     docs: list[ParsedDocument] = []
     skipped: list[tuple[str, str, str]] = []
+    sources: dict[str, tuple[str, list[str], list[list[int]]]] = {}
     for path in files:
-        doc = parse_markdown(read_utf8(path), path.stem, title=title_from_stem(path.stem))
+        source = read_utf8(path)
+        doc, rows = parse_markdown_lines(source, path.stem, title=title_from_stem(path.stem))
         if not doc.paragraphs:
             skipped.append((str(path), path.stem, "no_paragraphs"))
             continue
         doc.meta["source"] = path.relative_to(folder).as_posix()
         docs.append(doc)
+        sources[doc.doc_id] = (source, doc.paragraphs, rows)
     if not docs:
         raise ValueError(f"markdown corpus folder {folder}: no file has body paragraphs")
+    return files, docs, skipped, stems, sources
+
+
+def load_markdown_folder(
+    folder: str | Path, corpus: str = "markdown", questions_path: str | Path | None = None
+) -> CorpusTables:
+    """Load every ``*.md`` file under ``folder`` (recursively; ``doc_id`` = file stem) and the questions.
+
+    Two files with the same stem are a ``ValueError`` naming both (the stem is the ``doc_id``).
+    """
+    folder = Path(folder)
+    files, docs, skipped, stems, sources = parse_folder(folder)
     documents, paragraphs, sections = build_tables(corpus, docs)
     assert_verified(paragraphs, sections, documents)
     funnel = [
@@ -306,15 +342,9 @@ def load_markdown_folder(
     if questions_path is not None:
         texts = dict(zip(documents["doc_id"].to_list(), documents["text"].to_list()))
         skipped_ids = {record for _, record, _ in skipped}
-        query_rows = _load_questions(Path(questions_path), corpus, texts, skipped_ids, stems)
-        steps = [step for row in query_rows for step in row["meta"]["span_steps"]]
-        funnel += [
-            ("questions", "in", "", len(query_rows)),
-            ("questions", "out", "", len(query_rows)),
-            ("spans", "out", "", len(steps)),
-            ("spans", "matched", "exact", steps.count("exact")),
-            ("spans", "matched", "normalized", steps.count("normalized")),
-        ]
+        records = _jsonl_records(Path(questions_path))
+        query_rows = question_rows(records, corpus, texts, skipped_ids, stems, sources)
+        funnel += question_funnel(query_rows)
     return CorpusTables(
         documents=documents,
         paragraphs=paragraphs,
@@ -323,6 +353,20 @@ def load_markdown_folder(
         funnel=funnel_frame(funnel),
         skipped=skipped_frame(skipped),
     )
+
+
+def question_funnel(query_rows: list[dict]) -> list[tuple[str, str, str, int]]:
+    """Funnel rows of loaded questions: counts in and out, and how each span was matched."""
+    steps = [step for row in query_rows for step in row["meta"]["span_steps"]]
+    rows = [
+        ("questions", "in", "", len(query_rows)),
+        ("questions", "out", "", len(query_rows)),
+        ("spans", "out", "", len(steps)),
+        ("spans", "matched", "exact", steps.count("exact")),
+        ("spans", "matched", "normalized", steps.count("normalized")),
+    ]
+    # only where ranges were given: a quotes-only corpus keeps the funnel it always had
+    return rows + ([("spans", "matched", "offsets", steps.count("offsets"))] if "offsets" in steps else [])
 
 
 class _NormalizedText:
@@ -361,12 +405,8 @@ def locate_quote(text: str, quote: str, normalized: _NormalizedText | None = Non
     return found[0], found[1], "normalized", normalized.text.count(" ".join(quote.split()))
 
 
-def _load_questions(
-    path: Path, corpus: str, texts: dict[str, str], skipped_ids: set[str], files: dict[str, Path]
-) -> list[dict]:
-    rows: list[dict] = []
-    seen: set[str] = set()
-    normalized_cache: dict[str, _NormalizedText] = {}
+def _jsonl_records(path: Path) -> Iterator[tuple[str, dict]]:
+    """``(where, record)`` for every non-blank line of a JSONL questions file."""
     for line_number, line in enumerate(read_utf8(path).splitlines(), start=1):
         if not line.strip():
             continue
@@ -376,11 +416,87 @@ def _load_questions(
             raise ValueError(f"{path}, line {line_number}: not a JSON object ({error.msg})") from None
         if not isinstance(record, dict):
             raise ValueError(f"{path}, line {line_number}: not a JSON object")
+        yield f"{path}, line {line_number}", record
+
+
+def _locate_range(item: dict, source_map: SourceMap, text: str, where: str) -> tuple[int, int, str, int]:
+    """``(start, end, "offsets", 1)`` of a ``{start, end[, quote]}`` evidence item (source offsets)."""
+    unknown = sorted(set(item) - {"start", "end", "quote"})
+    if unknown:
+        raise ValueError(f"{where}: evidence range {item!r} has unknown key(s) {unknown} (start, end, quote)")
+    start, end = item.get("start"), item.get("end")
+    if not all(isinstance(value, int) and not isinstance(value, bool) for value in (start, end)):
+        raise ValueError(f"{where}: evidence range {item!r} needs integer 'start' and 'end' (source offsets)")
+    quote = item.get("quote")
+    if quote is not None:
+        if not isinstance(quote, str):
+            raise ValueError(f"{where}: evidence range {item!r}: 'quote' is not a string")
+        found = source_map.source[start:end] if 0 <= start <= end else ""
+        if found != quote:
+            raise SourceRangeError(
+                f"{where}: evidence range [{start}, {end}) does not match its quote: the source has "
+                f"{found[:120]!r}, the quote is {quote[:120]!r}"
+            )
+    try:
+        flat_start, flat_end = source_map.to_flat(start, end)
+    except SourceRangeError as error:
+        raise SourceRangeError(f"{where}: evidence {error}") from None
+    if not text[flat_start:flat_end].strip():
+        raise SourceRangeError(f"{where}: evidence range [{start}, {end}) holds only whitespace")
+    return flat_start, flat_end, "offsets", 1
+
+
+def _locate_evidence(
+    evidence: list,
+    doc_id: str,
+    where: str,
+    texts: dict[str, str],
+    normalized_cache: dict[str, _NormalizedText],
+    sources: dict[str, tuple[str, list[str], list[list[int]]]],
+    maps: dict[str, SourceMap],
+    files: dict[str, Path],
+) -> tuple[list[tuple[int, int, str]], list[int]]:
+    """Flat ``(start, end, step)`` and occurrence count of every evidence item (quote or source range)."""
+    text = texts[doc_id]
+    located: list[tuple[int, int, str]] = []
+    occurrences: list[int] = []
+    for item in evidence:
+        if isinstance(item, dict):
+            if doc_id not in maps:  # built only for documents with ranges: a map holds ints per character
+                maps[doc_id] = SourceMap(*sources[doc_id])
+            found = _locate_range(item, maps[doc_id], text, where)
+        else:
+            if not isinstance(item, str) or not item.strip():
+                raise ValueError(f"{where}: evidence quote {item!r} is empty or not a string")
+            if doc_id not in normalized_cache and item not in text:
+                normalized_cache[doc_id] = _NormalizedText(text)
+            found = locate_quote(text, item, normalized_cache.get(doc_id))
+            if found is None:
+                raise ValueError(f"{where}: evidence quote not found in {files[doc_id]}: {item[:200]!r}")
+        located.append(found[:3])
+        occurrences.append(found[3])
+    return located, occurrences
+
+
+def question_rows(
+    records: Iterable[tuple[str, dict]],
+    corpus: str,
+    texts: dict[str, str],
+    skipped_ids: set[str],
+    files: dict[str, Path],
+    sources: dict[str, tuple[str, list[str], list[list[int]]]],
+) -> list[dict]:
+    """Query rows of ``(where, record)`` question records (the JSONL layout of the module docstring)."""
+    rows: list[dict] = []
+    seen: set[str] = set()
+    normalized_cache: dict[str, _NormalizedText] = {}
+    maps: dict[str, SourceMap] = {}
+    for place, record in records:
         missing = [key for key in ("qid", "doc_id", "question", "evidence") if key not in record]
         if missing:
-            raise ValueError(f"{path}, line {line_number}: question is missing {missing}")
+            raise ValueError(f"{place}: question is missing {missing}")
         qid, doc_id = str(record["qid"]), str(record["doc_id"])
-        where = f"{path}, line {line_number}, question {qid!r}"
+        where = f"{place}, question {qid!r}"
         if qid in seen:
             raise ValueError(f"{where}: duplicate qid")
         seen.add(qid)
@@ -396,20 +512,8 @@ def _load_questions(
             raise ValueError(f"{where}: doc_id {doc_id!r} {why}")
         evidence = record["evidence"]
         if isinstance(evidence, str) or not isinstance(evidence, list) or not evidence:
-            raise ValueError(f"{where}: evidence must be a non-empty list of verbatim quotes")
-        text = texts[doc_id]
-        located: list[tuple[int, int, str]] = []
-        occurrences: list[int] = []
-        for quote in evidence:
-            if not isinstance(quote, str) or not quote.strip():
-                raise ValueError(f"{where}: evidence quote {quote!r} is empty or not a string")
-            if doc_id not in normalized_cache and quote not in text:
-                normalized_cache[doc_id] = _NormalizedText(text)
-            found = locate_quote(text, quote, normalized_cache.get(doc_id))
-            if found is None:
-                raise ValueError(f"{where}: evidence quote not found in {files[doc_id]}: {quote[:200]!r}")
-            located.append(found[:3])
-            occurrences.append(found[3])
+            raise ValueError(f"{where}: evidence must be a non-empty list of verbatim quotes or {{start, end}} ranges")
+        located, occurrences = _locate_evidence(evidence, doc_id, where, texts, normalized_cache, sources, maps, files)
         spans = union_spans(located)
         rows.append(
             {

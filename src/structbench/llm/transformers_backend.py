@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from structbench.devices import pick_device
-from structbench.llm import prefix_reuse
+from structbench.llm import gguf_cache, prefix_reuse
 from structbench.llm.cache import weights_fingerprint
 from structbench.llm.requests import ChatRequest, Completion
 from structbench.llm.spec import LLMSpec
@@ -77,6 +77,28 @@ def resolve_model(model: str, gguf_file: str | None = None) -> tuple[Path, str |
     )
 
 
+def load_pretrained(directory: Path, gguf_file: str | None, dtype, dtype_name: str, weights: str):
+    """``(tokenizer, model)`` of a model directory or a GGUF file; a GGUF file is converted once and later
+    loads read the conversion (:mod:`structbench.llm.gguf_cache`, which says why that is exact)."""
+    import transformers
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    root = gguf_cache.cache_root() if gguf_file else None
+    folder = root and gguf_cache.conversion_dir(root, weights, dtype_name, transformers.__version__)
+    if folder and gguf_cache.is_converted(folder):
+        tokenizer = AutoTokenizer.from_pretrained(str(folder))
+        return tokenizer, AutoModelForCausalLM.from_pretrained(str(folder), dtype=dtype)
+    extra = {"gguf_file": gguf_file} if gguf_file else {}
+    tokenizer = AutoTokenizer.from_pretrained(str(directory), **extra)
+    model = AutoModelForCausalLM.from_pretrained(str(directory), dtype=dtype, **extra)
+    if folder:
+        try:
+            gguf_cache.save_conversion(folder, tokenizer, model)
+        except OSError as error:  # a read-only or full cache: this load converted, and the next converts again
+            log.warning("could not save the converted GGUF model to %s: %s", folder, error)
+    return tokenizer, model
+
+
 class TransformersBackend:
     """``AutoModelForCausalLM`` + ``AutoTokenizer`` from ``spec.model``; see the module docstring."""
 
@@ -84,7 +106,6 @@ class TransformersBackend:
 
     def __init__(self, spec: LLMSpec, memo_root: str | Path | None = None):
         import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
 
         self.spec = spec
         if spec.threads:
@@ -93,15 +114,15 @@ class TransformersBackend:
         weights = self.directory / self.gguf_file if self.gguf_file else self.directory
         self._identity = {"model": spec.model, "weights": weights_fingerprint(weights, memo_root)}
         self.device = pick_device(spec.device, "LLM")
-        extra = {"gguf_file": self.gguf_file} if self.gguf_file else {}
-        self.tokenizer = AutoTokenizer.from_pretrained(str(self.directory), **extra)
+        dtype = "auto" if spec.dtype == "auto" else getattr(torch, spec.dtype)
+        self.tokenizer, self.model = load_pretrained(
+            self.directory, self.gguf_file, dtype, spec.dtype, self._identity["weights"]
+        )
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         if not self.tokenizer.chat_template:
             raise ValueError(f"tokenizer of {spec.model!r} has no chat template")
-        dtype = "auto" if spec.dtype == "auto" else getattr(torch, spec.dtype)
-        self.model = AutoModelForCausalLM.from_pretrained(str(self.directory), dtype=dtype, **extra)
         self.model.to(self.device).eval()
         self.context_tokens = spec.context_tokens or int(self.model.config.max_position_embeddings)
         eos = self.model.generation_config.eos_token_id

@@ -40,7 +40,10 @@ class RunEvidence:
       documents); marginal coverage gains then never interact, which the kernels exploit.
     - character extents, for the span metrics (:mod:`structbench.metrics.spans`): ``hit_lo``, ``hit_hi``
       (each hit's clipped overlap ``c ∩ g``); ``cand_start``, ``cand_end`` (each candidate's content
-      interval); the run as blocks of rows, one per query's ranking, ``block_query``, ``block_len``,
+      interval); ``touch_query``, ``touch_start``, ``touch_end``: chunks of the query's document whose
+      overlap with a gold span is EMPTY but that meet it (a chunk ending where the span starts, or
+      starting where it ends), for Chroma's rule of precision-Ω; the run as blocks of rows, one per
+      query's ranking, ``block_query``, ``block_len``,
       with ``row_rank`` and ``row_chunk`` (the chunk-set position of every run row, all documents) and
       ``chunk_length`` (content characters of each chunk-set position). These reuse arrays the
       alignment builds anyway: no extra pass over the run.
@@ -73,6 +76,9 @@ class RunEvidence:
     hit_hi: np.ndarray
     cand_start: np.ndarray
     cand_end: np.ndarray
+    touch_query: np.ndarray
+    touch_start: np.ndarray
+    touch_end: np.ndarray
     block_query: np.ndarray
     block_len: np.ndarray
     row_rank: np.ndarray
@@ -298,6 +304,7 @@ def align_run(
     layout = _chunk_layout(chunk_set, spans)
     hits = _hits(rows, chunk_set, query_doc, spans, cumulative, tokens_before_block, layout.disjoint)
     candidates = _candidates(layout, chunk_set, query_doc, spans, len(queries))
+    touch_query, touch_chunk = _adjacent(layout, chunk_set, query_doc, spans)
 
     return RunEvidence(
         qid=qids,
@@ -327,6 +334,9 @@ def align_run(
         hit_hi=hits.hi,
         cand_start=chunk_start[candidates.cand_chunk],
         cand_end=chunk_end[candidates.cand_chunk],
+        touch_query=touch_query,
+        touch_start=chunk_start[touch_chunk],
+        touch_end=chunk_end[touch_chunk],
         block_query=rows.block_query,
         block_len=rows.block_len,
         row_rank=rows.row_rank,
@@ -552,3 +562,22 @@ def _candidates(
     cand_relevant[pair_cand[pair_relevant]] = True
     query_n_relevant = np.bincount(cand_query[cand_relevant], minlength=n_queries).astype(INDEX)
     return _Candidates(cand_query, cand_chunk, pair_cand, pair_span, pair_lo, pair_hi, query_n_relevant)
+
+
+def _adjacent(
+    layout: _ChunkLayout, chunk_set: _Chunks, query_doc: np.ndarray, spans: _Spans
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(query, chunk)`` pairs of chunks of the query's document that meet a gold span with an empty
+    overlap (``max(starts) == min(ends)``): what Chroma's ``intersect_two_ranges`` also accepts."""
+    stride = layout.stride
+    span_doc = query_doc[spans.query]
+    # inclusive windows: chunks starting at or before the span's end, reaching at or past its start
+    window_end = np.searchsorted(layout.start_key, span_doc * stride + spans.end, side="right")
+    window_start = np.searchsorted(layout.reach_key, span_doc * stride + spans.start, side="left")
+    window = np.maximum(window_end - window_start, 0)
+    pair_span = np.repeat(np.arange(len(spans.query), dtype=INDEX), window)
+    pair_chunk = layout.by_position[kernels.concatenated_ranges(window_start, window)]
+    lo = np.maximum(chunk_set.start[pair_chunk], spans.start[pair_span])
+    hi = np.minimum(chunk_set.end[pair_chunk], spans.end[pair_span])
+    meets = (lo == hi) & (chunk_set.doc[pair_chunk] == span_doc[pair_span])
+    return spans.query[pair_span[meets]], pair_chunk[meets]

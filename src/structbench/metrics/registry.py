@@ -218,3 +218,13 @@ def metrics_from_config(metrics_config: Mapping) -> list[str]:
 
 def _usage(definition: MetricDefinition) -> str:
     return f"{definition.name}@<{definition.cutoff}>" if definition.cutoff else definition.name
+
+
+# The identifying and grouping columns of a score or means table: never metrics.
+ID_COLUMNS = {"qid", "doc_id", "qtype", "corpus", "condition", "embedder", "reranker"}
+
+
+def metric_columns(scores) -> list[str]:
+    """The columns of ``scores`` (or of a means table) that are registered metrics, in table order:
+    ids, counts and any other column are not metrics."""
+    return [c for c in scores.columns if c not in ID_COLUMNS and is_metric(c)]

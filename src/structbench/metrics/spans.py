@@ -27,8 +27,11 @@ What this module follows, and where it differs (each difference is on purpose):
   sums its references' lengths in recall's denominator, which differs only when spans overlap.
 - Precision-Ω's chunk set is every chunk of the condition's chunk set in the query's document with
   POSITIVE overlap with a gold span. Chroma's ``intersect_two_ranges`` also accepts an empty overlap
-  (a chunk ending where a span starts), which would put a merely adjacent chunk in the set; we do
-  not. As in Chroma's code, Ω's denominator is the MERGED union of those chunks plus any gold
+  (a chunk ending where a span starts), which puts a merely adjacent chunk in the set; the default
+  (``span_precision_omega``) does not, and ``span_precision_omega_touching`` follows Chroma's rule
+  (on Chroma's benchmark, LangChain's recursive splitter at 200 tokens, they differ on 116 of 472
+  questions, mean 0.297 against 0.265: benchmarks/chroma_acceptance.py, docs/method.md §10). As in Chroma's
+  code, Ω's denominator is the MERGED union of those chunks plus any gold
   characters no chunk covers (so it is the IoU of t_e with that union; with chunks that tile the
   document it is |t_e| / |∪ chunks|), and does not depend on the run or the embedder. Chroma calls
   it an upper bound; it bounds the precision of retrieving all of t_e, not every precision@k (one
@@ -155,8 +158,9 @@ def span_char_recall(evidence: RunEvidence, k: int = NDCG_K) -> np.ndarray:
 @register(
     "span_precision_omega",
     label="precision-Ω",
-    description="Chroma's precision-Ω: precision of the condition's chunks that hold any gold character, all "
-    "retrieved (perfect recall); a property of the chunking alone.",
+    description="precision-Ω after Chroma (a chunk counts when it shares a character with a gold span): precision "
+    "of the condition's chunks that hold any gold character, all retrieved (perfect recall); a property of the "
+    "chunking alone.",
 )
 def precision_omega(evidence: RunEvidence) -> np.ndarray:
     """precision-Ω (Chroma, Smith & Troynikov 2024; conventions in :mod:`structbench.metrics.spans`).
@@ -174,6 +178,34 @@ def precision_omega(evidence: RunEvidence) -> np.ndarray:
     ev = evidence
     gold, spans_disjoint = gold_characters(ev)
     chunks_union = union_length_by(ev.cand_query, ev.cand_start, ev.cand_end, ev.n_queries, ev.chunks_disjoint)
+    pair_query = ev.cand_query[ev.pair_cand]
+    intersection = union_length_by(
+        pair_query, ev.pair_lo, ev.pair_hi, ev.n_queries, ev.chunks_disjoint and spans_disjoint
+    )
+    return _ratio(intersection, chunks_union + gold - intersection)
+
+
+@register(
+    "span_precision_omega_touching",
+    label="precision-Ω (Chroma's rule: touching counts)",
+    description="precision-Ω with Chroma's rule: a chunk that only touches a gold span (ends where it starts, "
+    "or starts where it ends) also joins the chunk set, as Chroma's intersect_two_ranges accepts an empty overlap.",
+)
+def precision_omega_touching(evidence: RunEvidence) -> np.ndarray:
+    """precision-Ω under Chroma's rule (``_full_precision_score``): C_Ω also holds every chunk of the query's
+    document whose overlap with a gold span is empty but that meets it. Such a chunk adds no gold character,
+    only its own characters to U, so Ω can only fall: span [100, 200) over the tiling [0,100) [100,200)
+    [200,300) has Ω = 1 by :func:`precision_omega` and 100/300 = 1/3 here (both neighbours touch).
+    """
+    ev = evidence
+    gold, spans_disjoint = gold_characters(ev)
+    group = np.concatenate((ev.cand_query, ev.touch_query))
+    chunks_union = kernels.union_length_by(
+        group,
+        np.concatenate((ev.cand_start, ev.touch_start)),
+        np.concatenate((ev.cand_end, ev.touch_end)),
+        ev.n_queries,
+    )
     pair_query = ev.cand_query[ev.pair_cand]
     intersection = union_length_by(
         pair_query, ev.pair_lo, ev.pair_hi, ev.n_queries, ev.chunks_disjoint and spans_disjoint

@@ -8,6 +8,8 @@ Prefix kinds, as named in config:
   ``[Title > Section]``; a path shorter than ``d`` renders whole.
 * ``placebo:d`` — the same format and depth, but the path comes from another document: the placebo
   (Kuehlkamp et al., appendix E.3), built in :mod:`structbench.prefixes.placebo`.
+* ``late``, ``late_placebo`` — nothing prepended: the content alone, embedded by late chunking
+  (:mod:`structbench.embedding.late`) in the chunk's own document or in another one.
 * ``context`` — an LLM-written situating context per chunk (A1), given as ``contexts``, rendered in
   the same bracketed format as the paths. Keeping one format for every non-empty prefix means the
   arms differ in what the prefix says, not in its delimiters.
@@ -186,7 +188,15 @@ def _context_prefixes(*, chunk_ids, contexts, **_) -> list[tuple[str, ...]]:
 
 
 # One renderer per prefix kind of structbench.conditions.AXES["prefix"] (a test checks they agree).
-RENDERERS = {"none": _no_prefix, "path": _path_prefixes, "placebo": _placebo_prefixes, "context": _context_prefixes}
+RENDERERS = {
+    "none": _no_prefix,
+    "path": _path_prefixes,
+    "placebo": _placebo_prefixes,
+    "context": _context_prefixes,
+    # late chunking prepends nothing: its texts are the content alone (embedding/late.py pools the vectors)
+    "late": _no_prefix,
+    "late_placebo": _no_prefix,
+}
 
 
 def _contexts(contexts) -> dict[int, str]:

@@ -83,3 +83,27 @@ def _cross_document_permutation(docs: np.ndarray, rng: np.random.Generator) -> n
         j = (offset + int(np.argmax(np.roll(valid, -offset)))) % n
         source[i], source[j] = source[j], source[i]
     return source
+
+
+# Documents deranged within runs of this many length-sorted neighbours, so a host is of similar length.
+DERANGEMENT_BLOCK = 4
+
+
+def document_derangement(lengths: dict[str, int], seed: int = DEFAULT_SEED) -> dict[str, str]:
+    """Each document's placebo host for late chunking (docs/method.md §8a): another document of similar length.
+
+    Documents sorted by (length, doc_id) are cut into consecutive blocks of :data:`DERANGEMENT_BLOCK` (a last block
+    of one joins the one before); each block is permuted by :func:`_cross_document_permutation` under a generator
+    seeded by ``(seed, block)``, which, every member being its own document, is a derangement: no document hosts
+    itself. Fewer than two documents have no placebo: a ValueError."""
+    if len(lengths) < 2:
+        raise ValueError(f"placebo late chunking needs two or more documents; the corpus has {len(lengths)}")
+    ordered = sorted(lengths, key=lambda doc: (lengths[doc], doc))
+    blocks = [ordered[i : i + DERANGEMENT_BLOCK] for i in range(0, len(ordered), DERANGEMENT_BLOCK)]
+    if len(blocks[-1]) == 1:
+        blocks[-2].extend(blocks.pop())
+    host = {}
+    for number, block in enumerate(blocks):
+        source = _cross_document_permutation(np.arange(len(block)), np.random.default_rng([seed, number]))
+        host.update((doc, block[source[i]]) for i, doc in enumerate(block))
+    return host

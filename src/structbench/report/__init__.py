@@ -1,8 +1,13 @@
 """The report (docs/method.md §15): compute, then present.
 
-- :mod:`~structbench.report.tables`: the paper's tables, each a registered pure function of the run's
-  outputs (:data:`~structbench.report.tables.TABLES`).
+- :mod:`~structbench.report.registry`: what a table reads (:class:`~structbench.report.registry.ReportInputs`),
+  returns and how it is declared.
+- :mod:`~structbench.report.results` and :mod:`~structbench.report.diagnostics`: the table builders, each a
+  pure function of the run's outputs; :mod:`~structbench.report.catalog` lists them in report order
+  (:data:`~structbench.report.catalog.TABLE_ORDER`).
+- :mod:`~structbench.report.formatting`: how numbers and p-values are written, for every renderer.
+- :mod:`~structbench.report.markdown`, :mod:`~structbench.report.html`, :mod:`~structbench.report.latex`:
+  the renderers.
 - :mod:`~structbench.report.figures`: the figures, each a registered view of one table's data.
-- :mod:`~structbench.report.html`: the standalone one-page HTML report.
 - :mod:`~structbench.report.bundle`: reads a run's files and writes the report folder.
 """

@@ -1,4 +1,4 @@
-"""Read a run's outputs into :class:`structbench.report.tables.ReportInputs`, and write the report folder:
+"""Read a run's outputs into :class:`structbench.report.registry.ReportInputs`, and write the report folder:
 
     report.md             the Markdown report (tables, figure links, omissions with their reasons)
     index.html            the same as one standalone page (opens from disk, no server)
@@ -25,10 +25,12 @@ import polars as pl
 
 from structbench.atomic import write_bytes, write_json, write_text
 from structbench.datamodel import read_table, write_table
+from structbench.report.catalog import build_tables
 from structbench.report.figures import RenderedFigure, render_figures
 from structbench.report.html import render_html
 from structbench.report.latex import LATEX_DOCUMENT, LATEX_TABLES, latex_document, table_latex
-from structbench.report.tables import Omitted, ReportInputs, Table, build_tables, render_markdown, report_inputs
+from structbench.report.markdown import render_markdown
+from structbench.report.registry import Omitted, ReportInputs, Table, report_inputs
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +65,7 @@ READERS: dict[str, Callable] = {
 
 def rule_input_paths(rule_input, input_keys: Mapping[str, Sequence]) -> dict[str, list[str] | dict]:
     """Each report input's files from the report rule's ``input`` (a Snakemake Namedlist, one named entry
-    per :func:`~structbench.report.tables.report_inputs` name) and ``input_keys`` (a keyed input's keys,
+    per :func:`~structbench.report.registry.report_inputs` name) and ``input_keys`` (a keyed input's keys,
     in file order; a list key is a tuple)."""
     paths: dict[str, list[str] | dict] = {}
     for name in report_inputs():
@@ -81,7 +83,7 @@ def rule_input_paths(rule_input, input_keys: Mapping[str, Sequence]) -> dict[str
 
 def load_inputs(paths: Mapping[str, Sequence[str] | Mapping], **settings) -> ReportInputs:
     """The report's inputs from the run's files: ``paths`` maps a report input
-    (:func:`~structbench.report.tables.report_inputs`) to its files, a list, or for a keyed reader a dict
+    (:func:`~structbench.report.registry.report_inputs`) to its files, a list, or for a keyed reader a dict
     key -> path (``chunk_sets``: (corpus, chunk set) -> chunks table; ``chunk_bounds``: (corpus, chunk set) -> its
     chunk rule's bounds report; ``embed_reports``: (corpus,
     embedder, text set) -> an embedding step's JSON report; ``corpus_stats``: corpus -> its statistics).
@@ -97,6 +99,8 @@ def load_inputs(paths: Mapping[str, Sequence[str] | Mapping], **settings) -> Rep
         settings["conditions"] = {name: dict(axes) for name, axes in settings["conditions"].items()}
     if "contrast_specs" in settings:
         settings["contrast_specs"] = [dict(spec) for spec in settings["contrast_specs"]]
+    if "dropped_contrasts" in settings:
+        settings["dropped_contrasts"] = [dict(spec) for spec in settings["dropped_contrasts"]]
     return ReportInputs(**values, **settings)
 
 
@@ -192,7 +196,15 @@ def run_summary(inputs: ReportInputs, paths: ReportPaths, tables: Sequence, figu
         f"{_count(built[0], 'table')} and {_count(built[1], 'figure')} written, {_count(omitted[0], 'table')} and "
         f"{_count(omitted[1], 'figure')} omitted (reasons in the report); served from cache: "
         f"{cache['embeddings_from_cache']} of {cache['embedded_texts']} embedded texts, {llm}"
-    )
+    ) + _not_run(inputs.dropped_contrasts)
+
+
+def _not_run(dropped: Sequence[dict]) -> str:
+    """The summary's clause for the declared contrasts the selection left out (none: nothing)."""
+    if not dropped:
+        return ""
+    named = ", ".join(f"{spec['name']} (missing {', '.join(spec['missing'])})" for spec in dropped)
+    return f"; not run: {_count(len(dropped), 'declared contrast')} ({named})"
 
 
 def write_report_bundle(inputs: ReportInputs, paths: ReportPaths) -> str:

@@ -1,10 +1,10 @@
 """The report's figures (docs/method.md §15), each one registered function drawing one report table's data.
 
 A figure is ``draw(data, inputs) -> matplotlib.figure.Figure`` registered with :func:`report_figure`,
-which names the report table (:data:`structbench.report.tables.TABLES`) whose ``data`` it draws: the numbers
+which names the report table (:data:`structbench.report.catalog.TABLES`) whose ``data`` it draws: the numbers
 behind every figure are in that table's Parquet and CSV files. When the table is omitted for a
 configuration, so is the figure, with the table's reason; ``draw`` may also raise
-:class:`structbench.report.tables.Omit` itself. Adding a figure is one function and one decorator.
+:class:`structbench.report.registry.Omit` itself. Adding a figure is one function and one decorator.
 
 Every figure is one PNG file with labelled axes (units in the label), drawn in the Okabe–Ito palette
 (distinguishable with the common colour-vision deficiencies; conditions also differ by marker), in one
@@ -23,19 +23,12 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from structbench.cells import CELL
 from structbench.defaults import ALPHA
 from structbench.metrics.registry import is_metric, metric_label, parse_metric
-from structbench.report.tables import (
-    ALL_QTYPES,
-    CELL,
-    Omit,
-    Omitted,
-    ReportInputs,
-    Table,
-    cell_heading,
-    p_text,
-    signed,
-)
+from structbench.report.formatting import cell_heading, p_text, signed
+from structbench.report.registry import Omit, Omitted, ReportInputs, Table
+from structbench.report.results import ALL_QTYPES
 from structbench.stats.contrasts import HOLM_FAMILIES
 
 DPI = 100

@@ -1,7 +1,7 @@
 """Table 1 and Table 2 as LaTeX (booktabs), for pasting into a paper (docs/method.md §15).
 
 A table's LaTeX is drawn from the same formatted blocks the Markdown and HTML reports show
-(:class:`structbench.report.tables.TableContent`), so its rounding, its signs and its significance marks
+(:class:`structbench.report.registry.TableContent`), so its rounding, its signs and its significance marks
 (``(n.s.)`` after a Holm p that is not below 0.05, ``– (exploratory)`` for a row outside any Holm family)
 are the Markdown's by construction. Each table file is one ``tabular`` (``\\toprule``, ``\\midrule``,
 ``\\bottomrule``; a block's heading as a spanning row) to ``\\input`` into a table float of one's own;
@@ -19,7 +19,8 @@ from collections.abc import Mapping, Sequence
 
 import polars as pl
 
-from structbench.report.tables import Block, Omitted, Table, format_cell
+from structbench.report.formatting import format_cell
+from structbench.report.registry import Block, Omitted, Table
 
 # The registered tables written as LaTeX, and their file names in the report's latex/ folder.
 LATEX_TABLES = {"table1_contrasts": "table1.tex", "table2_condition_means": "table2.tex"}
@@ -75,7 +76,7 @@ def booktabs_tabular(blocks: Sequence[tuple[str, pl.DataFrame]], float_digits: i
     """One booktabs ``tabular`` of ``blocks`` (heading, frame): the frames' shared header once, then each
     block's rows under its heading (an italic row spanning the table; none for an empty heading), blocks
     separated by ``\\midrule``. Cells are formatted as the Markdown tables format them
-    (:func:`structbench.report.tables.format_cell` at ``float_digits``) and escaped."""
+    (:func:`structbench.report.formatting.format_cell` at ``float_digits``) and escaped."""
     if not blocks:
         raise ValueError("booktabs_tabular: no block to typeset")
     columns = blocks[0][1].columns

@@ -283,7 +283,8 @@ def per_candidate_search(
     )
 
 
-# One function per retrieval kind of structbench.conditions.AXES["retrieval"] (a test checks they agree).
+# One function per retrieval kind of structbench.conditions.AXES["retrieval"] (a test checks they agree), but the
+# lexical kind (bm25), whose run is the chunk set's BM25 run (structbench.retrieval.bm25, the workflow's bm25 rule).
 RETRIEVERS = {
     "flat": flat_search,
     "two_stage": two_stage_search,

@@ -43,6 +43,10 @@ from structbench.stats.mixedlm import mixedlm_treatment_p
 from structbench.stats.paired import PairedDeltas, cohens_dz, holm, paired_deltas, win_tie_loss
 
 HOLM_FAMILIES = FAMILIES[:-1]  # every family but exploratory, which claims none
+CLUSTER_UNITS = ("document", "query")  # stats.cluster: what the bootstrap resamples (docs/method.md §11)
+# Below about 20 clusters a clustered percentile bootstrap's intervals are too narrow and its p too small
+# (Cameron, Gelbach & Miller, "Bootstrap-based improvements for inference with clustered errors", 2008)
+MIN_CLUSTERS = 20
 CONTRAST_COLUMNS = {
     "contrast": pl.String,
     "treatment": pl.String,
@@ -64,6 +68,9 @@ CONTRAST_COLUMNS = {
     "losses": pl.Int64,
     "label": pl.String,
     "mixedlm_note": pl.String,
+    "cluster": pl.String,
+    "n_clusters": pl.Int64,
+    "few_clusters": pl.Boolean,
 }
 
 
@@ -130,6 +137,7 @@ def contrast_table(
     seed: int = 0,
     mixedlm: bool = True,
     mixedlm_metrics: Sequence[str] | None = None,
+    cluster: str = "document",
 ) -> pl.DataFrame:
     """One row per (contrast, metric) of one cell, in the given contrast order then metric order.
 
@@ -139,13 +147,21 @@ def contrast_table(
     :func:`structbench.stats.bootstrap.cluster_bootstrap`); ``p_holm`` = Holm within the contrast's
     family for that metric (exploratory: NaN); ``dz`` = Cohen's dz; ``p_mixedlm`` /
     ``p_mixedlm_nested`` = the pre-registered and nested MixedLM (only when ``mixedlm`` and the metric is
-    in ``mixedlm_metrics``, default all; else NaN); ``wins``/``ties``/``losses`` = the paired queries
+    in ``mixedlm_metrics``, default all; else NaN); ``cluster``, ``n_clusters``, ``few_clusters`` (below);
+    ``wins``/``ties``/``losses`` = the paired queries
     where treatment > control, = and < (null for a dose-response); ``label`` = the family. ``mixedlm_note`` (an addition
     to the listed columns) records why a MixedLM p is NaN or what the fit warned. Deterministic: the same
     inputs and seed give byte-identical output. ``scores`` without a row (a cell with no query) give a
     table without a row. See the module docstring for the shared-draws and Holm
-    decisions.
+    decisions. ``cluster`` is the bootstrap's resampling unit (``document``: every query of a drawn
+    document enters as a bundle, the study's design; ``query``: queries are drawn one by one, which
+    ignores their dependence within a document), named in the ``cluster`` column; ``n_clusters`` counts
+    the units resampled and
+    ``few_clusters`` is true when they are fewer than ``MIN_CLUSTERS`` (its CI and p are then not to be
+    trusted; the report flags the row).
     """
+    if cluster not in CLUSTER_UNITS:
+        raise ValueError(f"stats.cluster must be one of {list(CLUSTER_UNITS)}, got {cluster!r}")
     for column in ("qid", "doc_id", "condition", *metrics):
         if column not in scores.columns:
             raise ValueError(f"scores are missing column {column!r}")
@@ -194,14 +210,17 @@ def contrast_table(
                 "losses": losses,
                 "label": contrast["family"],
                 "mixedlm_note": "",
+                "cluster": cluster,
+                "n_clusters": paired.n_docs if cluster == "document" else paired.n_queries,
             }
+            row["few_clusters"] = bool(paired.n_queries) and row["n_clusters"] < MIN_CLUSTERS
             if slope:
                 row["mixedlm_note"] = "not applicable (dose-response)"
             elif metric in fit_metrics and paired.n_queries:
                 row.update(_mixedlm_columns(scores, treatment, control, metric, paired))
             rows.append(row)
 
-    _bootstrap_columns(rows, columns, B, seed)
+    _bootstrap_columns(rows, columns, B, seed, cluster)
     for family in HOLM_FAMILIES:
         for metric in metrics:
             members = [i for i, r in enumerate(rows) if r["label"] == family and r["metric"] == metric]
@@ -211,18 +230,22 @@ def contrast_table(
     return pl.DataFrame(rows, schema=CONTRAST_COLUMNS)
 
 
-def _bootstrap_columns(rows: list[dict], columns: list[PairedDeltas], B: int, seed: int) -> None:
-    """Fill ci_low, ci_high, p; columns over the same document set share one draw matrix."""
+def _bootstrap_columns(rows: list[dict], columns: list[PairedDeltas], B: int, seed: int, cluster: str) -> None:
+    """Fill ci_low, ci_high, p; columns over the same cluster set share one draw matrix."""
+
+    def units(paired: PairedDeltas) -> np.ndarray:
+        return (paired.doc_id if cluster == "document" else paired.qid).astype(str)
+
     groups: dict[tuple, list[int]] = {}
     for i, paired in enumerate(columns):
         if paired.n_queries:
-            groups.setdefault(tuple(np.unique(paired.doc_id.astype(str))), []).append(i)
+            groups.setdefault(tuple(np.unique(units(paired))), []).append(i)
     for docs, members in groups.items():
         doc_index = np.asarray(docs, dtype=str)
         sums = np.zeros((len(doc_index), len(members)))
         counts = np.zeros((len(doc_index), len(members)))
         for j, i in enumerate(members):
-            position = np.searchsorted(doc_index, columns[i].doc_id.astype(str))
+            position = np.searchsorted(doc_index, units(columns[i]))
             sums[:, j] = np.bincount(position, weights=columns[i].delta, minlength=len(doc_index))
             counts[:, j] = np.bincount(position, minlength=len(doc_index))
         replicates = bootstrap_replicates(sums, counts, n_boot=B, seed=seed)

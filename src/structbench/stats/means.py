@@ -21,11 +21,28 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from structbench.cells import CELL
 from structbench.conditions import MIN_DOSE_LEVELS, parse_value
+from structbench.metrics.registry import metric_columns
 from structbench.stats.bootstrap import cluster_bootstrap
 from structbench.stats.contrasts import depth_slopes
 
-CELL = ["corpus", "embedder", "reranker"]
+
+def condition_means(scores: pl.DataFrame) -> pl.DataFrame:
+    """Mean of every metric per (corpus, embedder, reranker, condition), with query and document counts
+    (the report's metric ladder and Table 2; no CI: :func:`condition_mean_cis` draws those)."""
+    metrics = metric_columns(scores)
+    return (
+        scores.group_by(CELL + ["condition"])
+        .agg(
+            pl.len().alias("n_queries"),
+            pl.col("doc_id").n_unique().alias("n_docs"),
+            *[pl.col(m).mean().alias(m) for m in metrics],
+        )
+        .sort(CELL + ["condition"])
+    )
+
+
 CONDITION_MEANS = {
     "corpus": pl.String,
     "embedder": pl.String,
@@ -55,13 +72,16 @@ DOSE_RESPONSE = {
 }
 
 
-def condition_mean_cis(scores: pl.DataFrame, metric: str, n_boot: int, seed: int) -> pl.DataFrame:
+def condition_mean_cis(
+    scores: pl.DataFrame, metric: str, n_boot: int, seed: int, cluster: str = "document"
+) -> pl.DataFrame:
     """Each condition's mean of ``metric`` per cell with its 95% document-clustered bootstrap CI
     (:func:`structbench.stats.bootstrap.cluster_bootstrap`: documents resampled with replacement, the
     replicate mean = drawn documents' score sums / their query counts; percentile interval).
 
     Queries with a missing score are left out. Returns :data:`CONDITION_MEANS` (``corpus, embedder,
-    reranker, condition, metric, mean, ci_low, ci_high, n_queries, n_docs``) sorted by cell and condition."""
+    reranker, condition, metric, mean, ci_low, ci_high, n_queries, n_docs``) sorted by cell and condition.
+    ``cluster`` (``stats.cluster``): ``query`` resamples queries one by one instead of documents."""
     if scores.is_empty():
         return pl.DataFrame(schema=CONDITION_MEANS)
     rows = []
@@ -69,7 +89,8 @@ def condition_mean_cis(scores: pl.DataFrame, metric: str, n_boot: int, seed: int
     for (corpus, embedder, reranker, condition), group in valid.sort(CELL + ["condition", "qid"]).group_by(
         CELL + ["condition"], maintain_order=True
     ):
-        result = cluster_bootstrap(group[metric].to_numpy(), group["doc_id"].to_numpy(), n_boot=n_boot, seed=seed)
+        units = group["doc_id" if cluster == "document" else "qid"].to_numpy()
+        result = cluster_bootstrap(group[metric].to_numpy(), units, n_boot=n_boot, seed=seed)
         rows.append(
             {
                 "corpus": corpus,
@@ -81,7 +102,7 @@ def condition_mean_cis(scores: pl.DataFrame, metric: str, n_boot: int, seed: int
                 "ci_low": float(result.ci_low[0]),
                 "ci_high": float(result.ci_high[0]),
                 "n_queries": result.n_queries,
-                "n_docs": result.n_docs,
+                "n_docs": group["doc_id"].n_unique(),
             }
         )
     return pl.DataFrame(rows, schema=CONDITION_MEANS)
@@ -155,7 +176,7 @@ def dose_series(conditions: Mapping[str, Mapping], contrast_specs: Sequence[Mapp
 
 
 def dose_response_slopes(
-    scores: pl.DataFrame, series: Sequence[DoseSeries], metric: str, n_boot: int, seed: int
+    scores: pl.DataFrame, series: Sequence[DoseSeries], metric: str, n_boot: int, seed: int, cluster: str = "document"
 ) -> pl.DataFrame:
     """Per cell and series whose members the cell scored: the mean per-query slope of ``metric`` on depth
     (:func:`structbench.stats.contrasts.depth_slopes`, over the queries scored under every member) with its
@@ -172,7 +193,8 @@ def dose_response_slopes(
             if not set(one.conditions) <= present:
                 continue
             slopes = depth_slopes(cell, one.conditions, metric, one.depths)
-            boot = cluster_bootstrap(slopes.delta, slopes.doc_id, n_boot=n_boot, seed=seed)
+            units = slopes.doc_id if cluster == "document" else slopes.qid
+            boot = cluster_bootstrap(slopes.delta, units, n_boot=n_boot, seed=seed)
             for condition, depth in zip(one.conditions, one.depths):
                 rows.append(
                     {

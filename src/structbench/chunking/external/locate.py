@@ -30,6 +30,14 @@ from structbench.tokens import TokenCounter, load_tokenizer
 # From a library's spans to tiling chunks
 
 
+class LibraryFailure(ExternalChunkerError):
+    """The library itself raised at one size (not a verification failure: those are never skipped)."""
+
+    def __init__(self, where: str, size: int, error: Exception):
+        self.size, self.error = size, f"{type(error).__name__}: {error}"
+        super().__init__(f"{where}: the library failed at size {size}: {self.error}")
+
+
 @dataclass
 class _Chunked:
     """One document chunked at one size."""
@@ -72,9 +80,7 @@ def _content_spans(doc: _Document, spec: ChunkerSpec, adapter: Adapter, size: in
             f"{_preview(error.chunk)}"
         ) from None
     except Exception as error:
-        raise ExternalChunkerError(
-            f"{where}: the library failed at size {size}: {type(error).__name__}: {error}"
-        ) from error
+        raise LibraryFailure(where, size, error) from error
     content, heading_only = [], 0
     for start, end in spans:
         if markdown is not None:
@@ -138,28 +144,41 @@ def _chunk_document(doc: _Document, spec: ChunkerSpec, adapter: Adapter, counter
     return _Chunked(size, starts, ends, n_tokens, heading_only)
 
 
-def matched_size(evaluate: Callable[[int], float], target: float, t_max: int) -> int:
+def matched_size(
+    evaluate: Callable[[int], float], target: float, t_max: int, failed: dict[int, LibraryFailure] | None = None
+) -> int:
     """The size in ``1..t_max`` whose realized mean ``evaluate(size)`` is closest to ``target``.
 
     Bisection for the smallest size whose mean reaches ``target`` (means grow with the size, not
     strictly), then the closest of all sizes evaluated, ties to the larger. ``evaluate`` is called at
     most ``1 + ceil(log2(t_max))`` times, never twice for one size.
+
+    A size where ``evaluate`` raises :class:`LibraryFailure` is skipped (docs/method.md §6, "Peer
+    chunkers"): recorded in ``failed`` (size -> the :class:`LibraryFailure`) and read as "below the
+    target" (the search goes on above it), except ``t_max``, whose failure lets the search go below.
+    The closest of the sizes that worked wins; when none worked, the failure at the largest size is raised.
     """
     seen: dict[int, float] = {}
+    failed = {} if failed is None else failed
 
-    def mean(size: int) -> float:
-        if size not in seen:
-            seen[size] = evaluate(size)
-        return seen[size]
+    def reaches(size: int, on_failure: bool) -> bool:
+        if size not in seen and size not in failed:
+            try:
+                seen[size] = evaluate(size)
+            except LibraryFailure as error:
+                failed[size] = error
+        return on_failure if size in failed else seen[size] >= target
 
     lo, hi = 1, t_max
-    if mean(hi) >= target:
+    if reaches(hi, on_failure=True):
         while lo < hi:
             mid = (lo + hi) // 2
-            if mean(mid) >= target:
+            if reaches(mid, on_failure=False):
                 hi = mid
             else:
                 lo = mid + 1
+    if not seen:
+        raise failed[max(failed)]
     return min(seen, key=lambda size: (abs(seen[size] - target), -size))
 
 
@@ -225,7 +244,7 @@ def external_chunks(
     adapter = _ADAPTERS[spec.library](spec, counter)
     targets = _reference_means(reference) if reference is not None else {}
     rows: dict[str, list] = {column: [] for column in CHUNKS if column != "chunk_id"}
-    per_document, runs, heading_only = [], 0, 0
+    per_document, runs, heading_only, failed_trials = [], 0, 0, 0
     for doc in _documents(documents, paragraphs, sections):
         if not doc.text.strip():
             continue
@@ -240,13 +259,23 @@ def external_chunks(
                 raise ExternalChunkerError(
                     f"chunkers.{spec.name}: document {doc.doc_id!r} has no reference chunks to size-match against"
                 )
-            size = matched_size(run, targets[doc.doc_id], t_max)
+            failed: dict[int, LibraryFailure] = {}
+            try:
+                size = matched_size(run, targets[doc.doc_id], t_max, failed)
+            except LibraryFailure:
+                raise ExternalChunkerError(
+                    f"chunkers.{spec.name} ({spec.library} {spec.kind}), document {doc.doc_id!r}: the library "
+                    f"failed at every size tried, {sorted(failed)}: "
+                    + "; ".join(f"size {n}: {failed[n].error}" for n in sorted(failed))
+                ) from None
+            failed_trials += len(failed)
         else:
+            failed = {}
             size = t_max
             run(size)
         chunked = tried[size]
         doc._tokens = doc._markdown = None  # only one document's lookups are held at a time
-        runs += len(tried)
+        runs += len(tried) + len(failed)
         heading_only += chunked.heading_only
         for start, end, n_tokens in zip(chunked.starts, chunked.ends, chunked.n_tokens):
             index = max(bisect.bisect_right(doc.section_starts, start) - 1, 0)
@@ -266,6 +295,8 @@ def external_chunks(
                 "reference_mean_tokens": targets.get(doc.doc_id),
                 "over_t_max": sum(n > t_max for n in chunked.n_tokens),
                 "heading_only_dropped": chunked.heading_only,
+                "sizes_tried": sorted(tried.keys() | failed.keys()),
+                "sizes_failed": [{"size": n, "error": failed[n].error} for n in sorted(failed)],
             }
         )
     if rows["doc_id"]:
@@ -289,6 +320,7 @@ def external_chunks(
         "over_t_max": int((sizes > t_max).sum()),
         "heading_only_dropped": heading_only,
         "library_runs": runs,
+        "failed_trials": failed_trials,  # size-matching trial sizes where the library raised, skipped
         **{f"cut_{kind}": count for kind, count in cut_counts(chunks).items()},
         "per_document": per_document,
     }

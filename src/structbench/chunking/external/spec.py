@@ -1,12 +1,16 @@
 """Peer chunker specs (``chunkers.<name>`` of the config): the libraries, validation and install checks.
 
-Light on purpose: the config check imports it, and it imports no peer library.
+Light on purpose: the config check imports it, and it imports a peer library only inside :func:`check_options`,
+for a chunker the config uses.
 """
 
 from __future__ import annotations
 
+import difflib
+import importlib
 import importlib.metadata
 import importlib.util
+import inspect
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -55,6 +59,18 @@ _RESERVED = {
     "text_splitter": ("capacity", "tokenizer", "json"),
 }
 _CONFIG_KEYS = ("library", "kind", "size_match", "options")
+# What each adapter (adapters.py) passes ``options`` to, per library and kind: (module, dotted attribute).
+_OPTION_TARGETS = {
+    "langchain": dict.fromkeys(
+        ("recursive", "markdown"), ("langchain_text_splitters", "RecursiveCharacterTextSplitter")
+    ),
+    "chonkie": dict.fromkeys(("recursive", "recursive_markdown"), ("chonkie", "RecursiveChunker")),
+    "semchunk": {"chunkerify": ("semchunk", "chunkerify")},
+    "text_splitter": {
+        "text": ("semantic_text_splitter", "TextSplitter.from_huggingface_tokenizer_str"),
+        "markdown": ("semantic_text_splitter", "MarkdownSplitter.from_huggingface_tokenizer_str"),
+    },
+}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -163,3 +179,52 @@ def library_version(library: str) -> str:
     """The installed version of a peer library's distribution."""
     distribution = LIBRARIES[library].requirement.split("==")[0]
     return importlib.metadata.version(distribution)
+
+
+def _keyword_names(target) -> tuple[set[str], bool]:
+    """The keyword names ``target`` accepts, and whether it also takes ``**kwargs`` it does not forward."""
+    parameters = inspect.signature(target).parameters.values()
+    names = {p.name for p in parameters if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name != "self"}
+    return names, any(p.kind is p.VAR_KEYWORD for p in parameters)
+
+
+def accepted_options(spec: ChunkerSpec) -> tuple[str, list[str]]:
+    """``(what the adapter calls, the option names it accepts)``, read from the installed library's own
+    signature. A class whose ``__init__`` takes ``**kwargs`` forwards them up its MRO (LangChain's
+    ``RecursiveCharacterTextSplitter`` to ``TextSplitter``), so the bases' names count too. Options
+    structbench sets itself (``_RESERVED``) are not offered."""
+    module, attribute = _OPTION_TARGETS[spec.library][spec.kind]
+    target = importlib.import_module(module)
+    for part in attribute.split("."):
+        target = getattr(target, part)
+    names: set[str] = set()
+    for owner in inspect.getmro(target) if inspect.isclass(target) else (target,):
+        own, forwards = _keyword_names(owner.__init__ if inspect.isclass(owner) else owner)
+        names |= own
+        if not forwards or owner is object:
+            break
+    return f"{module}.{attribute}", sorted(names - set(_RESERVED[spec.library]))
+
+
+def check_options(spec: ChunkerSpec) -> None:
+    """Every ``options`` key is a keyword the library's splitter takes (docs/method.md §6, "Peer chunkers"):
+    checked against its signature at config load, so a misspelt option stops the run before any job
+    rather than the ``external_chunks`` job. The library is imported here, only for a chunker in use."""
+    if not spec.options:
+        return
+    where = f"chunkers.{spec.name}"
+    library = LIBRARIES[spec.library]
+    if not _installed(library.module):
+        raise ExternalChunkerError(
+            f"{where}: library {spec.library} is not installed, so its options {sorted(spec.options)} cannot be "
+            f"checked: pip install '{EXTRA}' (or '{library.requirement}')"
+        )
+    target, accepted = accepted_options(spec)
+    for option in sorted(spec.options):
+        if option not in accepted:
+            close = difflib.get_close_matches(option, accepted, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ExternalChunkerError(
+                f"{where}.options.{option}: {target} takes no option {option!r}{hint} (it accepts {accepted}; "
+                f"{sorted(_RESERVED[spec.library])} are set by structbench)"
+            )

@@ -1,0 +1,60 @@
+"""The report's tables in report order (docs/method.md §15): one tuple, :data:`TABLE_ORDER`.
+
+The builders declare themselves in :mod:`.results` and :mod:`.diagnostics`
+(:func:`~structbench.report.registry.report_table`); where each appears is written here once, so moving a
+table is an edit of this tuple, never of import order. A declared table missing from the tuple, or a name
+in it that nothing declares, is an error at import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from structbench.report import diagnostics, results  # noqa: F401  (importing them declares their tables)
+from structbench.report.registry import DECLARED, Omitted, ReportInputs, Table, TableSpec, build_specs
+
+TABLE_ORDER = (
+    "conditions",
+    "table1_contrasts",
+    "table2_condition_means",
+    "condition_means_ci",
+    "metric_ladder",
+    "dose_response",
+    "section_recall",
+    "retrieval_layer",
+    "bm25_nonlexicality",
+    "chunk_size_matching",
+    "chunk_sizes",
+    "chunk_bounds",
+    "prefixes",
+    "embedder_input",
+    "induction",
+    "situating_contexts",
+    "llm_calls",
+    "corpus_overview",
+    "corpus_distributions",
+    "corpus_funnel",
+    "query_funnel",
+    "query_generation",
+    "per_query_scores",
+)
+
+
+def ordered_tables(declared: Mapping[str, TableSpec], order: Sequence[str]) -> dict[str, TableSpec]:
+    """``declared`` in ``order``; every declared table is listed once and every listed one declared."""
+    if len(set(order)) != len(order):
+        raise ValueError(f"the table order lists a table twice: {sorted(n for n in order if order.count(n) > 1)}")
+    unlisted, undeclared = sorted(set(declared) - set(order)), sorted(set(order) - set(declared))
+    if unlisted or undeclared:
+        raise ValueError(
+            f"the table order and the declared tables differ: unlisted {unlisted}, undeclared {undeclared}"
+        )
+    return {name: declared[name] for name in order}
+
+
+TABLES: dict[str, TableSpec] = ordered_tables(DECLARED, TABLE_ORDER)
+
+
+def build_tables(inputs: ReportInputs, specs: Sequence[TableSpec] | None = None) -> list[Table | Omitted]:
+    """Every table (or ``specs``), built or omitted with its reason, in report order."""
+    return build_specs(inputs, list(TABLES.values()) if specs is None else specs)

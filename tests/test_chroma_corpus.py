@@ -1,0 +1,226 @@
+"""Evidence by source offsets (structbench.corpus.sourcemap, the questions' {start, end} ranges), Chroma's
+benchmark as a corpus (kind: chroma) and precision-Ω under Chroma's touching rule."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import REPO
+from test_metrics import make_chunks, make_queries, make_runs
+
+from structbench.corpus import has_queries, load_corpus, source_files
+from structbench.corpus.markdown import load_markdown_folder, parse_markdown_lines
+from structbench.corpus.sourcemap import SourceMap, SourceRangeError
+from structbench.metrics import align_run, precision_omega, score_run
+from structbench.metrics.spans import precision_omega_touching
+
+CHROMA = REPO.parent / "shared" / "data" / "chroma"
+SOURCE = (
+    "\ufeff---\ntitle: T\n---\n# Head\n\nAlpha beta.   \r\ngamma delta.\n\n## Sub\n\n- one\n\n- two\n\nLast para.\n"
+)
+
+
+def write_kb(tmp_path: Path, evidence: list) -> tuple[Path, Path]:
+    folder = tmp_path / "docs"
+    folder.mkdir(exist_ok=True)
+    (folder / "a.md").write_bytes(SOURCE.encode())
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(json.dumps({"qid": "q1", "doc_id": "a", "question": "what?", "evidence": evidence}) + "\n")
+    return folder, questions
+
+
+def test_every_flat_character_maps_back_to_its_source_character():
+    doc, rows = parse_markdown_lines(SOURCE, "a")
+    source_map = SourceMap(SOURCE, doc.paragraphs, rows)
+    flat = "\n\n".join(doc.paragraphs)
+    assert flat == "Alpha beta.\ngamma delta.\n\n- one\n- two\n\nLast para."
+    # each mapped flat character is its source character (the inner line break: the line's end, here "\r"
+    # after the trailing spaces were cut, or "\n")
+    for flat_at, source_at in zip(source_map.flat_at, source_map.source_at):
+        assert flat[flat_at] == SOURCE[source_at] or (flat[flat_at] == "\n" and SOURCE[source_at] in " \r\n")
+    assert len(source_map.flat_at) == len(flat) - 2 * 2  # the two paragraph separators have no source
+    assert np.all(np.diff(source_map.source_at) > 0)
+
+
+@pytest.mark.parametrize(
+    "quote, flat",
+    [
+        ("Alpha beta.", "Alpha beta."),
+        ("beta.   \r\ngamma", "beta.\ngamma"),  # trailing spaces and CRLF are not flat text
+        ("- one\n\n- two", "- one\n- two"),  # a loose list's blank line is dropped
+        ("Last para.\n", "Last para."),
+    ],
+)
+def test_a_source_range_maps_to_the_flat_range_of_its_characters(tmp_path, quote, flat):
+    start = SOURCE.index(quote)
+    folder, questions = write_kb(tmp_path, [{"start": start, "end": start + len(quote), "quote": quote}])
+    tables = load_markdown_folder(folder, questions_path=questions)
+    text = tables.documents["text"][0]
+    (span,) = tables.queries["spans"][0]
+    assert text[span[0] : span[1]] == flat
+    assert json.loads(tables.queries["meta"][0])["span_steps"] == ["offsets"]
+    assert tables.funnel.filter(step="matched", reason="offsets")["count"].item() == 1
+
+
+def test_a_range_places_a_repeated_quote_where_the_quote_alone_cannot(tmp_path):
+    source = "Same words.\n\nOther.\n\nSame words.\n"
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.md").write_text(source)
+    second = source.rindex("Same words.")
+    lines = [
+        {"qid": "by-quote", "doc_id": "a", "question": "x?", "evidence": ["Same words."]},
+        {"qid": "by-range", "doc_id": "a", "question": "x?", "evidence": [{"start": second, "end": second + 11}]},
+    ]
+    (tmp_path / "q.jsonl").write_text("\n".join(json.dumps(line) for line in lines))
+    tables = load_markdown_folder(folder, questions_path=tmp_path / "q.jsonl")
+    spans = dict(zip(tables.queries["qid"], tables.queries["spans"].to_list()))
+    assert spans["by-quote"] == [[0, 11]] and spans["by-range"] == [[21, 32]]
+
+
+@pytest.mark.parametrize(
+    "item, message",
+    [
+        ({"start": 0, "end": 10_000}, "not inside the source text"),
+        ({"start": 30, "end": 20}, "not inside the source text"),
+        (
+            {"start": SOURCE.index("Alpha"), "end": SOURCE.index("Alpha") + 5, "quote": "Gamma"},
+            "does not match its quote",
+        ),
+        ({"start": SOURCE.index("# Head"), "end": SOURCE.index("# Head") + 6}, "holds no document text"),
+        ({"start": SOURCE.index("delta"), "end": SOURCE.index("one")}, "not document text"),  # crosses "## Sub"
+        ({"start": SOURCE.index("beta.") + 5, "end": SOURCE.index("beta.") + 8}, "only whitespace"),  # trailing spaces
+        ({"start": 1.5, "end": 9}, "integer 'start' and 'end'"),
+        ({"start": 1, "end": 9, "text": "x"}, "unknown key"),
+    ],
+)
+def test_a_bad_range_is_a_named_error(tmp_path, item, message):
+    folder, questions = write_kb(tmp_path, [item])
+    with pytest.raises(ValueError, match=message) as error:
+        load_markdown_folder(folder, questions_path=questions)
+    assert "q.jsonl, line 1, question 'q1'" in str(error.value)
+    if "quote" in message:
+        assert isinstance(error.value, SourceRangeError)
+
+
+def test_quotes_only_questions_keep_their_funnel(tmp_path):
+    folder, questions = write_kb(tmp_path, ["Alpha beta."])
+    funnel = load_markdown_folder(folder, questions_path=questions).funnel
+    assert "offsets" not in funnel["reason"].to_list()
+
+
+@pytest.mark.skipif(not CHROMA.exists(), reason="Chroma's benchmark is not in ../shared/data")
+def test_chromas_benchmark_loads_with_every_excerpt_at_its_offsets():
+    spec = {"kind": "chroma", "path": str(CHROMA)}
+    assert has_queries(spec)
+    assert sorted(Path(path).name for path in source_files(spec))[-1] == "wikitexts.md"
+    tables = load_corpus(spec)
+    assert tables.queries.height == 472
+    texts = dict(zip(tables.documents["doc_id"], tables.documents["text"]))
+    sources = {doc: (CHROMA / "corpora" / f"{doc}.md").read_text() for doc in texts}
+    rows = list(csv.DictReader((CHROMA / "questions_df.csv").open(encoding="utf-8")))
+    n_excerpts = 0
+    for row, query in zip(rows, tables.queries.sort("qid").iter_rows(named=True)):
+        refs = json.loads(row["references"])
+        n_excerpts += len(refs)
+        assert query["doc_id"] == row["corpus_id"]
+        # the excerpts' non-blank characters are exactly the spans' (the offsets are placed, not searched)
+        source, text = sources[query["doc_id"]], texts[query["doc_id"]]
+        assert all(source[ref["start_index"] : ref["end_index"]] == ref["content"] for ref in refs)
+        in_source = {i for ref in refs for i in range(ref["start_index"], ref["end_index"]) if not source[i].isspace()}
+        visible = "".join(source[i] for i in sorted(in_source))
+        assert "".join("".join(text[a:b] for a, b in query["spans"]).split()) == visible
+    assert n_excerpts == 790
+    assert tables.funnel.filter(step="matched", reason="offsets")["count"].item() == 790
+
+
+def test_missing_chroma_files_are_named(tmp_path):
+    with pytest.raises(ValueError, match="questions_df.csv"):
+        (tmp_path / "corpora").mkdir()
+        load_corpus({"kind": "chroma", "path": str(tmp_path)})
+
+
+def chroma_omega(chunks: list[tuple[int, int]], spans: list[tuple[int, int]]) -> float:
+    """Chroma's _full_precision_score for one question, on character sets (intersect_two_ranges: start <= end)."""
+    numerator, chunk_chars, unused = set(), set(), set()
+    for a, b in spans:
+        unused |= set(range(a, b))
+    for c0, c1 in chunks:
+        for a, b in spans:
+            lo, hi = max(c0, a), min(c1, b)
+            if lo <= hi:
+                numerator |= set(range(lo, hi))
+                chunk_chars |= set(range(c0, c1))
+    unused -= numerator
+    return len(numerator) / len(chunk_chars | unused)
+
+
+def test_touching_rule_equals_chromas_code_on_random_tilings():
+    rng = np.random.default_rng(31)
+    for trial in range(40):
+        cuts = np.unique(np.concatenate(([0, 400], rng.integers(1, 400, 8))))
+        tiles = list(zip(cuts[:-1].tolist(), cuts[1:].tolist()))
+        # spans that start or end exactly on a cut are where the two rules differ
+        spans = []
+        for _ in range(rng.integers(1, 3)):
+            a = int(rng.choice(cuts[:-1])) if rng.random() < 0.5 else int(rng.integers(0, 390))
+            spans.append((a, min(400, a + int(rng.integers(1, 80)))))
+        chunks = make_chunks([(i, "d", a, b) for i, (a, b) in enumerate(tiles)])
+        evidence = align_run(make_runs({"q": [0]}), make_queries([("q", "d", spans)]), chunks)
+        assert precision_omega_touching(evidence)[0] == pytest.approx(chroma_omega(tiles, spans), abs=1e-12), trial
+        assert precision_omega_touching(evidence)[0] <= precision_omega(evidence)[0]
+
+
+def test_touching_rule_hand_worked():
+    # span [100,200) over [0,100) [100,200) [200,300): both neighbours touch, U = [0,300): 100/300
+    chunks = make_chunks([(0, "d", 0, 100), (1, "d", 100, 200), (2, "d", 200, 300), (3, "e", 0, 100)])
+    queries = make_queries([("q", "d", [(100, 200)]), ("r", "e", [(10, 20)])])
+    scores = score_run(
+        make_runs({"q": [1], "r": [3]}),
+        queries,
+        chunks,
+        metrics=["span_precision_omega", "span_precision_omega_touching"],
+    ).sort("qid")
+    assert scores["span_precision_omega"].to_list() == [1.0, 0.1]
+    assert scores["span_precision_omega_touching"].to_list() == [pytest.approx(1 / 3), 0.1]
+
+
+def test_every_knowledge_base_file_maps_character_for_character():
+    """The shipped knowledge base, whatever Markdown it holds: every paragraph
+    line is its source line, and a range over any whole paragraph maps back to exactly that paragraph."""
+    files = sorted((REPO / "data" / "kb" / "docs").rglob("*.md"))
+    assert files
+    for path in files:
+        source = path.read_text(encoding="utf-8")
+        doc, rows = parse_markdown_lines(source, path.stem)
+        source_map = SourceMap(source, doc.paragraphs, rows)  # raises if a line is not its source line
+        flat = "\n\n".join(doc.paragraphs)
+        cursor = 0
+        for paragraph, lines in zip(doc.paragraphs, rows):
+            first = lines[0]
+            begin = int(source_map.source_at[np.searchsorted(source_map.flat_at, cursor)])
+            end = int(source_map.source_at[np.searchsorted(source_map.flat_at, cursor + len(paragraph) - 1)]) + 1
+            assert source_map.to_flat(begin, end) == (cursor, cursor + len(paragraph)), (path.name, first)
+            assert flat[cursor : cursor + len(paragraph)] == paragraph
+            cursor += len(paragraph) + 2
+
+
+@pytest.mark.workflow
+@pytest.mark.skipif(not CHROMA.exists(), reason="Chroma's benchmark is not in ../shared/data")
+def test_dry_run_of_the_chroma_config_plans_its_five_conditions(tmp_path):
+    from conftest import kb_config, run_snakemake
+    from test_workflow import planned_jobs
+
+    config = kb_config(tmp_path, whole_default=True)
+    here = tmp_path / "chroma_path.yaml"  # the run lives in tmp_path: the benchmark's folder, absolutely
+    here.write_text(f"corpora:\n  chroma: {{kind: chroma, path: '{CHROMA}'}}\n")
+    result = run_snakemake(tmp_path, "-n", "--configfile", str(config), str(REPO / "config/chroma.yaml"), str(here))
+    assert result.returncode == 0, result.stderr
+    jobs = planned_jobs(result.stdout + result.stderr)
+    # F0, G2 and three LangChain chunk sets (Chroma's separators at t_max and size-matched, word windows)
+    assert jobs["corpus"] == 1 and jobs["external_chunks"] == 3 and jobs["score"] == 5 and jobs["embed_texts"] == 5
+    assert jobs["structural_chunks"] == 1 and jobs["fixed_chunks"] == 1 and "induce_structure" not in jobs
