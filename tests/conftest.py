@@ -181,8 +181,18 @@ SESSION_RUN_GROUPS = {
 }
 
 
+# The longest groups go first (xdist hands groups out in the order they first appear): the README's cold
+# default run alone is a third of the suite, and started last it would run on one worker after the other
+# had finished.
+LONGEST_FIRST = ("test_readme", "llm", "gold")
+
+
 def pytest_collection_modifyitems(items):
     group_of = {module: group for group, modules in SESSION_RUN_GROUPS.items() for module in modules}
+    groups = {}
     for item in items:
         module = item.module.__name__ if item.module else item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group(group_of.get(module, module)))
+        groups[item.nodeid] = group_of.get(module, module)
+        item.add_marker(pytest.mark.xdist_group(groups[item.nodeid]))
+    rank = {group: index for index, group in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(groups[item.nodeid], len(rank)))  # stable: the rest keep their order
