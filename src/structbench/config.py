@@ -212,10 +212,10 @@ def check_config(config: dict, metric_names: list[str]) -> tuple[dict, dict]:
     check_querygen_config(config)
     check_retrieval_config(config, conditions)
     check_chunker_config(config, conditions)
-    check_late_config(config, conditions)
     selected, selected_contrasts = select_conditions(
         conditions, contrasts, (config.get("select") or {}).get("conditions")
     )
+    check_late_config(config, selected)  # a late condition left out of the run asks nothing of its embedders
     require_chunker_libraries(config, selected)
     check_metric_inputs(selected, metric_names)
     return selected, selected_contrasts
