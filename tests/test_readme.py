@@ -117,8 +117,9 @@ def assert_default_run_from_caches(workdir, cold):
     embeds = [json.loads(p.read_text()) for p in (workdir / "results").rglob("*.embed.json")]
     # the model-free inducer's embedding (paragraphs and title candidates) reports like an embedding step
     embeds.append(json.loads((workdir / "results/kb/structure/induced-tiling/usage.json").read_text()))
-    # 2 induction + 2 context shards; twelve text sets, the queries and the segmentation step
-    assert len(usages) == 4 and len(embeds) == 14
+    # 2 induction + 2 context shards; sixteen text sets (twelve, F0's and the late arm's three), the queries and
+    # the segmentation step (B2, BM25, embeds nothing)
+    assert len(usages) == 4 and len(embeds) == 18
     generated, embedded = sum(u["generated"] for u in usages), sum(e["n_encoded"] for e in embeds)
     if cold:
         assert generated > 0 and embedded > 0

@@ -32,6 +32,10 @@ DEFAULT_CONDITIONS = (
     "MP",
     "M4",
     "B2",
+    "F0",
+    "GL",
+    "GLP",
+    "FL",
 )
 
 
@@ -54,11 +58,12 @@ def test_dry_run_of_the_default_lists_every_cell(tmp_path):
         assert f"results/kb/scores/minilm/none/{condition}.parquet" in out
     jobs = planned_jobs(out)
     # B2 (retrieval: bm25) is scored from its chunk set's BM25 run: a score job, no retrieve job
-    assert jobs["score"] == 16 and jobs["retrieve"] == 15 and jobs["contrasts"] == 1
-    # Twelve text sets (A4, G4 and M4 rank A3's, G3's and M3's vectors) on four chunk sets (gold, LLM-induced
-    # and model-free structural, fixed windows matched to the LLM-induced chunks); the LLM steps run once per
-    # shard (llm_shards: 2) and are merged; the model-free inducer is one embedding job for the corpus.
-    assert jobs["embed_texts"] == 12 and jobs["structural_chunks"] == 3 and jobs["fixed_chunks"] == 1
+    assert jobs["score"] == 20 and jobs["retrieve"] == 19 and jobs["contrasts"] == 1
+    # Sixteen text sets (A4, G4 and M4 rank A3's, G3's and M3's vectors; F0 and the late arm GL, GLP, FL add four)
+    # on five chunk sets (gold, LLM-induced and model-free structural, fixed windows matched to the gold and to
+    # the LLM-induced chunks); the LLM steps run once per shard (llm_shards: 2) and are merged; the model-free
+    # inducer is one embedding job for the corpus.
+    assert jobs["embed_texts"] == 16 and jobs["structural_chunks"] == 3 and jobs["fixed_chunks"] == 2
     assert jobs["induce_structure"] == 2 and jobs["chunk_contexts"] == 2 and jobs["segment_structure"] == 1
     assert jobs["merge_structure"] == 1 and jobs["merge_contexts"] == 1 and jobs["route_sections"] == 3
     assert jobs["induction_stats"] == 2
@@ -82,8 +87,9 @@ def test_dry_run_of_the_paper_grid_scores_every_cell_of_both_corpora(tmp_path, s
     out = result.stdout + result.stderr
     assert result.returncode == 0, out[-3000:]
     jobs = planned_jobs(out)
-    # 2 corpora x 2 embedders x 2 rerankers: 8 cells of 22 conditions, each with its contrasts table
-    assert jobs["score"] == 8 * 22 and jobs["contrasts"] == jobs["condition_stats"] == 8 and jobs["rerank"] == 4 * 22
+    # 2 corpora x 2 embedders x 2 rerankers: 8 cells of 26 conditions (22 and the late arm's F0, GL, GLP, FL),
+    # each with its contrasts table
+    assert jobs["score"] == 8 * 26 and jobs["contrasts"] == jobs["condition_stats"] == 8 and jobs["rerank"] == 4 * 26
     # the model-free arm: one segmentation job per corpus, no LLM
     assert jobs["segment_structure"] == 2
     for corpus in ("qasper", "wikipedia"):
@@ -106,9 +112,8 @@ def test_select_conditions_runs_the_gold_arm_alone(tmp_path):
     # G4 is G3 with two-stage retrieval, so it adds only its stage-1 routing job.
     assert jobs["embed_texts"] == 3 and jobs["structural_chunks"] == 1 and jobs["fixed_chunks"] == 1
     assert "induce_structure" not in jobs and "chunk_contexts" not in jobs
-    assert (
-        "leaves out the contrasts ['C1', 'C2', 'C3', 'C4', 'G3-M3', 'M3-A3', 'M3-MP', 'M4-M3', 'induced-depth']" in out
-    )
+    assert "leaves out the contrasts C1 (missing A3, A1), C2 (missing A3, P), C3 (missing A3)," in out
+    assert "GL-GLP (missing GL, GLP)" in out
     assert jobs["route_sections"] == 1 and "route_toc" not in jobs and "embed_titles" not in jobs
 
 

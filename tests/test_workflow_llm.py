@@ -167,7 +167,7 @@ def test_the_default_plans_one_llm_job_per_shard(tmp_path):
         assert jobs["merge_structure"] == jobs["merge_contexts"] == 1
         # the LLM inducer and the model-free one (one segmentation job, not sharded: it runs no LLM)
         assert jobs["induction_stats"] == 2 and jobs["segment_structure"] == 1
-        # The sixteen conditions of the default: twelve text sets (A4, G4 and M4 rank the vectors of A3, G3
-        # and M3 by two-stage routing; B2 ranks G2's texts by BM25), sixteen cells, three stage-1 routing jobs.
-        assert jobs["texts"] == jobs["embed_texts"] == 12 and jobs["score"] == 16
+        # The twenty conditions of the default: sixteen text sets (A4, G4 and M4 rank the vectors of A3, G3
+        # and M3 by two-stage routing; B2 ranks G2's texts by BM25), twenty cells, three stage-1 routing jobs.
+        assert jobs["texts"] == jobs["embed_texts"] == 16 and jobs["score"] == 20
         assert jobs["route_sections"] == 3
