@@ -1,5 +1,6 @@
 # Helpers, config validation and named input functions. No logic lives in the rules themselves:
 # the library decides (structbench.config, .conditions, .corpus, .cells), the workflow asks.
+import functools
 import os
 import re
 import time
@@ -59,8 +60,17 @@ SELECT = config.get("select") or {}
 
 def script_code(script):
     """What a rule's rerun depends on in the library: every structbench module its script reaches
-    (structbench.provenance), derived from the script's imports, so no list can drift."""
-    return code_version(os.path.join(workflow.basedir, "workflow", "scripts", f"{script}.py"))
+    (structbench.provenance), derived from the script's imports, so no list can drift.
+
+    A params function, so it is computed for the jobs a Snakemake process plans, once per script: a
+    job-side Snakemake (a cluster job) plans one job and hashes one script's modules, not every rule's."""
+    path = os.path.join(workflow.basedir, "workflow", "scripts", f"{script}.py")
+    return lambda wildcards: script_code_version(path)
+
+
+@functools.cache
+def script_code_version(path):
+    return code_version(path)
 
 
 def selected(kind):
@@ -153,10 +163,10 @@ def gpus_of(spec):
 
 
 def runs_path(corpus, embedder, reranker, condition):
-    if reranker == "none" and is_lexical(CONDITIONS[condition]):
+    if reranker == cells.NO_RERANKER and is_lexical(CONDITIONS[condition]):
         # retrieval: bm25 reads its chunk set's BM25 run, one file for every embedder cell (docs/method.md §8)
         return f"{R}/{corpus}/runs/bm25/{CONDITIONS[condition].chunkset}.parquet"
-    if reranker == "none":
+    if reranker == cells.NO_RERANKER:
         return f"{R}/{corpus}/runs/{embedder}/{condition}.parquet"
     return f"{R}/{corpus}/runs/{embedder}/reranked/{reranker}/{condition}.parquet"
 
@@ -167,7 +177,7 @@ def condition_runs(wildcards):
 
 def unreranked_runs(wildcards):
     """The run a reranker rescores: the condition's own run under the embedder (a bm25 condition's BM25 run)."""
-    return runs_path(wildcards.corpus, wildcards.embedder, "none", wildcards.condition)
+    return runs_path(wildcards.corpus, wildcards.embedder, cells.NO_RERANKER, wildcards.condition)
 
 
 def reranker_spec(wildcards):

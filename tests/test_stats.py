@@ -412,31 +412,28 @@ def test_condition_means_table_is_a_direct_cluster_bootstrap_per_condition():
         assert (row["n_queries"], row["n_docs"]) == (direct.n_queries, direct.n_docs)
 
 
-def old_report_slopes(scores, series, metric, n_boot, seed):
-    """The report step's dose-response loop before the statistics step computed it (kept here as the reference)."""
-    rows = []
-    for (corpus, embedder, reranker), cell in scores.group_by(["corpus", "embedder", "reranker"], maintain_order=True):
-        present = set(cell["condition"].unique().to_list())
-        for one in series:
-            if not set(one.conditions) <= present:
-                continue
-            slopes = depth_slopes(cell, one.conditions, metric, one.depths)
-            boot = cluster_bootstrap(slopes.delta, slopes.doc_id, n_boot=n_boot, seed=seed)
-            for condition, depth in zip(one.conditions, one.depths):
-                rows.append(
-                    (corpus, embedder, reranker, one.name, one.declared, condition, depth)
-                    + (float(boot.estimate[0]), float(boot.ci_low[0]), float(boot.ci_high[0]), float(boot.p[0]))
-                    + (slopes.n_queries,)
-                )
-    return rows
-
-
-def test_dose_response_slopes_equal_the_old_report_computation_and_the_contrast_table():
+def test_dose_response_slopes_are_one_bootstrapped_slope_per_cell_and_series_and_match_the_contrast_table():
     scores = synthetic_scores()
     series = dose_series(REPORT_CONDITIONS, CONTRAST_SPECS) + dose_series(REPORT_CONDITIONS, [])  # declared, derived
     table = dose_response_slopes(scores, series, "cov_nDCG@10", n_boot=400, seed=7)
     assert dict(table.schema) == DOSE_RESPONSE and table.height == 2 * 2 * 3  # corpora x series x members
-    assert table.drop("metric").rows() == old_report_slopes(scores, series, "cov_nDCG@10", 400, 7)
+    assert set(table["metric"]) == {"cov_nDCG@10"}
+    for (corpus, name), rows in table.group_by(["corpus", "series"], maintain_order=True):
+        one = next(s for s in series if s.name == name)
+        # one row per member, in the series' order and with its depths, all carrying the series' one slope
+        assert rows["condition"].to_list() == list(one.conditions) and rows["depth"].to_list() == list(one.depths)
+        assert set(rows["declared"]) == {one.declared}
+        slopes = depth_slopes(scores.filter(pl.col("corpus") == corpus), one.conditions, "cov_nDCG@10", one.depths)
+        boot = cluster_bootstrap(slopes.delta, slopes.doc_id, n_boot=400, seed=7)
+        expected = (boot.estimate[0], boot.ci_low[0], boot.ci_high[0], boot.p[0], slopes.n_queries)
+        for row in rows.iter_rows(named=True):
+            assert (
+                row["slope"],
+                row["slope_ci_low"],
+                row["slope_ci_high"],
+                row["slope_p"],
+                row["slope_n_queries"],
+            ) == expected
     for corpus in ("alpha", "beta"):
         cell = scores.filter(pl.col("corpus") == corpus)
         contrast = contrast_table(cell, CONTRAST_SPECS[3:], ["cov_nDCG@10"], B=400, seed=7, mixedlm=False)

@@ -32,6 +32,7 @@ import polars as pl
 
 from structbench import defaults
 from structbench.chunking.structural import structural_chunks
+from structbench.conditions import NO_PREFIX
 from structbench.prefixes import render_texts
 from structbench.tokens import TokenCounter, load_tokenizer
 
@@ -150,7 +151,7 @@ def chunk_markdown(
     texts, _ = render_texts(
         documents,
         chunks,
-        f"path:{levels}" if levels else "none",
+        f"path:{levels}" if levels else NO_PREFIX,
         counter,
         separator=separator,
         max_prefix_tokens=t_max // 2,  # a prefix never takes more than half the chunk bound

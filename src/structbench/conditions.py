@@ -54,6 +54,7 @@ class Kind:
 FUSION_SOURCE = r"(?:bm25|none|context|path[1-9]|placebo[1-9])"
 FUSION_SOURCES = rf"{FUSION_SOURCE}(?:\+{FUSION_SOURCE})*"
 FUSION_SEPARATOR = "+"
+NO_PREFIX = "none"  # the prefix value of a chunk embedded as its content alone
 MIN_DOSE_LEVELS = 3  # a dose-response needs three levels; two are a pairwise contrast (or nothing)
 # read-time parameters: a section level, a share in (0, 1]
 LEVEL, RATIO = "[1-4]", r"(?:0\.[0-9]*[1-9][0-9]*|1)"
@@ -86,7 +87,7 @@ AXES: dict[str, tuple[Kind, ...]] = {
         ),
     ),
     "prefix": (
-        Kind("none", description="the content alone"),
+        Kind(NO_PREFIX, description="the content alone"),
         Kind("path", "[1-9]", description="the real heading path cut to depth d"),
         Kind("placebo", "[1-9]", description="a real path of another document, same depth"),
         Kind("context", description="an LLM-written situating context (config contexts.llm)"),
@@ -331,7 +332,7 @@ def parse_conditions(entries: dict) -> dict[str, Condition]:
                 raise ValueError(
                     f"conditions.{name}.{axis} = {value!r} needs {kind.needs}, which this version does not ship yet"
                 )
-        if retrieval_kind(condition.retrieval).lexical and condition.prefix != "none":
+        if retrieval_kind(condition.retrieval).lexical and condition.prefix != NO_PREFIX:
             raise ValueError(
                 f"conditions.{name}.prefix = {condition.prefix!r} with retrieval = {condition.retrieval!r}: BM25 "
                 "ranks each chunk's content alone (its run is the chunk set's BM25 run), so a prefix would change "

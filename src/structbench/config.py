@@ -359,7 +359,7 @@ def check_retrieval_config(config: dict, conditions: dict) -> None:
                 raise ConfigError(
                     f"{where} names reranker {parameter!r}, which is no declared cross-encoder (declared: {declared})"
                 )
-            if condition.prefix == "none":
+            if condition.prefix == axes.NO_PREFIX:
                 raise ConfigError(
                     f"{where} needs a prefixed condition (the candidates are its prefixed and its "
                     "unprefixed version); this one has prefix 'none'"
@@ -507,7 +507,7 @@ def truncation_warnings(config: dict, conditions: dict) -> list[str]:
     from structbench.embedding.local import EmbedderSpec, effective_max_seq_length
 
     t_max = config["chunking"]["t_max"]
-    prefixed = any(c.prefix != "none" for c in conditions.values())
+    prefixed = any(c.prefix != axes.NO_PREFIX for c in conditions.values())
     warnings = []
     for name in (config.get("select") or {}).get("embedders") or list(config["embedders"]):
         entry = config["embedders"][name]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from structbench.conditions import NO_PREFIX
 from structbench.metrics.evidence import RunEvidence
 from structbench.metrics.registry import ExtraInput, register
 
@@ -176,12 +177,12 @@ def retrieval_layer_pairs(conditions: dict[str, dict]) -> list[tuple[str, str]]:
 
     unprefixed: dict[tuple, str] = {}
     for name, axes in conditions.items():
-        if str(axes["prefix"]) == "none":
+        if str(axes["prefix"]) == NO_PREFIX:
             unprefixed.setdefault(key(axes), name)
     return [
         (name, unprefixed[key(axes)])
         for name, axes in conditions.items()
-        if str(axes["prefix"]) != "none" and key(axes) in unprefixed
+        if str(axes["prefix"]) != NO_PREFIX and key(axes) in unprefixed
     ]
 
 

@@ -15,6 +15,7 @@ import numpy as np
 import polars as pl
 
 from structbench import datamodel
+from structbench.defaults import TOP_K
 
 
 def synthetic_cell(
@@ -23,7 +24,7 @@ def synthetic_cell(
     *,
     chunks_per_doc: float = 15.0,
     mean_spans: float = 2.1,
-    top_k: int = 100,
+    top_k: int = TOP_K,
     own_doc_chunks: int = 10,
     chars_per_chunk: int = 1000,
     seed: int = 0,

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 import numpy as np
 import polars as pl
 
-from structbench.conditions import parse_value
+from structbench.conditions import NO_PREFIX, parse_value
 from structbench.datamodel import TEXTS
 from structbench.defaults import SEED as DEFAULT_SEED
 from structbench.defaults import SEPARATOR as DEFAULT_SEPARATOR
@@ -189,7 +189,7 @@ def _context_prefixes(*, chunk_ids, contexts, **_) -> list[tuple[str, ...]]:
 
 # One renderer per prefix kind of structbench.conditions.AXES["prefix"] (a test checks they agree).
 RENDERERS = {
-    "none": _no_prefix,
+    NO_PREFIX: _no_prefix,
     "path": _path_prefixes,
     "placebo": _placebo_prefixes,
     "context": _context_prefixes,
