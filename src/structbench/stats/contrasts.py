@@ -40,9 +40,9 @@ import numpy as np
 import polars as pl
 
 from structbench.conditions import FAMILIES
+from structbench.sizes import size_doses
 from structbench.stats.bootstrap import bootstrap_p, bootstrap_replicates, percentile_ci
 from structbench.stats.mixedlm import mixedlm_treatment_p
-from structbench.sizes import size_doses
 from structbench.stats.paired import PairedDeltas, cohens_dz, holm, paired_deltas, win_tie_loss
 
 HOLM_FAMILIES = FAMILIES[:-1]  # every family but exploratory, which claims none
