@@ -47,11 +47,17 @@ def parse_size_token(token: str, chunking: Mapping | None = None) -> tuple[int, 
     return int(t_max) if t_max else default_max, int(t_min) if t_min else default_min
 
 
+def split_size(boundaries_token: str) -> tuple[str, str]:
+    """A chunk set's boundaries path token as (boundaries, size suffix): ``structural-t200`` ->
+    ``("structural", "-t200")``, ``external-lc`` -> ``("external-lc", "")``."""
+    match = re.fullmatch(rf"(.*?)({SIZE_TOKEN})", boundaries_token)
+    return match.group(1), match.group(2)
+
+
 def chunkset_size(boundaries_token: str, chunking: Mapping | None = None) -> tuple[int, int]:
     """The ``(t_max, t_min)`` of a chunk set from its boundaries path token (``structural-t200`` -> ``(200,
     60)`` under the default bounds; ``external-x`` -> the run's bounds)."""
-    match = re.fullmatch(rf"(.*?)({SIZE_TOKEN})", boundaries_token)
-    return parse_size_token(match.group(2), chunking)
+    return parse_size_token(split_size(boundaries_token)[1], chunking)
 
 
 def _bound(where: str, key: str, value) -> int:

@@ -29,6 +29,7 @@ from structbench.metrics.registry import is_metric, metric_label, parse_metric
 from structbench.report.formatting import cell_heading, p_text, signed
 from structbench.report.registry import Omit, Omitted, ReportInputs, Table
 from structbench.report.results import ALL_QTYPES
+from structbench.sizes import split_size
 from structbench.stats.contrasts import HOLM_FAMILIES
 
 DPI = 100
@@ -509,7 +510,10 @@ CHUNK_BIN_TOKENS = 10
 def chunk_size_plot(data: pl.DataFrame, inputs: ReportInputs):
     from matplotlib.ticker import MaxNLocator
 
-    pairs = sorted({(m["corpus"], m["structure"]) for m in inputs.size_matches})
+    # one panel per corpus, structure and size: a fixed-window set beside the structural set of its own size
+    pairs = sorted(
+        {(m["corpus"], m["structure"], split_size(m["chunk set"].split("/")[0])[1]) for m in inputs.size_matches}
+    )
     if not pairs:
         raise Omit("no fixed-window condition in this config: no size-matched pair to compare")
     columns = min(3, len(pairs))
@@ -522,10 +526,12 @@ def chunk_size_plot(data: pl.DataFrame, inputs: ReportInputs):
         if index >= len(pairs):
             axes.set_visible(False)
             continue
-        corpus, structure = pairs[index]
+        corpus, structure, size = pairs[index]
+        bounds = inputs.chunk_bounds.get((corpus, f"structural{size}/{structure}"), {})
+        t_min, t_max = bounds.get("t_min", inputs.t_min), bounds.get("t_max", inputs.t_max)
         for chunkset, color, linestyle in (
-            (f"structural/{structure}", PALETTE[4], "-"),
-            (f"fixed/{structure}", PALETTE[5], "--"),
+            (f"structural{size}/{structure}", PALETTE[4], "-"),
+            (f"fixed{size}/{structure}", PALETTE[5], "--"),
         ):
             sizes = data.filter(pl.col("corpus") == corpus, pl.col("chunk set") == chunkset)["n_tokens"].to_numpy()
             if len(sizes) == 0:
@@ -541,12 +547,12 @@ def chunk_size_plot(data: pl.DataFrame, inputs: ReportInputs):
                 label=f"{chunkset}: {len(sizes)} chunks, mean {mean:.1f}",
             )
             axes.axvline(mean, color=color, linestyle=(0, (4, 2)), linewidth=1.0)
-        for bound in (inputs.t_min, inputs.t_max):
+        for bound in (t_min, t_max):
             axes.axvline(bound, color="#777777", linestyle=":", linewidth=1.0)
         axes.set_xlim(0, bins[-1])
         axes.set_xlabel(f"content tokens per chunk ({CHUNK_BIN_TOKENS}-token bins)")
         axes.set_ylabel("chunks")
         axes.yaxis.set_major_locator(MaxNLocator(integer=True))
-        axes.set_title(f"{corpus} · {structure}: fixed vs structural (t_min {inputs.t_min}, t_max {inputs.t_max})")
+        axes.set_title(f"{corpus} · {structure}{size}: fixed vs structural (t_min {t_min}, t_max {t_max})")
         axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False)
     return figure
