@@ -249,3 +249,15 @@ def test_the_report_shows_the_size_curve_table_and_figure():
     assert isinstance(figure, RenderedFigure)
     kinds = [kind for kind, _ in png_chunks(figure.png)]  # as every figure: no metadata that varies by run
     assert kinds[0] == b"IHDR" and not {b"tEXt", b"iTXt", b"zTXt", b"tIME"} & set(kinds)
+
+
+def test_a_chunkers_size_and_a_conditions_are_one_size_when_contrasts_look_for_self_contrasts():
+    chunkers = {
+        "a": {"library": "langchain", "kind": "recursive", "t_max": 200},
+        "b": {"library": "langchain", "kind": "recursive"},
+    }
+    conditions = parse_conditions(
+        {"A": gold(boundaries="external:a"), "B": gold(boundaries="external:b", t_max=200)}, CHUNKING, chunkers
+    )
+    with pytest.raises(ValueError, match="'A' with 'B', which have identical axes"):
+        parse_contrasts({"AB": {"treatment": "A", "control": "B"}}, conditions, chunkers)

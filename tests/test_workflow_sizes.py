@@ -92,4 +92,6 @@ def test_conditions_at_their_own_sizes_run_end_to_end_and_the_report_shows_the_s
     assert size_table["slope"].to_list() == pytest.approx([curve["delta"]] * 3)
     report = (tmp_path / "results/report/report.md").read_text()
     assert "## Chunk-size curve" in report and "size slope per doubling over G2-200 → G2 → G2-500" in report
-    assert (tmp_path / "results/report/figures/size_curve.png").stat().st_size > 0
+    assert "| G2-500 | structural | gold | none | flat | t_max 500, t_min 100 |" in report  # the conditions table
+    for figure in ("size_curve", "chunk_sizes"):  # chunk sizes: one panel per size, fixed beside structural
+        assert (tmp_path / f"results/report/figures/{figure}.png").stat().st_size > 0

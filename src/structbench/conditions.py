@@ -13,7 +13,7 @@ artifact upstream of it (the workflow builds them once):
 
     chunks  <- (boundaries, structure, size)
     texts   <- (boundaries, structure, size, prefix)
-    vectors <- (boundaries, structure, prefix, embedder)
+    vectors <- (boundaries, structure, size, prefix, embedder)
     runs    <- (condition, embedder, reranker)
 
 A condition's *size* is its own ``t_max``/``t_min`` (docs/method.md §6a): unset, the run's ``chunking`` bounds.
@@ -399,7 +399,9 @@ def _axes(condition: Condition, chunkers: dict | None = None) -> tuple:
         if kind.name == "rrf":
             value = "rrf:" + FUSION_SEPARATOR.join(sorted(fusion_source_names(parameter)))
         elif kind.name == "external" and chunkers and parameter in chunkers:
-            value = ("external", repr(sorted((chunkers[parameter] or {}).items())))
+            # its size is the condition's (resolved from the entry by parse_conditions), compared below
+            spec = {key: v for key, v in (chunkers[parameter] or {}).items() if key not in SIZE_KEYS}
+            value = ("external", repr(sorted(spec.items())))
         meaning.append(value)
     return (*meaning, condition.t_max, condition.t_min)  # the size: None is the run's
 
