@@ -4,16 +4,17 @@ rule structural_chunks:
         paragraphs=f"{R}/{{corpus}}/corpus/paragraphs.parquet",
         sections=structure_sections,
     output:
-        chunks=f"{R}/{{corpus}}/chunks/structural/{{structure}}.parquet",
-        bounds=f"{R}/{{corpus}}/chunks/structural/{{structure}}.bounds.json",
+        chunks=f"{R}/{{corpus}}/chunks/structural{{size}}/{{structure}}.parquet",
+        bounds=f"{R}/{{corpus}}/chunks/structural{{size}}/{{structure}}.bounds.json",
     log:
-        f"{LOGS}/chunks/{{corpus}}/structural-{{structure}}.log",
+        f"{LOGS}/chunks/{{corpus}}/structural{{size}}-{{structure}}.log",
     conda:
         "../envs/cpu.yaml"
     params:
         tokenizer=config["tokenizer"],
-        t_max=config["chunking"]["t_max"],
-        t_min=config["chunking"]["t_min"],
+        # the set's own size (its path's -t/-m suffix), else chunking.t_max / t_min (docs/method.md §6a)
+        t_max=chunk_t_max,
+        t_min=chunk_t_min,
         code=script_code("structural_chunks"),
     script:
         "../workflow/scripts/structural_chunks.py"
@@ -24,20 +25,21 @@ rule fixed_chunks:
         documents=f"{R}/{{corpus}}/corpus/documents.parquet",
         paragraphs=f"{R}/{{corpus}}/corpus/paragraphs.parquet",
         sections=structure_sections,
-        reference=f"{R}/{{corpus}}/chunks/structural/{{structure}}.parquet",
+        # size-matched to the structural chunks of its own size
+        reference=f"{R}/{{corpus}}/chunks/structural{{size}}/{{structure}}.parquet",
     output:
-        chunks=f"{R}/{{corpus}}/chunks/fixed/{{structure}}.parquet",
-        size_match=f"{R}/{{corpus}}/chunks/fixed/{{structure}}.size_match.json",
-        bounds=f"{R}/{{corpus}}/chunks/fixed/{{structure}}.bounds.json",
+        chunks=f"{R}/{{corpus}}/chunks/fixed{{size}}/{{structure}}.parquet",
+        size_match=f"{R}/{{corpus}}/chunks/fixed{{size}}/{{structure}}.size_match.json",
+        bounds=f"{R}/{{corpus}}/chunks/fixed{{size}}/{{structure}}.bounds.json",
     log:
-        f"{LOGS}/chunks/{{corpus}}/fixed-{{structure}}.log",
+        f"{LOGS}/chunks/{{corpus}}/fixed{{size}}-{{structure}}.log",
     conda:
         "../envs/cpu.yaml"
     params:
         tokenizer=config["tokenizer"],
         snap_tokens=config["chunking"]["fixed_snap_tokens"],
-        t_min=config["chunking"]["t_min"],
-        t_max=config["chunking"]["t_max"],
+        t_min=chunk_t_min,
+        t_max=chunk_t_max,
         code=script_code("fixed_chunks"),
     script:
         "../workflow/scripts/fixed_chunks.py"
@@ -52,17 +54,17 @@ rule external_chunks:
         paragraphs=f"{R}/{{corpus}}/corpus/paragraphs.parquet",
         sections=structure_sections,
     output:
-        chunks=f"{R}/{{corpus}}/chunks/external-{{chunker}}/{{structure}}.parquet",
-        report=f"{R}/{{corpus}}/chunks/external-{{chunker}}/{{structure}}.chunker.json",
-        bounds=f"{R}/{{corpus}}/chunks/external-{{chunker}}/{{structure}}.bounds.json",
+        chunks=f"{R}/{{corpus}}/chunks/external-{{chunker}}{{size}}/{{structure}}.parquet",
+        report=f"{R}/{{corpus}}/chunks/external-{{chunker}}{{size}}/{{structure}}.chunker.json",
+        bounds=f"{R}/{{corpus}}/chunks/external-{{chunker}}{{size}}/{{structure}}.bounds.json",
     log:
-        f"{LOGS}/chunks/{{corpus}}/external-{{chunker}}-{{structure}}.log",
+        f"{LOGS}/chunks/{{corpus}}/external-{{chunker}}{{size}}-{{structure}}.log",
     conda:
         "../envs/chunkers.yaml"
     params:
         tokenizer=config["tokenizer"],
-        t_max=config["chunking"]["t_max"],
-        t_min=config["chunking"]["t_min"],
+        t_max=chunk_t_max,
+        t_min=chunk_t_min,
         chunker=chunker_entry,
         code=script_code("external_chunks"),
     script:
@@ -86,8 +88,8 @@ rule texts:
         tokenizer=config["tokenizer"],
         separator=config["prefix"]["separator"],
         seed=config["seed"],
-        # A prefix never takes more than half the chunk bound (structbench.prefixes.budget).
-        max_prefix_tokens=config["chunking"]["t_max"] // 2,
+        # A prefix never takes more than half its chunk set's bound (structbench.prefixes.budget).
+        max_prefix_tokens=prefix_budget,
         code=script_code("render_texts"),
     script:
         "../workflow/scripts/render_texts.py"
@@ -99,11 +101,11 @@ rule semantic_chunks:
         paragraphs=f"{R}/{{corpus}}/corpus/paragraphs.parquet",
         sections=structure_sections,
     output:
-        chunks=f"{R}/{{corpus}}/chunks/semantic/{{structure}}.parquet",
-        embed_report=f"{R}/{{corpus}}/chunks/semantic/{{structure}}.embed.json",
-        bounds=f"{R}/{{corpus}}/chunks/semantic/{{structure}}.bounds.json",
+        chunks=f"{R}/{{corpus}}/chunks/semantic{{size}}/{{structure}}.parquet",
+        embed_report=f"{R}/{{corpus}}/chunks/semantic{{size}}/{{structure}}.embed.json",
+        bounds=f"{R}/{{corpus}}/chunks/semantic{{size}}/{{structure}}.bounds.json",
     log:
-        f"{LOGS}/chunks/{{corpus}}/semantic-{{structure}}.log",
+        f"{LOGS}/chunks/{{corpus}}/semantic{{size}}-{{structure}}.log",
     conda:
         "../envs/gpu-embed.yaml"
     threads: 8
@@ -113,8 +115,8 @@ rule semantic_chunks:
         runtime=120,
     params:
         tokenizer=config["tokenizer"],
-        t_max=config["chunking"]["t_max"],
-        t_min=config["chunking"]["t_min"],
+        t_max=chunk_t_max,
+        t_min=chunk_t_min,
         threshold=config["chunking"]["semantic_threshold"],
         embedder=semantic_embedder_spec,
         cache=f"{CACHE}/embeddings",

@@ -4,6 +4,7 @@ import functools
 import os
 import re
 import time
+from dataclasses import replace
 
 from snakemake.logging import logger
 
@@ -27,6 +28,7 @@ from structbench.structure.segmentation import OPTIONS as SEGMENTATION_OPTIONS
 from structbench.querygen.settings import QuerygenSettings
 from structbench.stats.means import dose_series
 from structbench.embedding.probe import probe_endpoints
+from structbench.sizes import chunkset_size, parse_size_token
 
 # Validate against the schema and fill its defaults; then the cross-key checks. Both run before any job.
 validate_config(config, os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml"))
@@ -37,7 +39,12 @@ CONDITIONS, CONTRASTS = check_config(config, SCORE_METRICS)
 # The declared contrasts the selection leaves out, with their missing conditions: the report lists them
 # under Table 1 (docs/method.md §15), so what was not run is in the report, not only in this log.
 DROPPED_CONTRASTS = dropped_contrasts(
-    parse_contrasts(config["contrasts"], parse_conditions(config["conditions"]), config.get("chunkers")),
+    parse_contrasts(
+        config["contrasts"],
+        parse_conditions(config["conditions"], config["chunking"], config["chunkers"]),
+        config["chunkers"],
+        config["chunking"],
+    ),
     CONDITIONS,
 )
 if DROPPED_CONTRASTS:
@@ -248,7 +255,7 @@ def all_dose_responses():
 DOSE_SERIES = [
     series.as_params()
     for series in dose_series(
-        {name: config["conditions"][name] for name in CONDITIONS}, [c.as_params() for c in CONTRASTS.values()]
+        {name: condition.entry() for name, condition in CONDITIONS.items()}, [c.as_params() for c in CONTRASTS.values()]
     )
 ]
 
@@ -263,6 +270,25 @@ def chunker_entry(wildcards):
     return {"name": wildcards.chunker, **config["chunkers"][wildcards.chunker]}
 
 
+def chunk_size(wildcards):
+    """``(t_max, t_min)`` of a chunk rule's set: its ``size`` suffix, the run's ``chunking`` bounds where
+    silent (docs/method.md §6a)."""
+    return parse_size_token(wildcards.size, config["chunking"])
+
+
+def chunk_t_max(wildcards):
+    return chunk_size(wildcards)[0]
+
+
+def chunk_t_min(wildcards):
+    return chunk_size(wildcards)[1]
+
+
+def prefix_budget(wildcards):
+    """A prefix never takes more than half its chunk set's t_max (structbench.prefixes.budget)."""
+    return chunkset_size(wildcards.boundaries, config["chunking"])[0] // 2
+
+
 def size_matched(condition):
     """Whether a condition's chunk set is size-matched to the structural set of its structure: fixed
     windows always, an external chunker when its entry says ``size_match``."""
@@ -274,25 +300,30 @@ def external_reference(wildcards):
     """The structural chunks a size-matched external chunker matches (no input otherwise)."""
     if not config["chunkers"][wildcards.chunker]["size_match"]:
         return {}
-    return {"reference": f"{R}/{wildcards.corpus}/chunks/structural/{wildcards.structure}.parquet"}
+    return {"reference": f"{R}/{wildcards.corpus}/chunks/structural{wildcards.size}/{wildcards.structure}.parquet"}
 
 
 def all_size_matches():
     """Realized mean sizes of every size-matched chunk set (fixed windows, size-matched external chunkers)
     against its structural reference (docs/method.md §6)."""
-    matched = sorted({c.chunkset for c in CONDITIONS.values() if size_matched(c)})
+    matched = sorted({(c.chunkset, c.boundaries) for c in CONDITIONS.values() if size_matched(c)})
     return [
-        f"{R}/{corpus}/chunks/{chunkset}.{'size_match' if chunkset.startswith('fixed/') else 'chunker'}.json"
+        f"{R}/{corpus}/chunks/{chunkset}.{'size_match' if boundaries == 'fixed' else 'chunker'}.json"
         for corpus in CORPORA
-        for chunkset in matched
+        for chunkset, boundaries in matched
     ]
+
+
+def size_reference(condition):
+    """The structural chunk set a size-matched condition is matched to: the one of its own size."""
+    return replace(condition, boundaries="structural").chunkset
 
 
 def all_chunk_sets():
     """(corpus, chunk set) -> chunks table, for every chunk set a condition uses and the structural set
     each size-matched set is matched to."""
     chunksets = {c.chunkset for c in CONDITIONS.values()}
-    chunksets = sorted(chunksets | {f"structural/{c.structure_token}" for c in CONDITIONS.values() if size_matched(c)})
+    chunksets = sorted(chunksets | {size_reference(c) for c in CONDITIONS.values() if size_matched(c)})
     return {
         (corpus, chunkset): f"{R}/{corpus}/chunks/{chunkset}.parquet" for corpus in CORPORA for chunkset in chunksets
     }
@@ -588,7 +619,7 @@ def title_depth(wildcards):
 # prefixed condition against the unprefixed one that ranks the same chunk set
 # (structbench.metrics.diagnostics.retrieval_layer_pairs).
 RETRIEVAL_LAYER_PAIRS = [list(pair) for pair in config["report"]["compare_runs"]] or [
-    list(pair) for pair in retrieval_layer_pairs({name: config["conditions"][name] for name in CONDITIONS})
+    list(pair) for pair in retrieval_layer_pairs({name: condition.entry() for name, condition in CONDITIONS.items()})
 ]
 
 

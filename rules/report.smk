@@ -48,7 +48,8 @@ rule report:
         input_keys=report_input_keys(),
         primary_metric=config["stats"]["primary_metric"],
         bootstrap_iters=config["stats"]["bootstrap_iters"],
-        conditions={name: config["conditions"][name] for name in CONDITIONS},
+        # the axes, and a condition's own size where it has one (docs/method.md §6a)
+        conditions={name: condition.entry() for name, condition in CONDITIONS.items()},
         contrasts=contrast_params,
         dropped_contrasts=DROPPED_CONTRASTS,
         table_captions=table_captions(),

@@ -51,7 +51,16 @@ def layered(extra):
 
 
 def test_the_shipped_configs_validate_and_check():
-    for extra in (None, "ladder.yaml", "qasper.yaml", "paper.yaml", "model_free.yaml", "chunkers.yaml", "late.yaml"):
+    for extra in (
+        None,
+        "ladder.yaml",
+        "qasper.yaml",
+        "paper.yaml",
+        "model_free.yaml",
+        "chunkers.yaml",
+        "late.yaml",
+        "sizes.yaml",
+    ):
         config = layered(extra)
         conditions, contrasts = check_config(config, metrics_from_config(config["metrics"]))
         assert conditions and contrasts

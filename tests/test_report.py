@@ -315,7 +315,8 @@ def test_every_table_is_written_for_a_complete_input():
     built = build_tables(synthetic_inputs())
     assert [t.spec.name for t in built] == list(TABLES)
     omitted = {t.spec.name for t in built if isinstance(t, Omitted)}
-    assert omitted == {"induction", "situating_contexts", "llm_calls", "query_generation"}  # no LLM step
+    # no LLM step, and no size curve (tests/test_sizes.py builds that table from size-keyed conditions)
+    assert omitted == {"induction", "situating_contexts", "llm_calls", "query_generation", "size_curve"}
     for table in built:
         if isinstance(table, Table):
             assert table.content.data.height > 0, table.spec.name
@@ -476,7 +477,8 @@ def test_the_conditions_table_lists_the_selected_conditions_only():
     rule = (REPO / "rules/report.smk").read_text()
     report_rule = rule[rule.index("rule report:") :]
     passed = re.search(r"^        conditions=(.*),$", report_rule, re.MULTILINE).group(1)
-    assert passed == '{name: config["conditions"][name] for name in CONDITIONS}'  # CONDITIONS: check_config's selection
+    # CONDITIONS: check_config's selection, each as its config entry with its resolved own size
+    assert passed == "{name: condition.entry() for name, condition in CONDITIONS.items()}"
 
 
 def test_semantic_merge_truncation_is_a_row_of_the_embedder_input_table(tmp_path, monkeypatch):

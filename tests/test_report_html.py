@@ -46,7 +46,9 @@ def test_standalone_page_loads_every_figure(chromium, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     write_report_bundle(synthetic_inputs(), ReportPaths.under("report"))
     images = loaded_images(chromium, tmp_path / "report/index.html")
-    assert sorted(image["src"] for image in images) == sorted(f"figures/{name}.png" for name in FIGURES)
+    # every figure but the size curve, which the synthetic inputs do not declare (tests/test_sizes.py draws it)
+    drawn = sorted(f"figures/{name}.png" for name in FIGURES if name != "size_curve")
+    assert sorted(image["src"] for image in images) == drawn
     assert all(image["width"] > 0 and image["height"] > 0 for image in images), images
 
 
@@ -76,6 +78,7 @@ OMITTED_BY_DEFAULT = {
     # G2 and G3 are two depths: a contrast, not a slope (a dose-response needs three levels).
     "dose_response": "no dose-response contrast and no three or more conditions that differ only in "
     "heading-path depth in this config",
+    "size_curve": "no size curve (a contrast with sizes) in this config",
 }
 
 
@@ -101,7 +104,7 @@ def test_default_run_writes_the_report_and_both_html_reports_show_every_figure(c
             assert (workdir / path).stat().st_size > 0, path
     written_figures = sorted(item["name"] for item in manifest["figures"] if item["written"])
     # G4 is routed: section recall is drawn too; two depths draw no dose-response (test_figures draws it)
-    assert written_figures == sorted(set(FIGURES) - {"dose_response"})
+    assert written_figures == sorted(set(FIGURES) - {"dose_response", "size_curve"})
 
     # The report again, from the same inputs: the same bytes, figures included (so the shared run is left as
     # it was).

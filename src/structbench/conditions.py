@@ -11,17 +11,23 @@ declared here once and implemented in its own module (``structbench.prefixes``' 
 Artifacts are keyed by the axes they depend on, so two conditions that agree on an axis share every
 artifact upstream of it (the workflow builds them once):
 
-    chunks  <- (boundaries, structure)
-    texts   <- (boundaries, structure, prefix)
-    vectors <- (boundaries, structure, prefix, embedder)
+    chunks  <- (boundaries, structure, size)
+    texts   <- (boundaries, structure, size, prefix)
+    vectors <- (boundaries, structure, size, prefix, embedder)
     runs    <- (condition, embedder, reranker)
+
+A condition's *size* is its own ``t_max``/``t_min`` (docs/method.md §6a): unset, the run's ``chunking`` bounds.
+A chunk set's path carries the size only where it differs from the run's (``structural-t200/gold``), so a config
+without per-condition sizes keeps every path it had (:func:`size_token`).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from structbench.sizes import SIZE_KEYS, SIZE_TOKEN, check_size_curve, own_size, parse_size_token, size_token
 
 # Path tokens use "-" where config values use ":", so a parameter must not contain either.
 PARAMETER_SEPARATOR, TOKEN_SEPARATOR = ":", "-"
@@ -241,8 +247,10 @@ def schema_definitions() -> dict:
 
 
 def wildcard_constraints() -> dict[str, str]:
-    """Snakemake wildcard constraints of the axis tokens that appear in artifact paths."""
-    return {axis: token_pattern(axis) for axis in ("boundaries", "structure", "prefix")}
+    """Snakemake wildcard constraints of the axis tokens that appear in artifact paths; a chunk set's
+    boundaries token carries its size suffix (``structural-t200``), and ``size`` is that suffix alone."""
+    constraints = {axis: token_pattern(axis) for axis in ("structure", "prefix")}
+    return {"boundaries": f"(?:{token_pattern('boundaries')}){SIZE_TOKEN}", **constraints, "size": SIZE_TOKEN}
 
 
 @dataclass(frozen=True)
@@ -252,11 +260,25 @@ class Condition:
     structure: str
     prefix: str
     retrieval: str
+    # The condition's own chunk bounds where they differ from the run's chunking.t_max / t_min (None: the
+    # run's), as parse_conditions resolves them: so equal sizes are one chunk set however they were written.
+    t_max: int | None = None
+    t_min: int | None = None
 
     @property
     def boundaries_token(self) -> str:
-        """The boundaries as a path component ("external:langchain" -> "external-langchain")."""
-        return to_token(self.boundaries)
+        """The boundaries as a path component ("external:langchain" -> "external-langchain"), with the
+        condition's own size where it has one ("structural-t200")."""
+        return to_token(self.boundaries) + size_token(self.t_max, self.t_min)
+
+    def size(self, chunking: Mapping | None = None) -> tuple[int, int]:
+        """The ``(t_max, t_min)`` its chunks are held to: its own, else the run's ``chunking`` bounds."""
+        return parse_size_token(size_token(self.t_max, self.t_min), chunking)
+
+    def entry(self) -> dict:
+        """The condition as a config entry: its four axes, and its own size where it has one."""
+        sizes = {key: getattr(self, key) for key in SIZE_KEYS if getattr(self, key) is not None}
+        return {axis: getattr(self, axis) for axis in AXES} | sizes
 
     @property
     def structure_token(self) -> str:
@@ -286,6 +308,7 @@ class Contrast:
     control: str | None = None
     conditions: tuple[str, ...] = ()
     depths: tuple[float, ...] = ()
+    sizes: tuple[float, ...] = ()  # a size curve: each condition's t_max (docs/method.md §6a)
 
     @property
     def members(self) -> tuple[str, ...]:
@@ -295,7 +318,8 @@ class Contrast:
         """The plain dict the statistics step takes (``structbench.stats.contrast_table``)."""
         if self.conditions:
             entry = {"name": self.name, "family": self.family, "conditions": list(self.conditions)}
-            return entry | ({"depths": list(self.depths)} if self.depths else {})
+            entry |= {"depths": list(self.depths)} if self.depths else {}
+            return entry | ({"sizes": list(self.sizes)} if self.sizes else {})
         return {"name": self.name, "family": self.family, "treatment": self.treatment, "control": self.control}
 
 
@@ -311,17 +335,23 @@ def dropped_contrasts(contrasts: Mapping[str, Contrast], selected: Mapping) -> l
     return dropped
 
 
-def parse_conditions(entries: dict) -> dict[str, Condition]:
-    """Validate the ``conditions`` config block; errors name the condition and the bad value."""
+def parse_conditions(
+    entries: dict, chunking: Mapping | None = None, chunkers: Mapping | None = None
+) -> dict[str, Condition]:
+    """Validate the ``conditions`` config block; errors name the condition and the bad value.
+
+    A condition may set its own ``t_max``/``t_min``, and an external chunker's entry (``chunkers``) its own;
+    each is resolved against the run's ``chunking`` bounds (:func:`structbench.sizes.own_size`)."""
     conditions = {}
     for name, axes in entries.items():
         missing = [axis for axis in AXES if axis not in (axes or {})]
-        unknown = sorted(set(axes or {}) - set(AXES))
+        unknown = sorted(set(axes or {}) - set(AXES) - set(SIZE_KEYS))
         if missing or unknown:
             raise ValueError(
-                f"conditions.{name} needs exactly the axes {list(AXES)} (missing {missing}, unknown {unknown})"
+                f"conditions.{name} needs exactly the axes {list(AXES)}, optionally {list(SIZE_KEYS)} "
+                f"(missing {missing}, unknown {unknown})"
             )
-        condition = Condition(name=name, **axes)
+        condition = Condition(name=name, **{axis: axes[axis] for axis in AXES})
         for axis in AXES:
             value = getattr(condition, axis)
             try:
@@ -338,8 +368,20 @@ def parse_conditions(entries: dict) -> dict[str, Condition]:
                 "ranks each chunk's content alone (its run is the chunk set's BM25 run), so a prefix would change "
                 "nothing; use prefix: none"
             )
-        conditions[name] = condition
+        conditions[name] = _sized(condition, axes, chunking, chunkers)
     return conditions
+
+
+def _sized(condition: Condition, entry: Mapping, chunking: Mapping | None, chunkers: Mapping | None) -> Condition:
+    """``condition`` with its own size resolved: the entry's ``t_max``/``t_min``, else its external
+    chunker's, kept only where they differ from the run's ``chunking`` bounds."""
+    kind, parameter = parse_value("boundaries", condition.boundaries)
+    chunker = None
+    if kind.name == "external" and chunkers and parameter in chunkers:
+        chunker = (parameter, chunkers[parameter] or {})
+    uses_t_min = chunker is None or bool(chunker[1].get("size_match"))
+    t_max, t_min = own_size(f"conditions.{condition.name}", entry, chunking, chunker, uses_t_min)
+    return replace(condition, t_max=t_max, t_min=t_min)
 
 
 def is_lexical(condition: Condition) -> bool:
@@ -358,22 +400,26 @@ def _axes(condition: Condition, chunkers: dict | None = None) -> tuple:
         if kind.name == "rrf":
             value = "rrf:" + FUSION_SEPARATOR.join(sorted(fusion_source_names(parameter)))
         elif kind.name == "external" and chunkers and parameter in chunkers:
-            value = ("external", repr(sorted((chunkers[parameter] or {}).items())))
+            # its size is the condition's (resolved from the entry by parse_conditions), compared below
+            spec = {key: v for key, v in (chunkers[parameter] or {}).items() if key not in SIZE_KEYS}
+            value = ("external", repr(sorted(spec.items())))
         meaning.append(value)
-    return tuple(meaning)
+    return (*meaning, condition.t_max, condition.t_min)  # the size: None is the run's
 
 
 def _axes_text(condition: Condition) -> str:
-    return ", ".join(f"{axis}={getattr(condition, axis)}" for axis in AXES)
+    sizes = [f"{key}={getattr(condition, key)}" for key in SIZE_KEYS if getattr(condition, key) is not None]
+    return ", ".join([f"{axis}={getattr(condition, axis)}" for axis in AXES] + sizes)
 
 
 def parse_contrasts(
-    entries: dict, conditions: dict[str, Condition], chunkers: dict | None = None
+    entries: dict, conditions: dict[str, Condition], chunkers: dict | None = None, chunking: Mapping | None = None
 ) -> dict[str, Contrast]:
     """Validate the ``contrasts`` block: members are declared conditions, a pair compares two different ones
     (different names and different axes, by meaning (:func:`_axes`, with the ``chunkers`` entries): two
     names for one condition are a self-contrast), and a conditions list holds no condition twice (by
-    name or by axes)."""
+    name or by axes). A size curve (``sizes``) lists conditions that differ in size alone, each size its
+    condition's ``t_max`` under the run's ``chunking`` bounds (:func:`structbench.sizes.check_size_curve`)."""
     contrasts = {}
     for name, entry in entries.items():
         pairwise = "treatment" in entry or "control" in entry
@@ -388,7 +434,13 @@ def parse_contrasts(
             control=entry.get("control"),
             conditions=tuple(entry.get("conditions") or ()),
             depths=tuple(entry.get("depths") or ()),
+            sizes=tuple(entry.get("sizes") or ()),
         )
+        if "sizes" in entry and (pairwise or "depths" in entry):
+            raise ValueError(
+                f"contrasts.{name} sets sizes with {'treatment/control' if pairwise else 'depths'}: a size curve "
+                "is a conditions list with one size per condition, and no depths"
+            )
         for member in contrast.members:
             if member not in conditions:
                 raise ValueError(
@@ -426,7 +478,27 @@ def parse_contrasts(
             seen[key] = member
         if contrast.depths and len(contrast.depths) != len(contrast.conditions):
             raise ValueError(f"contrasts.{name}.depths needs one depth per condition")
+        if "sizes" in entry:
+            contrast = replace(contrast, sizes=_size_curve(name, entry["sizes"], contrast, conditions, chunking))
         if contrast.family not in FAMILIES:
             raise ValueError(f"contrasts.{name}.family = {contrast.family!r}; expected one of {FAMILIES}")
         contrasts[name] = contrast
     return contrasts
+
+
+def _size_curve(
+    name: str, sizes, contrast: Contrast, conditions: dict[str, Condition], chunking: Mapping | None
+) -> tuple[float, ...]:
+    """A size curve's checked sizes: its conditions differ in size alone (else the slope would mix in
+    another axis), and each size is its condition's ``t_max``."""
+    first = conditions[contrast.conditions[0]]
+    for member in contrast.conditions[1:]:
+        other = conditions[member]
+        differ = [axis for axis in AXES if getattr(other, axis) != getattr(first, axis)]
+        if differ:
+            raise ValueError(
+                f"contrasts.{name} is a size curve, so its conditions may differ in size alone: {member!r} differs "
+                f"from {first.name!r} in {differ}"
+            )
+    members = {member: conditions[member].size(chunking)[0] for member in contrast.conditions}
+    return check_size_curve(name, list(sizes or []), members)

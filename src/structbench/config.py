@@ -180,8 +180,8 @@ def check_config(config: dict, metric_names: list[str]) -> tuple[dict, dict]:
             "no chunk could satisfy both bounds"
         )
     try:
-        conditions = axes.parse_conditions(config["conditions"])
-        contrasts = axes.parse_contrasts(config["contrasts"], conditions, config.get("chunkers"))
+        conditions = axes.parse_conditions(config["conditions"], chunking, config.get("chunkers"))
+        contrasts = axes.parse_contrasts(config["contrasts"], conditions, config.get("chunkers"), chunking)
     except ValueError as error:
         raise ConfigError(str(error)) from None
     primary = config["stats"]["primary_metric"]
@@ -207,7 +207,7 @@ def check_config(config: dict, metric_names: list[str]) -> tuple[dict, dict]:
             raise ConfigError(
                 f"select.{kind} names {unknown}, which config.{kind} does not declare ({list(config[kind])})"
             )
-    check_metric_depth(config, metric_names)
+    check_metric_depth(config, metric_names, conditions)
     check_llm_config(config, conditions)
     check_querygen_config(config)
     check_retrieval_config(config, conditions)
@@ -221,16 +221,18 @@ def check_config(config: dict, metric_names: list[str]) -> tuple[dict, dict]:
     return selected, selected_contrasts
 
 
-def check_metric_depth(config: dict, metric_names: list[str]) -> None:
+def check_metric_depth(config: dict, metric_names: list[str], conditions: dict | None = None) -> None:
     """Every metric cutoff within what retrieval keeps (``retrieval.top_k`` ranks per query).
 
     A rank cutoff ``@k`` deeper than ``top_k`` would be computed from a shorter ranking than its name
     says. A token budget is filled from the ranking too: every chunk holds at least ``chunking.t_min``
     content tokens (a document shorter than that is its one chunk), so ``top_k * t_min`` tokens is the
-    most a budget can be sure to find; a larger budget could silently stop at the ranking's end."""
+    most a budget can be sure to find; a larger budget could silently stop at the ranking's end. A condition
+    with its own smaller ``t_min`` (docs/method.md §6a) lowers that floor: the smallest of ``conditions`` counts."""
     from structbench.metrics.registry import parse_metric
 
     top_k, t_min = config["retrieval"]["top_k"], config["chunking"]["t_min"]
+    t_min = min([t_min] + [c.size(config["chunking"])[1] for c in (conditions or {}).values()])
     for name in metric_names:
         metric = parse_metric(name)
         kind = metric.definition.cutoff
@@ -506,7 +508,9 @@ def truncation_warnings(config: dict, conditions: dict) -> list[str]:
     from structbench.embedding.kinds import OPENAI, embedder_kind
     from structbench.embedding.local import EmbedderSpec, effective_max_seq_length
 
-    t_max = config["chunking"]["t_max"]
+    # the largest chunk any condition cuts: the run's t_max, or a condition's own (docs/method.md §6a)
+    t_max = max([config["chunking"]["t_max"]] + [c.size(config["chunking"])[0] for c in conditions.values()])
+    bound = "chunking.t_max" if t_max == config["chunking"]["t_max"] else "a condition's own t_max"
     prefixed = any(c.prefix != axes.NO_PREFIX for c in conditions.values())
     warnings = []
     for name in (config.get("select") or {}).get("embedders") or list(config["embedders"]):
@@ -521,14 +525,14 @@ def truncation_warnings(config: dict, conditions: dict) -> list[str]:
         needed = t_max + SPECIAL_TOKENS
         if needed > limit:
             warnings.append(
-                f"embedders.{name}: {key} {limit} < chunking.t_max {t_max} + {SPECIAL_TOKENS} "
+                f"embedders.{name}: {key} {limit} < {bound} {t_max} + {SPECIAL_TOKENS} "
                 "special tokens: the longest chunks WILL be truncated, prefixed or not. Set "
-                f"embedders.{name}.{key} (up to the model's limit) or lower chunking.t_max."
+                f"embedders.{name}.{key} (up to the model's limit) or lower {bound}."
             )
         elif prefixed and needed + PREFIX_ALLOWANCE > limit:
             warnings.append(
                 f"embedders.{name}: {key} {limit} leaves {limit - needed} tokens for a prefix "
-                f"on a chunk of chunking.t_max = {t_max} tokens: long prefixed chunks are likely to be "
+                f"on a chunk of {bound} = {t_max} tokens: long prefixed chunks are likely to be "
                 f"truncated (the report counts them). Raise {key} or lower t_max."
             )
     return warnings

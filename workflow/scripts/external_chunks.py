@@ -26,7 +26,7 @@ with step_log(snakemake.log[0], "external_chunks") as log:
     report = {
         "corpus": snakemake.wildcards.corpus,
         "structure": snakemake.wildcards.structure,
-        "chunk set": f"external-{spec.name}/{snakemake.wildcards.structure}",
+        "chunk set": f"external-{spec.name}{snakemake.wildcards.size}/{snakemake.wildcards.structure}",
         **report,  # with a reference: size_match_report's keys, as fixed windows write them
     }
     log.info("%s: %d chunks, mean %.1f tokens", spec.name, chunks.height, chunks["n_tokens"].mean())

@@ -24,7 +24,7 @@ with step_log(snakemake.log[0], "fixed_chunks") as log:
     report = {
         "corpus": snakemake.wildcards.corpus,
         "structure": snakemake.wildcards.structure,
-        "chunk set": f"fixed/{snakemake.wildcards.structure}",
+        "chunk set": f"fixed{snakemake.wildcards.size}/{snakemake.wildcards.structure}",
         **size_match_report(chunks, reference),
     }
     log.info("size match: %s", report)

@@ -169,11 +169,12 @@ def summarize_run_comparison(run_a: pl.DataFrame, run_b: pl.DataFrame, depth: in
 def retrieval_layer_pairs(conditions: dict[str, dict]) -> list[tuple[str, str]]:
     """The title-chain study's prefixed vs unprefixed pairs among declared conditions: ``(prefixed, unprefixed)`` for
     every condition with a prefix whose boundaries, structure and retrieval match a declared condition
-    with prefix ``none`` (the first such declared), in declared order. Both rank the same chunk set, so
-    :func:`compare_runs` applies."""
+    with prefix ``none`` (the first such declared), in declared order, and the same own size (``t_max``,
+    ``t_min``; absent: the run's). Both rank the same chunk set, so :func:`compare_runs` applies."""
 
     def key(axes):
-        return str(axes["boundaries"]), str(axes["structure"]), str(axes["retrieval"])
+        sizes = (axes.get("t_max"), axes.get("t_min"))
+        return str(axes["boundaries"]), str(axes["structure"]), str(axes["retrieval"]), *sizes
 
     unprefixed: dict[tuple, str] = {}
     for name, axes in conditions.items():

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from structbench.report import diagnostics, results  # noqa: F401  (importing them declares their tables)
+from structbench.report import diagnostics, results, size_curve  # noqa: F401  (importing them declares their tables)
 from structbench.report.registry import DECLARED, Omitted, ReportInputs, Table, TableSpec, build_specs
 
 TABLE_ORDER = (
@@ -20,6 +20,7 @@ TABLE_ORDER = (
     "condition_means_ci",
     "metric_ladder",
     "dose_response",
+    "size_curve",
     "section_recall",
     "retrieval_layer",
     "bm25_nonlexicality",

@@ -29,6 +29,7 @@ from structbench.metrics.registry import is_metric, metric_label, parse_metric
 from structbench.report.formatting import cell_heading, p_text, signed
 from structbench.report.registry import Omit, Omitted, ReportInputs, Table
 from structbench.report.results import ALL_QTYPES
+from structbench.sizes import split_size
 from structbench.stats.contrasts import HOLM_FAMILIES
 
 DPI = 100
@@ -230,6 +231,9 @@ def forest_plot(data: pl.DataFrame, inputs: ReportInputs):
         numbers.spines[side].set_visible(False)
     metric = primary_label(inputs) if not several_metrics else "metric"
     dose = "; dose-response rows: per path level" if any(r["comparison"].startswith("slope") for r in rows) else ""
+    dose += (
+        "; size curves: per doubling of t_max" if any(r["comparison"].startswith("size slope") for r in rows) else ""
+    )
     axes.set_xlabel(f"Δ {metric}, treatment − control\n(score points on the 0–1 scale{dose})")
     numbers.annotate(
         "Δ [95% CI]",
@@ -457,6 +461,41 @@ def section_recall_plot(data: pl.DataFrame, inputs: ReportInputs):
     return figure
 
 
+@report_figure(
+    "size_curve",
+    "Chunk-size curve",
+    "The primary metric's mean (with 95% bootstrap CI) against each condition's t_max (log2 scale), for each "
+    "declared size curve; the line has the curve's slope per doubling of t_max (mean per-query OLS slope on "
+    "log2 t_max), whose 95% CI and p are in the legend. Exploratory (docs/method.md §6a).",
+    table="size_curve",
+)
+def size_curve_plot(data: pl.DataFrame, inputs: ReportInputs):
+    figure, axes_by_cell = cell_axes(cells_of(data), (PANEL_INCHES[0] + 0.6, PANEL_INCHES[1] + 0.6))
+    series_names = ordered_unique(data["series"].to_list())
+    sizes = sorted(set(data["t_max"].to_list()))
+    for cell, axes in axes_by_cell.items():
+        rows = data.filter(pl.col("corpus") == cell[0], pl.col("embedder") == cell[1], pl.col("reranker") == cell[2])
+        for name, series in rows.group_by("series", maintain_order=True):
+            style = series_style(series_names.index(name[0]))
+            doses, means = np.log2(series["t_max"].to_numpy()), series["mean"].to_numpy()
+            first = series.row(0, named=True)
+            label = (
+                f"{name[0]}: {signed(first['slope'])}/doubling [{signed(first['slope_ci_low'])}, "
+                f"{signed(first['slope_ci_high'])}], {p_text(first['slope_p'], inputs.bootstrap_iters)}"
+            )
+            yerr = [means - series["ci_low"].to_numpy(), series["ci_high"].to_numpy() - means]
+            axes.errorbar(doses, means, yerr=yerr, linestyle="none", capsize=3, markersize=6, label=label, **style)
+            line_x = np.array([doses.min(), doses.max()])
+            line_y = means.mean() + first["slope"] * (line_x - doses.mean())
+            axes.plot(line_x, line_y, linestyle="--", linewidth=1.2, color=style["color"])
+        axes.set_xticks(np.log2(sizes), [f"{size:g}" for size in sizes])
+        axes.set_xlabel("t_max (content tokens, log2 scale)")
+        axes.set_ylabel(f"mean {primary_label(inputs)} (0–1)")
+        axes.set_title(cell_heading(*cell))
+        axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False, fontsize=7)
+    return figure
+
+
 CHUNK_BIN_TOKENS = 10
 
 
@@ -471,7 +510,10 @@ CHUNK_BIN_TOKENS = 10
 def chunk_size_plot(data: pl.DataFrame, inputs: ReportInputs):
     from matplotlib.ticker import MaxNLocator
 
-    pairs = sorted({(m["corpus"], m["structure"]) for m in inputs.size_matches})
+    # one panel per corpus, structure and size: a fixed-window set beside the structural set of its own size
+    pairs = sorted(
+        {(m["corpus"], m["structure"], split_size(m["chunk set"].split("/")[0])[1]) for m in inputs.size_matches}
+    )
     if not pairs:
         raise Omit("no fixed-window condition in this config: no size-matched pair to compare")
     columns = min(3, len(pairs))
@@ -484,10 +526,12 @@ def chunk_size_plot(data: pl.DataFrame, inputs: ReportInputs):
         if index >= len(pairs):
             axes.set_visible(False)
             continue
-        corpus, structure = pairs[index]
+        corpus, structure, size = pairs[index]
+        bounds = inputs.chunk_bounds.get((corpus, f"structural{size}/{structure}"), {})
+        t_min, t_max = bounds.get("t_min", inputs.t_min), bounds.get("t_max", inputs.t_max)
         for chunkset, color, linestyle in (
-            (f"structural/{structure}", PALETTE[4], "-"),
-            (f"fixed/{structure}", PALETTE[5], "--"),
+            (f"structural{size}/{structure}", PALETTE[4], "-"),
+            (f"fixed{size}/{structure}", PALETTE[5], "--"),
         ):
             sizes = data.filter(pl.col("corpus") == corpus, pl.col("chunk set") == chunkset)["n_tokens"].to_numpy()
             if len(sizes) == 0:
@@ -503,12 +547,12 @@ def chunk_size_plot(data: pl.DataFrame, inputs: ReportInputs):
                 label=f"{chunkset}: {len(sizes)} chunks, mean {mean:.1f}",
             )
             axes.axvline(mean, color=color, linestyle=(0, (4, 2)), linewidth=1.0)
-        for bound in (inputs.t_min, inputs.t_max):
+        for bound in (t_min, t_max):
             axes.axvline(bound, color="#777777", linestyle=":", linewidth=1.0)
         axes.set_xlim(0, bins[-1])
         axes.set_xlabel(f"content tokens per chunk ({CHUNK_BIN_TOKENS}-token bins)")
         axes.set_ylabel("chunks")
         axes.yaxis.set_major_locator(MaxNLocator(integer=True))
-        axes.set_title(f"{corpus} · {structure}: fixed vs structural (t_min {inputs.t_min}, t_max {inputs.t_max})")
+        axes.set_title(f"{corpus} · {structure}{size}: fixed vs structural (t_min {t_min}, t_max {t_max})")
         axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False)
     return figure

@@ -96,9 +96,12 @@ def cell_heading(corpus: str, embedder: str, reranker: str) -> str:
 
 
 def comparison_labels(contrast_specs: list[dict]) -> pl.DataFrame:
-    """What each contrast compares, in words: "G3 − G2", or "slope over G2 → G3-d1 → G3" for a dose-response."""
+    """What each contrast compares, in words: "G3 − G2", "slope over G2 → G3-d1 → G3" for a dose-response,
+    "size slope per doubling over G2-200 → G2 → G2-800" for a size curve (docs/method.md §6a)."""
     labels = [
-        " → ".join(spec["conditions"]).join(("slope over ", ""))
+        " → ".join(spec["conditions"]).join(
+            ("size slope per doubling over " if spec.get("sizes") else "slope over ", "")
+        )
         if spec.get("conditions")
         else f"{spec['treatment']} − {spec['control']}"
         for spec in contrast_specs

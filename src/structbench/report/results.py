@@ -54,7 +54,13 @@ def conditions_table(inputs: ReportInputs) -> TableContent:
         {"condition": name, **{axis: str(axes.get(axis, "")) for axis in AXES}}
         for name, axes in inputs.conditions.items()
     ]
-    return TableContent(pl.DataFrame(rows, schema={"condition": pl.String, **dict.fromkeys(AXES, pl.String)}))
+    schema = {"condition": pl.String, **dict.fromkeys(AXES, pl.String)}
+    if any("t_max" in axes or "t_min" in axes for axes in inputs.conditions.values()):
+        # a condition's own chunk size (docs/method.md §6a); blank: the run's chunking.t_max / t_min
+        for row, axes in zip(rows, inputs.conditions.values()):
+            row["size"] = ", ".join(f"{key} {axes[key]}" for key in ("t_max", "t_min") if key in axes)
+        schema["size"] = pl.String
+    return TableContent(pl.DataFrame(rows, schema=schema))
 
 
 def contrast_rows(contrasts: pl.DataFrame, contrast_specs: Sequence[dict]) -> pl.DataFrame:

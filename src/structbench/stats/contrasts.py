@@ -11,6 +11,8 @@ A cell is (corpus, embedder, reranker). Its per-query scores come as one long ta
   condition. Because the slope is linear in the scores and all conditions share those queries, the mean
   per-query slope equals the slope of the condition means; it is bootstrapped exactly like a delta.
   ``depths`` defaults to 0, 1, 2, ...
+- size curve (exploratory, docs/method.md §6a): ``{"name": "size-curve", "conditions": ["G2-200", "G2", "G2-800"],
+  "sizes": [200, 350, 800]}`` -> the same per-query slope on log2(size): the change per doubling of ``t_max``.
 
 Decisions (also in :func:`contrast_table`):
 
@@ -38,6 +40,7 @@ import numpy as np
 import polars as pl
 
 from structbench.conditions import FAMILIES
+from structbench.sizes import size_doses
 from structbench.stats.bootstrap import bootstrap_p, bootstrap_replicates, percentile_ci
 from structbench.stats.mixedlm import mixedlm_treatment_p
 from structbench.stats.paired import PairedDeltas, cohens_dz, holm, paired_deltas, win_tie_loss
@@ -115,6 +118,14 @@ def depth_slopes(
     return PairedDeltas(joined["qid"].to_numpy(), joined["doc0"].to_numpy(), slope, int(all_qids - joined.height))
 
 
+def dose_axis(contrast: Mapping) -> list[float] | None:
+    """The x of a slope contrast: log2 of a size curve's sizes (a slope per doubling of t_max,
+    :func:`structbench.sizes.size_doses`), else its depths (None: 0, 1, 2, ...)."""
+    if contrast.get("sizes"):
+        return size_doses(contrast["sizes"])
+    return contrast.get("depths")
+
+
 def _check_contrast(contrast: Mapping, conditions: set[str]) -> None:
     if "name" not in contrast or contrast.get("family") not in FAMILIES:
         raise ValueError(f"contrast {contrast!r}: needs a name and a family in {FAMILIES}")
@@ -180,7 +191,7 @@ def contrast_table(
         slope = "conditions" in contrast
         for metric in metrics:
             if slope:
-                paired = depth_slopes(scores, contrast["conditions"], metric, contrast.get("depths"))
+                paired = depth_slopes(scores, contrast["conditions"], metric, dose_axis(contrast))
                 treatment, control = contrast["conditions"][-1], contrast["conditions"][0]
             else:
                 treatment, control = contrast["treatment"], contrast["control"]

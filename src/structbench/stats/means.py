@@ -151,7 +151,9 @@ def dose_series(conditions: Mapping[str, Mapping], contrast_specs: Sequence[Mapp
     """The declared dose-response contrasts, then every group of declared conditions that differ only in
     path depth (at least ``MIN_DOSE_LEVELS`` depths: through two points a "slope" is one contrast over a
     depth difference, with no declared contrast behind it) and is not already a declared series. The first
-    condition declared at a depth represents it. ``conditions`` maps a name to its axes, in declared order."""
+    condition declared at a depth represents it. ``conditions`` maps a name to its axes (and its own
+    ``t_max``/``t_min``, which a series shares: a size is no depth), in declared order. A size curve
+    (``sizes``) is no depth series: the contrasts table has its slope, the report its curve."""
     series = [
         DoseSeries(
             spec["name"],
@@ -160,14 +162,15 @@ def dose_series(conditions: Mapping[str, Mapping], contrast_specs: Sequence[Mapp
             True,
         )
         for spec in contrast_specs
-        if spec.get("conditions")
+        if spec.get("conditions") and not spec.get("sizes")
     ]
     covered = {frozenset(s.conditions) for s in series}
     groups: dict[tuple, dict[int, str]] = {}
     for name, axes in conditions.items():
         depth = path_depth(str(axes["prefix"]))
         if depth is not None:
-            groups.setdefault((axes["boundaries"], axes["structure"], axes["retrieval"]), {}).setdefault(depth, name)
+            key = (axes["boundaries"], axes["structure"], axes["retrieval"], axes.get("t_max"), axes.get("t_min"))
+            groups.setdefault(key, {}).setdefault(depth, name)
     for by_depth in groups.values():
         members = tuple(by_depth[d] for d in sorted(by_depth))
         if len(members) >= MIN_DOSE_LEVELS and frozenset(members) not in covered:

@@ -58,7 +58,8 @@ _RESERVED = {
     "semchunk": ("chunk_size", "tokenizer_or_token_counter"),
     "text_splitter": ("capacity", "tokenizer", "json"),
 }
-_CONFIG_KEYS = ("library", "kind", "size_match", "options")
+# t_max / t_min: the chunker's own size (docs/method.md §6a), resolved with the condition's by structbench.sizes
+_CONFIG_KEYS = ("library", "kind", "size_match", "options", "t_max", "t_min")
 # What each adapter (adapters.py) passes ``options`` to, per library and kind: (module, dotted attribute).
 _OPTION_TARGETS = {
     "langchain": dict.fromkeys(
