@@ -19,6 +19,7 @@ rule structural_chunks:
         "../workflow/scripts/structural_chunks.py"
 
 
+# Fixed windows (boundaries: fixed) and overlapping ones (fixed_overlap:<o>, the windows token: fixed_overlap-<o>).
 rule fixed_chunks:
     input:
         documents=f"{R}/{{corpus}}/corpus/documents.parquet",
@@ -26,11 +27,13 @@ rule fixed_chunks:
         sections=structure_sections,
         reference=f"{R}/{{corpus}}/chunks/structural/{{structure}}.parquet",
     output:
-        chunks=f"{R}/{{corpus}}/chunks/fixed/{{structure}}.parquet",
-        size_match=f"{R}/{{corpus}}/chunks/fixed/{{structure}}.size_match.json",
-        bounds=f"{R}/{{corpus}}/chunks/fixed/{{structure}}.bounds.json",
+        chunks=f"{R}/{{corpus}}/chunks/{{windows}}/{{structure}}.parquet",
+        size_match=f"{R}/{{corpus}}/chunks/{{windows}}/{{structure}}.size_match.json",
+        bounds=f"{R}/{{corpus}}/chunks/{{windows}}/{{structure}}.bounds.json",
     log:
-        f"{LOGS}/chunks/{{corpus}}/fixed-{{structure}}.log",
+        f"{LOGS}/chunks/{{corpus}}/{{windows}}-{{structure}}.log",
+    wildcard_constraints:
+        windows=FIXED_WINDOWS,
     conda:
         "../envs/cpu.yaml"
     params:
@@ -38,6 +41,7 @@ rule fixed_chunks:
         snap_tokens=config["chunking"]["fixed_snap_tokens"],
         t_min=config["chunking"]["t_min"],
         t_max=config["chunking"]["t_max"],
+        overlap=window_overlap,
         code=script_code("fixed_chunks"),
     script:
         "../workflow/scripts/fixed_chunks.py"
