@@ -14,12 +14,12 @@ from test_config import GOLD, checked, layered
 from test_metrics import make_chunks, make_queries, make_runs, one
 
 from structbench.chunking.fixed import fixed_chunks
-from structbench.chunking.overlap import Overlap, OverlapError, parse_overlap
 from structbench.chunking.tiling import assert_covering, assert_tiling, bounds_file, check_chunk_set
 from structbench.conditions import fixed_overlap, parse_conditions
 from structbench.config import ConfigError, check_config
 from structbench.metrics import align_run, score_run
 from structbench.metrics.measures import coverage_dcg
+from structbench.overlap import Overlap, OverlapError, parse_overlap
 
 RIVER = " ".join(["river"] * 30)  # 30 one-token words, no sentence boundary: word i starts at character 6i
 

@@ -23,7 +23,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from structbench.chunking.overlap import Overlap, OverlapError, parse_overlap
+from structbench.overlap import Overlap, OverlapError, parse_overlap
 
 # Path tokens use "-" where config values use ":", so a parameter must not contain either.
 PARAMETER_SEPARATOR, TOKEN_SEPARATOR = ":", "-"
@@ -74,7 +74,7 @@ AXES: dict[str, tuple[Kind, ...]] = {
         Kind("structural", description="one unit per section, split above t_max, merged below t_min"),
         Kind("fixed", description="windows size-matched per document to the structural chunks"),
         # Overlapping windows (docs/method.md §6, "Overlap"): the parameter is the overlap, tokens (50) or a share
-        # of the window (0.5), checked by structbench.chunking.overlap.parse_overlap with a named error.
+        # of the window (0.5), checked by structbench.overlap.parse_overlap with a named error.
         Kind(
             "fixed_overlap",
             OVERLAP,

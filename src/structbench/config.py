@@ -315,7 +315,7 @@ def check_overlap_config(config: dict, conditions: dict) -> None:
     overlapping set for what only a tiling set has: late chunking pools each token into the one chunk
     holding it (§8a) and the read-time modes count a section block's chunks and grow a hit by its
     neighbours (§18)."""
-    from structbench.chunking.overlap import OverlapError
+    from structbench.overlap import OverlapError
     from structbench.retrieval.readtime_runs import is_readtime
 
     t_max = config["chunking"]["t_max"]

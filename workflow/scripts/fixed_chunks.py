@@ -3,10 +3,10 @@
 
 from structbench.atomic import write_json
 from structbench.chunking.fixed import fixed_chunks
-from structbench.chunking.overlap import parse_overlap
 from structbench.chunking.tiling import bounds_file, check_chunk_set, size_match_report
 from structbench.datamodel import read_table, write_table
 from structbench.logs import step_log
+from structbench.overlap import parse_overlap
 from structbench.tokens import load_tokenizer
 
 with step_log(snakemake.log[0], "fixed_chunks") as log:

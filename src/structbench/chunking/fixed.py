@@ -9,8 +9,8 @@ import polars as pl
 
 from structbench.chunking.cuts import _LINE_START, _check_bounds, _frame, _nearest, _own_counts
 from structbench.chunking.document import _Doc, _Piece, _prepare, _tokenized
-from structbench.chunking.overlap import Overlap
 from structbench.defaults import FIXED_SNAP_TOKENS, T_MAX, T_MIN
+from structbench.overlap import Overlap
 from structbench.tokens import TokenCounter, load_tokenizer
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import NamedTuple
 
-from structbench.chunking.overlap import Overlap, OverlapError, parse_overlap
+from structbench.overlap import Overlap, OverlapError, parse_overlap
 
 EXTRA = "structbench[chunkers]"  # the pyproject extra that installs every library below, pinned
 
@@ -96,7 +96,7 @@ class ChunkerSpec:
     ``RecursiveChunker``; semchunk: ``chunkerify``; semantic-text-splitter: the ``from_huggingface_tokenizer_str``
     constructor, e.g. ``trim``). ``options.chunk_overlap`` or ``options.overlap`` (either name, any library
     that overlaps) declares an overlap in tokens or as a share of the size
-    (:mod:`structbench.chunking.overlap`): it becomes :attr:`overlap`, leaves ``options`` and reaches the
+    (:mod:`structbench.overlap`): it becomes :attr:`overlap`, leaves ``options`` and reaches the
     library as its own parameter (:data:`OVERLAP_PARAMETERS`). Invalid values raise
     :class:`ExternalChunkerError` on construction.
     """
