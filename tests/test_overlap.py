@@ -284,3 +284,39 @@ def test_token_budgets_charge_every_retrieved_token_repeats_included():
     assert [one(scores, "q", f"budget_cov@{b}") for b in (19, 20, 29, 30)] == [
         pytest.approx(v) for v in (0.6, 0.8, 0.8, 1.0)
     ]
+
+
+# ---- the report's index-cost table
+
+
+def test_index_cost_counts_chunks_tokens_and_vector_bytes_per_text_set():
+    from structbench.report.index_cost import index_cost_rows
+
+    tiling = make_chunks([(0, "d", 0, 60, 10), (1, "d", 60, 100, 7)])
+    overlapping = make_chunks([(0, "d", 0, 60, 10), (1, "d", 40, 100, 10), (2, "d", 80, 100, 4)])
+    chunk_sets = {("kb", "fixed/gold"): tiling, ("kb", "fixed_overlap-0.5/gold"): overlapping}
+    bounds = {
+        ("kb", "fixed/gold"): {"tiles": True},
+        ("kb", "fixed_overlap-0.5/gold"): {"tiles": False, "overlap": "0.5"},
+    }
+    texts = [
+        {"corpus": "kb", "boundaries": "fixed", "structure": "gold", "prefix": "path:3", "mean_prefix_tokens": 4.5},
+        {
+            "corpus": "kb",
+            "boundaries": "fixed_overlap-0.5",
+            "structure": "gold",
+            "prefix": "none",
+            "mean_prefix_tokens": 0,
+        },
+    ]
+    embedded = [
+        {"corpus": "kb", "embedder": "m", "text set": "fixed/gold/path-3", "vector_bytes": 2 * 384 * 4},
+        {"corpus": "kb", "embedder": "m", "text set": "fixed_overlap-0.5/gold/none", "vector_bytes": 3 * 384 * 4},
+        {"corpus": "kb", "embedder": "m", "text set": "queries", "vector_bytes": 4},  # not an index of chunks
+    ]
+    rows = index_cost_rows(embedded, texts, chunk_sets, bounds).rows(named=True)
+    assert [(r["text set"], r["tiles"], r["chunks"], r["embedded tokens"], r["vector bytes"]) for r in rows] == [
+        ("fixed/gold/path-3", "yes", 2, 17 + 9, 3072),  # content 10 + 7, prefix 4.5 per chunk
+        ("fixed_overlap-0.5/gold/none", "overlap 0.5", 3, 24, 4608),  # repeated tokens embedded again
+    ]
+    assert [r["indexed / text"] for r in rows] == [1.0, 1.4]  # (60 + 60 + 20) / 100
