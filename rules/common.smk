@@ -261,7 +261,7 @@ def size_matched(condition):
     return kind.name in FIXED_KINDS or (kind.name == "external" and config["chunkers"][chunker]["size_match"])
 
 
-# the windows tokens the fixed_chunks rule writes: fixed, fixed_overlap-<o>
+# the windows tokens of fixed_chunks outputs (fixed, fixed_overlap-<o>)
 FIXED_WINDOWS = "|".join(kind.value_regex(TOKEN_SEPARATOR) for kind in AXES["boundaries"] if kind.name in FIXED_KINDS)
 
 
