@@ -183,9 +183,9 @@ def with_condition(boundaries, prefix="none", retrieval="flat", **extra):
     ("boundaries", "message"),
     [
         ("fixed_overlap:350", r"conditions\.O\.boundaries = 'fixed_overlap:350', overlap = 350: an overlap of 350"),
-        ("fixed_overlap:1.5", r"conditions\.O\.boundaries = '1\.5': a share of the chunk's size must be below 1"),
-        ("fixed_overlap:1.0", "must be below 1"),
-        ("fixed_overlap:-5", r"conditions\.O\.boundaries = '-5': an overlap cannot be negative"),
+        ("fixed_overlap:1.5", r"conditions\.O\.boundaries = 'fixed_overlap:1\.5', overlap = '1\.5': a share of"),
+        ("fixed_overlap:1.0", "a share of the chunk's size must be below 1"),
+        ("fixed_overlap:-5", r"conditions\.O\.boundaries = 'fixed_overlap:-5', overlap = '-5': an overlap cannot"),
         ("fixed_overlap:0", "an overlap of 0 is the tiling windows: write boundaries: fixed"),
     ],
 )

@@ -365,7 +365,7 @@ def fixed_overlap(boundaries: str, where: str = "boundaries") -> Overlap | None:
     kind, parameter = parse_value("boundaries", boundaries)
     if kind.name != "fixed_overlap":
         return None
-    overlap = parse_overlap(parameter, where)
+    overlap = parse_overlap(parameter, f"{where} = {boundaries!r}, overlap")
     if overlap is None:
         raise OverlapError(f"{where} = {boundaries!r}: an overlap of 0 is the tiling windows: write boundaries: fixed")
     return overlap

@@ -73,7 +73,7 @@ def fixed_chunks(
             edges = [0, *(char for char, _ in cuts), doc.n_chars]
             windows = list(zip(edges[:-1], edges[1:], [kind for _, kind in cuts] + ["end"]))
         else:
-            overlap.check_size(target, f"document {doc.doc_id!r}: fixed_overlap with a size-matched window")
+            overlap.check_size(target, f"document {doc.doc_id!r}: fixed_overlap (a size-matched window), overlap")
             windows = _overlap_windows(doc, target, overlap.tokens_at(target), snap_tokens, t_min, t_max)
         section_starts = doc.section_starts()
         pieces = []
