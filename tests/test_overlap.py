@@ -320,3 +320,37 @@ def test_index_cost_counts_chunks_tokens_and_vector_bytes_per_text_set():
         ("fixed_overlap-0.5/gold/none", "overlap 0.5", 3, 24, 4608),  # repeated tokens embedded again
     ]
     assert [r["indexed / text"] for r in rows] == [1.0, 1.4]  # (60 + 60 + 20) / 100
+
+
+def test_an_overlapping_chunk_in_repeated_text_is_placed_where_it_overlaps_the_one_before():
+    from structbench.chunking.external.adapters import _searched
+
+    # three-word chunks overlapping by one word over "P Q Q Q Q R": the second chunk "Q Q Q" also occurs at 2,
+    # inside the first chunk; its place is 4, the last occurrence starting no later than the first chunk's end
+    source, chunks = "P Q Q Q Q R", ["P Q Q", "Q Q Q", "Q R"]
+    assert _searched(source, chunks, overlapping=True) == [(0, 5), (4, 9), (8, 11)]
+    # a chunk that starts after whitespace past the previous end (no overlap there) is found forward
+    assert _searched("a b\n\nc d", ["a b", "c d"], overlapping=True) == [(0, 3), (5, 8)]
+
+
+@pytest.mark.parametrize(
+    ("library", "kind", "options"),
+    [
+        ("langchain", "recursive", {"chunk_overlap": 0.5}),
+        ("semchunk", "chunkerify", {"overlap": 0.5}),
+        ("text_splitter", "text", {"overlap": 40}),
+    ],
+)
+def test_peer_chunkers_overlap_through_their_own_parameter_and_cover_the_text(library, kind, options):
+    from structbench.chunking.external.locate import external_chunks
+    from structbench.chunking.external.spec import ChunkerSpec
+
+    sentences = " ".join(f"Sentence number {i} tells the river's story once more." for i in range(60))
+    tables = build([("d1", "T", [("A", 1, [sentences, sentences[::-1].capitalize()])])])
+    tiling, _ = external_chunks(*tables, ChunkerSpec("t", library, kind), TOK, 80)
+    chunks, report = external_chunks(*tables, ChunkerSpec("o", library, kind, options=options), TOK, 80)
+    assert_tiling(tables[0], tiling)
+    assert_covering(tables[0], chunks)
+    assert chunks.height > tiling.height and report["overlap"] == str(next(iter(options.values())))
+    shared = [a - b for a, b in zip(chunks["end"].to_list()[:-1], chunks["start"].to_list()[1:])]
+    assert max(shared) > 0  # consecutive chunks share text

@@ -54,8 +54,8 @@ call ``overlap``, semantic-text-splitter's ``overlap`` (chonkie's ``RecursiveChu
 The chunks then cover the text instead of tiling it: each is its content span, in the library's order,
 ``(start, end)`` increasing; whitespace between the text covered so far and the next chunk joins the
 chunk that reached furthest, the first starts at 0 and the furthest ends at the document's end
-(:func:`.locate._chunk_extents`); dropped text is an error as above. LangChain's chunks are then searched
-for from the character after the previous chunk's start. A size at or below a token overlap is a library
+(:func:`.locate._chunk_extents`); dropped text is an error as above. LangChain's chunks are then placed
+where they overlap the chunk before (:func:`.adapters._searched`). A size at or below a token overlap is a library
 failure at that size (skipped in size matching).
 
 **Columns.** ``n_tokens`` is the study tokenizer's count of the chunk's own text (no special tokens; read

@@ -39,15 +39,28 @@ def _checked(source: str, found: Iterable[tuple[int, int, str]]) -> list[tuple[i
 
 
 def _searched(source: str, chunks: Iterable[str], overlapping: bool = False) -> list[tuple[int, int]]:
-    """Spans of chunk texts found exactly, each forward from the end of the one before (``overlapping``:
-    from the character after the previous one's start, since a chunk then begins inside the one before)."""
+    """Spans of chunk texts found exactly, each forward from the end of the one before.
+
+    ``overlapping`` (a splitter with an overlap): a chunk begins inside the one before or right after it
+    (past whitespace), so it is placed at its LAST occurrence starting after the previous chunk's start and no
+    later than the first non-space character from the previous end; the first occurrence would put it too
+    early in repeated text (a boilerplate line repeated, as in Chroma's finance document), where its overlap
+    with the chunk before is its own suffix, not a whole period. Only a chunk that starts nowhere there is
+    searched for forward from the previous end."""
     spans, cursor = [], 0
     for chunk in chunks:
-        start = source.find(chunk, cursor)
+        start = -1
+        if overlapping and spans:
+            previous_start, limit = spans[-1]
+            while limit < len(source) and source[limit].isspace():
+                limit += 1
+            start = source.rfind(chunk, previous_start + 1, limit + len(chunk))
+        if start < 0:
+            start = source.find(chunk, cursor)
         if start < 0:
             raise _Unverifiable(chunk)
         spans.append((start, start + len(chunk)))
-        cursor = start + 1 if overlapping else start + len(chunk)
+        cursor = start + len(chunk)
     return spans
 
 
