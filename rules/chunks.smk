@@ -20,6 +20,7 @@ rule structural_chunks:
         "../workflow/scripts/structural_chunks.py"
 
 
+# Fixed windows (boundaries: fixed) and overlapping ones (fixed_overlap:<o>, the windows token: fixed_overlap-<o>).
 rule fixed_chunks:
     input:
         documents=f"{R}/{{corpus}}/corpus/documents.parquet",
@@ -28,11 +29,13 @@ rule fixed_chunks:
         # size-matched to the structural chunks of its own size
         reference=f"{R}/{{corpus}}/chunks/structural{{size}}/{{structure}}.parquet",
     output:
-        chunks=f"{R}/{{corpus}}/chunks/fixed{{size}}/{{structure}}.parquet",
-        size_match=f"{R}/{{corpus}}/chunks/fixed{{size}}/{{structure}}.size_match.json",
-        bounds=f"{R}/{{corpus}}/chunks/fixed{{size}}/{{structure}}.bounds.json",
+        chunks=f"{R}/{{corpus}}/chunks/{{windows}}{{size}}/{{structure}}.parquet",
+        size_match=f"{R}/{{corpus}}/chunks/{{windows}}{{size}}/{{structure}}.size_match.json",
+        bounds=f"{R}/{{corpus}}/chunks/{{windows}}{{size}}/{{structure}}.bounds.json",
     log:
-        f"{LOGS}/chunks/{{corpus}}/fixed{{size}}-{{structure}}.log",
+        f"{LOGS}/chunks/{{corpus}}/{{windows}}{{size}}-{{structure}}.log",
+    wildcard_constraints:
+        windows=FIXED_WINDOWS,
     conda:
         "../envs/cpu.yaml"
     params:
@@ -40,6 +43,7 @@ rule fixed_chunks:
         snap_tokens=config["chunking"]["fixed_snap_tokens"],
         t_min=chunk_t_min,
         t_max=chunk_t_max,
+        overlap=window_overlap,
         code=script_code("fixed_chunks"),
     script:
         "../workflow/scripts/fixed_chunks.py"

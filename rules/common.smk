@@ -11,6 +11,7 @@ from snakemake.logging import logger
 from structbench import cells
 from structbench.conditions import dropped_contrasts, from_token, is_late, is_lexical, parse_conditions
 from structbench.conditions import parse_contrasts, parse_value, retrieval_kind, to_token
+from structbench.conditions import AXES, FIXED_KINDS, TOKEN_SEPARATOR, fixed_overlap
 from structbench.conditions import wildcard_constraints as axis_constraints
 from structbench.config import check_config, truncation_warnings, validate_config
 from structbench.report.figures import FIGURES
@@ -291,9 +292,19 @@ def prefix_budget(wildcards):
 
 def size_matched(condition):
     """Whether a condition's chunk set is size-matched to the structural set of its structure: fixed
-    windows always, an external chunker when its entry says ``size_match``."""
+    windows always (overlapping or not), an external chunker when its entry says ``size_match``."""
     kind, chunker = parse_value("boundaries", condition.boundaries)
-    return kind.name == "fixed" or (kind.name == "external" and config["chunkers"][chunker]["size_match"])
+    return kind.name in FIXED_KINDS or (kind.name == "external" and config["chunkers"][chunker]["size_match"])
+
+
+# the windows tokens of fixed_chunks outputs (fixed, fixed_overlap-<o>)
+FIXED_WINDOWS = "|".join(kind.value_regex(TOKEN_SEPARATOR) for kind in AXES["boundaries"] if kind.name in FIXED_KINDS)
+
+
+def window_overlap(wildcards):
+    """The overlap a fixed_chunks job's windows declare, as written (``"0.5"``, ``"50"``), or None (tiling)."""
+    overlap = fixed_overlap(from_token(wildcards.windows))
+    return None if overlap is None else overlap.text
 
 
 def external_reference(wildcards):
@@ -308,7 +319,7 @@ def all_size_matches():
     against its structural reference (docs/method.md §6)."""
     matched = sorted({(c.chunkset, c.boundaries) for c in CONDITIONS.values() if size_matched(c)})
     return [
-        f"{R}/{corpus}/chunks/{chunkset}.{'size_match' if boundaries == 'fixed' else 'chunker'}.json"
+        f"{R}/{corpus}/chunks/{chunkset}.{'chunker' if chunkset.startswith('external-') else 'size_match'}.json"
         for corpus in CORPORA
         for chunkset, boundaries in matched
     ]

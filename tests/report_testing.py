@@ -194,7 +194,16 @@ def synthetic_inputs(**overrides) -> ReportInputs:
                 "mean_prefix_tokens": 12.5,
                 "capped_chunks": 2,
                 "max_path_depth": 3,
-            }
+            },
+            {
+                "corpus": "alpha",
+                "boundaries": "structural",
+                "structure": "gold",
+                "prefix": "none",
+                "chunks": 8,
+                "mean_content_tokens": 143.1,
+                "mean_prefix_tokens": 0.0,
+            },
         ],
         chunk_sets={
             (c, s): chunk_table(sizes)
@@ -218,6 +227,8 @@ def synthetic_inputs(**overrides) -> ReportInputs:
                 "n_encoded": 5,
                 "n_from_cache": 3,
                 "n_quarantined": 0,
+                "dimensions": 384,
+                "vector_bytes": 8 * 384 * 4,
             }
         ],
         retrieval_layer=layers,

@@ -202,10 +202,22 @@ def test_from_config_builds_a_frozen_spec():
         ({"library": "semchunk", "kind": "chunkerify", "size": 3}, "unknown key(s) ['size']"),
         ({"library": "semchunk", "kind": "chunkerify", "size_match": "yes"}, "size_match must be true or false"),
         (
-            {"library": "langchain", "kind": "recursive", "options": {"chunk_overlap": 20}},
-            "overlapping chunks are not supported",
+            {"library": "langchain", "kind": "recursive", "options": {"chunk_overlap": -20}},
+            "options.chunk_overlap = -20: an overlap cannot be negative",
         ),
-        ({"library": "text_splitter", "kind": "text", "options": {"overlap": 5}}, "tiles its documents"),
+        (
+            {"library": "text_splitter", "kind": "text", "options": {"overlap": 1.5}},
+            "options.overlap = 1.5: a share of the chunk's size must be below 1",
+        ),
+        (
+            {"library": "semchunk", "kind": "chunkerify", "options": {"overlap": 5, "chunk_overlap": 5}},
+            "declares both ['chunk_overlap', 'overlap']",
+        ),
+        (
+            {"library": "chonkie", "kind": "recursive", "options": {"chunk_overlap": 0.25}},
+            "chonkie's RecursiveChunker takes no overlap",
+        ),
+        ({"library": "langchain", "kind": "recursive", "options": {"overlap": "half"}}, "a token count"),
         ({"library": "langchain", "kind": "markdown", "options": {"chunk_size": 100}}, "chunking.t_max"),
         ({"library": "chonkie", "kind": "recursive", "options": {"tokenizer": "gpt2"}}, "['tokenizer']"),
     ],

@@ -77,9 +77,10 @@ def test_hand_worked_example_on_a_tiling():
 
 def test_hand_worked_example_with_overlaps_and_a_gap():
     # chunks of f overlap: a = [0,100), b = [50,150); span [25,125)
-    #  k=2: t_r = 100 + 100 = 200 (the 50 shared chars paid twice), ∩ = [25,125) = 100
-    #       -> P 100/200 = 0.5, R 1.0, IoU 100/(100+200-100) = 0.5
-    #  Ω: U = [0,150) = 150 (merged, as Chroma's code) -> 100/150 = 2/3 (> P@2: duplicates are not paid)
+    #  k=2: t_r = [0,100) ∪ [50,150) = 150 (the 50 shared chars count once: the union rule, docs/method.md §10;
+    #       Chroma's sum would make it 200), ∩ = [25,125) = 100
+    #       -> P 100/150 = 2/3, R 1.0, IoU 100/(100+150-100) = 2/3
+    #  Ω: U = [0,150) = 150 (merged, as Chroma's code) -> 100/150 = 2/3 (= P@2: both take the union)
     # overlapping spans of document d: [10,60) and [40,90) -> t_e = [10,90) = 80 chars, not 100
     #  ranking [0,100): t_r = 100, ∩ = 80 -> P 0.8, R 1.0, IoU 80/(80+100-80) = 0.8; Ω = 80/100 = 0.8
     # a gap in g's chunk set: [0,40), [60,100); span [30,70)
@@ -93,7 +94,7 @@ def test_hand_worked_example_with_overlaps_and_a_gap():
     scores = score_run(runs, queries, chunks, metrics=span_names(2))
     assert not align_run(runs, queries, chunks).chunks_disjoint  # the general (union) path
     expected = {
-        "a": (0.5, 0.5, 1.0, 2 / 3),
+        "a": (2 / 3, 2 / 3, 1.0, 2 / 3),
         "b": (0.8, 0.8, 1.0, 0.8),
         "c": (0.2, 0.25, 0.5, 0.2),
     }

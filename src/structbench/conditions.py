@@ -27,6 +27,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from structbench.overlap import Overlap, OverlapError, parse_overlap
 from structbench.sizes import SIZE_KEYS, SIZE_TOKEN, check_size_curve, own_size, parse_size_token, size_token
 
 # Path tokens use "-" where config values use ":", so a parameter must not contain either.
@@ -64,6 +65,8 @@ NO_PREFIX = "none"  # the prefix value of a chunk embedded as its content alone
 MIN_DOSE_LEVELS = 3  # a dose-response needs three levels; two are a pairwise contrast (or nothing)
 # read-time parameters: a section level, a share in (0, 1]
 LEVEL, RATIO = "[1-4]", r"(?:0\.[0-9]*[1-9][0-9]*|1)"
+# fixed_overlap's parameter: any number, so that a negative one or a share of 1 or more gets its own named error
+OVERLAP = r"-?[0-9]+(?:\.[0-9]+)?"
 
 
 def fusion_source_names(parameter: str) -> list[str]:
@@ -76,6 +79,14 @@ AXES: dict[str, tuple[Kind, ...]] = {
     "boundaries": (
         Kind("structural", description="one unit per section, split above t_max, merged below t_min"),
         Kind("fixed", description="windows size-matched per document to the structural chunks"),
+        # Overlapping windows (docs/method.md §6, "Overlap"): the parameter is the overlap, tokens (50) or a share
+        # of the window (0.5), checked by structbench.overlap.parse_overlap with a named error.
+        Kind(
+            "fixed_overlap",
+            OVERLAP,
+            description="the fixed windows, consecutive ones sharing that many tokens (an integer) or that share of "
+            "the window (a decimal below 1): stride = size − overlap",
+        ),
         Kind(
             "semantic", description="the title-chain study: adjacent paragraphs merged at embedding cosine >= threshold"
         ),
@@ -181,7 +192,8 @@ AXES: dict[str, tuple[Kind, ...]] = {
 # claim no family.
 # late (late chunking's four questions, docs/method.md §8a) and readtime (read-time structure, §18) are their own
 # families for the same reason.
-FAMILIES = ("primary", "secondary", "model_free", "chunkers", "late", "readtime", "exploratory")
+# overlap (each overlapping chunk set against its tiling twin, docs/method.md §6, "Overlap") likewise.
+FAMILIES = ("primary", "secondary", "model_free", "chunkers", "late", "readtime", "overlap", "exploratory")
 
 
 def kinds(axis: str) -> tuple[Kind, ...]:
@@ -362,6 +374,8 @@ def parse_conditions(
                 raise ValueError(
                     f"conditions.{name}.{axis} = {value!r} needs {kind.needs}, which this version does not ship yet"
                 )
+        if parse_value("boundaries", condition.boundaries)[0].name == "fixed_overlap":
+            fixed_overlap(condition.boundaries, f"conditions.{name}.boundaries")
         if retrieval_kind(condition.retrieval).lexical and condition.prefix != NO_PREFIX:
             raise ValueError(
                 f"conditions.{name}.prefix = {condition.prefix!r} with retrieval = {condition.retrieval!r}: BM25 "
@@ -382,6 +396,21 @@ def _sized(condition: Condition, entry: Mapping, chunking: Mapping | None, chunk
     uses_t_min = chunker is None or bool(chunker[1].get("size_match"))
     t_max, t_min = own_size(f"conditions.{condition.name}", entry, chunking, chunker, uses_t_min)
     return replace(condition, t_max=t_max, t_min=t_min)
+
+
+FIXED_KINDS = ("fixed", "fixed_overlap")  # the boundaries kinds whose windows are size-matched fixed windows
+
+
+def fixed_overlap(boundaries: str, where: str = "boundaries") -> Overlap | None:
+    """The overlap a ``fixed_overlap:<o>`` value declares (None for any other boundaries); a ``ValueError``
+    naming ``where`` for an overlap that is not a token count or a share below 1, or is 0 (say ``fixed``)."""
+    kind, parameter = parse_value("boundaries", boundaries)
+    if kind.name != "fixed_overlap":
+        return None
+    overlap = parse_overlap(parameter, f"{where} = {boundaries!r}, overlap")
+    if overlap is None:
+        raise OverlapError(f"{where} = {boundaries!r}: an overlap of 0 is the tiling windows: write boundaries: fixed")
+    return overlap
 
 
 def is_lexical(condition: Condition) -> bool:

@@ -212,6 +212,7 @@ def check_config(config: dict, metric_names: list[str]) -> tuple[dict, dict]:
     check_querygen_config(config)
     check_retrieval_config(config, conditions)
     check_chunker_config(config, conditions)
+    check_overlap_config(config, conditions)
     selected, selected_contrasts = select_conditions(
         conditions, contrasts, (config.get("select") or {}).get("conditions")
     )
@@ -297,6 +298,47 @@ def check_chunker_config(config: dict, conditions: dict) -> None:
             ChunkerSpec.from_config(chunker, entry)
         except ExternalChunkerError as error:
             raise ConfigError(str(error)) from None
+
+
+def chunkset_overlap(condition, chunkers: dict):
+    """The overlap a condition's chunk set declares (docs/method.md §6, "Overlap"): a ``fixed_overlap:<o>``
+    window's, or its peer chunker's ``options.chunk_overlap`` / ``options.overlap``; None when it tiles."""
+    kind, parameter = axes.parse_value("boundaries", condition.boundaries)
+    if kind.name == "external":
+        from structbench.chunking.external.spec import ChunkerSpec
+
+        return ChunkerSpec.from_config(parameter, chunkers[parameter]).overlap
+    return axes.fixed_overlap(condition.boundaries)
+
+
+def check_overlap_config(config: dict, conditions: dict) -> None:
+    """Overlapping chunk sets are well-defined before any job runs: a token overlap leaves a stride below
+    ``chunking.t_max`` (no chunk is longer, so a larger one can never hold), and no condition asks an
+    overlapping set for what only a tiling set has: late chunking pools each token into the one chunk
+    holding it (§8a) and the read-time modes count a section block's chunks and grow a hit by its
+    neighbours (§18)."""
+    from structbench.overlap import OverlapError
+    from structbench.retrieval.readtime_runs import is_readtime
+
+    t_max = config["chunking"]["t_max"]
+    for name, condition in conditions.items():
+        try:
+            overlap = chunkset_overlap(condition, config.get("chunkers") or {})
+            if overlap is None:
+                continue
+            overlap.check_size(t_max, f"conditions.{name}.boundaries = {condition.boundaries!r}, overlap")
+        except OverlapError as error:
+            raise ConfigError(f"{error} (chunking.t_max = {t_max})") from None
+        uses = "late chunking (prefix " if axes.is_late(condition.prefix) else None
+        if uses is None and is_readtime(condition.retrieval):
+            uses = "a read-time mode (retrieval "
+        if uses is not None:
+            value = condition.prefix if axes.is_late(condition.prefix) else condition.retrieval
+            raise ConfigError(
+                f"conditions.{name}: {uses}{value!r}) needs a chunk set that tiles its documents, and "
+                f"boundaries {condition.boundaries!r} overlaps ({overlap.text}): late chunking gives each token to "
+                "the one chunk holding it, read-time modes count a block's chunks (docs/method.md §§8a, 18)"
+            )
 
 
 def require_chunker_libraries(config: dict, conditions: dict) -> None:

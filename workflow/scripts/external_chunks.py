@@ -4,7 +4,7 @@ located exactly in the flat text; size-matched per document to the structural se
 from structbench.atomic import write_json
 from structbench.chunking.external.locate import external_chunks
 from structbench.chunking.external.spec import ChunkerSpec
-from structbench.chunking.tiling import assert_tiling, bounds_file
+from structbench.chunking.tiling import bounds_file, check_chunk_set
 from structbench.datamodel import read_table, write_table
 from structbench.logs import step_log
 
@@ -22,7 +22,8 @@ with step_log(snakemake.log[0], "external_chunks") as log:
         snakemake.params.t_max,
         reference=reference,
     )
-    assert_tiling(documents, chunks)
+    overlap = None if spec.overlap is None else spec.overlap.text  # None: the chunks tile
+    check_chunk_set(documents, chunks, overlap)
     report = {
         "corpus": snakemake.wildcards.corpus,
         "structure": snakemake.wildcards.structure,
@@ -32,4 +33,7 @@ with step_log(snakemake.log[0], "external_chunks") as log:
     log.info("%s: %d chunks, mean %.1f tokens", spec.name, chunks.height, chunks["n_tokens"].mean())
     write_table(chunks, snakemake.output.chunks)
     write_json(snakemake.output.report, report)
-    write_json(snakemake.output.bounds, bounds_file(chunks, t_max=snakemake.params.t_max, t_min=snakemake.params.t_min))
+    write_json(
+        snakemake.output.bounds,
+        bounds_file(chunks, t_max=snakemake.params.t_max, t_min=snakemake.params.t_min, overlap=overlap),
+    )

@@ -1,6 +1,7 @@
 """The boundaries axis (docs/method.md §6): where chunks are cut — structural, fixed size-matched, semantic.
 
-Every chunker returns a CHUNKS table whose chunks tile each document's flat text exactly: a chunk runs
+Every chunker returns a CHUNKS table whose chunks tile each document's flat text exactly (a set that declares
+an overlap, docs/method.md §6 "Overlap", covers it in order instead: :func:`.tiling.assert_covering`): a chunk runs
 from its first character to the first character of the next chunk, so the whitespace that separates
 paragraphs (and sentences, lines, words) belongs to the chunk before it. Every cut falls on a token
 start, so ``n_tokens`` (content tokens) of a chunk is the number of the document's tokens that start in

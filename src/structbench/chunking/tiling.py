@@ -52,6 +52,62 @@ def assert_tiling(documents: pl.DataFrame, chunks: pl.DataFrame) -> None:
         raise ValueError(f"document {missing[0]!r} has text but no chunks ({len(missing)} such documents)")
 
 
+def assert_covering(documents: pl.DataFrame, chunks: pl.DataFrame) -> None:
+    """Raise ``ValueError`` unless the chunks of every document cover ``[0, n_chars)`` in order: the check of
+    a chunk set declared to overlap (docs/method.md §6, "Overlap"), where :func:`assert_tiling` would refuse
+    every shared character.
+
+    Per document, in ``chunk_id`` order: every chunk lies inside the text (``0 <= start < end <= n_chars``)
+    and holds a non-space character (a real piece of the text at its offsets: the chunk's text *is*
+    ``text[start:end]``, and a peer chunker's reported text was compared there,
+    :mod:`structbench.chunking.external`); ``(start, end)`` strictly increases (chunks in order, none
+    twice, ``chunk_id`` following ``(doc_id, start)``; a chunk may lie inside an earlier one, as
+    semantic-text-splitter's Markdown splitter makes them); the first starts at 0, each starts at or before
+    the furthest end so far (no gap: the union covers the text), and the furthest end is ``n_chars``;
+    every non-empty document has chunks. Named like :func:`assert_tiling`'s errors, with the offsets.
+    """
+    texts = dict(zip(documents["doc_id"].to_list(), documents["text"].to_list()))
+    ordered = chunks.select("chunk_id", "doc_id", "start", "end").sort("chunk_id")
+    previous_doc, previous, previous_end = None, (-1, -1), 0  # previous_end: the furthest end so far
+    seen = set()
+    for chunk_id, doc_id, start, end in ordered.iter_rows():
+        if doc_id not in texts:
+            raise ValueError(f"chunk [{start}, {end}) belongs to unknown document {doc_id!r}")
+        text = texts[doc_id]
+        if doc_id != previous_doc:
+            if doc_id in seen:
+                raise ValueError(f"document {doc_id!r}: its chunks are not consecutive in chunk_id order")
+            if previous_doc is not None:
+                _check_end(previous_doc, previous_end, len(texts[previous_doc]))
+            previous_doc, previous, previous_end = doc_id, (-1, -1), 0
+            seen.add(doc_id)
+        if not 0 <= start < end <= len(text):
+            raise ValueError(
+                f"document {doc_id!r}: chunk {chunk_id} [{start}, {end}) is empty or outside [0, {len(text)})"
+            )
+        if not text[start:end].strip():
+            raise ValueError(f"document {doc_id!r}: chunk {chunk_id} [{start}, {end}) holds only whitespace")
+        if (start, end) <= previous:
+            raise ValueError(
+                f"document {doc_id!r}: chunk {chunk_id} [{start}, {end}) is out of order after [{previous[0]}, "
+                f"{previous[1]}) (chunks must come in (start, end) order, none twice)"
+            )
+        if start > previous_end:
+            raise ValueError(f"document {doc_id!r}: gap [{previous_end}, {start}) between chunks")
+        previous, previous_end = (start, end), max(previous_end, end)
+    if previous_doc is not None:
+        _check_end(previous_doc, previous_end, len(texts[previous_doc]))
+    missing = [d for d, text in texts.items() if text and d not in seen]
+    if missing:
+        raise ValueError(f"document {missing[0]!r} has text but no chunks ({len(missing)} such documents)")
+
+
+def check_chunk_set(documents: pl.DataFrame, chunks: pl.DataFrame, overlap: str | None) -> None:
+    """The check a chunk set's declaration asks for: :func:`assert_tiling` when it declares no overlap (every
+    chunk set but ``fixed_overlap`` windows and peer chunkers with an overlap), else :func:`assert_covering`."""
+    (assert_tiling if overlap is None else assert_covering)(documents, chunks)
+
+
 def _check_end(doc_id: str, end: int, n_chars: int) -> None:
     if end < n_chars:
         raise ValueError(f"document {doc_id!r}: chunks end at {end}, not at n_chars={n_chars} (gap [{end}, {n_chars}))")
@@ -104,10 +160,34 @@ def cut_counts(chunks: pl.DataFrame) -> dict[str, int]:
     return counts
 
 
-def bounds_file(chunks: pl.DataFrame, *, t_max: int, t_min: int) -> dict:
+def bounds_file(chunks: pl.DataFrame, *, t_max: int, t_min: int, overlap: str | None = None) -> dict:
     """What a chunk rule writes next to its chunk set (``<set>.bounds.json``): the bounds it was held to and
-    :func:`bounds_report` against them, so the report reads a chunk set's bounds without chunking code."""
-    return {"t_max": t_max, "t_min": t_min, **bounds_report(chunks, t_max=t_max, t_min=t_min)}
+    :func:`bounds_report` against them, so the report reads a chunk set's bounds without chunking code.
+
+    A set declared to overlap (``overlap``: the declaration as written, ``"50"`` or ``"0.5"``) adds
+    ``tiles: false``, the declaration and :func:`overlap_report`; every other set says ``tiles: true`` and
+    keeps its keys as before, so a tiling set's file only gains that one key."""
+    declared = {"tiles": True} if overlap is None else {"tiles": False, "overlap": overlap, **overlap_report(chunks)}
+    return {"t_max": t_max, "t_min": t_min, **declared, **bounds_report(chunks, t_max=t_max, t_min=t_min)}
+
+
+def overlap_report(chunks: pl.DataFrame) -> dict:
+    """How much an overlapping chunk set repeats: per pair of consecutive chunks of a document, the characters
+    they share (``overlap_chars_mean``: the mean over those pairs; ``overlapping_pairs``: pairs sharing any),
+    and ``indexed_chars`` (the characters of every chunk, repeats included) against ``document_chars`` (their
+    union, each document's text once): their ratio is what the index pays for the overlap."""
+    ordered = chunks.sort("chunk_id")
+    shared = ordered.select(
+        (pl.col("end").shift(1).over("doc_id") - pl.col("start")).clip(lower_bound=0).alias("shared")
+    )["shared"].drop_nulls()
+    indexed = int((ordered["end"] - ordered["start"]).sum()) if ordered.height else 0
+    document = int(ordered.group_by("doc_id").agg(pl.col("end").max())["end"].sum()) if ordered.height else 0
+    return {
+        "overlapping_pairs": int((shared > 0).sum()),
+        "overlap_chars_mean": float(shared.mean()) if shared.len() else math.nan,
+        "indexed_chars": indexed,
+        "document_chars": document,
+    }
 
 
 def bounds_report(chunks: pl.DataFrame, *, t_max: int = T_MAX, t_min: int = T_MIN) -> dict:

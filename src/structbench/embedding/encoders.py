@@ -18,7 +18,7 @@ from structbench.cache import atomic_write_bytes, atomic_write_text
 from structbench.embedding.endpoint import EndpointEmbedderSpec, EndpointEncoder
 from structbench.embedding.kinds import OPENAI, embedder_kind
 from structbench.embedding.local import CachedEncoder, EmbedderSpec
-from structbench.embedding.report import Embedded, npy_bytes
+from structbench.embedding.report import Embedded, npy_bytes, vector_facts
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +83,7 @@ def embed_with_cache(
     ``output_npy`` (and the report to ``report_json`` when given), both atomically; return the report."""
     embedded = embed_texts(texts, spec, cache_root, threads)
     atomic_write_bytes(output_npy, npy_bytes(embedded.vectors))
+    report = {**embedded.report, **vector_facts(embedded.vectors)}
     if report_json is not None:
-        atomic_write_text(report_json, json.dumps(embedded.report, sort_keys=True, indent=1) + "\n")
-    return embedded.report
+        atomic_write_text(report_json, json.dumps(report, sort_keys=True, indent=1) + "\n")
+    return report

@@ -442,7 +442,7 @@ def late_embed_with_cache(
     """Workflow entry: late (or placebo-late) vectors of every chunk, row i = chunk_id i, and the report, written
     atomically."""
     from structbench.cache import atomic_write_bytes, atomic_write_text
-    from structbench.embedding.report import npy_bytes
+    from structbench.embedding.report import npy_bytes, vector_facts
 
     entries, order = late_chunk_documents(documents, chunks, mode, seed)
     encoder = LateEncoder(spec, cache_root, overlap, mode, threads)
@@ -451,7 +451,7 @@ def late_embed_with_cache(
         vectors = np.zeros((0, embedding_dimension(encoder.model())), dtype=np.float32)
     by_chunk = np.zeros_like(vectors)
     by_chunk[np.asarray(order, dtype=np.int64)] = vectors
-    report = encoder.report()
+    report = {**encoder.report(), **vector_facts(by_chunk)}
     atomic_write_bytes(output_npy, npy_bytes(by_chunk))
     atomic_write_text(report_json, json.dumps(report, sort_keys=True, indent=1) + "\n")
     return report

@@ -66,3 +66,9 @@ def npy_bytes(vectors: np.ndarray) -> bytes:
     buffer = io.BytesIO()
     np.save(buffer, vectors)
     return buffer.getvalue()
+
+
+def vector_facts(vectors: np.ndarray) -> dict:
+    """What a text set's vectors cost the index: their width and their float32 payload in bytes (rows x
+    dimensions x 4; the ``.npy`` header aside), for the report's index-cost table."""
+    return {"dimensions": int(vectors.shape[1]) if vectors.ndim == 2 else 0, "vector_bytes": int(vectors.nbytes)}

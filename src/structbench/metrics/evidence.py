@@ -45,8 +45,10 @@ class RunEvidence:
       starting where it ends), for Chroma's rule of precision-Ω; the run as blocks of rows, one per
       query's ranking, ``block_query``, ``block_len``,
       with ``row_rank`` and ``row_chunk`` (the chunk-set position of every run row, all documents) and
-      ``chunk_length`` (content characters of each chunk-set position). These reuse arrays the
-      alignment builds anyway: no extra pass over the run.
+      ``chunk_length`` (content characters of each chunk-set position) and ``chunk_key`` (its start as
+      ``doc * stride + start``, a key that keeps documents apart, so unions of retrieved ranges never
+      join two documents' offsets). These reuse arrays the alignment builds anyway: no extra pass over
+      the run.
     """
 
     qid: np.ndarray
@@ -84,6 +86,7 @@ class RunEvidence:
     row_rank: np.ndarray
     row_chunk: np.ndarray
     chunk_length: np.ndarray
+    chunk_key: np.ndarray
 
     @property
     def n_queries(self) -> int:
@@ -342,6 +345,7 @@ def align_run(
         row_rank=rows.row_rank,
         row_chunk=rows.row_chunk,
         chunk_length=chunk_end - chunk_start,
+        chunk_key=chunk_doc * layout.stride + chunk_start,
     )
 
 

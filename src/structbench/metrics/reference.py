@@ -211,11 +211,12 @@ def _characters(intervals) -> set[int]:
 
 def span_counts(ranking, doc_id, spans, k: int) -> tuple[int, int, int]:
     """``(|t_e ∩ t_r|, |t_r|, |t_e|)``: t_r the characters of the top k chunks (of the query's document:
-    others only add to |t_r|), |t_r| with duplicates, t_e the characters of the spans."""
+    others only add to |t_r|), each (document, character) once, t_e the characters of the spans."""
     gold = _characters(spans)
     top = ranking[:k]
     retrieved = _characters((c.start, c.end) for c in top if c.doc_id == doc_id)
-    return len(gold & retrieved), sum(c.end - c.start for c in top), len(gold)
+    every = {(c.doc_id, x) for c in top for x in range(c.start, c.end)}
+    return len(gold & retrieved), len(every), len(gold)
 
 
 def span_iou(ranking, doc_id, spans, k: int) -> float:

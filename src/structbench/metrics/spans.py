@@ -14,13 +14,15 @@ What this module follows, and where it differs (each difference is on purpose):
 
 - Units: characters of the document's content (the study's offsets), not tokens; a prefix is not
   document content, so it never counts (as everywhere in :mod:`structbench.metrics`).
-- |t_r| counts retrieved characters WITH duplicates: Chroma's code sums the lengths of the top-k
-  chunks (``sum_of_ranges`` of the chunk ranges, never merged), so two overlapping chunks pay for
-  their shared characters twice, in precision's and IoU's denominators. |t_e ∩ t_r| is a set (the
-  merged intersections), as in Chroma's numerator. docs/method.md §10 says "the top-k chunks' union":
-  the two agree whenever a document's chunks do not overlap (the data contract: chunk sets tile their
-  documents; chunks of different documents never share a character) and differ only for an
-  overlapping chunk set, where Chroma's count charges the shared characters once per chunk.
+- |t_r| is the UNION of the retrieved ranges (docs/method.md §10, "one rule: the union"): every
+  retrieved character counts once, in precision's and IoU's denominators as in the numerator's
+  |t_e ∩ t_r| (the merged intersections, as in Chroma's numerator). Chroma's code instead sums the
+  lengths of the top-k chunks (``sum_of_ranges`` of the chunk ranges, never merged), so two overlapping
+  chunks pay for their shared characters twice there. The two agree whenever the retrieved chunks of a
+  document do not overlap (every tiling chunk set; chunks of different documents never share a
+  character) and differ only for an overlapping chunk set (``fixed_overlap``, a peer chunker with an
+  overlap), where Chroma's denominator is larger by the repeated characters: on such a set these
+  numbers are not Chroma's, by that rule.
 - Rankings span the corpus: a chunk of another document counts its characters in |t_r| and
   intersects nothing (Chroma likewise skips other corpora only in the numerator).
 - Several gold spans per question: t_e is the union of the query's spans, a character set. Chroma
@@ -70,11 +72,14 @@ def gold_characters(evidence: RunEvidence) -> tuple[np.ndarray, bool]:
 
 
 def retrieved_characters(evidence: RunEvidence, k: int) -> np.ndarray:
-    """|t_r| per query: content characters of the top k chunks, all documents, duplicates counted."""
+    """|t_r| per query: the union of the content ranges of the top k chunks, all documents (a character two
+    overlapping chunks share counts once; documents kept apart by ``chunk_key``)."""
     ev = evidence
     row_query = np.repeat(ev.block_query, ev.block_len)
     keep = ev.row_rank <= k
-    return kernels.sum_by(row_query[keep], ev.chunk_length[ev.row_chunk[keep]], ev.n_queries)
+    chunk = ev.row_chunk[keep]
+    start = ev.chunk_key[chunk]
+    return kernels.union_length_by(row_query[keep], start, start + ev.chunk_length[chunk], ev.n_queries)
 
 
 def span_overlap(evidence: RunEvidence, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -98,15 +103,15 @@ def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
     cutoff="k",
     label="span IoU@{cutoff}",
     description="Chroma's intersection over union of the gold spans' characters and the top k chunks' "
-    "characters (retrieved characters counted with duplicates).",
+    "characters (the union of the retrieved ranges: a character two chunks share counts once).",
 )
 def span_iou(evidence: RunEvidence, k: int = NDCG_K) -> np.ndarray:
     """span IoU@k (Chroma, Smith & Troynikov 2024; conventions in :mod:`structbench.metrics.spans`).
 
         IoU@k = |t_e ∩ t_r| / (|t_e| + |t_r| - |t_e ∩ t_r|)
 
-    with t_e the union of the query's gold spans and t_r the content characters of c_1..c_k (|t_r|
-    with duplicates, chunks of other documents included). Worked example: one span [150, 250) of
+    with t_e the union of the query's gold spans and t_r the union of the content ranges of c_1..c_k
+    (chunks of other documents included). Worked example: one span [150, 250) of
     document d, chunks [0,100) [100,200) [200,300) of d and [0,50) of e, run [100,200), e[0,50),
     [200,300): IoU@1 = 50 / (100 + 100 - 50) = 1/3, IoU@2 = 50 / (100 + 150 - 50) = 0.25,
     IoU@3 = 100 / (100 + 250 - 100) = 0.4.
@@ -119,7 +124,7 @@ def span_iou(evidence: RunEvidence, k: int = NDCG_K) -> np.ndarray:
     "span_precision",
     cutoff="k",
     label="span precision@{cutoff}",
-    description="Chroma's precision: share of the top k chunks' characters (with duplicates) that lie in a gold span.",
+    description="Chroma's precision: share of the top k chunks' characters (their union) that lie in a gold span.",
 )
 def span_precision(evidence: RunEvidence, k: int = NDCG_K) -> np.ndarray:
     """span precision@k (Chroma, Smith & Troynikov 2024; conventions in :mod:`structbench.metrics.spans`).
@@ -129,7 +134,8 @@ def span_precision(evidence: RunEvidence, k: int = NDCG_K) -> np.ndarray:
     Worked example (the one of :func:`span_iou`): precision@1 = 50/100 = 0.5, precision@2 = 50/150 =
     1/3 (the other document's 50 characters are retrieved but never relevant), precision@3 =
     100/250 = 0.4. Overlapping chunks [0,100), [50,150) against a span [25,125): precision@2 =
-    100/200 = 0.5 (the 50 shared characters are paid twice).
+    100/150 = 2/3 (the 50 shared characters are retrieved once; Chroma's sum would pay them twice,
+    100/200 = 0.5).
     """
     intersection, retrieved, _ = span_overlap(evidence, k)
     return _ratio(intersection, retrieved)

@@ -15,9 +15,9 @@ Heading lines are not flat text; the lead section (title ``""``) and untitled se
 for the library: chonkie gets its ``tokenizers.Tokenizer`` (chonkie counts without special tokens),
 semantic-text-splitter the tokenizer's JSON, LangChain and semchunk :meth:`TokenCounter.count` as
 their length function (semchunk also gets the vocabulary's longest token, as it derives for a Hugging
-Face tokenizer). The size is ``t_max`` unless size-matched (below). ``chunk_overlap``/``overlap`` > 0 is
-rejected (see Tiling); options structbench sets itself (the size, the length function) are rejected
-too, naming the config key that governs them.
+Face tokenizer). The size is ``t_max`` unless size-matched (below). ``chunk_overlap``/``overlap`` declares an
+overlap (see Overlap); options structbench sets itself (the size, the length function) are rejected,
+naming the config key that governs them.
 
 **Per library.** LangChain ``recursive`` is ``RecursiveCharacterTextSplitter`` with its default
 separators; ``markdown`` is ``ExperimentalMarkdownSyntaxTextSplitter`` (splits at heading, fence and rule
@@ -45,8 +45,18 @@ is its verified text with surrounding whitespace removed, and a chunk runs from 
 the next chunk's content start (the first from 0, the last to the document's end), so the whitespace
 between two chunks belongs to the one before, as in :mod:`structbench.chunking`. Anything but
 whitespace between two content spans means the library dropped text (LangChain's Markdown splitter
-drops an unclosed code fence, for one): an error naming the document and the text. Overlapping chunks
-cannot tile, which is why overlap options are rejected.
+drops an unclosed code fence, for one): an error naming the document and the text.
+
+**Overlap** (docs/method.md §6, "Overlap"). ``options.chunk_overlap`` or ``options.overlap`` (tokens, or a
+share of the size below 1; :mod:`structbench.overlap`) becomes :attr:`ChunkerSpec.overlap` and reaches the
+library as its own parameter, in tokens at the size it runs: LangChain's ``chunk_overlap``, semchunk's
+call ``overlap``, semantic-text-splitter's ``overlap`` (chonkie's ``RecursiveChunker`` has none: refused).
+The chunks then cover the text instead of tiling it: each is its content span, in the library's order,
+``(start, end)`` increasing; whitespace between the text covered so far and the next chunk joins the
+chunk that reached furthest, the first starts at 0 and the furthest ends at the document's end
+(:func:`.locate._chunk_extents`); dropped text is an error as above. LangChain's chunks are then placed
+where they overlap the chunk before (:func:`.adapters._searched`). A size at or below a token overlap is a library
+failure at that size (skipped in size matching).
 
 **Columns.** ``n_tokens`` is the study tokenizer's count of the chunk's own text (no special tokens; read
 from the document's token starts where that is the same number, see :func:`.locate._chunk_document`); a

@@ -38,16 +38,39 @@ def _checked(source: str, found: Iterable[tuple[int, int, str]]) -> list[tuple[i
     return spans
 
 
-def _searched(source: str, chunks: Iterable[str]) -> list[tuple[int, int]]:
-    """Spans of chunk texts found exactly, each forward from the end of the one before."""
+def _searched(source: str, chunks: Iterable[str], overlapping: bool = False) -> list[tuple[int, int]]:
+    """Spans of chunk texts found exactly, each forward from the end of the one before.
+
+    ``overlapping`` (a splitter with an overlap): a chunk begins inside the one before or right after it
+    (past whitespace), so it is placed at its LAST occurrence starting after the previous chunk's start and no
+    later than the first non-space character from the previous end; the first occurrence would put it too
+    early in repeated text (a boilerplate line repeated, as in Chroma's finance document), where its overlap
+    with the chunk before is its own suffix, not a whole period. Only a chunk that starts nowhere there is
+    searched for forward from the previous end."""
     spans, cursor = [], 0
     for chunk in chunks:
-        start = source.find(chunk, cursor)
+        start = -1
+        if overlapping and spans:
+            previous_start, limit = spans[-1]
+            while limit < len(source) and source[limit].isspace():
+                limit += 1
+            start = source.rfind(chunk, previous_start + 1, limit + len(chunk))
+        if start < 0:
+            start = source.find(chunk, cursor)
         if start < 0:
             raise _Unverifiable(chunk)
         spans.append((start, start + len(chunk)))
         cursor = start + len(chunk)
     return spans
+
+
+def _overlap_tokens(spec: ChunkerSpec, size: int) -> int:
+    """The declared overlap in tokens at library size ``size`` (0 without one); a ``ValueError`` (the library's
+    failure at this size, skipped by size matching) when it leaves no stride."""
+    if spec.overlap is None:
+        return 0
+    spec.overlap.check_size(size, f"chunkers.{spec.name}.options overlap at size {size}")
+    return spec.overlap.tokens_at(size)
 
 
 def _per_size(make: Callable[[int], object]) -> Callable[[int], object]:
@@ -65,19 +88,22 @@ def _per_size(make: Callable[[int], object]) -> Callable[[int], object]:
 def _langchain(spec: ChunkerSpec, counter: TokenCounter) -> Adapter:
     from langchain_text_splitters import ExperimentalMarkdownSyntaxTextSplitter, RecursiveCharacterTextSplitter
 
-    options = dict(spec.options)
-    options.setdefault("chunk_overlap", 0)
     splitter = _per_size(
-        lambda size: RecursiveCharacterTextSplitter(chunk_size=size, length_function=counter.count, **options)
+        lambda size: RecursiveCharacterTextSplitter(
+            chunk_size=size, chunk_overlap=_overlap_tokens(spec, size), length_function=counter.count, **spec.options
+        )
     )
+    overlapping = spec.overlap is not None
     if spec.kind == "recursive":
-        return lambda source, size: _searched(source, splitter(size).split_text(source))
+        return lambda source, size: _searched(source, splitter(size).split_text(source), overlapping)
 
     def markdown(source: str, size: int) -> list[tuple[int, int]]:
         # Header sections keep the input's whitespace. Headings stay in them (mapped to nothing later): with
         # strip_headers, a paragraph line starting "# " (a hashtag in QASPER 1907.03187) would be dropped as one.
         headed = ExperimentalMarkdownSyntaxTextSplitter(strip_headers=False).split_text(source)
-        return _searched(source, [chunk for doc in headed for chunk in splitter(size).split_text(doc.page_content)])
+        return _searched(
+            source, [chunk for doc in headed for chunk in splitter(size).split_text(doc.page_content)], overlapping
+        )
 
     return markdown
 
@@ -122,7 +148,8 @@ def _semchunk(spec: ChunkerSpec, counter: TokenCounter) -> Adapter:
     chunker = _per_size(lambda size: semchunk.chunkerify(counter.count, size, **options))
 
     def run(source: str, size: int) -> list[tuple[int, int]]:
-        chunks, offsets = chunker(size)(source, offsets=True)
+        overlap = _overlap_tokens(spec, size)  # semchunk reads an int >= 1 as tokens; a tiling call passes none
+        chunks, offsets = chunker(size)(source, offsets=True, **({"overlap": overlap} if overlap else {}))
         return _checked(source, ((a, b, chunk) for chunk, (a, b) in zip(chunks, offsets)))
 
     return run
@@ -133,7 +160,11 @@ def _text_splitter(spec: ChunkerSpec, counter: TokenCounter) -> Adapter:
 
     cls = MarkdownSplitter if spec.kind == "markdown" else TextSplitter
     definition = counter.tokenizer.to_str()
-    splitter = _per_size(lambda size: cls.from_huggingface_tokenizer_str(definition, size, **spec.options))
+    splitter = _per_size(
+        lambda size: cls.from_huggingface_tokenizer_str(
+            definition, size, overlap=_overlap_tokens(spec, size), **spec.options
+        )
+    )
     return lambda source, size: _checked(
         source, ((offset, offset + len(chunk), chunk) for offset, chunk in splitter(size).chunk_indices(source))
     )

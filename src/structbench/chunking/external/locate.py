@@ -97,6 +97,45 @@ def _content_spans(doc: _Document, spec: ChunkerSpec, adapter: Adapter, size: in
     return content, heading_only
 
 
+def _chunk_extents(doc: _Document, spec: ChunkerSpec, content: list[tuple[int, int]]) -> tuple[list[int], list[int]]:
+    """Chunk starts and ends: tiling the document (module docstring, Tiling), or, for a chunker declaring an
+    overlap, covering it in order (Overlap): each chunk its content span, in the library's order, which
+    must be ``(start, end)`` increasing; where whitespace lies between the text covered so far and a chunk,
+    the chunk that reached furthest is extended over it; the first chunk starts at 0, and the one reaching
+    furthest ends at ``n_chars``."""
+    if spec.overlap is None:
+        starts = _tile_edges(doc, spec, content)
+        return starts, starts[1:] + [len(doc.text)]
+    where = f"chunkers.{spec.name} ({spec.library} {spec.kind}), document {doc.doc_id!r}"
+    starts, ends, furthest = [], [], None  # furthest: the index of the chunk reaching furthest so far
+    for start, end in content:
+        if starts and (start, end) <= (starts[-1], ends[-1]):
+            raise ExternalChunkerError(
+                f"{where}: chunk [{start}, {end}) does not follow the chunk [{starts[-1]}, {ends[-1]}) before it "
+                "(chunks must come in (start, end) order, none twice)"
+            )
+        reach = ends[furthest] if starts else 0
+        gap = doc.text[reach:start]
+        if gap.strip():
+            raise ExternalChunkerError(
+                f"{where}: the library dropped text at [{reach}, {start}): {_preview(gap.strip())}"
+            )
+        if starts and reach < start:
+            ends[furthest] = start  # the whitespace between two chunks belongs to the one before, as when tiling
+        starts.append(start)
+        ends.append(end)
+        if furthest is None or end > ends[furthest]:
+            furthest = len(ends) - 1
+    reach = ends[furthest] if starts else 0
+    if doc.text[reach:].strip():
+        raise ExternalChunkerError(
+            f"{where}: the library dropped text at [{reach}, {len(doc.text)}): {_preview(doc.text[reach:].strip())}"
+        )
+    if starts:
+        starts[0], ends[furthest] = 0, len(doc.text)
+    return starts, ends
+
+
 def _tile_edges(doc: _Document, spec: ChunkerSpec, content: list[tuple[int, int]]) -> list[int]:
     """Chunk starts that tile the document (module docstring, Tiling); the last chunk ends at ``n_chars``."""
     where = f"chunkers.{spec.name} ({spec.library} {spec.kind}), document {doc.doc_id!r}"
@@ -127,8 +166,7 @@ def _word_edge(text: str, char: int) -> bool:
 
 def _chunk_document(doc: _Document, spec: ChunkerSpec, adapter: Adapter, counter: TokenCounter, size: int) -> _Chunked:
     content, heading_only = _content_spans(doc, spec, adapter, size)
-    starts = _tile_edges(doc, spec, content)
-    ends = starts[1:] + [len(doc.text)]
+    starts, ends = _chunk_extents(doc, spec, content)
     text = doc.text
     # A chunk cut where whitespace precedes both its edges splits no word, so with a word-level tokenizer its
     # count is the number of the document's tokens starting in it (structbench.tokens.TokenSpans): the
@@ -311,6 +349,7 @@ def external_chunks(
         "version": library_version(spec.library),
         "requirement": LIBRARIES[spec.library].requirement,
         "options": dict(spec.options),
+        "overlap": None if spec.overlap is None else spec.overlap.text,
         "size_match": spec.size_match,
         "t_max": t_max,
         "tokenizer": counter.name,

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import NamedTuple
 
+from structbench.overlap import Overlap, OverlapError, parse_overlap
+
 EXTRA = "structbench[chunkers]"  # the pyproject extra that installs every library below, pinned
 
 
@@ -50,7 +52,14 @@ LIBRARIES: dict[str, Library] = {
     ),
 }
 
-OVERLAP_OPTIONS = ("chunk_overlap", "overlap")
+OVERLAP_OPTIONS = ("chunk_overlap", "overlap")  # the names a chunker entry may declare its overlap under
+# Each library's own overlap parameter, which the adapter sets to the declared overlap in tokens at the size it
+# runs (docs/method.md §6, "Overlap"); chonkie's RecursiveChunker has none.
+OVERLAP_PARAMETERS = {
+    "langchain": "RecursiveCharacterTextSplitter(chunk_overlap=)",
+    "semchunk": "the chunker's call (overlap=)",
+    "text_splitter": "the splitter's constructor (overlap=)",
+}
 # Options structbench sets itself: the size (t_max or size-matched) and the length function (the study tokenizer).
 _RESERVED = {
     "langchain": ("chunk_size", "length_function"),
@@ -86,7 +95,11 @@ class ChunkerSpec:
     document to match the structural chunks' mean (module docstring); ``options`` are extra keyword
     options for the library's splitter (LangChain: ``RecursiveCharacterTextSplitter``; chonkie:
     ``RecursiveChunker``; semchunk: ``chunkerify``; semantic-text-splitter: the ``from_huggingface_tokenizer_str``
-    constructor, e.g. ``trim``). Invalid values raise :class:`ExternalChunkerError` on construction.
+    constructor, e.g. ``trim``). ``options.chunk_overlap`` or ``options.overlap`` (either name, any library
+    that overlaps) declares an overlap in tokens or as a share of the size
+    (:mod:`structbench.overlap`): it becomes :attr:`overlap`, leaves ``options`` and reaches the
+    library as its own parameter (:data:`OVERLAP_PARAMETERS`). Invalid values raise
+    :class:`ExternalChunkerError` on construction.
     """
 
     name: str
@@ -94,6 +107,8 @@ class ChunkerSpec:
     kind: str
     size_match: bool = False
     options: Mapping = field(default_factory=dict)
+    # the declared options.chunk_overlap / options.overlap (taken out of options), None for a tiling chunker
+    overlap: Overlap | None = field(default=None, init=False)
 
     def __post_init__(self):
         where = f"chunkers.{self.name}"
@@ -108,21 +123,15 @@ class ChunkerSpec:
             raise ExternalChunkerError(f"{where}.size_match must be true or false, got {self.size_match!r}")
         if not isinstance(self.options, Mapping) or not all(isinstance(key, str) for key in self.options):
             raise ExternalChunkerError(f"{where}.options must be a mapping of option names, got {self.options!r}")
-        for key in OVERLAP_OPTIONS:
-            value = self.options.get(key)
-            if value not in (None, 0, False):
-                raise ExternalChunkerError(
-                    f"{where}.options.{key} = {value!r}: overlapping chunks are not supported, because every "
-                    "structbench chunk set tiles its documents (chunks are contiguous and disjoint: the evidence "
-                    "alignment, the identical-span share and assert_tiling rely on it); use 0 or leave it out"
-                )
+        object.__setattr__(self, "overlap", _declared_overlap(self))
         reserved = sorted(set(self.options) & set(_RESERVED[self.library]))
         if reserved:
             raise ExternalChunkerError(
                 f"{where}.options sets {reserved}, which structbench sets itself: the size is chunking.t_max "
                 "(or size-matched per document with size_match: true) and lengths are counted by `tokenizer`"
             )
-        object.__setattr__(self, "options", MappingProxyType(dict(self.options)))
+        options = {key: value for key, value in self.options.items() if key not in OVERLAP_OPTIONS}
+        object.__setattr__(self, "options", MappingProxyType(options))
 
     @property
     def input(self) -> str:
@@ -147,6 +156,26 @@ class ChunkerSpec:
             size_match=entry.get("size_match", False),
             options=entry.get("options") or {},
         )
+
+
+def _declared_overlap(spec: ChunkerSpec) -> Overlap | None:
+    """The overlap ``spec.options`` declares (under one of :data:`OVERLAP_OPTIONS`), checked."""
+    where = f"chunkers.{spec.name}.options"
+    named = [key for key in OVERLAP_OPTIONS if key in spec.options]
+    if len(named) > 1:
+        raise ExternalChunkerError(f"{where} declares both {named}: one overlap, under either name")
+    if not named or spec.options[named[0]] in (None, False):
+        return None
+    try:
+        overlap = parse_overlap(spec.options[named[0]], f"{where}.{named[0]}")
+    except OverlapError as error:
+        raise ExternalChunkerError(str(error)) from None
+    if overlap is not None and spec.library not in OVERLAP_PARAMETERS:
+        raise ExternalChunkerError(
+            f"{where}.{named[0]} = {overlap.text}: {spec.library}'s {_OPTION_TARGETS[spec.library][spec.kind][1]} "
+            f"takes no overlap; libraries that overlap: {sorted(OVERLAP_PARAMETERS)}"
+        )
+    return overlap
 
 
 def _installed(module: str) -> bool:

@@ -1,0 +1,82 @@
+"""The report's index-cost table (docs/method.md §6, "Overlap"; §15): what each embedded chunk text set costs
+the index (chunks, embedded tokens, vector bytes), beside whether its chunk set tiles or overlaps.
+
+A module of its own so that :mod:`.diagnostics` stays under the library's 600-line bound; a pure function of
+:class:`~structbench.report.registry.ReportInputs`, declared like every table (:func:`report_table`).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from structbench.conditions import to_token
+from structbench.report.registry import Omit, ReportInputs, TableContent, report_table
+
+
+@report_table(
+    "index_cost",
+    "Index cost",
+    "What each embedded chunk text set costs the index, per embedder, so an overlapping set's price stands beside "
+    'its gain (docs/method.md §6, "Overlap"): chunks (vectors), embedded tokens (content + prefix tokens, study '
+    "tokenizer; a repeated token is embedded again each time), vector bytes (chunks × dimensions × 4, float32, "
+    "the .npy header aside), and indexed / text: the characters of every chunk (repeats included) over the "
+    "documents' characters, 1 for a set that tiles. tiles says whether the set tiles its documents or the "
+    "overlap it declares (tokens, or a share of the chunk's size).",
+)
+def index_cost_table(inputs: ReportInputs) -> TableContent:
+    data = index_cost_rows(inputs.embed_reports, inputs.text_reports, inputs.chunk_sets, inputs.chunk_bounds)
+    if data.is_empty():
+        raise Omit("no chunk text set was embedded")
+    return TableContent(data, float_digits=3)
+
+
+def index_cost_rows(
+    embed_reports: list[dict],
+    text_reports: list[dict],
+    chunk_sets: dict[tuple[str, str], pl.DataFrame],
+    chunk_bounds: dict[tuple[str, str], dict],
+) -> pl.DataFrame:
+    """One row per (corpus, embedder, chunk text set) an embedding step reported: the text set's chunks and
+    tokens (its texts report and chunk set), its vectors' bytes (the embedding report; null for a report
+    without them), and the chunk set's declared tiling or overlap (its bounds report)."""
+    texts = {
+        (r["corpus"], f"{r['boundaries']}/{r['structure']}/{to_token(r['prefix'])}"): r
+        for r in text_reports
+        if "boundaries" in r
+    }
+    rows = []
+    for report in embed_reports:
+        key = (report["corpus"], report["text set"])
+        if key not in texts:
+            continue  # queries, merge paragraphs, an inducer's texts: not an index of chunks
+        chunkset = report["text set"].rsplit("/", 1)[0]
+        chunks = chunk_sets.get((report["corpus"], chunkset))
+        bounds = chunk_bounds.get((report["corpus"], chunkset), {})
+        if chunks is None:
+            continue
+        content = int(chunks["n_tokens"].sum())
+        prefix = round(texts[key].get("mean_prefix_tokens", 0.0) * chunks.height)
+        document = int(chunks.group_by("doc_id").agg(pl.col("end").max())["end"].sum()) if chunks.height else 0
+        rows.append(
+            {
+                "corpus": report["corpus"],
+                "embedder": report["embedder"],
+                "text set": report["text set"],
+                "tiles": "yes" if bounds.get("tiles", True) else f"overlap {bounds.get('overlap')}",
+                "chunks": chunks.height,
+                "embedded tokens": content + prefix,
+                "vector bytes": report.get("vector_bytes"),
+                "indexed / text": int((chunks["end"] - chunks["start"]).sum()) / document if document else None,
+            }
+        )
+    schema = {
+        "corpus": pl.String,
+        "embedder": pl.String,
+        "text set": pl.String,
+        "tiles": pl.String,
+        "chunks": pl.Int64,
+        "embedded tokens": pl.Int64,
+        "vector bytes": pl.Int64,
+        "indexed / text": pl.Float64,
+    }
+    return pl.DataFrame(rows, schema=schema, orient="row").sort("corpus", "embedder", "text set")
