@@ -142,6 +142,37 @@ def gold_run_again(tmp_path_factory) -> CompletedRun:
     return gold_f0_run(tmp_path_factory.mktemp("gold-run-again"))
 
 
+# The knobs practitioners tune, in one run of the knowledge base (no LLM): G2 at two sizes of its own beside the
+# run's, size-matched fixed windows at each (docs/method.md §6a), and half-window overlapping windows beside their
+# tiling twin (§6, "Overlap"). Read by test_workflow_sizes (the size curve) and test_workflow_overlap (the
+# covering set and the index cost): one run, since the two check different things of the same chunk sets.
+KNOBS = """
+conditions:
+  G2-200: {boundaries: structural, structure: gold, prefix: none, retrieval: flat, t_max: 200}
+  G2-500: {boundaries: structural, structure: gold, prefix: none, retrieval: flat, t_max: 500, t_min: 100}
+  F0-200: {boundaries: fixed, structure: gold, prefix: none, retrieval: flat, t_max: 200}
+  F0-500: {boundaries: fixed, structure: gold, prefix: none, retrieval: flat, t_max: 500, t_min: 100}
+  F0: {boundaries: fixed, structure: gold, prefix: none, retrieval: flat}
+  F0o: {boundaries: 'fixed_overlap:0.5', structure: gold, prefix: none, retrieval: flat}
+contrasts:
+  size-curve: {conditions: [G2-200, G2, G2-500], sizes: [200, 350, 500], family: exploratory}
+  G2-F0-200: {treatment: G2-200, control: F0-200, family: exploratory}
+  F0o-F0: {treatment: F0o, control: F0, family: overlap}
+metrics: {extra: [span_IoU@5, span_precision@5]}
+stats: {bootstrap_iters: 1000, primary_metric: cov_nDCG@10, mixedlm: false}
+"""
+KNOBS_CONDITIONS = ["G2", "G2-200", "G2-500", "F0-200", "F0-500", "F0", "F0o"]
+
+
+@pytest.fixture(scope="session")
+def knobs_run(tmp_path_factory) -> CompletedRun:
+    workdir = tmp_path_factory.mktemp("knobs-run")
+    config = kb_config(workdir, KNOBS, select={"conditions": KNOBS_CONDITIONS}, whole_default=True)
+    result = run_snakemake(workdir, "--cores", "2", "--configfile", str(config))
+    assert result.returncode == 0, result.stderr[-4000:]
+    return CompletedRun(workdir, config, result)
+
+
 @dataclass(frozen=True)
 class TinyLlmRun:
     docs: Path
@@ -178,6 +209,7 @@ def tiny_llm_run(tmp_path_factory) -> TinyLlmRun:
 SESSION_RUN_GROUPS = {
     "gold": ("test_workflow", "test_report_html", "test_report_latex", "test_resume"),
     "llm": ("test_workflow_llm", "test_slurm"),
+    "knobs": ("test_workflow_sizes", "test_workflow_overlap"),
 }
 
 

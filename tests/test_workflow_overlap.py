@@ -6,26 +6,14 @@ from __future__ import annotations
 import json
 
 import polars as pl
-from conftest import kb_config, run_snakemake
 
 from structbench.chunking.tiling import assert_covering, assert_tiling
 from structbench.datamodel import read_table
 
-OVERLAP = (
-    "conditions:\n"
-    "  F0: {boundaries: fixed, structure: gold, prefix: none, retrieval: flat}\n"
-    "  F0o: {boundaries: 'fixed_overlap:0.5', structure: gold, prefix: none, retrieval: flat}\n"
-    "contrasts:\n"
-    "  F0o-F0: {treatment: F0o, control: F0, family: overlap}\n"
-    "metrics: {extra: [span_IoU@5, span_precision@5]}\n"
-)
 
-
-def test_an_overlapping_fixed_window_condition_runs_end_to_end_and_reports_its_index_cost(tmp_path):
-    config = kb_config(tmp_path, OVERLAP, select={"conditions": ["G2", "F0", "F0o"]}, whole_default=True)
-    result = run_snakemake(tmp_path, "--cores", "2", "--configfile", str(config))
-    assert result.returncode == 0, result.stderr[-4000:]
-    results = tmp_path / "results"
+def test_an_overlapping_fixed_window_condition_runs_end_to_end_and_reports_its_index_cost(knobs_run):
+    """conftest's knobs run: F0o (fixed_overlap:0.5) beside F0, its tiling twin."""
+    results = knobs_run.workdir / "results"
     documents = read_table(results / "kb/corpus/documents.parquet", "documents")
     tiling = read_table(results / "kb/chunks/fixed/gold.parquet", "chunks")
     overlapping = read_table(results / "kb/chunks/fixed_overlap-0.5/gold.parquet", "chunks")

@@ -5,24 +5,13 @@ import json
 
 import polars as pl
 import pytest
-from conftest import REPO, kb_config, run_snakemake
+from conftest import KNOBS, REPO, kb_config, run_snakemake
 from test_workflow import planned_jobs
 
 from structbench.chunking.tiling import assert_tiling
 
 pytestmark = pytest.mark.workflow
 
-RUN = """
-conditions:
-  G2-200: {boundaries: structural, structure: gold, prefix: none, retrieval: flat, t_max: 200}
-  G2-500: {boundaries: structural, structure: gold, prefix: none, retrieval: flat, t_max: 500, t_min: 100}
-  F0-200: {boundaries: fixed, structure: gold, prefix: none, retrieval: flat, t_max: 200}
-  F0-500: {boundaries: fixed, structure: gold, prefix: none, retrieval: flat, t_max: 500, t_min: 100}
-contrasts:
-  size-curve: {conditions: [G2-200, G2, G2-500], sizes: [200, 350, 500], family: exploratory}
-  G2-F0-200: {treatment: G2-200, control: F0-200, family: exploratory}
-stats: {bootstrap_iters: 1000, primary_metric: cov_nDCG@10, mixedlm: false}
-"""
 SELECT = {"conditions": ["G2-200", "G2-500", "F0-200", "F0-500"]}
 
 
@@ -46,7 +35,7 @@ def test_the_sizes_config_plans_one_chunk_set_per_size_on_the_kb_and_on_qasper(t
 
 
 def test_a_bad_size_curve_stops_the_dry_run_naming_it(tmp_path):
-    bad = RUN.replace("sizes: [200, 350, 500]", "sizes: [200, 400, 500]")
+    bad = KNOBS.replace("sizes: [200, 350, 500]", "sizes: [200, 400, 500]")
     result = run_snakemake(tmp_path, "-n", "--configfile", str(kb_config(tmp_path, bad, select=SELECT)))
     assert result.returncode != 0
     assert (
@@ -55,10 +44,8 @@ def test_a_bad_size_curve_stops_the_dry_run_naming_it(tmp_path):
     )
 
 
-def test_conditions_at_their_own_sizes_run_end_to_end_and_the_report_shows_the_size_curve(tmp_path):
-    config = kb_config(tmp_path, RUN, select=SELECT)
-    result = run_snakemake(tmp_path, "--cores", "2", "--configfile", str(config))
-    assert result.returncode == 0, result.stderr[-4000:]
+def test_conditions_at_their_own_sizes_run_end_to_end_and_the_report_shows_the_size_curve(knobs_run):
+    tmp_path = knobs_run.workdir
     results = tmp_path / "results/kb"
     documents = pl.read_parquet(results / "corpus/documents.parquet")
     sizes = {}
