@@ -92,7 +92,8 @@ def snakemake_configfiles(arguments) -> list[str]:
 
 
 def load_schema(path: str | Path) -> dict:
-    schema = yaml.safe_load(Path(path).read_text())
+    # libyaml's loader where PyYAML has it: the schema is read at every Snakemake start-up (each cluster job's too)
+    schema = yaml.load(Path(path).read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     schema.setdefault("$defs", {})["axes"] = axes.schema_definitions()
     return schema
 
