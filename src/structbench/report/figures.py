@@ -370,6 +370,34 @@ def budget_curves(data: pl.DataFrame, inputs: ReportInputs):
     return figure
 
 
+def slope_series_plot(data: pl.DataFrame, inputs: ReportInputs, dose, unit: str, x_axis):
+    """One panel per cell: each series' means with their 95% CIs at its doses (``dose(series)``: the x values),
+    the line of the series' slope through their centre, and the slope, CI and p in the legend (``/unit``).
+    ``x_axis(axes)`` sets the panel's ticks and label. The dose-response and size-curve figures."""
+    figure, axes_by_cell = cell_axes(cells_of(data), (PANEL_INCHES[0] + 0.6, PANEL_INCHES[1] + 0.6))
+    series_names = ordered_unique(data["series"].to_list())
+    for cell, axes in axes_by_cell.items():
+        rows = data.filter(pl.col("corpus") == cell[0], pl.col("embedder") == cell[1], pl.col("reranker") == cell[2])
+        for name, series in rows.group_by("series", maintain_order=True):
+            style = series_style(series_names.index(name[0]))
+            doses, means = dose(series), series["mean"].to_numpy()
+            first = series.row(0, named=True)
+            label = (
+                f"{name[0]}: {signed(first['slope'])}/{unit} [{signed(first['slope_ci_low'])}, "
+                f"{signed(first['slope_ci_high'])}], {p_text(first['slope_p'], inputs.bootstrap_iters)}"
+            )
+            yerr = [means - series["ci_low"].to_numpy(), series["ci_high"].to_numpy() - means]
+            axes.errorbar(doses, means, yerr=yerr, linestyle="none", capsize=3, markersize=6, label=label, **style)
+            line_x = np.array([doses.min(), doses.max()])
+            line_y = means.mean() + first["slope"] * (line_x - doses.mean())
+            axes.plot(line_x, line_y, linestyle="--", linewidth=1.2, color=style["color"])
+        x_axis(axes)
+        axes.set_ylabel(f"mean {primary_label(inputs)} (0–1)")
+        axes.set_title(cell_heading(*cell))
+        axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False, fontsize=7)
+    return figure
+
+
 @report_figure(
     "dose_response",
     "Heading-path dose-response",
@@ -379,46 +407,14 @@ def budget_curves(data: pl.DataFrame, inputs: ReportInputs):
     table="dose_response",
 )
 def dose_response_plot(data: pl.DataFrame, inputs: ReportInputs):
-    figure, axes_by_cell = cell_axes(cells_of(data), (PANEL_INCHES[0] + 0.6, PANEL_INCHES[1] + 0.6))
-    B = inputs.bootstrap_iters
-    series_names = ordered_unique(data["series"].to_list())
     max_depth = int(data["depth"].max())
-    for cell, axes in axes_by_cell.items():
-        rows = data.filter(pl.col("corpus") == cell[0], pl.col("embedder") == cell[1], pl.col("reranker") == cell[2])
-        for name, series in rows.group_by("series", maintain_order=True):
-            style = series_style(series_names.index(name[0]))
-            depths, means = series["depth"].to_numpy(), series["mean"].to_numpy()
-            first = series.row(0, named=True)
-            slope = first["slope"]
-            label = (
-                f"{name[0]}: {signed(slope)}/level [{signed(first['slope_ci_low'])}, "
-                f"{signed(first['slope_ci_high'])}], {p_text(first['slope_p'], B)}"
-            )
-            axes.errorbar(
-                depths,
-                means,
-                yerr=[means - series["ci_low"].to_numpy(), series["ci_high"].to_numpy() - means],
-                linestyle="none",
-                capsize=3,
-                markersize=6,
-                label=label,
-                **style,
-            )
-            line_x = np.array([depths.min(), depths.max()])
-            axes.plot(
-                line_x,
-                means.mean() + slope * (line_x - depths.mean()),
-                linestyle="--",
-                linewidth=1.2,
-                color=style["color"],
-            )
+
+    def depth_axis(axes):
         axes.set_xticks(range(max_depth + 1))
         axes.set_xlim(-0.3, max_depth + 0.3)
         axes.set_xlabel("heading-path depth (levels; 0 = no prefix)")
-        axes.set_ylabel(f"mean {primary_label(inputs)} (0–1)")
-        axes.set_title(cell_heading(*cell))
-        axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False, fontsize=7)
-    return figure
+
+    return slope_series_plot(data, inputs, lambda series: series["depth"].to_numpy(), "level", depth_axis)
 
 
 @report_figure(
@@ -470,30 +466,13 @@ def section_recall_plot(data: pl.DataFrame, inputs: ReportInputs):
     table="size_curve",
 )
 def size_curve_plot(data: pl.DataFrame, inputs: ReportInputs):
-    figure, axes_by_cell = cell_axes(cells_of(data), (PANEL_INCHES[0] + 0.6, PANEL_INCHES[1] + 0.6))
-    series_names = ordered_unique(data["series"].to_list())
     sizes = sorted(set(data["t_max"].to_list()))
-    for cell, axes in axes_by_cell.items():
-        rows = data.filter(pl.col("corpus") == cell[0], pl.col("embedder") == cell[1], pl.col("reranker") == cell[2])
-        for name, series in rows.group_by("series", maintain_order=True):
-            style = series_style(series_names.index(name[0]))
-            doses, means = np.log2(series["t_max"].to_numpy()), series["mean"].to_numpy()
-            first = series.row(0, named=True)
-            label = (
-                f"{name[0]}: {signed(first['slope'])}/doubling [{signed(first['slope_ci_low'])}, "
-                f"{signed(first['slope_ci_high'])}], {p_text(first['slope_p'], inputs.bootstrap_iters)}"
-            )
-            yerr = [means - series["ci_low"].to_numpy(), series["ci_high"].to_numpy() - means]
-            axes.errorbar(doses, means, yerr=yerr, linestyle="none", capsize=3, markersize=6, label=label, **style)
-            line_x = np.array([doses.min(), doses.max()])
-            line_y = means.mean() + first["slope"] * (line_x - doses.mean())
-            axes.plot(line_x, line_y, linestyle="--", linewidth=1.2, color=style["color"])
+
+    def size_axis(axes):
         axes.set_xticks(np.log2(sizes), [f"{size:g}" for size in sizes])
         axes.set_xlabel("t_max (content tokens, log2 scale)")
-        axes.set_ylabel(f"mean {primary_label(inputs)} (0–1)")
-        axes.set_title(cell_heading(*cell))
-        axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False, fontsize=7)
-    return figure
+
+    return slope_series_plot(data, inputs, lambda series: np.log2(series["t_max"].to_numpy()), "doubling", size_axis)
 
 
 CHUNK_BIN_TOKENS = 10

@@ -85,6 +85,20 @@ def signed(value: float | None, digits: int = 4) -> str:
     return f"{value:+.{digits}f}".replace("-", "−")
 
 
+def slope_columns(unit: str, bootstrap_iters: int | None) -> list[pl.Expr]:
+    """A slope table's two shown columns from its ``slope``, ``slope_ci_low``, ``slope_ci_high`` and ``slope_p``:
+    "slope per <unit> [95% CI]" and "p" (the dose-response and size-curve tables)."""
+    return [
+        pl.struct("slope", "slope_ci_low", "slope_ci_high")
+        .map_elements(
+            lambda s: f"{signed(s['slope'])} [{signed(s['slope_ci_low'])}, {signed(s['slope_ci_high'])}]",
+            return_dtype=pl.String,
+        )
+        .alias(f"slope per {unit} [95% CI]"),
+        pl.col("slope_p").map_elements(lambda p: format_p(p, bootstrap_iters), return_dtype=pl.String).alias("p"),
+    ]
+
+
 def p_text(p: float | None, bootstrap_iters: int | None = None) -> str:
     """``p = 0.012`` or ``p < 0.0001``: :func:`format_p` with the relation spelled out, for running text."""
     shown = format_p(p, bootstrap_iters)

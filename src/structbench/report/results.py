@@ -24,6 +24,7 @@ from structbench.report.formatting import (
     format_p,
     metric_legend,
     signed,
+    slope_columns,
 )
 from structbench.report.registry import (
     Block,
@@ -394,13 +395,7 @@ def dose_response_table(inputs: ReportInputs) -> TableContent:
             "series",
             pl.when("declared").then(pl.lit("declared contrast")).otherwise(pl.lit("derived")).alias("source"),
             "mean by depth",
-            pl.struct("slope", "slope_ci_low", "slope_ci_high")
-            .map_elements(
-                lambda s: f"{signed(s['slope'])} [{signed(s['slope_ci_low'])}, {signed(s['slope_ci_high'])}]",
-                return_dtype=pl.String,
-            )
-            .alias("slope per level [95% CI]"),
-            pl.col("slope_p").map_elements(lambda p: format_p(p, B), return_dtype=pl.String).alias("p"),
+            *slope_columns("level", B),
             "queries",
         )
     )

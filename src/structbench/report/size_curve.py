@@ -12,7 +12,7 @@ from __future__ import annotations
 import polars as pl
 
 from structbench.cells import CELL
-from structbench.report.formatting import cell_heading, format_p, signed
+from structbench.report.formatting import cell_heading, slope_columns
 from structbench.report.registry import Omit, ReportInputs, TableContent, blocks_by, report_table
 from structbench.report.results import primary_condition_means
 
@@ -101,13 +101,7 @@ def size_curve_table(inputs: ReportInputs) -> TableContent:
             *CELL,
             "series",
             "mean by t_max [95% CI]",
-            pl.struct("slope", "slope_ci_low", "slope_ci_high")
-            .map_elements(
-                lambda s: f"{signed(s['slope'])} [{signed(s['slope_ci_low'])}, {signed(s['slope_ci_high'])}]",
-                return_dtype=pl.String,
-            )
-            .alias("slope per doubling [95% CI]"),
-            pl.col("slope_p").map_elements(lambda p: format_p(p, B), return_dtype=pl.String).alias("p"),
+            *slope_columns("doubling", B),
             "queries",
         )
     )
