@@ -299,3 +299,11 @@ def test_dtype_is_checked_by_name_and_against_fp16():
         EmbedderSpec.from_config(entry | {"dtype": "int4"})
     with pytest.raises(ValueError, match=r"fp16 .* and dtype 'bfloat16' contradict"):
         EmbedderSpec.from_config(entry | {"dtype": "bfloat16", "fp16": True})
+
+
+def test_queries_carry_the_embedders_query_prefix_and_nothing_else_does():
+    from structbench.embedding.encoders import prefixed_queries
+
+    entry = {"query_prefix": "Represent this sentence for searching relevant passages: "}
+    assert prefixed_queries(["what is x?", ""], entry) == [entry["query_prefix"] + "what is x?", entry["query_prefix"]]
+    assert prefixed_queries(["what is x?"], {"query_prefix": ""}) == ["what is x?"]

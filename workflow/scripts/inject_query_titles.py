@@ -1,7 +1,7 @@
 """Query-side title injection: rescore the flat run's top candidates with title-carrying query embeddings."""
 
 from structbench.datamodel import read_table, read_vectors, write_table
-from structbench.embedding.encoders import embed_texts
+from structbench.embedding.encoders import embed_texts, prefixed_queries
 from structbench.logs import step_log
 from structbench.retrieval.rescoring import title_blocks
 from structbench.retrieval.search import retrieve
@@ -12,7 +12,7 @@ with step_log(snakemake.log[0], "inject_query_titles") as log:
 
     def encode_queries(texts):
         return embed_texts(
-            [spec["query_prefix"] + text for text in texts], spec, snakemake.params.cache, threads=snakemake.threads
+            prefixed_queries(texts, spec), spec, snakemake.params.cache, threads=snakemake.threads
         ).vectors
 
     runs = retrieve(

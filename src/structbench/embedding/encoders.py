@@ -23,6 +23,12 @@ from structbench.embedding.report import Embedded, npy_bytes, vector_facts
 log = logging.getLogger(__name__)
 
 
+def prefixed_queries(texts: Sequence[str], entry: dict) -> list[str]:
+    """Queries as the embedder reads them: its ``query_prefix`` (e.g. bge's retrieval instruction) first;
+    chunk texts never carry it."""
+    return [entry["query_prefix"] + text for text in texts]
+
+
 def make_encoder(entry: dict | EmbedderSpec, cache_root: str | Path, threads: int | None = None):
     """The cached encoder of an ``embedders`` config entry: :class:`CachedEncoder` for a local model,
     :class:`structbench.embedding.endpoint.EndpointEncoder` for ``kind: openai`` (no torch imported for it)."""
