@@ -55,13 +55,13 @@ with h hidden, i intermediate and L the pass's padded length: 2(4h² + 2hi) + 4L
 matmul parameters (Q, K, V, output, feed-forward) plus attention's QKᵀ and AV; embeddings, norms, softmax
 and GELU are left out. MiniLM (h 384, i 1536, 6 layers): 21.2 MFLOP + 9.2 kFLOP x L per token, 23.6 MFLOP
 at L = 256. Padding to the 32-token bucket and the filler rows are counted as executed (15,872 tokens run
-for 14,072 real ones). One run, 64 passages, ``--threads 1``, on this machine's AVX-512 cores (AVX512-BF16
-and VNNI, no AMX), 57 CPU-seconds in all:
+for 14,072 real ones). Two runs, 64 passages, ``--threads 1``, on this machine's AVX-512 cores (AVX512-BF16
+and VNNI, no AMX), 52..57 CPU-seconds each (one minute of wall clock on a quiet core):
 
-    dtype          passages/CPU-s  vs float32  GFLOP/s  peak   share  exact  cosine to float32 (min, mean)
-    float32        15.0            1.00         87.2    120.9  72%    yes    1, 1
-    bfloat16       10.1            0.67         58.6     68.5  86%    yes    0.99994, 0.99995
-    int8 dynamic   18.8            1.25        109.3    272.1  40%    no     0.89233, 0.92674
+    dtype          passages/CPU-s  vs float32  GFLOP/s   peak      share    exact  cosine to float32 (min, mean)
+    float32        15.0 .. 15.9    1.00         87 .. 92  121 .. 123  72..75%  yes    1, 1
+    bfloat16       10.1 .. 10.3    0.65 .. 0.67 59 .. 60   68 .. 69   86..87%  yes    0.99994, 0.99995
+    int8 dynamic   18.8 .. 22.1    1.25 .. 1.39 109 .. 128 272 .. 291  40..44%  no     0.89233, 0.92674
 
 Without AMX, the bf16 product reaches 0.57x the float32 peak on these cores, and the model follows: bfloat16
 is the slower choice here (on AMX cores it may be the faster; not measured). int8 is not exact by
