@@ -17,7 +17,9 @@ have:
 * **contrasts**: every contrast's Δ and 95% CI in both runs, and whether its conclusion (the CI's side of
   0) is the same;
 * **embedding jobs**: texts encoded and texts/s per text set, from each embed job's log (the cache's last
-  progress line: its time includes the one model load per job).
+  progress line: its time includes the one model load per job). A job encodes only what the cache lacks,
+  so where job order differed (texts two sets share) the counts read "A / B". Wall-clock rates follow the
+  machine's load; ``benchmarks/bench_embed.py --dtypes`` times the precisions per CPU-second.
 
 ``--recheck N`` checks B's vectors are reproducible: it embeds the first N texts of each of B's text sets
 again in this process, in reverse order and among the last N texts of another set (so every text has other
