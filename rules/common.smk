@@ -317,11 +317,11 @@ def external_reference(wildcards):
 def all_size_matches():
     """Realized mean sizes of every size-matched chunk set (fixed windows, size-matched external chunkers)
     against its structural reference (docs/method.md §6)."""
-    matched = sorted({(c.chunkset, c.boundaries) for c in CONDITIONS.values() if size_matched(c)})
+    matched = sorted({c.chunkset for c in CONDITIONS.values() if size_matched(c)})
     return [
         f"{R}/{corpus}/chunks/{chunkset}.{'chunker' if chunkset.startswith('external-') else 'size_match'}.json"
         for corpus in CORPORA
-        for chunkset, boundaries in matched
+        for chunkset in matched
     ]
 
 
