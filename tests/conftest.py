@@ -211,6 +211,7 @@ SESSION_RUN_GROUPS = {
     "llm": ("test_workflow_llm", "test_slurm"),
     "knobs": ("test_workflow_sizes", "test_workflow_overlap"),
 }
+GROUP_OF_MODULE = {module: group for group, modules in SESSION_RUN_GROUPS.items() for module in modules}
 
 
 # The longest groups go first (xdist hands groups out in the order they first appear): the README's cold
@@ -219,12 +220,30 @@ SESSION_RUN_GROUPS = {
 LONGEST_FIRST = ("test_readme", "llm", "gold")
 
 
+def work_unit(nodeid: str) -> str:
+    """The work unit a test belongs to: its module's session-run group, else its module's file stem."""
+    module = Path(nodeid.split("::", 1)[0]).stem
+    return GROUP_OF_MODULE.get(module, module)
+
+
+
+
 def pytest_collection_modifyitems(items):
-    group_of = {module: group for group, modules in SESSION_RUN_GROUPS.items() for module in modules}
-    groups = {}
-    for item in items:
-        module = item.module.__name__ if item.module else item.nodeid.split("::")[0]
-        groups[item.nodeid] = group_of.get(module, module)
-        item.add_marker(pytest.mark.xdist_group(groups[item.nodeid]))
     rank = {group: index for index, group in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(groups[item.nodeid], len(rank)))  # stable: the rest keep their order
+    items.sort(key=lambda item: rank.get(work_unit(item.nodeid), len(rank)))  # stable: the rest keep their order
+
+
+# xdist's own loadgroup reads groups from an `@group` suffix it writes into `item._nodeid`, which pytest 9 no
+# longer reads (node ids come from `item._id`): on pytest 9 it groups nothing, and every session run and module
+# fixture was made once per worker. The controller asks this hook for its scheduler; ours groups by the node id
+# alone, through work_unit, so it works on any pytest the hook exists on.
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleGroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    return ModuleGroupScheduling(config, log)
