@@ -4,7 +4,6 @@ import functools
 import os
 import re
 import time
-from dataclasses import replace
 
 from snakemake.logging import logger
 
@@ -12,6 +11,7 @@ from structbench import cells
 from structbench.conditions import dropped_contrasts, from_token, is_late, is_lexical, parse_conditions
 from structbench.conditions import parse_contrasts, parse_value, retrieval_kind, to_token
 from structbench.conditions import AXES, FIXED_KINDS, TOKEN_SEPARATOR, fixed_overlap
+from structbench import plan
 from structbench.conditions import wildcard_constraints as axis_constraints
 from structbench.config import check_config, truncation_warnings, validate_config
 from structbench.report.figures import FIGURES
@@ -203,7 +203,7 @@ def lexical_cell(wildcards):
 
 def all_bm25_scores():
     """The non-lexicality probe on every chunk set a scored condition uses (docs/method.md §8)."""
-    chunksets = sorted({c.chunkset for c in CONDITIONS.values()})
+    chunksets = plan.used_chunk_sets(CONDITIONS.values())
     return [f"{R}/{corpus}/scores/bm25/{chunkset}.parquet" for corpus in SCORED_CORPORA for chunkset in chunksets]
 
 
@@ -290,13 +290,6 @@ def prefix_budget(wildcards):
     return chunkset_size(wildcards.boundaries, config["chunking"])[0] // 2
 
 
-def size_matched(condition):
-    """Whether a condition's chunk set is size-matched to the structural set of its structure: fixed
-    windows always (overlapping or not), an external chunker when its entry says ``size_match``."""
-    kind, chunker = parse_value("boundaries", condition.boundaries)
-    return kind.name in FIXED_KINDS or (kind.name == "external" and config["chunkers"][chunker]["size_match"])
-
-
 # the windows tokens of fixed_chunks outputs (fixed, fixed_overlap-<o>)
 FIXED_WINDOWS = "|".join(kind.value_regex(TOKEN_SEPARATOR) for kind in AXES["boundaries"] if kind.name in FIXED_KINDS)
 
@@ -317,24 +310,14 @@ def external_reference(wildcards):
 def all_size_matches():
     """Realized mean sizes of every size-matched chunk set (fixed windows, size-matched external chunkers)
     against its structural reference (docs/method.md §6)."""
-    matched = sorted({c.chunkset for c in CONDITIONS.values() if size_matched(c)})
-    return [
-        f"{R}/{corpus}/chunks/{chunkset}.{'chunker' if chunkset.startswith('external-') else 'size_match'}.json"
-        for corpus in CORPORA
-        for chunkset in matched
-    ]
-
-
-def size_reference(condition):
-    """The structural chunk set a size-matched condition is matched to: the one of its own size."""
-    return replace(condition, boundaries="structural").chunkset
+    matched = plan.matched_chunk_sets(CONDITIONS.values(), config["chunkers"])
+    return [f"{R}/{corpus}/chunks/{chunkset}.{report}.json" for corpus in CORPORA for chunkset, report in matched]
 
 
 def all_chunk_sets():
     """(corpus, chunk set) -> chunks table, for every chunk set a condition uses and the structural set
     each size-matched set is matched to."""
-    chunksets = {c.chunkset for c in CONDITIONS.values()}
-    chunksets = sorted(chunksets | {size_reference(c) for c in CONDITIONS.values() if size_matched(c)})
+    chunksets = plan.chunk_sets(CONDITIONS.values(), config["chunkers"])
     return {
         (corpus, chunkset): f"{R}/{corpus}/chunks/{chunkset}.parquet" for corpus in CORPORA for chunkset in chunksets
     }
@@ -352,14 +335,14 @@ def all_embed_reports():
     ``semantic/<structure> (merge paragraphs)``, and a segmentation inducer's paragraphs and title
     candidates (its usage report, every corpus it induces) ``induced-<inducer> (segmentation)``: so the
     table counts every text the embedding cache received (docs/method.md §15)."""
-    textsets = sorted({c.textset for c in CONDITIONS.values() if not is_lexical(c)})  # bm25 embeds nothing
+    textsets = plan.embedded_text_sets(CONDITIONS.values())
     reports = {
         (corpus, embedder, textset): f"{R}/{corpus}/vectors/{embedder}/{textset}.embed.json"
         for corpus in SCORED_CORPORA
         for embedder in EMBEDDERS
         for textset in textsets
     }
-    semantic = sorted({c.chunkset for c in CONDITIONS.values() if c.boundaries == "semantic"})
+    semantic = plan.semantic_chunk_sets(CONDITIONS.values())
     reports |= {
         (corpus, config["chunking"]["semantic_embedder"], f"{chunkset} (merge paragraphs)"): (
             f"{R}/{corpus}/chunks/{chunkset}.embed.json"
@@ -383,7 +366,7 @@ def all_embed_reports():
 
 
 def all_text_reports():
-    textsets = sorted({c.textset for c in CONDITIONS.values()})
+    textsets = plan.text_sets(CONDITIONS.values())
     return [f"{R}/{corpus}/texts/{textset}.report.json" for corpus in CORPORA for textset in textsets]
 
 
@@ -466,9 +449,7 @@ def semantic_embedder_spec(wildcards):
 
 def used_inducers():
     """The inducers some condition uses (``structure: induced:<inducer>``), in name order."""
-    return sorted(
-        {parse_value("structure", c.structure)[1] for c in CONDITIONS.values() if c.structure.startswith("induced:")}
-    )
+    return plan.used_inducers(CONDITIONS.values())
 
 
 def llm_entry(name):
@@ -572,7 +553,7 @@ def all_induction_stats():
 
 
 def all_context_stats():
-    chunksets = sorted({c.chunkset for c in CONDITIONS.values() if c.prefix == "context"})
+    chunksets = plan.context_chunk_sets(CONDITIONS.values())
     return [f"{R}/{corpus}/contexts/{chunkset}.stats.json" for corpus in CORPORA for chunkset in chunksets]
 
 
@@ -658,13 +639,13 @@ def all_retrieval_layers():
 
 
 def report_files():
-    """Report input name -> the files the report reads, from the function each input names
+    """Report input name -> the files the report reads, from the file list each input names
     (structbench.report.registry.report_inputs: the one place a report input is declared)."""
     files = {}
     for name, spec in report_inputs().items():
-        if spec.files not in globals():
-            raise NameError(f"report input {name!r} names {spec.files!r}, which rules/common.smk does not define")
-        files[name] = globals()[spec.files]()
+        if spec.files not in FILE_LISTS:
+            raise NameError(f"report input {name!r} names file list {spec.files!r}, which FILE_LISTS does not hold")
+        files[name] = FILE_LISTS[spec.files]()
     return files
 
 
@@ -738,3 +719,28 @@ def querygen_shards(wildcards):
 
 def all_querygen_stats():
     return [f"{R}/{corpus}/queries/stats.json" for corpus in CORPORA if generates_queries(config["corpora"][corpus])]
+
+
+# The file lists a report input may name (structbench.report.registry.ReportInput.files), by function name: an
+# explicit table, at the end of this file after every function it holds; a name the registry spells that none
+# answers fails the dry run, named.
+FILE_LISTS = {
+    function.__name__: function
+    for function in (
+        all_bm25_scores,
+        all_cells,
+        all_chunk_bounds,
+        all_chunk_sets,
+        all_condition_means,
+        all_context_stats,
+        all_contrasts,
+        all_corpus_stats,
+        all_dose_responses,
+        all_embed_reports,
+        all_induction_stats,
+        all_querygen_stats,
+        all_retrieval_layers,
+        all_size_matches,
+        all_text_reports,
+    )
+}

@@ -305,6 +305,14 @@ class Condition:
     def chunkset(self) -> str:
         return f"{self.boundaries_token}/{self.structure_token}"
 
+    def kind(self, axis: str) -> str:
+        """The kind name of one of its axis values (:func:`parse_value`): ``external:lc`` -> ``external``."""
+        return parse_value(axis, getattr(self, axis))[0].name
+
+    def parameter(self, axis: str) -> str | None:
+        """The parameter of one of its axis values: ``structure: induced:llm`` -> ``llm``; None for a bare kind."""
+        return parse_value(axis, getattr(self, axis))[1]
+
     @property
     def textset(self) -> str:
         return f"{self.chunkset}/{self.prefix_token}"

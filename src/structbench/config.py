@@ -23,6 +23,7 @@ from pathlib import Path
 import yaml
 
 from structbench import conditions as axes
+from structbench import plan
 from structbench.defaults import SEED
 
 
@@ -270,20 +271,14 @@ def check_metric_inputs(conditions: dict, metric_names: list[str]) -> None:
 
 def external_chunker_names(conditions: dict) -> list[str]:
     """The ``chunkers`` entries that conditions name (``boundaries: external:<name>``), in name order."""
-    return sorted(
-        {
-            axes.parse_value("boundaries", c.boundaries)[1]
-            for c in conditions.values()
-            if c.boundaries.startswith("external:")
-        }
-    )
+    return plan.external_chunkers(conditions.values())
 
 
 def check_chunker_config(config: dict, conditions: dict) -> None:
     """An ``external:<name>`` condition names a declared ``chunkers`` entry whose library and kind the
     adapters know (structbench.chunking.external.spec.ChunkerSpec.from_config names what is wrong)."""
     declared = config.get("chunkers") or {}
-    if not declared and not any(c.boundaries.startswith("external:") for c in conditions.values()):
+    if not declared and not plan.external_chunkers(conditions.values()):
         return
     from structbench.chunking.external.spec import ChunkerSpec, ExternalChunkerError
 
