@@ -226,8 +226,6 @@ def work_unit(nodeid: str) -> str:
     return GROUP_OF_MODULE.get(module, module)
 
 
-
-
 def pytest_collection_modifyitems(items):
     rank = {group: index for index, group in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(work_unit(item.nodeid), len(rank)))  # stable: the rest keep their order
@@ -237,6 +235,7 @@ def pytest_collection_modifyitems(items):
 # longer reads (node ids come from `item._id`): on pytest 9 it groups nothing, and every session run and module
 # fixture was made once per worker. The controller asks this hook for its scheduler; ours groups by the node id
 # alone, through work_unit, so it works on any pytest the hook exists on.
+@pytest.hookimpl(optionalhook=True)  # a hook of xdist's: without xdist (-p no:xdist) pytest knows no such hook
 def pytest_xdist_make_scheduler(config, log):
     if config.getvalue("dist") != "loadgroup":
         return None
