@@ -32,6 +32,7 @@ pass of exactly ``pass_rows`` rows, filled with copies; so a window's outputs ne
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -53,6 +54,9 @@ from structbench.embedding.local import (
     pass_rows,
 )
 from structbench.embedding.report import TruncationCount, add_lookup_totals, encoder_report, new_totals
+from structbench.logs import Progress
+
+LOG = logging.getLogger(__name__)
 
 LATE_SCHEME = "late-windows-v1"
 MODES = ("late", "late_placebo")
@@ -346,6 +350,8 @@ class LateEncoder:
             group = (item["document"], json.dumps(item["spans"]), item["host"])
             wanted.setdefault(group, []).append(position)
         out = np.zeros((len(keys), embedding_dimension(model)), dtype=np.float32)
+        # one cache chunk holds every key (a document's windows are encoded once), so progress is logged here
+        progress = Progress(LOG, f"{self.mode}-encoded", total=len(keys), unit="chunks", interval=30.0)
         for (text, spans_json, host_text), positions in wanted.items():
             ids, starts = tokenize_document(model.tokenizer, text)
             ranges = chunk_token_ranges(starts, [tuple(s) for s in json.loads(spans_json)])
@@ -363,6 +369,8 @@ class LateEncoder:
                 host,
             )
             out[positions] = vectors
+            progress.update(len(positions))
+        progress.finish()
         return out
 
     def __call__(self, documents: Sequence[tuple[str, Sequence[tuple[int, int]], str | None]]) -> np.ndarray:
