@@ -203,3 +203,26 @@ def read_vectors(path: str | Path) -> np.ndarray:
     if vectors.ndim != 2 or vectors.dtype.kind != "f":
         raise DamagedInput(f"{path}: expected a 2-D float array, got shape {vectors.shape}, dtype {vectors.dtype}")
     return vectors
+
+
+# ---- id -> text maps of the tables (built here once, so every step reads them the same way) ----------------
+
+
+def column_map(frame: pl.DataFrame, key: str, value: str) -> dict:
+    """``{row[key]: row[value]}`` over a table's rows (a later duplicate key wins, as in ``dict``)."""
+    return dict(zip(frame[key].to_list(), frame[value].to_list()))
+
+
+def document_texts(documents: pl.DataFrame) -> dict[str, str]:
+    """doc_id -> the document's flat text (DOCUMENTS)."""
+    return column_map(documents, "doc_id", "text")
+
+
+def query_texts(queries: pl.DataFrame) -> dict[str, str]:
+    """qid -> the query's text (QUERIES)."""
+    return column_map(queries, "qid", "text")
+
+
+def chunk_texts(texts: pl.DataFrame) -> dict[int, str]:
+    """chunk_id -> the text its embedder reads, prefix included (TEXTS' ``text_for_embedding``)."""
+    return column_map(texts, "chunk_id", "text_for_embedding")

@@ -1,14 +1,13 @@
 """Per-candidate prefix choice: each candidate of the prefixed and unprefixed indexes keeps its better version."""
 
-from structbench.datamodel import read_table, read_vectors, write_table
+from structbench.datamodel import chunk_texts, query_texts, read_table, read_vectors, write_table
 from structbench.logs import step_log
 from structbench.retrieval.rerank import RerankerSpec, load_cross_encoder
 from structbench.retrieval.search import retrieve
 
 
 def texts_by_chunk(path):
-    texts = read_table(path, "texts")
-    return dict(zip(texts["chunk_id"].to_list(), texts["text_for_embedding"].to_list()))
+    return chunk_texts(read_table(path, "texts"))
 
 
 with step_log(snakemake.log[0], "choose_per_candidate") as log:
@@ -23,7 +22,7 @@ with step_log(snakemake.log[0], "choose_per_candidate") as log:
         top_k=snakemake.params.top_k,
         use_gpu=snakemake.params.use_gpu,
         unprefixed_vectors=read_vectors(snakemake.input.unprefixed_vectors),
-        query_texts=dict(zip(queries["qid"].to_list(), queries["text"].to_list())),
+        query_texts=query_texts(queries),
         prefixed_texts=texts_by_chunk(snakemake.input.texts),
         unprefixed_texts=texts_by_chunk(snakemake.input.unprefixed_texts),
         score_pairs=lambda pairs: model.predict(

@@ -1,6 +1,6 @@
 """Query-side title injection: rescore the flat run's top candidates with title-carrying query embeddings."""
 
-from structbench.datamodel import read_table, read_vectors, write_table
+from structbench.datamodel import query_texts, read_table, read_vectors, write_table
 from structbench.embedding.encoders import embed_texts, prefixed_queries
 from structbench.logs import step_log
 from structbench.retrieval.rescoring import title_blocks
@@ -22,7 +22,7 @@ with step_log(snakemake.log[0], "inject_query_titles") as log:
         queries["qid"].to_list(),
         top_k=snakemake.params.top_k,
         use_gpu=snakemake.params.use_gpu,
-        query_texts=dict(zip(queries["qid"].to_list(), queries["text"].to_list())),
+        query_texts=query_texts(queries),
         titles=title_blocks(
             read_table(snakemake.input.chunks, "chunks"), snakemake.params.depth, snakemake.params.separator
         ),

@@ -6,6 +6,7 @@ import math
 
 import polars as pl
 
+from structbench.datamodel import document_texts
 from structbench.defaults import SIZE_MATCH_TOLERANCE, T_MAX, T_MIN
 
 CUT_KINDS = ("section", "paragraph", "sentence", "line", "word", "token", "end")
@@ -66,7 +67,7 @@ def assert_covering(documents: pl.DataFrame, chunks: pl.DataFrame) -> None:
     the furthest end so far (no gap: the union covers the text), and the furthest end is ``n_chars``;
     every non-empty document has chunks. Named like :func:`assert_tiling`'s errors, with the offsets.
     """
-    texts = dict(zip(documents["doc_id"].to_list(), documents["text"].to_list()))
+    texts = document_texts(documents)
     ordered = chunks.select("chunk_id", "doc_id", "start", "end").sort("chunk_id")
     previous_doc, previous, previous_end = None, (-1, -1), 0  # previous_end: the furthest end so far
     seen = set()

@@ -26,6 +26,7 @@ from pathlib import Path
 from structbench.corpus.build import CorpusTables, build_tables, funnel_frame, queries_frame, skipped_frame
 from structbench.corpus.markdown import parse_folder, question_funnel, question_rows, read_utf8
 from structbench.corpus.verify import assert_verified
+from structbench.datamodel import document_texts
 
 QUESTIONS_FILE = "questions_df.csv"
 CORPORA_DIR = "corpora"
@@ -73,7 +74,7 @@ def load_chroma(folder: str | Path, corpus: str = "chroma") -> CorpusTables:
     files, docs, skipped, stems, sources = parse_folder(corpora)
     documents, paragraphs, sections = build_tables(corpus, docs)
     assert_verified(paragraphs, sections, documents)
-    texts = dict(zip(documents["doc_id"].to_list(), documents["text"].to_list()))
+    texts = document_texts(documents)
     skipped_ids = {record for _, record, _ in skipped}
     query_rows = question_rows(chroma_records(questions), corpus, texts, skipped_ids, stems, sources)
     funnel = [

@@ -88,7 +88,7 @@ from structbench.corpus.build import (
 )
 from structbench.corpus.sourcemap import SourceMap, SourceRangeError
 from structbench.corpus.verify import assert_verified
-from structbench.datamodel import ParsedDocument
+from structbench.datamodel import ParsedDocument, document_texts
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
@@ -340,7 +340,7 @@ def load_markdown_folder(
     ]
     query_rows: list[dict] = []
     if questions_path is not None:
-        texts = dict(zip(documents["doc_id"].to_list(), documents["text"].to_list()))
+        texts = document_texts(documents)
         skipped_ids = {record for _, record, _ in skipped}
         records = _jsonl_records(Path(questions_path))
         query_rows = question_rows(records, corpus, texts, skipped_ids, stems, sources)

@@ -41,6 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from structbench.cache import VectorCache
+from structbench.datamodel import document_texts
 from structbench.embedding.local import (
     BUCKET_WIDTH,
     EmbedderSpec,
@@ -412,7 +413,7 @@ def late_chunk_documents(documents, chunks, mode: str, seed: int) -> tuple[list[
     the tokenizer being the model's); a document hosting itself is a ValueError."""
     from structbench.prefixes.placebo import document_derangement
 
-    text_of = dict(zip(documents["doc_id"].to_list(), documents["text"].to_list()))
+    text_of = document_texts(documents)
     ordered = chunks.sort(["doc_id", "start"])
     by_doc: dict[str, list[tuple[int, int, int]]] = {}
     for chunk_id, doc_id, start, end in ordered.select("chunk_id", "doc_id", "start", "end").iter_rows():

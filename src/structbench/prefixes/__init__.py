@@ -27,7 +27,7 @@ import numpy as np
 import polars as pl
 
 from structbench.conditions import NO_PREFIX, parse_value
-from structbench.datamodel import TEXTS
+from structbench.datamodel import TEXTS, document_texts
 from structbench.defaults import SEED as DEFAULT_SEED
 from structbench.defaults import SEPARATOR as DEFAULT_SEPARATOR
 from structbench.prefixes.budget import fit_prefix
@@ -80,7 +80,7 @@ def render_texts(
     tokenizer = load_tokenizer(tokenizer)
     ordered = chunks.sort("chunk_id")
     chunk_ids = ordered["chunk_id"].to_list()
-    text_of = dict(zip(documents["doc_id"].to_list(), documents["text"].to_list()))
+    text_of = document_texts(documents)
     doc_ids = ordered["doc_id"].to_list()
     missing_docs = sorted(set(doc_ids) - set(text_of))
     if missing_docs:

@@ -29,7 +29,7 @@ from collections.abc import Callable
 
 import polars as pl
 
-from structbench.datamodel import PARAGRAPH_SEPARATOR
+from structbench.datamodel import PARAGRAPH_SEPARATOR, document_texts
 from structbench.defaults import CONTEXT_MAX_TOKENS, TOKENIZER
 from structbench.llm import LLM, ChatRequest, load_prompt
 from structbench.tokens import TokenCounter, load_tokenizer
@@ -105,7 +105,7 @@ def situate_chunks(
     counter = load_tokenizer(tokenizer)
     answer_tokens = max_new_tokens or -(-5 * context_max_tokens // 4)
     room = llm.context_tokens - answer_tokens
-    texts = dict(zip(documents["doc_id"].to_list(), documents["text"].to_list()))
+    texts = document_texts(documents)
     ordered = chunks.sort("chunk_id")
     missing = sorted(set(ordered["doc_id"].to_list()) - set(texts))
     if missing:

@@ -30,6 +30,7 @@ import re
 
 import polars as pl
 
+from structbench.datamodel import document_texts
 from structbench.llm import LLM, ChatRequest, load_prompt
 from structbench.querygen.funnel import CANDIDATES
 from structbench.querygen.leakage import FilterRules, Verdict, screen_question
@@ -124,7 +125,7 @@ def generate_candidates(
     (``paragraphs`` and the gold ``sections`` of the same documents), in target order."""
     layouts = document_layouts(documents, paragraphs, sections, settings.min_span_words)
     targets = sample_corpus_targets(layouts, settings.types, settings.per_document, settings.seed)
-    texts = dict(zip(documents["doc_id"].to_list(), documents["text"].to_list()))
+    texts = document_texts(documents)
     titles = dict(zip(documents["doc_id"].to_list(), documents["title"].to_list()))
     rules = FilterRules(
         settings.rouge_max,

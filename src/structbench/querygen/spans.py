@@ -36,6 +36,7 @@ from itertools import combinations
 
 import polars as pl
 
+from structbench.datamodel import document_texts
 from structbench.querygen.settings import QUERY_TYPES
 
 
@@ -86,7 +87,7 @@ def document_layouts(
     ``paragraphs`` and ``sections`` are the corpus tables (``sections`` the gold tree); a paragraph that
     no section holds is a ``ValueError`` naming it (the corpus step verifies the tiling, so this means
     the tables do not belong together)."""
-    texts = dict(zip(documents["doc_id"].to_list(), documents["text"].to_list()))
+    texts = document_texts(documents)
     owner_rows = sections.filter(pl.col("para_start") < pl.col("para_end")).select(
         "doc_id", "para_start", "para_end", "top_section_id"
     )

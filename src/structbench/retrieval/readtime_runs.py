@@ -11,7 +11,7 @@ from __future__ import annotations
 import polars as pl
 
 from structbench.conditions import parse_value
-from structbench.datamodel import conform
+from structbench.datamodel import conform, document_texts
 from structbench.retrieval import readtime as rt
 from structbench.tokens import TokenCounter
 
@@ -73,7 +73,7 @@ def readtime_run(
     top = runs.filter(pl.col("rank") <= hits).sort("qid", "rank")
     chunk_table = chunks.select("chunk_id", "doc_id", "start", "end", "n_tokens").sort("chunk_id")
     located = top.join(chunk_table, on="chunk_id", how="left").sort("qid", "rank")  # a join keeps no order
-    texts = dict(zip(documents["doc_id"].to_list(), documents["text"].to_list()))
+    texts = document_texts(documents)
     n_chars = dict(zip(documents["doc_id"].to_list(), documents["n_chars"].to_list()))
     trees = (
         document_trees(sections, documents, placebo, seed)[0]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from structbench.datamodel import conform
+from structbench.datamodel import chunk_texts, conform, query_texts
 from structbench.devices import pick_device
 from structbench.embedding.kinds import ENDPOINT, complete_entry, local_entry, reranker_kind
 from structbench.embedding.local import resolve_model_path
@@ -70,8 +70,8 @@ def rerank_with_endpoint(
     spec = EndpointRerankerSpec.from_config(entry)
     return rerank_run(
         runs,
-        dict(zip(queries["qid"].to_list(), queries["text"].to_list())),
-        dict(zip(texts["chunk_id"].to_list(), texts["text_for_embedding"].to_list())),
+        query_texts(queries),
+        chunk_texts(texts),
         EndpointPairScorer(spec, cache_root),
         spec.top_n,
     )
@@ -87,8 +87,8 @@ def rerank_with_model(
 
     return rerank_run(
         runs,
-        dict(zip(queries["qid"].to_list(), queries["text"].to_list())),
-        dict(zip(texts["chunk_id"].to_list(), texts["text_for_embedding"].to_list())),
+        query_texts(queries),
+        chunk_texts(texts),
         score_pairs,
         spec.top_n,
     )

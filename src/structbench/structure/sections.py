@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from structbench.corpus.build import build_tables
-from structbench.datamodel import ParsedDocument, SectionSpec
+from structbench.datamodel import ParsedDocument, SectionSpec, document_texts
 
 STATUS = {
     "doc_id": pl.String,
@@ -90,7 +90,7 @@ def check_sections(
 
 def paragraph_texts(documents: pl.DataFrame, paragraphs: pl.DataFrame) -> dict[str, list[str]]:
     """Each document's paragraph texts, sliced from its flat text by the paragraph table."""
-    texts = dict(zip(documents["doc_id"].to_list(), documents["text"].to_list()))
+    texts = document_texts(documents)
     ordered = paragraphs.sort("doc_id", "para_idx")
     result: dict[str, list[str]] = {doc_id: [] for doc_id in documents["doc_id"].to_list()}
     for doc_id, start, end in ordered.select("doc_id", "start", "end").iter_rows():
@@ -108,7 +108,7 @@ def sections_table(
 ) -> pl.DataFrame:
     """Sections built exactly like gold ones (paths, clamped levels, offsets, top_section_id)."""
     titles = dict(zip(documents["doc_id"].to_list(), documents["title"].to_list()))
-    flat = dict(zip(documents["doc_id"].to_list(), documents["text"].to_list()))
+    flat = document_texts(documents)
     parsed = [ParsedDocument(doc_id, titles[doc_id], texts, specs[doc_id]) for doc_id, texts in texts_by_doc.items()]
     rebuilt, _, sections = build_tables("induced", parsed)
     for doc_id, text in zip(rebuilt["doc_id"].to_list(), rebuilt["text"].to_list()):
