@@ -1,7 +1,8 @@
 """The study's default values (Kuehlkamp et al., table 11), defined once.
 
 The library's keyword defaults, the practitioner API, the CLI and the config schema's ``default:``
-entries all read these names (``tests/test_conditions.py`` checks the schema against them), so a
+entries all read these names (``tests/test_config.py`` checks the schema against them, and
+``tests/test_defaults.py`` that config/config.yaml repeats a schema default only with its value), so a
 default changes in one place.
 """
 
