@@ -1,9 +1,9 @@
 """The study's default values (Kuehlkamp et al., table 11), defined once.
 
-The library's keyword defaults, the practitioner API, the CLI and the config schema's ``default:``
-entries all read these names (``tests/test_config.py`` checks the schema against them, and
-``tests/test_defaults.py`` that config/config.yaml repeats a schema default only with its value), so a
-default changes in one place.
+The library's keyword defaults, the practitioner API and the CLI read these names. The config schema's
+``default:`` entries write them again (a JSON schema cannot import), and ``tests/test_config.py`` checks the two
+agree; config/config.yaml shows every knob, and ``tests/test_defaults.py`` checks it repeats a schema default only
+with its value. So a changed default fails the tests until every copy follows.
 """
 
 SEED = 20260710  # the study's global seed: placebo permutation, bootstrap, query sampling
