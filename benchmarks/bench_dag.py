@@ -50,7 +50,7 @@ BASELINE_PAPERS = 888 + 281  # train + dev, data/README of the shared folder
 
 
 def planned_jobs(output: str) -> dict[str, int]:
-    """Rule -> job count from the 'Job stats' table of a dry run (the same parse as tests/test_workflow.py)."""
+    """Rule -> job count from the 'Job stats' table of a dry run (the same parse as tests/workflow/test_workflow.py)."""
     table = output.split("Job stats:")[-1]
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M) if m.group(1) != "total"}
 

@@ -6,7 +6,7 @@ On the first ``--docs`` QASPER papers, for every adapter of ``structbench.chunki
 named): the realized mean content tokens at ``t_max`` and size-matched, against the structural mean (gold
 structure, ``t_max = 350``, ``t_min = 60``), and over the documents whose peer mean at ``t_max`` reaches
 their structural mean (the others keep ``t_max``: a smaller size only shrinks chunks), the median and
-largest per-document gap after matching. ``tests/test_external_chunkers.py`` takes its tolerance from it.
+largest per-document gap after matching. ``tests/chunking/test_external.py`` takes its tolerance from it.
 """
 
 from __future__ import annotations

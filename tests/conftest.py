@@ -11,8 +11,17 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+TESTS = REPO / "tests"
 SHARED_DATA = REPO.parent / "shared" / "data"
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
+
+# The test files live in one folder per library package (tests/retrieval/, tests/llm/, ...) and the workflow's
+# tests in tests/workflow/, all without __init__.py: pytest's default "prepend" import mode imports each file by
+# its stem, so stems are unique across the tree. A few test files import another's helpers by that stem (from
+# test_metrics import ...), as conftest imports test_workflow_llm's: every test folder is on sys.path, as
+# tests/ itself is (this file's folder), so those imports work whichever file is collected, or run, first.
+TEST_FOLDERS = sorted(path.parent for path in TESTS.glob("*/test_*.py"))
+sys.path[1:1] = [str(folder) for folder in dict.fromkeys(TEST_FOLDERS) if str(folder) not in sys.path]
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -20,10 +29,10 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 # Snakemake imports every installed executor plugin at start-up, and the Slurm plugin then runs
 # `scontrol show config` (for the controller's MinJobAge). Where Slurm's client is installed but no
-# controller answers (CI installs Slurm for tests/test_slurm.py, which alone starts a controller), that
+# controller answers (CI installs Slurm for tests/workflow/test_slurm.py, which alone starts a controller), that
 # waits for its 10 s timeout on every Snakemake start-up, dry runs included. Local runs never use Slurm:
 # their PATH starts with a folder whose `scontrol` fails at once, which is what the plugin meets on a
-# machine without Slurm. tests/test_slurm.py does not use it.
+# machine without Slurm. tests/workflow/test_slurm.py does not use it.
 NO_SLURM_BIN = Path(tempfile.mkdtemp(prefix="structbench-no-slurm-"))
 (NO_SLURM_BIN / "scontrol").write_text("#!/bin/sh\nexit 1\n")
 (NO_SLURM_BIN / "scontrol").chmod(0o755)

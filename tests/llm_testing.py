@@ -1,4 +1,4 @@
-"""Test-sized models and scripted backends for the LLM tests (imported by tests/test_llm_*.py and friends).
+"""Test-sized models and scripted backends for the LLM tests (imported by the tests in tests/llm/ and friends).
 
 ``build_tiny_model`` writes a real Hugging Face model directory: a byte-level BPE tokenizer trained here
 with the ``tokenizers`` library (vocabulary ~300, ChatML chat template) and a 2-layer random-weight

@@ -9,7 +9,7 @@ import math
 
 import polars as pl
 import pytest
-from test_boundaries import TOK, build
+from test_chunking import TOK, build
 from test_config import GOLD, checked, layered
 from test_metrics import make_chunks, make_queries, make_runs, one
 

@@ -1,6 +1,6 @@
 """The torch device of a GPU-kind step, shared by embedding, reranking and the LLM backend.
 
-Its own module so that a step importing it pulls in no other step's dependencies (tests/test_rules.py
+Its own module so that a step importing it pulls in no other step's dependencies (tests/workflow/test_rules.py
 checks each rule's environment against what its code reaches)."""
 
 from __future__ import annotations

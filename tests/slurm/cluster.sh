@@ -89,7 +89,7 @@ SwitchType=switch/none
 JobAcctGatherType=jobacct_gather/none
 JobCompType=jobcomp/none
 AccountingStorageType=accounting_storage/none
-# The node's CPUs are SLURM_CI_CPUS, not what slurmd detects (tests/test_slurm.py declares more than it has).
+# The node's CPUs are SLURM_CI_CPUS, not what slurmd detects (tests/workflow/test_slurm.py declares more than it has).
 SlurmdParameters=config_overrides
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory

@@ -17,7 +17,7 @@ is pooled token by token: each token's output comes from the window where that t
 (ties: earlier). Those chunks are counted (``n_split``). A window's ``[CLS]`` is pooled with the chunk holding its
 first content token and its ``[SEP]`` with the chunk holding its last, as independent encoding pools both with
 every chunk: so a one-chunk document that fits one window gets exactly the ordinary pooled vector
-(``tests/test_late.py`` measures the difference).
+(``tests/embedding/test_late.py`` measures the difference).
 
 **Placebo late chunking** (:func:`placebo_window`): the same chunk's tokens pooled inside a window whose other tokens
 come from another document (a seeded derangement among documents of similar token length,

@@ -27,7 +27,7 @@ exactly :func:`pass_rows` rows — ``CPU_ROWS`` (4) on a CPU whatever ``batch_si
 text, whose outputs are discarded. Padded positions are masked. With the shape fixed, every kernel
 choice is fixed too, on whatever instruction set, and a row of a fixed-shape matrix product does not
 depend on the values of the other rows. Checked bit for bit on the machine running them by
-``tests/test_embed.py`` (a text alone == among any companions, in any order, any ``batch_size``) and
+``tests/embedding/test_local.py`` (a text alone == among any companions, in any order, any ``batch_size``) and
 ``benchmarks/bench_embed.py`` (also 1 thread == 2 threads). ``batch_size`` joins the namespace on a
 GPU only, where it is the row count.
 

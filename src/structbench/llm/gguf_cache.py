@@ -6,7 +6,7 @@ and each of their reruns, even when every request is answered from the response 
 a pure function of (GGUF file content, dtype, transformers version), so its result is saved with
 ``save_pretrained`` (safetensors) under a folder named by those three and later loads read that folder
 (about a second). The tensors are the same values, so answers are the same token for token
-(tests/test_llm_transformers.py compares the logits of both loads exactly).
+(tests/llm/test_transformers_backend.py compares the logits of both loads exactly).
 
 The folder lives in the user's cache, like Hugging Face's own: ``$STRUCTBENCH_MODEL_CACHE``, else
 ``$XDG_CACHE_HOME/structbench/models``, else ``~/.cache/structbench/models``. Setting

@@ -30,7 +30,7 @@ argmax that accepts or rejects each candidate. Both calls show prefixes out of s
 (longer, then shorter again after a rejection), which the rollback above handles; a prefix holding a
 token the grammar rejects can only follow a candidate that the argmax at its own position rejects, so
 its scores are never used (left unmasked). Greedy output under a grammar is therefore the same with and
-without prompt lookup, token for token (``tests/test_llm_grammar.py`` asserts it).
+without prompt lookup, token for token (``tests/llm/test_grammar.py`` asserts it).
 
 **Batching stays on too**: each row has its own matcher; left padding gives every row the same prompt
 width, so a row's generated tokens are ``input_ids[row, prompt_width:]``.

@@ -484,7 +484,7 @@ def induce_segmentation(
 
 
 # The inducer's options, as config keys (inducers.<name> of kind segmentation; the schema states the same
-# defaults, checked by tests/test_segmentation.py).
+# defaults, checked by tests/structure/test_segmentation.py).
 OPTIONS = tuple(
     name for name, p in inspect.signature(induce_segmentation).parameters.items() if p.kind == p.KEYWORD_ONLY
 )

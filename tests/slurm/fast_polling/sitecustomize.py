@@ -1,6 +1,6 @@
-"""The Slurm executor's status checks at most POLL_S seconds apart, for tests/test_slurm.py only.
+"""The Slurm executor's status checks at most POLL_S seconds apart, for tests/workflow/test_slurm.py only.
 
-tests/test_slurm.py puts this folder on PYTHONPATH for the Snakemake it runs against the test cluster
+tests/workflow/test_slurm.py puts this folder on PYTHONPATH for the Snakemake it runs against the test cluster
 (tests/slurm/cluster.sh). snakemake-executor-plugin-slurm waits 10 s longer after every status check that
 finds no job finished (up to 180 s), which suits a busy cluster; on the one-node test cluster a job takes
 seconds, and that back-off left most of each run waiting for the next check. Only the interval between

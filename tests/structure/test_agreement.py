@@ -6,10 +6,10 @@ rounded half up, at least 2, at most ``n - 1``.
 """
 
 import math
-from pathlib import Path
 
 import polars as pl
 import pytest
+from conftest import SHARED_DATA
 from nltk.metrics.segmentation import pk as nltk_pk
 from nltk.metrics.segmentation import windowdiff as nltk_windowdiff
 
@@ -26,7 +26,7 @@ from structbench.structure.agreement import (
     windowdiff,
 )
 
-QASPER10 = Path(__file__).resolve().parents[1].parent / "shared/data/qasper/sample-train10"
+QASPER10 = SHARED_DATA / "qasper/sample-train10"
 QASPER10_FILE = QASPER10 / "qasper-train-first10.official-format.json"
 
 

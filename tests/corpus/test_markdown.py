@@ -2,10 +2,10 @@
 
 import json
 import shutil
-from pathlib import Path
 
 import polars as pl
 import pytest
+from conftest import REPO, TESTS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -14,8 +14,7 @@ from structbench.corpus.build import CorpusTables, build_tables
 from structbench.corpus.markdown import load_markdown_folder, parse_markdown
 from structbench.corpus.verify import verify_corpus
 
-FIXTURES = Path(__file__).parent / "fixtures" / "corpus" / "kb_small"
-REPO = Path(__file__).resolve().parents[1]
+FIXTURES = TESTS / "fixtures" / "corpus" / "kb_small"
 KB = REPO / "data" / "kb"
 
 

@@ -1,6 +1,6 @@
 """Query generation in the workflow: a Markdown folder without a questions file, `queries: generated`, three
 KB documents and a tiny random-weight model; the generated queries are scored and contrasted. (A corpus
-where no query survives is carried through the measured half by tests/test_querygen.py, step by step.)"""
+where no query survives is carried through the measured half by tests/querygen/test_querygen.py, step by step.)"""
 
 import json
 import shutil

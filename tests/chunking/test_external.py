@@ -9,6 +9,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from conftest import REPO
 
 from structbench.chunking.external import adapters, locate
 from structbench.chunking.external import spec as specs
@@ -246,7 +247,7 @@ def test_missing_library_names_the_pip_command(monkeypatch, qasper, counter):
 def test_pins_match_the_chunkers_extra():
     import tomllib
 
-    pyproject = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
     extra = pyproject["project"]["optional-dependencies"]["chunkers"]
     assert sorted(extra) == sorted(library.requirement for library in specs.LIBRARIES.values())
     for name in specs.LIBRARIES:
@@ -440,7 +441,7 @@ def test_a_chunk_not_in_the_input_is_an_error(monkeypatch, adversarial, counter)
 def test_config_schema_declares_the_libraries_and_fills_defaults():
     from structbench.config import ConfigError, load_schema, validate_config
 
-    repo = Path(__file__).resolve().parents[1]
+    repo = REPO
     schema_path = repo / "workflow" / "schemas" / "config.schema.yaml"
     entry = load_schema(schema_path)["properties"]["chunkers"]["additionalProperties"]
     assert entry["properties"]["library"]["enum"] == list(specs.LIBRARIES)
@@ -503,7 +504,7 @@ def test_an_unknown_option_is_a_config_error_at_load(monkeypatch):
     from structbench.config import ConfigError, check_config, validate_config
     from structbench.metrics import metrics_from_config
 
-    repo = Path(__file__).resolve().parents[1]
+    repo = REPO
     config = yaml.safe_load((repo / "config" / "config.yaml").read_text())
     config["chunkers"] = {"lc": {"library": "langchain", "kind": "recursive", "options": {"separatorz": ["\n"]}}}
     config["conditions"] = {

@@ -55,7 +55,7 @@ def test_prompt_counts_and_context_overflow_is_a_failure_record(tiny_model):
 
 
 def test_json_request_with_non_json_answer_fails_softly(tiny_model):
-    # unconstrained, the random model writes no JSON (test_llm_grammar.py covers constrained decoding)
+    # unconstrained, the random model writes no JSON (tests/llm/test_grammar.py covers constrained decoding)
     llm = load_llm({"backend": "transformers", "model": str(tiny_model), "max_new_tokens": 8, "constrained": False})
     schema = {"type": "object"}
     (response,) = llm.chat([ChatRequest.of([{"role": "user", "content": "answer in JSON"}], schema=schema)])

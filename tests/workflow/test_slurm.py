@@ -354,7 +354,8 @@ def test_the_runs_here_check_job_states_at_most_a_second_apart():
 
 def test_every_gpu_kind_rule_declares_the_gpu_resource():
     """Static: a rule that runs a model (its conda env is a gpu-* env) declares resources gpu=1, or
-    gpu=gpus_of(<its model entry>): 1 for a local model, 0 for an endpoint (tests/test_workflow_endpoint.py)."""
+    gpu=gpus_of(<its model entry>): 1 for a local model, 0 for an endpoint
+    (tests/workflow/test_workflow_endpoint.py)."""
     from workflow_rules import parse_rules
 
     rules = parse_rules()

@@ -150,7 +150,8 @@ def test_model_rules_are_gpu_kind_and_declare_the_gpu():
     assert gpu_kind == GPU_RULES | (gpu_kind - GPU_RULES) and gpu_kind >= GPU_RULES
     for name, rule in RULES.items():
         if name in gpu_kind:
-            # gpus_of(<the rule's model entry>): 1 for a local model, 0 for an endpoint (test_embed_endpoint)
+            # gpus_of(<the rule's model entry>): 1 for a local model, 0 for an endpoint
+            # (tests/embedding/test_endpoint.py)
             assert rule.resources.get("gpu") == "1" or rule.resources.get("gpu", "").startswith("gpus_of("), (
                 name,
                 rule.resources,

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+from conftest import REPO
 from endpoint_testing import (
     EMBEDDER,
     MAX_SEQ_LENGTH,
@@ -46,8 +47,6 @@ from structbench.http import (
     request_json,
 )
 from structbench.retrieval.rerank_endpoint import EndpointPairScorer, EndpointRerankerSpec, parse_rerank
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def kb_paragraphs() -> list[str]:

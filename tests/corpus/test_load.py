@@ -4,14 +4,14 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import SHARED_DATA
+from conftest import SHARED_DATA, TESTS
 
 from structbench.corpus import load_corpus
 from structbench.corpus.stats import corpus_statistics
 from structbench.corpus.verify import verify_corpus
 from structbench.corpus.wikitext import parse_wikitext
 
-FIXTURES = Path(__file__).parent / "fixtures" / "corpus" / "kb_small"
+FIXTURES = TESTS / "fixtures" / "corpus" / "kb_small"
 RAW = SHARED_DATA / "wikitext/wikitext-2-raw-test/wiki.test.raw"
 HF10 = SHARED_DATA / "qasper/sample-train10/qasper-original-sample.hf.json"
 

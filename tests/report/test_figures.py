@@ -11,6 +11,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from conftest import TESTS
 from report_testing import CONDITIONS, synthetic_inputs
 
 from structbench.report.bundle import ReportPaths, csv_bytes, run_summary, write_report_bundle
@@ -18,7 +19,6 @@ from structbench.report.catalog import TABLES, build_tables
 from structbench.report.figures import FIGURES, PALETTE, RenderedFigure, condition_styles, render_figures
 from structbench.report.registry import Omitted
 
-TESTS = Path(__file__).parent
 RENDER = """
 import os, sys
 sys.path.insert(0, {tests!r})

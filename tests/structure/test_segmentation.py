@@ -1,11 +1,11 @@
 """The model-free inducer (structbench.structure.segmentation): TextTiling steps, titles, tables, edge cases."""
 
 import re
-from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pytest
+from conftest import SHARED_DATA
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from segmentation_testing import TOPICS, HashedBagOfWords, three_topic_document, topic_paragraph
@@ -31,11 +31,7 @@ from structbench.structure.segmentation import (
     tiling,
 )
 
-QASPER10_FILE = (
-    Path(__file__).resolve().parents[1].parent
-    / "shared/data/qasper/sample-train10"
-    / "qasper-train-first10.official-format.json"
-)
+QASPER10_FILE = SHARED_DATA / "qasper/sample-train10" / "qasper-train-first10.official-format.json"
 
 
 def tables_for(docs: dict[str, list[str]]):

@@ -6,6 +6,7 @@ import importlib.util
 
 import polars as pl
 import pytest
+from conftest import REPO
 from llm_testing import ScriptedBackend, build_tiny_model
 
 from structbench.llm import LLM, ChatRequest, LLMSpec, load_llm
@@ -196,13 +197,12 @@ def test_smollm2_contexts_of_one_kb_document_are_identical_with_reuse():
     """Two situating-context requests over the shortest knowledge-base document, 16 tokens each, with
     prompt lookup (the default config's 10 tokens): no reuse against reuse. One model load. (Reuse
     without prompt lookup is compared on the full load by benchmarks/bench_llm.py.)"""
-    from pathlib import Path
 
     from structbench.corpus import load_corpus
     from structbench.llm import load_prompt
     from structbench.llm.transformers_backend import TransformersBackend
 
-    corpus = load_corpus({"kind": "markdown", "path": str(Path(__file__).parents[1] / "data/kb/docs")})
+    corpus = load_corpus({"kind": "markdown", "path": str(REPO / "data/kb/docs")})
     doc = corpus.documents.sort(pl.col("text").str.len_chars()).row(0, named=True)
     spans = corpus.paragraphs.filter(pl.col("doc_id") == doc["doc_id"]).sort("para_idx").select("start", "end").rows()
     prompt = load_prompt("situate_chunk")

@@ -8,15 +8,15 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import pytest
+from conftest import REPO
 from llm_testing import CountingBackend, ScriptedBackend, build_tiny_model
 
 from structbench.llm import LLM, ChatRequest, LLMSpec, ResponseCache, load_llm, weights_fingerprint
 from structbench.llm.cache import request_key
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+SRC = REPO / "src"
 
 
 @pytest.fixture(scope="module")

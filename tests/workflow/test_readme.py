@@ -68,7 +68,7 @@ def readme_commands() -> list[str]:
 def test_every_readme_command_is_accounted_for():
     commands = readme_commands()
     assert commands, "README.md has no bash commands"
-    assert sorted(set(commands)) == sorted(HOW), "README commands and tests/test_readme.py::HOW disagree"
+    assert sorted(set(commands)) == sorted(HOW), "README commands and tests/workflow/test_readme.py::HOW disagree"
     assert len(readme_blocks("python")) == 1
 
 
@@ -94,7 +94,7 @@ def repo_copy(tmp_path_factory):
 def run(command: str, cwd: Path, timeout: int = 1800) -> subprocess.CompletedProcess:
     # A cluster user has snakemake on PATH (the README's bare `snakemake` lines): the venv's bin comes first,
     # then conftest's no-Slurm folder (every command here runs locally or plans only; where CI has installed
-    # Slurm's client for tests/test_slurm.py, each Snakemake start-up would otherwise wait on `scontrol`).
+    # Slurm's client for tests/workflow/test_slurm.py, each Snakemake start-up would otherwise wait on `scontrol`).
     env = {
         **os.environ,
         "HF_HUB_OFFLINE": "1",

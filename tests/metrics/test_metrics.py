@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pytest
+from conftest import REPO
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -34,8 +34,6 @@ from structbench.metrics import (
 )
 from structbench.metrics import reference as ref
 from structbench.metrics.synthetic import synthetic_cell
-
-REPO = Path(__file__).resolve().parents[1]
 
 # --------------------------------------------------------------------------- builders
 
