@@ -40,8 +40,8 @@ def matched_chunk_sets(conditions: Iterable[Condition], chunkers: Mapping) -> li
 def chunk_sets(conditions: Iterable[Condition], chunkers: Mapping) -> list[str]:
     """Every chunk set a condition uses, and the structural set each size-matched set is matched to, in order."""
     conditions = list(conditions)
-    used = {c.chunkset for c in conditions}
-    return sorted(used | {size_reference(c) for c in conditions if size_matched(c, chunkers)})
+    references = {size_reference(c) for c in conditions if size_matched(c, chunkers)}
+    return sorted(set(used_chunk_sets(conditions)) | references)
 
 
 def used_chunk_sets(conditions: Iterable[Condition]) -> list[str]:
