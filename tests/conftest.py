@@ -223,9 +223,9 @@ SESSION_RUN_GROUPS = {
 GROUP_OF_MODULE = {module: group for group, modules in SESSION_RUN_GROUPS.items() for module in modules}
 
 
-# The longest groups go first (xdist hands groups out in the order they first appear): the README's cold
-# default run alone is a third of the suite, and started last it would run on one worker after the other
-# had finished.
+# The longest work units go first (the controller hands units out in collection order, see the scheduler below),
+# each with its longest test first: the README's cold default run alone is a fifth of the suite, and started
+# last it would run on one worker after the other had finished.
 LONGEST_FIRST = ("test_readme", "llm", "gold")
 
 
@@ -243,15 +243,32 @@ def pytest_collection_modifyitems(items):
 # xdist's own loadgroup reads groups from an `@group` suffix it writes into `item._nodeid`, which pytest 9 no
 # longer reads (node ids come from `item._id`): on pytest 9 it groups nothing, and every session run and module
 # fixture was made once per worker. The controller asks this hook for its scheduler; ours groups by the node id
-# alone, through work_unit, so it works on any pytest the hook exists on.
+# alone, through work_unit, so it works on any pytest the hook exists on. Two more departures from xdist's
+# LoadScopeScheduling, both so the longest units start first and nothing waits behind one:
+# - units are handed out in collection order (LONGEST_FIRST), not sorted by their number of tests, which is
+#   what xdist's --loadscope-reorder (on by default) does, putting the README's two tests near the end;
+# - a worker gets its next unit when one test of its current one is left (xdist tops up at two): a worker
+#   runs a test only once it knows the next one, so one must stay queued, and a second unit queued behind a
+#   long test would wait there while the other worker ran dry.
 @pytest.hookimpl(optionalhook=True)  # a hook of xdist's: without xdist (-p no:xdist) pytest knows no such hook
 def pytest_xdist_make_scheduler(config, log):
     if config.getvalue("dist") != "loadgroup":
         return None
     from xdist.scheduler import LoadScopeScheduling
 
+    config.option.loadscopereorder = False
+
     class ModuleGroupScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return work_unit(nodeid)
+
+        def _reschedule(self, node) -> None:
+            if node.shutting_down:
+                return
+            if not self.workqueue:
+                node.shutdown()
+                return
+            if self._pending_of(self.assigned_work[node]) <= 1:
+                self._assign_work_unit(node)
 
     return ModuleGroupScheduling(config, log)
