@@ -201,20 +201,20 @@ def curve_scores() -> pl.DataFrame:
     return pl.DataFrame(rows).with_columns(corpus=pl.lit("kb"), embedder=pl.lit("minilm"), reranker=pl.lit("none"))
 
 
-SPEC = {"name": "sc", "family": "exploratory", "conditions": ["S200", "S400", "S800"], "sizes": [200, 400, 800]}
+SIZE_CURVE = {"name": "sc", "family": "exploratory", "conditions": ["S200", "S400", "S800"], "sizes": [200, 400, 800]}
 
 
 def test_a_size_curve_is_the_slope_per_doubling_hand_checked():
     scores = curve_scores()
     assert size_doses([200, 400, 800]) == [math.log2(200), math.log2(400), math.log2(800)]
-    table = contrast_table(scores, [SPEC], ["cov_nDCG@10"], B=500, seed=7, mixedlm=False)
+    table = contrast_table(scores, [SIZE_CURVE], ["cov_nDCG@10"], B=500, seed=7, mixedlm=False)
     (row,) = table.rows(named=True)
     # weights (x - mean x) / sum (x - mean x)^2 on x = log2 size = (7.64, 8.64, 9.64): (-1/2, 0, 1/2)
     assert row["delta"] == pytest.approx(0.05, abs=1e-12)
     assert row["ci_low"] < 0.05 < row["ci_high"] and row["ci_high"] - row["ci_low"] < 0.02  # per-query ±0.01
     assert math.isnan(row["p_holm"]) and row["label"] == "exploratory" and row["n_queries"] == 24
     # Unequal steps (200, 350, 800): the mean per-query slope is the OLS slope of the means on log2(size)
-    uneven = SPEC | {"sizes": [200, 350, 800]}
+    uneven = SIZE_CURVE | {"sizes": [200, 350, 800]}
     slope = contrast_table(scores, [uneven], ["cov_nDCG@10"], B=100, seed=7, mixedlm=False)["delta"][0]
     means = scores.group_by("condition").agg(pl.col("cov_nDCG@10").mean()).sort("condition")["cov_nDCG@10"]
     assert slope == pytest.approx(np.polyfit(np.log2([200, 350, 800]), means.to_numpy(), 1)[0], abs=1e-12)
@@ -222,20 +222,20 @@ def test_a_size_curve_is_the_slope_per_doubling_hand_checked():
 
 def test_the_report_shows_the_size_curve_table_and_figure():
     scores = curve_scores()
-    contrasts = contrast_table(scores, [SPEC], ["cov_nDCG@10"], B=500, seed=7, mixedlm=False).with_columns(
+    contrasts = contrast_table(scores, [SIZE_CURVE], ["cov_nDCG@10"], B=500, seed=7, mixedlm=False).with_columns(
         corpus=pl.lit("kb"), embedder=pl.lit("minilm"), reranker=pl.lit("none")
     )
     means = condition_mean_cis(scores, "cov_nDCG@10", n_boot=500, seed=7)
-    rows = size_curve_rows(contrasts, means, [SPEC], "cov_nDCG@10")
+    rows = size_curve_rows(contrasts, means, [SIZE_CURVE], "cov_nDCG@10")
     assert rows["condition"].to_list() == ["S200", "S400", "S800"] and rows["t_max"].to_list() == [200, 400, 800]
     assert rows["slope"].to_list() == [contrasts["delta"][0]] * 3
     assert rows["mean"].to_list() == means.sort("condition")["mean"].to_list()
     inputs = ReportInputs(
         scores=scores,
         contrasts=contrasts,
-        conditions={name: gold() for name in SPEC["conditions"]},
+        conditions={name: gold() for name in SIZE_CURVE["conditions"]},
         primary_metric="cov_nDCG@10",
-        contrast_specs=[SPEC],
+        contrast_specs=[SIZE_CURVE],
         bootstrap_iters=500,
         condition_means=means,
     )

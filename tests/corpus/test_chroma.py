@@ -211,7 +211,7 @@ def test_every_knowledge_base_file_maps_character_for_character():
 
 @pytest.mark.workflow
 @pytest.mark.skipif(not CHROMA.exists(), reason="Chroma's benchmark is not in ../shared/data")
-def test_dry_run_of_the_chroma_config_plans_its_twelve_conditions(tmp_path):
+def test_dry_run_of_the_chroma_config_plans_chromas_grid_beside_the_study_arms(tmp_path):
     from conftest import kb_config, run_snakemake
     from test_workflow import planned_jobs
 
@@ -221,8 +221,8 @@ def test_dry_run_of_the_chroma_config_plans_its_twelve_conditions(tmp_path):
     result = run_snakemake(tmp_path, "-n", "--configfile", str(config), str(REPO / "config/chroma.yaml"), str(here))
     assert result.returncode == 0, result.stderr
     jobs = planned_jobs(result.stdout + result.stderr)
-    # F0, G2, three LangChain chunk sets (Chroma's separators at t_max and size-matched, word windows), the
-    # overlap grid points (the recursive and word windows at 200 overlapping by 100, F0's windows by half) and
-    # Chroma's 400 and 800 points, each its own chunk set: LangChain's splitter and the gold structural chunks
-    assert jobs["corpus"] == 1 and jobs["external_chunks"] == 7 and jobs["score"] == 12 and jobs["embed_texts"] == 12
+    # Chroma's twelve grid points (the recursive splitter and word windows at 200, 400 and 800, tiling and half
+    # overlapping: twelve external chunk sets) and LangChain's splitter size-matched to G2; G2 at the three
+    # sizes, F0 and F0's windows overlapping by half: eighteen conditions, each its own chunk set
+    assert jobs["corpus"] == 1 and jobs["external_chunks"] == 13 and jobs["score"] == 18 and jobs["embed_texts"] == 18
     assert jobs["structural_chunks"] == 3 and jobs["fixed_chunks"] == 2 and "induce_structure" not in jobs
