@@ -226,7 +226,7 @@ GROUP_OF_MODULE = {module: group for group, modules in SESSION_RUN_GROUPS.items(
 # The longest work units go first (the controller hands units out in collection order, see the scheduler below),
 # each with its longest test first: the README's cold default run alone is a fifth of the suite, and started
 # last it would run on one worker after the other had finished.
-LONGEST_FIRST = ("test_readme", "llm", "gold")
+LONGEST_FIRST = ("test_readme", "llm", "gold", "test_fidelity")
 
 
 def work_unit(nodeid: str) -> str:
@@ -272,3 +272,16 @@ def pytest_xdist_make_scheduler(config, log):
                 self._assign_work_unit(node)
 
     return ModuleGroupScheduling(config, log)
+
+
+# A test's output worth reading in CI's log (the fidelity table): recorded as a user property under this name, and
+# printed after the run by the controller (user properties travel with xdist's reports; captured output does not).
+SHOWN_IN_SUMMARY = "shown_in_summary"
+
+
+def pytest_terminal_summary(terminalreporter):
+    for report in terminalreporter.stats.get("passed", []):
+        for name, text in getattr(report, "user_properties", []):
+            if name == SHOWN_IN_SUMMARY:
+                terminalreporter.write_sep("-", report.nodeid)
+                terminalreporter.write_line(str(text))

@@ -1,13 +1,16 @@
 """The fidelity run's config and its printer: the corpus file comes only from the command line, the plan
 is the four arms on QASPER, and compare.py matches our conditions to Kuehlkamp et al.'s and checks orderings.
-(The run itself is ``make fidelity``, which .ci/run calls after the suite.)"""
+The run itself (``make fidelity``'s config on the first 20 QASPER dev papers) is made here, once, as a work unit
+of the suite beside the others, with two WikiText articles and G4 layered on: the same run also shows a corpus
+without questions built and reported beside a scored one."""
 
 import importlib.util
 import sys
 
+import polars as pl
 import pytest
 import yaml
-from conftest import REPO, run_snakemake
+from conftest import REPO, SHARED_DATA, SHOWN_IN_SUMMARY, CompletedRun, run_snakemake
 from report_testing import synthetic_inputs
 from test_workflow import planned_jobs
 
@@ -93,3 +96,64 @@ def test_compare_prints_means_beside_the_paper_and_the_contrast_signs(tmp_path, 
     assert "Fidelity run: alpha, 48 questions over 12 papers" in out
     assert "G3-d1" in out and "ordering, Kuehlkamp et al.: F0 < P3 < G4 < G2 < G3" in out  # G3-d1 has no analog
     assert "G3-P3" in out and "(G3 − P, Table 2)" in out
+
+
+# Layered over the fidelity config: two WikiText articles (no questions: built, verified, chunked, reported, not
+# scored) and G4, the two-stage router over G3's vectors. Neither changes QASPER's chunk sets, vectors or runs.
+WIKITEXT_LAYER = """
+corpora:
+  wikitext: {{kind: wikitext, path: '{wikitext}', n_docs: 2}}
+select: {{corpora: [qasper, wikitext], conditions: [F0, P3, G2, G3, G4]}}
+"""
+
+
+@pytest.fixture(scope="module")
+def fidelity_run(tmp_path_factory) -> CompletedRun:
+    if not SHARED_DATA.exists():
+        pytest.skip(f"shared data not found at {SHARED_DATA}")
+    workdir = tmp_path_factory.mktemp("fidelity-run")
+    layer = workdir / "wikitext.yaml"
+    layer.write_text(WIKITEXT_LAYER.format(wikitext=SHARED_DATA / "wikitext/wikitext-2-raw-test/wiki.test.raw"))
+    qasper = SHARED_DATA / "qasper/qasper-dev-v0.3.rebuilt.json"
+    result = run_snakemake(
+        workdir,
+        "--cores",
+        "2",
+        "--configfile",
+        str(FIDELITY),
+        str(layer),
+        "--config",
+        f"corpora={{qasper: {{paths: [{qasper}]}}}}",
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    return CompletedRun(workdir, layer, result)
+
+
+def test_fidelity_run_prints_the_four_arms_beside_kuehlkamp_et_al(fidelity_run, capsys, record_property):
+    assert compare.main(fidelity_run.workdir / "results/fidelity/report") == 0
+    out = capsys.readouterr().out
+    record_property(SHOWN_IN_SUMMARY, out)  # conftest prints it after the run, as make fidelity would
+    assert "Fidelity run: qasper," in out and "over 20 papers, minilm, reranker none" in out
+    assert "Fidelity run: wikitext" not in out  # no questions, no cell
+    ordering = next(line for line in out.splitlines() if line.startswith("ordering, ours:"))
+    assert sorted(ordering.removeprefix("ordering, ours:").strip().split(" < ")) == ["F0", "G2", "G3", "G4", "P3"]
+    assert "ordering, Kuehlkamp et al.: F0 < P3 < G4 < G2 < G3" in out
+    contrast_rows = [line for line in out.splitlines() if line.startswith(("G3-P3 ", "G3-G2 ", "G2-F0 "))]
+    assert contrast_rows and all(" agrees " in row or " differs " in row for row in contrast_rows), out
+
+
+def test_qasper_and_wikitext_build_and_report_side_by_side(fidelity_run):
+    """QASPER has native questions and is scored; WikiText has none until query generation, so it is built,
+    verified, chunked and reported but not scored."""
+    results = fidelity_run.workdir / "results/fidelity"
+    scored = sorted(p.stem for p in (results / "qasper/scores/minilm/none").glob("*.parquet"))
+    assert scored == ["F0", "G2", "G3", "G4", "P3"]
+    assert not (results / "wikitext/scores").exists()
+    wikitext_docs = pl.read_parquet(results / "wikitext/corpus/documents.parquet")
+    assert wikitext_docs.height == 2
+    assert not wikitext_docs["text"].str.contains(" @-@ ").any()
+
+    report = (results / "report/report.md").read_text()
+    assert "| statistic | qasper | wikitext |" in report
+    assert "### qasper · minilm · reranker: none" in report
+    assert "placebo:3" in report and "## Chunk sets (size matching)" in report
