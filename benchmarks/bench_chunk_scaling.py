@@ -139,6 +139,8 @@ def load_baseline():
 
     folder = Path(tempfile.mkdtemp(prefix="bench_chunk_scaling_"))
     path = folder / "boundaries_baseline.py"
+    # structbench.tables was renamed structbench.datamodel after the baseline (same CHUNKS and empty)
+    source = source.replace("from structbench.tables import", "from structbench.datamodel import")
     path.write_text(source, encoding="utf-8")
     spec = importlib.util.spec_from_file_location("boundaries_baseline", path)
     module = importlib.util.module_from_spec(spec)
