@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import inspect
 import random
 import subprocess
 import sys
@@ -138,6 +139,8 @@ def load_baseline():
 
     folder = Path(tempfile.mkdtemp(prefix="bench_chunk_scaling_"))
     path = folder / "boundaries_baseline.py"
+    # structbench.tables was renamed structbench.datamodel after the baseline (same CHUNKS and empty)
+    source = source.replace("from structbench.tables import", "from structbench.datamodel import")
     path.write_text(source, encoding="utf-8")
     spec = importlib.util.spec_from_file_location("boundaries_baseline", path)
     module = importlib.util.module_from_spec(spec)
@@ -151,11 +154,25 @@ def time_chunking(module, tables, tokenizer, t_max: int, t_min: int) -> tuple[fl
     """CPU and wall seconds for structural + fixed chunks of ``tables`` (cold sentence cache), and the largest chunk."""
     from structbench.sentences import clear_cache
 
-    clear_cache()
     documents, paragraphs, sections = tables
+    # ``module`` is the current ``structbench.chunking`` (one chunker signature: the corpus tables and the
+    # tokenizer, then ``reference_chunks=`` by keyword) or the BASELINE_COMMIT module, whose ``fixed_chunks``
+    # keeps its old ``(documents, reference_chunks, tokenizer, *, paragraphs, sections)``. This branches on
+    # whether ``reference_chunks`` is keyword-only: the old signature accepts it by keyword too (it is
+    # positional-or-keyword there), so accepting it would not tell the two apart. Decided before the clock starts.
+    reference = inspect.signature(module.fixed_chunks).parameters["reference_chunks"]
+    current = reference.kind is inspect.Parameter.KEYWORD_ONLY
+    clear_cache()
     cpu_started, wall_started = time.process_time(), time.perf_counter()
     structural = module.structural_chunks(documents, paragraphs, sections, tokenizer, t_max=t_max, t_min=t_min)
-    fixed = module.fixed_chunks(documents, structural, tokenizer, paragraphs=paragraphs, sections=sections, t_min=t_min)
+    if current:
+        fixed = module.fixed_chunks(
+            documents, paragraphs, sections, tokenizer, reference_chunks=structural, t_min=t_min
+        )
+    else:  # the baseline's own signature
+        fixed = module.fixed_chunks(
+            documents, structural, tokenizer, paragraphs=paragraphs, sections=sections, t_min=t_min
+        )
     cpu, wall = time.process_time() - cpu_started, time.perf_counter() - wall_started
     module.assert_tiling(documents, structural)
     module.assert_tiling(documents, fixed)

@@ -211,7 +211,9 @@ def run_adapter(library, kind, reference=None):
 
         documents, paragraphs, sections = corpus_tables(docs)
         spec = ChunkerSpec(f"{library}_{kind}", library, kind, size_match=reference is not None)
-        chunks, _ = external_chunks(documents, paragraphs, sections, spec, tokenizer, t_max, reference=reference)
+        chunks, _ = external_chunks(
+            documents, paragraphs, sections, tokenizer, spec=spec, t_max=t_max, reference=reference
+        )
         assert_tiling(documents, chunks)
         return documents, chunks
 

@@ -134,7 +134,7 @@ def default_context_requests(base: TransformersBackend, n_documents: int | None)
     sections, _ = induce_structure(documents, paragraphs, LLM(Recorder("no answer"), spec))  # the fallback
     tokenizer = load_tokenizer(TOKENIZER)
     reference = structural_chunks(documents, paragraphs, sections, tokenizer)
-    chunks = fixed_chunks(documents, reference, tokenizer, paragraphs=paragraphs, sections=sections)
+    chunks = fixed_chunks(documents, paragraphs, sections, tokenizer, reference_chunks=reference)
     recorder = Recorder("")
     situate_chunks(documents, chunks, LLM(recorder, spec))
     return recorder.requests

@@ -70,10 +70,10 @@ def chunk_sets(documents, paragraphs, sections, t_max: int) -> dict:
     for name, overlap in (("fixed", None), ("fixed_overlap:0.5", Overlap(share=0.5))):
         sets[name] = fixed_chunks(
             documents,
-            reference,
+            paragraphs,
+            sections,
             tokenizer,
-            paragraphs=paragraphs,
-            sections=sections,
+            reference_chunks=reference,
             t_min=t_min,
             t_max=t_max,
             overlap=overlap,
@@ -81,7 +81,7 @@ def chunk_sets(documents, paragraphs, sections, t_max: int) -> dict:
     for name, overlap in (("recursive", 0), ("recursive, chunk_overlap 0.5", 0.5)):
         options = {"separators": CHROMA_SEPARATORS} | ({"chunk_overlap": overlap} if overlap else {})
         spec = ChunkerSpec("bench", "langchain", "recursive", options=options)
-        sets[name] = external_chunks(documents, paragraphs, sections, spec, tokenizer, t_max)[0]
+        sets[name] = external_chunks(documents, paragraphs, sections, tokenizer, spec=spec, t_max=t_max)[0]
     return sets
 
 

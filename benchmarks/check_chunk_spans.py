@@ -66,12 +66,10 @@ def dump(qasper: Path) -> dict:
         structural = structural_chunks(*tables, tok, t_max=t_max, t_min=t_min)
         out[f"structural@{t_max}"] = rows(structural)
         clear_cache()
-        fixed = fixed_chunks(
-            tables[0], structural, tok, paragraphs=tables[1], sections=tables[2], t_max=t_max, t_min=t_min
-        )
+        fixed = fixed_chunks(*tables, tok, reference_chunks=structural, t_max=t_max, t_min=t_min)
         out[f"fixed@{t_max}"] = rows(fixed)
     clear_cache()
-    out["semantic@350"] = rows(semantic_chunks(*tables, tok, _embed, t_max=350, t_min=60))
+    out["semantic@350"] = rows(semantic_chunks(*tables, tok, embed_fn=_embed, t_max=350, t_min=60))
     markdown = qasper_markdown(qasper)
     for t_max in T_MAXES:
         clear_cache()

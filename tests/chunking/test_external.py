@@ -241,7 +241,7 @@ def test_missing_library_names_the_pip_command(monkeypatch, qasper, counter):
     with pytest.raises(ExternalChunkerError, match=r"pip install 'structbench\[chunkers\]'"):
         specs.require_installed([present])
     with pytest.raises(ExternalChunkerError, match="chunkers.ok: library semchunk is not installed"):
-        external_chunks(*qasper[:3], present, counter, T_MAX)
+        external_chunks(*qasper[:3], counter, spec=present, t_max=T_MAX)
 
 
 def test_pins_match_the_chunkers_extra():
@@ -294,7 +294,9 @@ def test_render_markdown_headings_and_the_map_back(counter):
 def test_qasper_chunks_are_the_librarys_verified_and_tiled(library, kind, qasper, counter):
     documents, paragraphs, sections, reference = qasper
     spec = ChunkerSpec(f"{library}_{kind}", library, kind)
-    chunks, report = external_chunks(documents, paragraphs, sections, spec, counter, T_MAX, reference=reference)
+    chunks, report = external_chunks(
+        documents, paragraphs, sections, counter, spec=spec, t_max=T_MAX, reference=reference
+    )
     check_chunks(documents, paragraphs, sections, chunks, report, counter, T_MAX)
     assert report["over_t_max"] == 0 and chunks.height > 3 * documents.height
     assert (report["library"], report["kind"], report["version"]) == (library, kind, specs.library_version(library))
@@ -323,9 +325,13 @@ def test_size_match_brings_the_mean_to_the_structural_one(library, kind, qasper,
         frame.filter(pl.col("doc_id").is_in(qasper[0]["doc_id"][:2].implode())) for frame in qasper
     )
     spec = ChunkerSpec("matched", library, kind, size_match=True)
-    chunks, report = external_chunks(documents, paragraphs, sections, spec, counter, T_MAX, reference=reference)
+    chunks, report = external_chunks(
+        documents, paragraphs, sections, counter, spec=spec, t_max=T_MAX, reference=reference
+    )
     check_chunks(documents, paragraphs, sections, chunks, report, counter, T_MAX)
-    default, _ = external_chunks(documents, paragraphs, sections, ChunkerSpec("d", library, kind), counter, T_MAX)
+    default, _ = external_chunks(
+        documents, paragraphs, sections, counter, spec=ChunkerSpec("d", library, kind), t_max=T_MAX
+    )
     default_means = default.group_by("doc_id").agg(pl.col("n_tokens").mean())
     default_mean = dict(default_means.rows())
     assert report["library_runs"] <= documents.height * (1 + math.ceil(math.log2(T_MAX)))
@@ -344,7 +350,7 @@ def test_size_match_brings_the_mean_to_the_structural_one(library, kind, qasper,
         paragraphs.filter(doc_id=row["doc_id"]),
         sections.filter(doc_id=row["doc_id"]),
     ]
-    again, _ = external_chunks(*one, ChunkerSpec("d", library, kind), counter, row["size"])
+    again, _ = external_chunks(*one, counter, spec=ChunkerSpec("d", library, kind), t_max=row["size"])
     columns = ["start", "end", "n_tokens", "section_id", "path"]
     assert again.select(columns).equals(chunks.filter(doc_id=row["doc_id"]).select(columns))
 
@@ -367,18 +373,24 @@ def test_size_match_needs_a_reference(qasper, counter):
     documents, paragraphs, sections, reference = qasper
     spec = ChunkerSpec("m", "semchunk", "chunkerify", size_match=True)
     with pytest.raises(ExternalChunkerError, match="size_match needs the structural reference"):
-        external_chunks(documents, paragraphs, sections, spec, counter, T_MAX)
+        external_chunks(documents, paragraphs, sections, counter, spec=spec, t_max=T_MAX)
     doc_id = documents["doc_id"][0]
     with pytest.raises(ExternalChunkerError, match=f"document '{doc_id}' has no reference chunks"):
         external_chunks(
-            documents, paragraphs, sections, spec, counter, T_MAX, reference.filter(pl.col("doc_id") != doc_id)
+            documents,
+            paragraphs,
+            sections,
+            counter,
+            spec=spec,
+            t_max=T_MAX,
+            reference=reference.filter(pl.col("doc_id") != doc_id),
         )
 
 
 def test_a_chunk_over_t_max_is_kept_and_counted(qasper, counter):
     documents, paragraphs, sections, _ = qasper
     spec = ChunkerSpec("paragraphs", "langchain", "recursive", options={"separators": ["\n\n"]})
-    chunks, report = external_chunks(documents, paragraphs, sections, spec, counter, 60)
+    chunks, report = external_chunks(documents, paragraphs, sections, counter, spec=spec, t_max=60)
     check_chunks(documents, paragraphs, sections, chunks, report, counter, 60)
     assert report["over_t_max"] > 0
     starts = set(paragraphs.select("doc_id", "start").rows())
@@ -393,7 +405,7 @@ def test_a_chunk_over_t_max_is_kept_and_counted(qasper, counter):
 def test_adversarial_documents(library, kind, adversarial, counter):
     documents, paragraphs, sections = adversarial
     spec = ChunkerSpec("adv", library, kind)
-    chunks, report = external_chunks(documents, paragraphs, sections, spec, counter, 100)
+    chunks, report = external_chunks(documents, paragraphs, sections, counter, spec=spec, t_max=100)
     check_chunks(documents, paragraphs, sections, chunks, report, counter, 100)
     assert "empty" not in chunks["doc_id"].to_list()
     # 5000 x's: one [UNK] for BERT, but LangChain's recursive splitter sums per-character lengths when it
@@ -415,8 +427,8 @@ def test_text_the_library_drops_is_an_error(counter):
     tables = build_tables("c", [doc])
     spec = ChunkerSpec("lcmd", "langchain", "markdown")
     with pytest.raises(ExternalChunkerError, match=r"chunkers\.lcmd .*document 'unclosed': the library dropped text"):
-        external_chunks(*tables, spec, counter, 100)
-    chunks, _ = external_chunks(*tables, ChunkerSpec("ts", "text_splitter", "markdown"), counter, 100)
+        external_chunks(*tables, counter, spec=spec, t_max=100)
+    chunks, _ = external_chunks(*tables, counter, spec=ChunkerSpec("ts", "text_splitter", "markdown"), t_max=100)
     assert_tiling(tables[0], chunks)
 
 
@@ -435,7 +447,7 @@ def test_a_chunk_not_in_the_input_is_an_error(monkeypatch, adversarial, counter)
     with pytest.raises(
         ExternalChunkerError, match=r"chunkers\.sc \(semchunk chunkerify\), document 'crlf': .*'line one"
     ):
-        external_chunks(*adversarial, ChunkerSpec("sc", "semchunk", "chunkerify"), counter, 100)
+        external_chunks(*adversarial, counter, spec=ChunkerSpec("sc", "semchunk", "chunkerify"), t_max=100)
 
 
 def test_config_schema_declares_the_libraries_and_fills_defaults():
@@ -558,7 +570,9 @@ def test_size_match_skips_a_failing_trial_size_and_reports_it(monkeypatch, qaspe
         frame.filter(pl.col("doc_id") == qasper[0]["doc_id"][0]) for frame in qasper
     )
     spec = ChunkerSpec("sc", "semchunk", "chunkerify", size_match=True)
-    clean, clean_report = external_chunks(documents, paragraphs, sections, spec, counter, T_MAX, reference=reference)
+    clean, clean_report = external_chunks(
+        documents, paragraphs, sections, counter, spec=spec, t_max=T_MAX, reference=reference
+    )
     (row,) = clean_report["per_document"]
     assert clean_report["failed_trials"] == 0 and row["sizes_failed"] == [] and row["size"] in row["sizes_tried"]
     real = semchunk.chunkerify
@@ -575,7 +589,9 @@ def test_size_match_skips_a_failing_trial_size_and_reports_it(monkeypatch, qaspe
         return chunk
 
     monkeypatch.setattr(semchunk, "chunkerify", failing_at)
-    chunks, report = external_chunks(documents, paragraphs, sections, spec, counter, T_MAX, reference=reference)
+    chunks, report = external_chunks(
+        documents, paragraphs, sections, counter, spec=spec, t_max=T_MAX, reference=reference
+    )
     (failed_row,) = report["per_document"]
     assert report["failed_trials"] == 1
     assert failed_row["sizes_failed"] == [{"size": T_MAX, "error": f"MemoryError: no memory at {T_MAX}"}]
@@ -589,7 +605,7 @@ def test_size_match_skips_a_failing_trial_size_and_reports_it(monkeypatch, qaspe
         match=rf"chunkers\.sc \(semchunk chunkerify\), document '{doc_id}': the library failed at every size "
         rf"tried, \[175, 263, 307, 329, 340, 345, 348, 349, 350\]: size 175: MemoryError: no memory at 175;",
     ):
-        external_chunks(documents, paragraphs, sections, spec, counter, T_MAX, reference=reference)
+        external_chunks(documents, paragraphs, sections, counter, spec=spec, t_max=T_MAX, reference=reference)
     spec_t_max = ChunkerSpec("sc", "semchunk", "chunkerify")  # not size-matched: one size, its failure named
     with pytest.raises(ExternalChunkerError, match=f"the library failed at size {T_MAX}: MemoryError"):
-        external_chunks(documents, paragraphs, sections, spec_t_max, counter, T_MAX)
+        external_chunks(documents, paragraphs, sections, counter, spec=spec_t_max, t_max=T_MAX)

@@ -17,9 +17,9 @@ with step_log(snakemake.log[0], "external_chunks") as log:
         documents,
         read_table(snakemake.input.paragraphs, "paragraphs"),
         read_table(snakemake.input.sections, "sections"),
-        spec,
         snakemake.params.tokenizer,
-        snakemake.params.t_max,
+        spec=spec,
+        t_max=snakemake.params.t_max,
         reference=reference,
     )
     overlap = None if spec.overlap is None else spec.overlap.text  # None: the chunks tile

@@ -15,10 +15,10 @@ with step_log(snakemake.log[0], "fixed_chunks") as log:
     overlap = snakemake.params.overlap  # as declared ("50", "0.5"), or None: tiling windows
     chunks = fixed_chunks(
         documents,
-        reference,
+        read_table(snakemake.input.paragraphs, "paragraphs"),
+        read_table(snakemake.input.sections, "sections"),
         load_tokenizer(snakemake.params.tokenizer),
-        paragraphs=read_table(snakemake.input.paragraphs, "paragraphs"),
-        sections=read_table(snakemake.input.sections, "sections"),
+        reference_chunks=reference,
         snap_tokens=snakemake.params.snap_tokens,
         t_min=snakemake.params.t_min,
         t_max=snakemake.params.t_max,

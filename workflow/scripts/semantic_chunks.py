@@ -27,7 +27,7 @@ with step_log(snakemake.log[0], "semantic_chunks") as log:
         read_table(snakemake.input.paragraphs, "paragraphs"),
         read_table(snakemake.input.sections, "sections"),
         load_tokenizer(snakemake.params.tokenizer),
-        embed,
+        embed_fn=embed,
         threshold=snakemake.params.threshold,
         t_max=snakemake.params.t_max,
         t_min=snakemake.params.t_min,

@@ -16,11 +16,11 @@ from structbench.tokens import TokenCounter, load_tokenizer
 
 def fixed_chunks(
     documents: pl.DataFrame,
-    reference_chunks: pl.DataFrame,
-    tokenizer: TokenCounter | str,
-    *,
     paragraphs: pl.DataFrame,
     sections: pl.DataFrame,
+    tokenizer: TokenCounter | str,
+    *,
+    reference_chunks: pl.DataFrame,
     snap_tokens: int = FIXED_SNAP_TOKENS,
     t_min: int = T_MIN,
     t_max: int = T_MAX,

@@ -257,8 +257,9 @@ def external_chunks(
     documents: pl.DataFrame,
     paragraphs: pl.DataFrame,
     sections: pl.DataFrame,
-    spec: ChunkerSpec,
     tokenizer: TokenCounter | str,
+    *,
+    spec: ChunkerSpec,
     t_max: int,
     reference: pl.DataFrame | None = None,
 ) -> tuple[pl.DataFrame, dict]:
