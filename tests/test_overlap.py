@@ -224,8 +224,18 @@ def test_the_chroma_config_declares_its_overlap_grid_points():
         config, __import__("structbench.metrics").metrics.metrics_from_config(config["metrics"])
     )
     assert conditions["F0o"].boundaries == "fixed_overlap:0.5"
-    assert {c.family for name, c in contrasts.items() if name in ("LCo0-LC0", "Wo0-W0", "F0o-F0")} == {"overlap"}
-    assert config["chunkers"]["chroma_recursive_overlap"]["options"]["chunk_overlap"] == 100  # half of t_max 200
+    overlap_contrasts = {name for name, c in contrasts.items() if c.family == "overlap"}
+    assert overlap_contrasts == {"F0o-F0"} | {
+        f"{o}-{t}{size}" for o, t in (("LCo0", "LC0"), ("Wo0", "W0")) for size in ("", "-400", "-800")
+    }
+    # half the size at each of Chroma's sizes: a share, 100, 200 and 400 tokens at 200, 400 and 800
+    for chunker in ("chroma_recursive_overlap", "word_windows_overlap"):
+        assert config["chunkers"][chunker]["options"]["chunk_overlap"] == 0.5
+    sizes = [
+        config["conditions"][name].get("t_max", config["chunking"]["t_max"])
+        for name in ("LCo0", "LCo0-400", "LCo0-800")
+    ]
+    assert sizes == [200, 400, 800]
 
 
 # ---- metrics on overlapping chunks
