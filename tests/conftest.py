@@ -224,7 +224,7 @@ GROUP_OF_MODULE = {module: group for group, modules in SESSION_RUN_GROUPS.items(
 
 
 # The longest work units go first (the controller hands units out in collection order, see the scheduler below),
-# each with its longest test first: the README's cold default run alone is a fifth of the suite, and started
+# each with its longest test first: the README's cold default run alone is a third of the suite, and started
 # last it would run on one worker after the other had finished.
 LONGEST_FIRST = ("test_readme", "llm", "gold", "test_fidelity")
 
