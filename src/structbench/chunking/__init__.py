@@ -7,11 +7,10 @@ paragraphs (and sentences, lines, words) belongs to the chunk before it. Every c
 start, so ``n_tokens`` (content tokens) of a chunk is the number of the document's tokens that start in
 it, and the counts of the chunks of a document add up to the document's count.
 
-Every chunker has one signature: the leading positional arguments ``(documents, paragraphs, sections,
-tokenizer)`` (the corpus tables and the tokenizer or its name) and everything else keyword-only —
-:func:`structural_chunks` ``t_max``, ``t_min``; :func:`semantic_chunks` ``embed_fn``, ``threshold``,
-``t_max``, ``t_min``; :func:`fixed_chunks` ``reference_chunks``, ``snap_tokens``, ``t_min``, ``t_max``,
-``overlap``; :func:`.external.locate.external_chunks` ``spec``, ``t_max``, ``reference``.
+Every chunker (:func:`structural_chunks`, :func:`semantic_chunks`, :func:`fixed_chunks`,
+:func:`.external.locate.external_chunks`) has one signature: the leading positional arguments
+``(documents, paragraphs, sections, tokenizer)`` (the corpus tables and the tokenizer or its name), and
+everything else keyword-only.
 
 Each paragraph is tokenized once; span token counts come from the token start offsets. With a
 word-level pre-tokenizer (the study's BERT WordPiece) a cut between two pre-tokens (whitespace,
