@@ -30,12 +30,9 @@ compared too (identical except where the baseline passed ``t_max`` or used a fal
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import inspect
 import random
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -124,28 +121,16 @@ def one_paragraph_tables(text: str):
 
 def load_baseline():
     """The boundaries module of BASELINE_COMMIT as a module object, or None without git."""
-    try:
-        source = subprocess.run(
-            ["git", "show", f"{BASELINE_COMMIT}:src/structbench/boundaries.py"],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    except (OSError, subprocess.CalledProcessError) as error:
-        print(f"baseline {BASELINE_COMMIT} unavailable ({error}); quoting its recorded times instead", file=sys.stderr)
-        return None
+    from git_baseline import module_at
+
     from structbench.datamodel import CHUNKS
 
-    folder = Path(tempfile.mkdtemp(prefix="bench_chunk_scaling_"))
-    path = folder / "boundaries_baseline.py"
     # structbench.tables was renamed structbench.datamodel after the baseline (same CHUNKS and empty)
-    source = source.replace("from structbench.tables import", "from structbench.datamodel import")
-    path.write_text(source, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location("boundaries_baseline", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
+    renames = {"from structbench.tables import": "from structbench.datamodel import"}
+    module = module_at(BASELINE_COMMIT, "src/structbench/boundaries.py", "boundaries_baseline", renames)
+    if module is None:
+        print(f"quoting {BASELINE_COMMIT}'s recorded times instead", file=sys.stderr)
+        return None
     module.CHUNKS = {column: dtype for column, dtype in CHUNKS.items() if column != "cut"}  # its own schema
     return module
 

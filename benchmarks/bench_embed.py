@@ -84,20 +84,29 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from structbench.embedding.local import (
-    CPU_ROWS,
-    EmbedderSpec,
-    bucket_length,
-    encode,
-    load_model,
-    locate_model,
-    token_lengths,
-)
+from structbench.embedding.local import EmbedderSpec, encode, load_model, locate_model, token_lengths  # noqa: E402
+from structbench.embedding.passes import CPU_ROWS, bucket_length  # noqa: E402
 
 N_CHECKED = 8  # passages whose vectors are compared across companies
-# Checked for exactness, not timed: the options that are not exact, and the GPU path (on CPU its
-# filler rows only cost; 0.62..0.77 of the baseline when it was timed). Keeps the run short.
-NOT_TIMED = ("length buckets, fixed 32 rows", "content-sorted fixed micro-batches", "rounding to 1e-6")
+# Checked for exactness, not timed: the options that are not exact. Keeps the run short.
+NOT_TIMED = ("content-sorted fixed micro-batches", "rounding to 1e-6")
+# The encoder before exact passes: length buckets, 4 rows, the passes split over torch's intra-op threads.
+PREVIOUS_COMMIT = "e5da536"
+CHOSEN = "exact passes, 1 intra-op thread each (chosen)"
+PREVIOUS = f"previous encoder ({PREVIOUS_COMMIT}: intra-op threads)"
+
+
+def previous_encode():
+    """``encode(model, texts, batch_size)`` of PREVIOUS_COMMIT's local encoder (None without git)."""
+    import importlib.util
+
+    from git_baseline import module_at
+
+    renames = {}
+    if importlib.util.find_spec("structbench.embedding.kinds") is None:  # moved since
+        renames["structbench.embedding.kinds"] = "structbench.endpoints.kinds"
+    module = module_at(PREVIOUS_COMMIT, "src/structbench/embedding/local.py", "previous_local", renames)
+    return None if module is None else module.encode
 
 
 def qasper_passages(path: Path, n: int, directory: Path) -> list[str]:
@@ -120,19 +129,21 @@ def content_sorted(model, texts: list[str]) -> np.ndarray:
     return out
 
 
-def options(model):
-    baseline = lambda texts: model.encode(texts, batch_size=32, normalize_embeddings=True)
-    return {
+def options(model, threads: int):
+    baseline = lambda texts: model.encode(texts, batch_size=32, normalize_embeddings=True)  # noqa: E731
+    found = {
         "sentence-transformers batch 32": baseline,
         "batch of 1": lambda texts: np.stack(
             [model.encode([t], batch_size=1, normalize_embeddings=True)[0] for t in texts]
         ),
-        "exact-length micro-batches": lambda texts: encode(model, texts, 32, bucket_width=1),
-        "length buckets, 4 rows (chosen)": lambda texts: encode(model, texts, 32),
-        "length buckets, fixed 32 rows": lambda texts: encode(model, texts, 32, fixed_rows=True),
+        CHOSEN: lambda texts: encode(model, texts, threads),
         "content-sorted fixed micro-batches": lambda texts: content_sorted(model, texts),
         "rounding to 1e-6": lambda texts: np.round(baseline(texts), 6),
     }
+    previous = previous_encode()
+    if previous is not None:
+        found[PREVIOUS] = lambda texts: previous(model, texts, 32)
+    return found
 
 
 def exactness(run, passages: list[str], in_set: np.ndarray) -> tuple[int, float]:
@@ -226,7 +237,7 @@ def dtype_section(args, spec: EmbedderSpec, location, passages: list[str], lengt
         "bfloat16": load_model(replace(spec, dtype="bfloat16"), location),
         "int8 dynamic": quantized_int8(model),
     }
-    runs = {row: (lambda texts, m=m: encode(m, texts, 32)) for row, m in models.items()}
+    runs = {row: (lambda texts, m=m: encode(m, texts, args.threads)) for row, m in models.items()}
     runs["float32"](passages[:4])  # warm-up
     best, outputs, repeatable = {}, {}, dict.fromkeys(DTYPE_ROWS, True)
     for round_index in range(args.repeat):
@@ -296,7 +307,7 @@ def main() -> None:
         return
 
     model = load_model(spec, location)
-    runs = options(model)
+    runs = options(model, args.threads)
     runs["sentence-transformers batch 32"](passages[:4])  # warm-up: first-call allocations
     best: dict[str, float] = {}
     best_cpu: dict[str, float] = {}
@@ -317,7 +328,7 @@ def main() -> None:
     baseline, baseline_cpu = best["sentence-transformers batch 32"], best_cpu["sentence-transformers batch 32"]
 
     print(
-        f"{'option':38s} {'passages/s':>10s} {'ratio':>6s} {'per CPU-s':>9s} {'ratio':>6s}  "
+        f"{'option':48s} {'passages/s':>10s} {'ratio':>6s} {'per CPU-s':>9s} {'ratio':>6s}  "
         f"exact (rows identical of {N_CHECKED}; largest difference)"
     )
     for name, run in runs.items():
@@ -330,13 +341,12 @@ def main() -> None:
             )
         else:
             rates = f"{'-':>10s} {'-':>6s} {'-':>9s} {'-':>6s}"
-        print(f"{name:38s} {rates}  {verdict} ({identical}/{N_CHECKED}; {largest:.1e})")
+        print(f"{name:48s} {rates}  {verdict} ({identical}/{N_CHECKED}; {largest:.1e})")
 
-    chosen = runs["length buckets, 4 rows (chosen)"]
     other_threads = 2 if args.threads == 1 else 1
-    with_threads = chosen(passages[:8])
+    with_threads = encode(model, passages[:8] + ["a short query", "weir"], args.threads)
     torch.set_num_threads(other_threads)
-    with_other = chosen(passages[:8])
+    with_other = encode(model, passages[:8] + ["a short query", "weir"], other_threads)
     same = (with_other == with_threads).all()
     print(f"chosen option, {args.threads} vs {other_threads} threads: {'identical' if same else 'DIFFERENT'} bits")
 

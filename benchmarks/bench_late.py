@@ -76,16 +76,14 @@ def main() -> None:
 
     def independent() -> int:
         """Tokens encoded: every chunk alone, specials included."""
-        encode(model, contents, spec.batch_size)
+        encode(model, contents, args.threads)
         return sum(b - a + SPECIAL_TOKENS for _, ranges, _ in tokenized for a, b in ranges)
 
     def late(placebo: bool) -> int:
         """Tokens encoded: every window, specials included."""
         stats = LateStats()
         for ids, ranges, host in tokenized:
-            late_document_vectors(
-                model, ids, ranges, capacity, overlap, spec.batch_size, False, stats, host if placebo else None
-            )
+            late_document_vectors(model, ids, ranges, capacity, overlap, args.threads, stats, host if placebo else None)
         return stats.tokens_late
 
     runs = {"independent": independent, "late": lambda: late(False), "placebo-late": lambda: late(True)}

@@ -113,7 +113,7 @@ def main() -> None:
         names = list(sets)[round_number % len(sets) :] + list(sets)[: round_number % len(sets)]
         for name in names:
             started = time.perf_counter()
-            vectors = encode(model, contents[name], spec.batch_size)
+            vectors = encode(model, contents[name])
             best[name] = min(best.get(name, np.inf), time.perf_counter() - started)
             assert vectors.shape[0] == sets[name].height
     twin = {"fixed_overlap:0.5": "fixed", "recursive, chunk_overlap 0.5": "recursive"}

@@ -219,7 +219,7 @@ def namespace_spec(workdir: Path, report: Path):
     )
     spec = EmbedderSpec(
         model=described["model"],
-        batch_size=32,  # a CPU pass has 4 rows whatever batch_size (structbench.embedding.local.pass_rows)
+        batch_size=32,  # unused by the exact passes, which size themselves (structbench.embedding.passes)
         device="cpu",
         fp16=False,
         max_seq_length=described["max_seq_length"],
@@ -249,7 +249,7 @@ def recheck(b: Path, n: int) -> None:
         texts = pl.read_parquet(texts_path).sort("chunk_id")["text_for_embedding"].to_list()
         first = texts[:n]
         others = [t for t in reversed(texts[-n:]) if t not in set(first)]
-        vectors = encode(models[spec], list(reversed(first)) + others, spec.batch_size)  # other order, companions
+        vectors = encode(models[spec], list(reversed(first)) + others)  # other order, companions
         again = vectors[: len(first)][::-1]
         stored = np.load(npy)[: len(first)]
         rows.append(

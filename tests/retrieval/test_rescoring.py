@@ -94,7 +94,7 @@ def test_query_titles_run_on_cpu_with_the_local_embedder():
     )
 
     def encode_queries(texts):
-        return encode(model, texts, batch_size=8)
+        return encode(model, texts)
 
     contents = [
         "Bees cluster together to keep warm.",

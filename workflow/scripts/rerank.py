@@ -13,6 +13,6 @@ with step_log(snakemake.log[0], "rerank") as log:
     )
     # The cache root from the config, not a new param: the local rerank jobs' params stay as they were
     # (a local model does not use it).
-    runs = rerank_with_entry(*tables, entry, f"{snakemake.config['cache']}/rerank")
+    runs = rerank_with_entry(*tables, entry, f"{snakemake.config['cache']}/rerank", threads=snakemake.threads)
     log.info("reranked the top %d of %d queries with %s", entry["top_n"], runs["qid"].n_unique(), entry["model"])
     write_table(runs, snakemake.output[0])

@@ -25,8 +25,9 @@ come from another document (a seeded derangement among documents of similar toke
 real window (fewer only when the host document is shorter), at the same relative position. Late − placebo-late then
 asks whether *this document's* context helps, with "more tokens of attention around it" held equal.
 
-**Shapes** (the local encoder's rule, ``embedding/local.py``): each window runs padded to its own bucket length in a
-pass of exactly ``pass_rows`` rows, filled with copies; so a window's outputs never depend on other windows.
+**Shapes** (the local encoder's rule, ``embedding/passes.py``): each window runs padded to its own bucket length in a
+pass of a fixed row count for that width, filled with copies, with the attention kernel and the CPU thread split
+fixed too; so a window's outputs never depend on other windows, the order or the thread count.
 """
 
 from __future__ import annotations
@@ -43,17 +44,14 @@ import numpy as np
 from structbench.cache import VectorCache
 from structbench.datamodel import document_texts
 from structbench.embedding.local import (
-    BUCKET_WIDTH,
     EmbedderSpec,
-    _padded_batch,
-    bucket_length,
     effective_max_seq_length,
     embedding_dimension,
     load_model,
     locate_model,
     model_fingerprint,
-    pass_rows,
 )
+from structbench.embedding.passes import plan_passes, run_passes, tokenized_windows
 from structbench.embedding.report import TruncationCount, add_lookup_totals, encoder_report, new_totals
 from structbench.logs import Progress
 
@@ -181,39 +179,19 @@ def tokenize_document(tokenizer, text: str) -> tuple[list[int], list[int]]:
     return list(encoded["input_ids"]), [start for start, _ in encoded["offset_mapping"]]
 
 
-def window_features(tokenizer, ids: Sequence[int]) -> dict:
-    """The model's features for one window: ``[CLS] ids [SEP]``, attention everywhere, token type 0."""
-    import torch
-
-    full = [tokenizer.cls_token_id, *ids, tokenizer.sep_token_id]
-    features = {"input_ids": torch.tensor(full), "attention_mask": torch.ones(len(full), dtype=torch.long)}
-    if "token_type_ids" in tokenizer.model_input_names:
-        features["token_type_ids"] = torch.zeros(len(full), dtype=torch.long)
-    return features
+def _token_vectors(features: dict) -> np.ndarray:
+    return features["token_embeddings"].float().cpu().numpy()
 
 
-def token_outputs(model, windows: Sequence[Sequence[int]], batch_size: int, fixed_rows: bool) -> list[np.ndarray]:
-    """Each window's output token embeddings (``len + 2`` rows, specials included), float32, in input order.
-
-    Fixed shapes as in :func:`structbench.embedding.local.encode`: a window's own bucket length, ``pass_rows``
-    rows per pass, filler copies discarded."""
-    import torch
-
-    features = [window_features(model.tokenizer, ids) for ids in windows]
-    rows = pass_rows(batch_size, fixed_rows)
-    by_bucket: dict[int, list[int]] = {}
-    for index, item in enumerate(features):
-        length = int(item["input_ids"].shape[0])
-        by_bucket.setdefault(bucket_length(length, model.max_seq_length, BUCKET_WIDTH), []).append(index)
+def token_outputs(model, windows: Sequence[Sequence[int]], threads: int | None = None) -> list[np.ndarray]:
+    """Each window's output token embeddings (``len + 2`` rows, specials included), float32, in input order, from
+    the fixed-shape passes of ``embedding/passes.py`` (a window's outputs never depend on other windows)."""
+    tokenized = tokenized_windows(model.tokenizer, windows)
+    passes = plan_passes(tokenized.lengths, model.max_seq_length, on_gpu=model.device.type == "cuda")
     outputs: list[np.ndarray | None] = [None] * len(windows)
-    with torch.inference_mode():
-        for length, indices in sorted(by_bucket.items()):
-            for start in range(0, len(indices), rows):
-                part = indices[start : start + rows]
-                batch = _padded_batch(model, [features[i] for i in part], length, rows)
-                tokens = model(batch)["token_embeddings"].float().cpu().numpy()
-                for row, index in enumerate(part):
-                    outputs[index] = tokens[row, : features[index]["input_ids"].shape[0]]
+    for one_pass, tokens in zip(passes, run_passes(model, tokenized, passes, _token_vectors, threads)):
+        for row, index in enumerate(one_pass.members):
+            outputs[index] = tokens[row, : tokenized.lengths[index]]
     return outputs
 
 
@@ -251,8 +229,7 @@ def late_document_vectors(
     ranges: Sequence[tuple[int, int]],
     capacity: int,
     overlap: int,
-    batch_size: int,
-    fixed_rows: bool,
+    threads: int | None,
     stats: LateStats,
     host: Sequence[int] | None = None,
 ) -> np.ndarray:
@@ -285,7 +262,7 @@ def late_document_vectors(
             jobs.append([(len(contents), a, b)])
             contents.append(window)
     started = time.perf_counter()
-    outputs = token_outputs(model, contents, batch_size, fixed_rows)
+    outputs = token_outputs(model, contents, threads)
     stats.seconds += time.perf_counter() - started
     stats.windows += len(contents)
     stats.tokens_late += sum(len(c) + SPECIAL_TOKENS for c in contents)
@@ -335,16 +312,11 @@ class LateEncoder:
 
     def model(self):
         if self._model is None:
-            if self.threads:
-                import torch
-
-                torch.set_num_threads(self.threads)
             self._model = load_model(self.spec, self.location)
         return self._model
 
     def _compute(self, keys: list[str]) -> np.ndarray:
         model = self.model()
-        fixed_rows = model.device.type == "cuda"
         wanted: dict[tuple, list[int]] = {}
         parsed = [json.loads(key) for key in keys]
         for position, item in enumerate(parsed):
@@ -364,8 +336,7 @@ class LateEncoder:
                 [ranges[c] for c in chunks],
                 self.capacity,
                 self.overlap,
-                self.spec.batch_size,
-                fixed_rows,
+                self.threads,
                 self.stats,
                 host,
             )

@@ -10,31 +10,14 @@ for a local directory the SHA-256 of every file in it that can determine a vecto
 (:func:`weights_fingerprint`; memoized per file by path, size, mtime and ctime in
 ``<cache root>/file-hashes.json``), for a hub id the commit of the snapshot in the local Hugging Face
 cache (:func:`locate_model`; the model is then loaded from that snapshot, so the commit named is the
-one used); plus the effective ``max_seq_length``, the encoding scheme, fp16, the device (CPU
-instruction set or GPU name) and the versions of torch, transformers and sentence-transformers, each
-of which moves vectors in their last bits. There is never an empty fingerprint: a model that cannot
-be located is an error.
+one used); plus the effective ``max_seq_length``, the precision the weights are loaded in (checked after
+loading: :func:`load_model`), the pass rule (``embedding/passes.py``), the device (CPU instruction set or GPU
+name) and the versions of torch, transformers and sentence-transformers, each of which moves vectors in their
+last bits. There is never an empty fingerprint: a model that cannot be located is an error.
 
-**Vectors do not depend on batch company** (:func:`encode`). In a padded batch a text's vector moves
-by ~1e-7 with its companions: padding changes the sequence length of the matrix products, and the
-number of rows in a pass changes which kernel the math library picks (on one CPU of this kind with
-AMX, a text alone and the same text with 1..4 bucket-mates differed by 1.3e-7, with 7, 16 or 30 they
-did not). So vector files — and through near-ties, rankings — would depend on job order and cache
-history. :func:`encode` instead gives every forward pass a shape fixed by the text alone: the text's
-own token count rounded up to a multiple of ``BUCKET_WIDTH`` (32, capped at ``max_seq_length``), and
-exactly :func:`pass_rows` rows — ``CPU_ROWS`` (4) on a CPU whatever ``batch_size`` says,
-``batch_size`` on a GPU — a pass with fewer texts of that bucket is filled with copies of its last
-text, whose outputs are discarded. Padded positions are masked. With the shape fixed, every kernel
-choice is fixed too, on whatever instruction set, and a row of a fixed-shape matrix product does not
-depend on the values of the other rows. Checked bit for bit on the machine running them by
-``tests/embedding/test_local.py`` (a text alone == among any companions, in any order, any ``batch_size``) and
-``benchmarks/bench_embed.py`` (also 1 thread == 2 threads). ``batch_size`` joins the namespace on a
-GPU only, where it is the row count.
-
-Why 4 rows on a CPU (MiniLM, 192 QASPER dev paragraphs of every length, 2 threads, best of 3, texts/s
-against sentence-transformers batch 32 in the same run): 1 row 1.00, 2 rows 1.23, **4 rows 1.42**,
-8 rows 1.40, 16 rows 1.22, 32 rows 0.68. Small passes keep activations in cache and waste few filler
-rows (at most 3 per length bucket per call); one row pays the threads' synchronization per pass.
+**A vector is a function of the text alone** (:func:`encode`): whatever its companions in a call, their order,
+the job that embedded it first, the CPU's thread count or the GPU precision, every text runs in a forward pass
+whose shape, attention kernel and thread split are fixed by the text (``embedding/passes.py`` says how and why).
 
 Truncation is counted, not silent (:func:`count_truncated`): the texts whose token count in the
 model's own tokenizer (``tokenizer.json`` through the ``tokenizers`` library, special tokens
@@ -47,7 +30,6 @@ import importlib.metadata
 import importlib.util
 import json
 import logging
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,9 +37,17 @@ from pathlib import Path
 import numpy as np
 
 from structbench import fingerprint
-from structbench.cache import VectorCache, stable_hash
+from structbench.cache import DEFAULT_CHUNK, VectorCache, stable_hash
 from structbench.devices import pick_device
 from structbench.embedding.kinds import complete_entry, local_entry
+from structbench.embedding.passes import (
+    GPU_CALL_TEXTS,
+    encoding_scheme,
+    in_input_order,
+    plan_passes,
+    run_passes,
+    tokenize,
+)
 from structbench.embedding.report import TruncationCount, add_lookup_totals, encoder_report, new_totals
 
 log = logging.getLogger(__name__)
@@ -73,10 +63,7 @@ _NOT_FINGERPRINTED_DIRS = {".git", ".cache", "onnx", "openvino"}
 _NOT_FINGERPRINTED_SUFFIXES = {".md", ".png", ".jpg"}
 FILE_HASH_INDEX = "file-hashes.json"
 
-ENCODING_SCHEME = "length-buckets-v2"  # see the module docstring; part of every namespace
-BUCKET_WIDTH = 32  # tokens; padded lengths are multiples of this (capped at max_seq_length)
 DTYPES = ("float32", "bfloat16")  # bfloat16: the CPU's bf16 matrix units (AMX, AVX512-BF16) or a GPU's
-CPU_ROWS = 4  # rows in every CPU forward pass, whatever batch_size (chosen by measurement: module docstring)
 LIBRARIES = ("torch", "transformers", "sentence-transformers")
 
 
@@ -273,22 +260,30 @@ def library_versions() -> dict[str, str]:
     return {name: importlib.metadata.version(name) for name in LIBRARIES}
 
 
+def weights_dtype(spec: EmbedderSpec, device: str) -> str:
+    """The precision the weights and activations run in: float16 for ``fp16`` on a GPU (``fp16`` on a CPU is
+    ignored, as documented), else the declared ``dtype``. Part of the namespace, and checked after loading."""
+    return "float16" if spec.fp16 and device.startswith("cuda") else spec.dtype
+
+
 def load_model(spec: EmbedderSpec, location: ModelLocation | None = None):
-    """The sentence-transformers model, from the located directory (the fingerprinted files)."""
+    """The sentence-transformers model from the located directory (the fingerprinted files), its weights in
+    :func:`weights_dtype` whatever precision the checkpoint was saved in (transformers would otherwise load a
+    half-precision checkpoint as half), checked after loading."""
     import torch
     from sentence_transformers import SentenceTransformer
 
     location = location or locate_model(spec.model)
-    # Deterministic kernels: cuBLAS needs a fixed workspace, set before CUDA starts.
-    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-    torch.use_deterministic_algorithms(True, warn_only=True)
     device = pick_device(spec.device)
-    model = SentenceTransformer(str(location.directory), device=device)
+    dtype = weights_dtype(spec, device)
+    model = SentenceTransformer(str(location.directory), device=device, model_kwargs={"dtype": getattr(torch, dtype)})
     model.max_seq_length = effective_max_seq_length(spec, location)
-    if spec.fp16 and device == "cuda":
-        model.half()
-    if spec.dtype == "bfloat16":
-        model.to(torch.bfloat16)
+    model.to(getattr(torch, dtype))
+    loaded = {
+        str(parameter.dtype).removeprefix("torch.") for parameter in model.parameters() if parameter.is_floating_point()
+    }
+    if loaded != {dtype}:
+        raise RuntimeError(f"embedder {spec.model!r}: weights loaded as {sorted(loaded)}, declared {dtype}")
     model.eval()
     return model
 
@@ -306,45 +301,11 @@ def model_fingerprint(spec: EmbedderSpec, cache_root: str | Path, location: Mode
         "model": spec.model,
         "weights": identity,
         "max_seq_length": effective_max_seq_length(spec, location),
-        "fp16": bool(spec.fp16 and device == "cuda"),
-        # float32 adds no key, so the caches of every float32 embedder keep their namespace
-        **({"dtype": spec.dtype} if spec.dtype != "float32" else {}),
-        "encoding": encoding_scheme(spec.batch_size, fixed_rows=device == "cuda"),
+        "dtype": weights_dtype(spec, device),
+        "encoding": encoding_scheme(on_gpu=device.startswith("cuda")),
         "device": device_identity(device),
         "libraries": library_versions(),
     }
-
-
-def bucket_length(n_tokens: int, max_seq_length: int, width: int = BUCKET_WIDTH) -> int:
-    """The padded length a text of ``n_tokens`` always runs at: the next multiple of ``width``, capped
-    at ``max_seq_length``. A function of the text alone, so its companions never change its shape."""
-    return min(-(-n_tokens // width) * width, max_seq_length)
-
-
-def tokenize_unpadded(model, texts: Sequence[str]) -> list[dict]:
-    """Each text's features as the model prepares them (truncated to max_seq_length), without padding."""
-    features = model.preprocess(list(texts))
-    if model.tokenizer.padding_side != "right":
-        raise ValueError(f"encode expects right padding; the tokenizer pads {model.tokenizer.padding_side}")
-    lengths = features["attention_mask"].sum(dim=1).tolist()
-    per_token = [name for name, value in features.items() if hasattr(value, "dim") and value.dim() == 2]
-    return [{name: features[name][row, :length] for name in per_token} for row, length in enumerate(lengths)]
-
-
-def _padded_batch(model, rows: list[dict], length: int, n_rows: int) -> dict:
-    """A batch of ``n_rows`` rows of ``length`` positions, right-padded; rows past ``len(rows)`` repeat
-    the last text (filler whose output is discarded)."""
-    import torch
-
-    pad_id = model.tokenizer.pad_token_id or 0
-    batch = {}
-    for name in rows[0]:
-        stacked = torch.full((n_rows, length), pad_id if name == "input_ids" else 0, dtype=rows[0][name].dtype)
-        for row in range(n_rows):
-            values = rows[min(row, len(rows) - 1)][name]
-            stacked[row, : values.shape[0]] = values
-        batch[name] = stacked.to(model.device)
-    return batch
 
 
 def embedding_dimension(model) -> int:
@@ -353,51 +314,23 @@ def embedding_dimension(model) -> int:
     return method()
 
 
-def pass_rows(batch_size: int, fixed_rows: bool) -> int:
-    """Rows in every forward pass: ``batch_size`` on the GPU path (``fixed_rows``), else ``CPU_ROWS``.
-
-    A constant on the CPU, whatever ``batch_size``: the math libraries pick kernels by shape and CPUs of
-    this kind pick differently (AVX2, AVX-512, AMX), so the only rule that holds on all of them is one
-    shape per bucket, independent of the settings too (module docstring)."""
-    return batch_size if fixed_rows else CPU_ROWS
-
-
-def encode(
-    model, texts: Sequence[str], batch_size: int, fixed_rows: bool = False, bucket_width: int = BUCKET_WIDTH
-) -> np.ndarray:
-    """L2-normalized float32 vectors of shape (len(texts), dim), each independent of its companions.
-
-    Each text runs padded to :func:`bucket_length` of its own token count, in a forward pass of exactly
-    :func:`pass_rows` rows of texts of that bucket; a pass with fewer texts is filled with copies of its
-    last text, whose outputs are discarded (module docstring). So every forward pass a text takes part
-    in has one shape, fixed by the text alone. ``bucket_width`` 1 groups texts by exact token length.
-    Rows come back in input order."""
+def _unit_sentence_vectors(features: dict):
     import torch
 
-    dimension = embedding_dimension(model)
-    vectors = np.zeros((len(texts), dimension), dtype=np.float32)
+    return torch.nn.functional.normalize(features["sentence_embedding"].float(), p=2, dim=1)
+
+
+def encode(model, texts: Sequence[str], threads: int | None = None) -> np.ndarray:
+    """L2-normalized float32 vectors of shape (len(texts), dim), each a function of its text alone.
+
+    Every text runs in fixed-shape passes (``embedding/passes.py``): on a CPU whole passes on ``threads`` workers
+    of one intra-op thread each, on a GPU one after another with the vectors kept on the device until the end.
+    Rows come back in input order."""
     if not texts:
-        return vectors
-    rows = pass_rows(batch_size, fixed_rows)
-    features = tokenize_unpadded(model, texts)
-    by_bucket: dict[int, list[int]] = {}
-    for index, item in enumerate(features):
-        by_bucket.setdefault(
-            bucket_length(int(item["input_ids"].shape[0]), model.max_seq_length, bucket_width), []
-        ).append(index)
-    with torch.inference_mode():
-        for length, indices in sorted(by_bucket.items()):
-            for start in range(0, len(indices), rows):
-                part = indices[start : start + rows]
-                batch = _padded_batch(model, [features[i] for i in part], length, rows)
-                output = model(batch)["sentence_embedding"][: len(part)]
-                vectors[part] = torch.nn.functional.normalize(output.float(), p=2, dim=1).cpu().numpy()
-    return vectors
-
-
-def encoding_scheme(batch_size: int, fixed_rows: bool) -> dict:
-    """The namespace entry for :func:`encode`'s settings: only what can change a vector's bits."""
-    return {"name": ENCODING_SCHEME, "bucket_width": BUCKET_WIDTH, "rows": pass_rows(batch_size, fixed_rows)}
+        return np.zeros((0, embedding_dimension(model)), dtype=np.float32)
+    tokenized = tokenize(model, texts)
+    passes = plan_passes(tokenized.lengths, model.max_seq_length, on_gpu=model.device.type == "cuda")
+    return in_input_order(passes, run_passes(model, tokenized, passes, _unit_sentence_vectors, threads))
 
 
 # ---- the local encoder -------------------------------------------------------------------------
@@ -420,17 +353,17 @@ class CachedEncoder:
 
     def model(self):
         if self._model is None:
-            if self.threads:
-                import torch
-
-                torch.set_num_threads(self.threads)
             log.info("loading %s from %s", self.spec.model, self.location.directory)
             self._model = load_model(self.spec, self.location)
         return self._model
 
     def _compute(self, missing: list[str]) -> np.ndarray:
-        model = self.model()
-        return encode(model, missing, self.spec.batch_size, fixed_rows=model.device.type == "cuda")
+        return encode(self.model(), missing, self.threads)
+
+    def shard_texts(self) -> int:
+        """Texts per cache shard (the resume unit): the cache's default on a CPU; on a GPU enough texts per call
+        that each width's last, partly filled pass is a small share of the work."""
+        return GPU_CALL_TEXTS if pick_device(self.spec.device).startswith("cuda") else DEFAULT_CHUNK
 
     def __call__(self, texts: Sequence[str]) -> np.ndarray:
         texts = list(texts)
@@ -440,7 +373,7 @@ class CachedEncoder:
             self.truncation.n_truncated + counted.n_truncated,
             max(self.truncation.max_tokens, counted.max_tokens),
         )
-        lookup = self.cache.get_or_compute(texts, self._compute, verb="encoded")
+        lookup = self.cache.get_or_compute(texts, self._compute, chunk_size=self.shard_texts(), verb="encoded")
         add_lookup_totals(self.totals, len(texts), lookup)
         if not texts:
             # No text (a corpus whose query generation kept none) still needs the model's width: retrieval

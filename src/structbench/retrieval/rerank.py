@@ -9,6 +9,7 @@ code path is exercised with a head built on local weights whose scores carry no 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -77,28 +78,47 @@ def rerank_with_endpoint(
     )
 
 
+def _activated_scores(activation, features: dict):
+    return activation(features["scores"].float()).reshape(-1)
+
+
+def cross_encoder_scores(model, pairs: list[tuple[str, str]], threads: int | None = None) -> np.ndarray:
+    """The cross-encoder's scores of ``(query, passage)`` pairs (logits through the model's activation, as
+    ``CrossEncoder.predict`` gives them), each a function of its pair alone: the fixed-shape passes of
+    ``structbench.embedding.passes``, so a pair scores the same among any other pairs, at any thread count."""
+    from structbench.embedding.passes import in_input_order, plan_passes, run_passes, tokenize
+
+    if not pairs:
+        return np.zeros(0, dtype=np.float32)
+    tokenized = tokenize(model, pairs)
+    passes = plan_passes(tokenized.lengths, model.max_seq_length, on_gpu=model.device.type == "cuda")
+    head = functools.partial(_activated_scores, model.activation_fn)
+    return in_input_order(passes, run_passes(model, tokenized, passes, head, threads))
+
+
 def rerank_with_model(
-    runs: pl.DataFrame, queries: pl.DataFrame, texts: pl.DataFrame, spec: RerankerSpec
+    runs: pl.DataFrame, queries: pl.DataFrame, texts: pl.DataFrame, spec: RerankerSpec, threads: int | None = None
 ) -> pl.DataFrame:
     model = load_cross_encoder(spec)
-
-    def score_pairs(pairs):
-        return model.predict(pairs, batch_size=spec.batch_size, show_progress_bar=False, convert_to_numpy=True)
-
     return rerank_run(
         runs,
         query_texts(queries),
         chunk_texts(texts),
-        score_pairs,
+        functools.partial(cross_encoder_scores, model, threads=threads),
         spec.top_n,
     )
 
 
 def rerank_with_entry(
-    runs: pl.DataFrame, queries: pl.DataFrame, texts: pl.DataFrame, entry: dict, cache_root
+    runs: pl.DataFrame,
+    queries: pl.DataFrame,
+    texts: pl.DataFrame,
+    entry: dict,
+    cache_root,
+    threads: int | None = None,
 ) -> pl.DataFrame:
     """Rerank with a ``rerankers`` config entry of either kind: a ``/rerank`` endpoint through the cache
     under ``cache_root`` (``kind: endpoint``), else the cross-encoder loaded here."""
     if reranker_kind(entry) == ENDPOINT:
         return rerank_with_endpoint(runs, queries, texts, entry, cache_root)
-    return rerank_with_model(runs, queries, texts, RerankerSpec.from_config(entry))
+    return rerank_with_model(runs, queries, texts, RerankerSpec.from_config(entry), threads)
