@@ -1,4 +1,4 @@
-"""The acceptance probe of issue #29 (start-up, not mid-run): every adversarial input case through the real
+"""The acceptance probe of bad inputs (start-up, not mid-run): every adversarial input case through the real
 entry point it reaches, one line each, ``PASS|FAIL <case>: <what happened>``; the exit code is nonzero if
 any case fails. About 90 s on 2 shared cores (most of it MiniLM in the batch-company case).
 
@@ -31,7 +31,7 @@ CASES: list[tuple[str, Callable[[], str]]] = []
 
 
 class Fail(AssertionError):
-    """The input was not refused, named or bounded as the issue asks."""
+    """The input was not refused, named or bounded as its case expects."""
 
 
 def case(name: str):

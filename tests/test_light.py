@@ -1,4 +1,4 @@
-"""The light half stays light: CPU-kind modules import no model library (STYLE.md).
+"""The light half stays light: CPU-kind modules import no model library.
 
 Each module is imported in a fresh interpreter, and any of torch, transformers, sentence-transformers,
 FAISS or vLLM in ``sys.modules`` afterwards fails the test: the many CPU jobs of a grid must start in
