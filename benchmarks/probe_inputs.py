@@ -121,7 +121,7 @@ def batch_company() -> str:
 
 @case("nested-list embedding reply is a named EndpointReplyError")
 def nested_reply() -> str:
-    from structbench.embedding.endpoint import parse_embeddings
+    from structbench.endpoints.embeddings import parse_embeddings
     from structbench.http import EndpointReplyError
 
     reply = {"data": [{"index": i, "embedding": v} for i, v in enumerate([[1.0], [[1.0, 2.0]], [1.0], [1.0]])]}
@@ -134,7 +134,7 @@ def nested_reply() -> str:
 
 @case("duplicated reply indices are named")
 def duplicated_indices() -> str:
-    from structbench.embedding.endpoint import parse_embeddings
+    from structbench.endpoints.embeddings import parse_embeddings
     from structbench.http import EndpointReplyError
 
     reply = {"data": [{"index": i, "embedding": [1.0, 0.0]} for i in (0, 0, 1, 1)]}
@@ -147,7 +147,7 @@ def duplicated_indices() -> str:
 
 @case("unreachable endpoint base_url is a probe error")
 def unreachable() -> str:
-    from structbench.embedding.probe import probe_endpoints
+    from structbench.endpoints.probe import probe_endpoints
     from structbench.http import EndpointUnreachable
 
     with socket.socket() as bound:  # a port where nothing listens: bound, then closed

@@ -24,6 +24,7 @@ LIGHT = {
     "report": "import structbench.report.catalog, structbench.report.markdown, structbench.report.figures, "
     "structbench.report.html, structbench.report.bundle",
     "routing": "import structbench.retrieval.routing, structbench.retrieval.fusion",
+    "endpoints": "import structbench.endpoints.probe, structbench.embedding.endpoint, structbench.embedding.encoders",
     "llm_steps": "import structbench.shards, structbench.structure.stats, structbench.llm",
     "querygen": "import structbench.querygen.funnel, structbench.querygen.spans, structbench.querygen.leakage, "
     "structbench.querygen.generate",

@@ -1,5 +1,5 @@
-"""JSON over HTTP for every endpoint client: the endpoint embedder (``embedding/endpoint.py``), the endpoint
-reranker (``retrieval/rerank_endpoint.py``) and the OpenAI-compatible LLM backend (``llm/openai_backend.py``).
+"""JSON over HTTP for every endpoint client: the embeddings and rerank clients (``endpoints/embeddings.py``,
+``endpoints/rerank.py``) and the OpenAI-compatible LLM backend (``llm/openai_backend.py``).
 
 Standard library only. One exchange (:func:`request_json`) is a POST of a JSON body, or a GET without one,
 retried on a connection error, a timeout or an HTTP status in :data:`RETRIABLE_STATUS` up to ``max_retries``
@@ -13,7 +13,8 @@ persists, or a body that is not JSON), :class:`EndpointReplyError` (a reply of t
 missing or of the wrong type, indices missing, duplicated or out of range, wrong counts),
 :class:`EndpointVectorError` (a vector or score that is empty, nested, not a number, non-finite or zero)
 and :class:`EndpointDimensionError` (a vector width that differs within a reply, between batches or from
-the cache). The reply checks themselves live with each client, beside the shape they parse.
+the cache). The reply checks themselves live with each client,
+beside the shape they parse.
 """
 
 from __future__ import annotations
@@ -204,6 +205,21 @@ def describe_value(value) -> str:
         return "null"
     text = repr(value)
     return f"{type(value).__name__} {text[:60]}{'...' if len(text) > 60 else ''}"
+
+
+def check_items(items: list, keys: tuple[str, ...], noun: str, where: str, what: str) -> None:
+    """Each reply item an object holding ``keys``, else an :class:`EndpointReplyError` naming the first that
+    is not (``noun``: what the reply calls an item, e.g. ``data item``, ``result``) and what came instead."""
+    for position, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise EndpointReplyError(
+                f"endpoint {where}, {what}: {noun} {position} is {describe_value(item)}, not an object"
+            )
+        for key in keys:
+            if key not in item:
+                raise EndpointReplyError(
+                    f"endpoint {where}, {what}: {noun} {position} has no {key!r} (keys {sorted(item)[:10]})"
+                )
 
 
 def check_indices(indices: Sequence, n_expected: int, where: str, what: str) -> list[int]:

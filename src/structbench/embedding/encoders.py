@@ -15,10 +15,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from structbench.cache import atomic_write_bytes, atomic_write_text
-from structbench.embedding.endpoint import EndpointEmbedderSpec, EndpointEncoder
-from structbench.embedding.kinds import OPENAI, embedder_kind
+from structbench.embedding.endpoint import EndpointEncoder
 from structbench.embedding.local import CachedEncoder, EmbedderSpec
 from structbench.embedding.report import Embedded, npy_bytes, vector_facts
+from structbench.endpoints.kinds import OPENAI, embedder_kind
+from structbench.endpoints.spec import EndpointEmbedderSpec
 
 log = logging.getLogger(__name__)
 

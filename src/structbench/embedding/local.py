@@ -57,8 +57,8 @@ import numpy as np
 from structbench import fingerprint
 from structbench.cache import VectorCache, stable_hash
 from structbench.devices import pick_device
-from structbench.embedding.kinds import complete_entry, local_entry
 from structbench.embedding.report import TruncationCount, add_lookup_totals, encoder_report, new_totals
+from structbench.endpoints.kinds import complete_entry, local_entry
 
 log = logging.getLogger(__name__)
 
