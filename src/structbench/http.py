@@ -12,8 +12,8 @@ server does not serve the model named), :class:`EndpointHTTPError` (any other 4x
 persists, or a body that is not JSON), :class:`EndpointReplyError` (a reply of the wrong shape: a field
 missing or of the wrong type, indices missing, duplicated or out of range, wrong counts),
 :class:`EndpointVectorError` (a vector or score that is empty, nested, not a number, non-finite or zero)
-and :class:`EndpointDimensionError` (a vector width that differs within a reply, between batches or from
-the cache). The reply checks themselves live with each client,
+and :class:`EndpointDimensionError` (a vector width that differs within a reply, between batches, from
+the cache or from the entry's declared ``dimensions``). The reply checks themselves live with each client,
 beside the shape they parse.
 """
 
@@ -82,7 +82,8 @@ class EndpointVectorError(EndpointReplyError):
 
 
 class EndpointDimensionError(EndpointError):
-    """A vector width that differs within a reply, or changed mid-run (between batches, or against the cache)."""
+    """A vector width that differs within a reply, from the declared ``dimensions``, or changed mid-run
+    (between batches, or against the cache)."""
 
 
 # ---- one exchange --------------------------------------------------------------------------------------

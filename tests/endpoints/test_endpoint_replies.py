@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from endpoint_testing import endpoint_entry, local_server, read_json, rerank_entry, send_json
 
+from structbench.embedding.encoders import make_encoder
 from structbench.embedding.endpoint import EndpointEncoder
 from structbench.endpoints.embeddings import parse_embeddings
 from structbench.endpoints.rerank import parse_rerank
@@ -174,3 +175,38 @@ def test_a_nested_embedding_from_a_real_server_names_endpoint_model_and_batch(tm
     assert message.startswith(f"endpoint {url}/embeddings, model 'served-m', batch 2, inputs 2..3 "), message
     assert "(the first 'c')" in message and "input 0's embedding holds list [1.0, 2.0, 2.0]" in message
     assert len(encoder.cache.shards()) == 1  # the first round's vectors were kept
+
+
+class _Width383(BaseHTTPRequestHandler):
+    """383-wide vectors whatever ``dimensions`` the request asks for (a server that ignores it, or serves
+    another model than the entry says); records each request's ``dimensions``."""
+
+    asked: list = []
+
+    def do_POST(self):  # noqa: N802 (the http.server API)
+        body = read_json(self)
+        type(self).asked.append(body.get("dimensions"))
+        send_json(self, {"data": [{"index": i, "embedding": [1.0] * 383} for i in range(len(body["input"]))]})
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_width_other_than_the_declared_dimensions_is_named_and_nothing_is_cached(tmp_path):
+    """``dimensions: 384`` without the start-up probe (``probe_endpoints: false``): the job itself checks
+    every reply's width. Before: rc 0, 383-wide vectors cached under a namespace that says 384."""
+    _Width383.asked = []
+    with local_server(_Width383) as url:
+        entry = endpoint_entry(url, model="served-m", dimensions=384, batch_size=2, concurrency=2)
+        encoder = make_encoder(entry, tmp_path)
+        with pytest.raises(EndpointDimensionError) as raised:
+            encoder(["a", "b", "c"])
+        message = str(raised.value)
+        assert message.startswith(f"endpoint {url}/embeddings, model 'served-m', batch "), message
+        assert "inputs 0..1" in message or "input 2" in message, message
+        assert "vectors of width 383, but the entry asks for dimensions = 384" in message, message
+        assert not list(tmp_path.rglob("shard-*")) and encoder.dimension is None  # nothing kept
+        assert _Width383.asked == [384, 384]
+        # The width served, declared: the same replies are taken and cached.
+        exact = make_encoder(endpoint_entry(url, model="served-m", dimensions=383), tmp_path)
+        assert exact(["a", "b", "c"]).shape == (3, 383) and len(exact.cache.shards()) == 1

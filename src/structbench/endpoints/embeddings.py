@@ -7,10 +7,12 @@ doubling). The cache and the embedding report sit above, in :mod:`structbench.em
 
 Every reply is checked before a vector is kept (:func:`parse_embeddings`): ``data`` present and a list, one
 item per input, each with an integer ``index`` (none missing, duplicated or out of range) and an
-``embedding`` that is a flat, non-empty list of numbers, all of one width, finite and nonzero, the width
-of earlier batches and of the vectors already cached. A failure is a named
-:class:`~structbench.http.EndpointError` that says the endpoint (URL and model), the batch (its number and
-which inputs: ``batch 3, inputs 96..127``) and the reason.
+``embedding`` that is a flat, non-empty list of numbers, all of one width, finite and nonzero. The width is
+checked on every reply too, probe or not: against the entry's ``dimensions`` when it sets them (the cache
+namespace says that width, so no other may be stored under it), and against the width of earlier batches
+and of the vectors already cached. A failure is a named :class:`~structbench.http.EndpointError` that says
+the endpoint (URL and model), the batch (its number and which inputs: ``batch 3, inputs 96..127``) and the
+reason.
 
 Vectors are L2-normalized float32, as :func:`structbench.embedding.local.encode` returns them.
 """
@@ -130,6 +132,17 @@ def parse_embeddings(reply, n_texts: int, url: str, what: str) -> tuple[np.ndarr
     return normalized_rows(vectors, url, what), (int(billed) if billed is not None else None)
 
 
+def check_declared_width(rows: np.ndarray, dimensions: int | None, url: str, what: str) -> None:
+    """Rows as wide as the entry's ``dimensions`` (when it sets them); else an :class:`EndpointDimensionError`
+    saying both widths. A server that ignores ``dimensions`` (or serves another model) is caught here,
+    before its vectors reach a cache namespace that names the declared width."""
+    if dimensions is not None and rows.shape[1] != dimensions:
+        raise EndpointDimensionError(
+            f"endpoint {url}, {what}: vectors of width {rows.shape[1]}, but the entry asks for dimensions = "
+            f"{dimensions}; nothing of this batch is kept"
+        )
+
+
 def batch_what(model: str, number: int, first_input: int, batch: Sequence[str]) -> str:
     """How an error names a request: the model, the batch's number, its inputs among the texts sent this
     run, and the start of its first text (``model 'm', batch 3, inputs 96..127 of the texts ...``)."""
@@ -161,13 +174,14 @@ class EmbeddingsClient:
         self._inputs_sent = 0  # texts sent before the current round: where its batches' inputs start
 
     def post(self, batch: list[str], what: str, settings: HTTPSettings | None = None) -> tuple[np.ndarray, int | None]:
-        """One request: the batch's rows (checked) and its billed tokens."""
+        """One request: the batch's rows (checked, the declared width included) and its billed tokens."""
         body = {"model": self.spec.model, "input": batch, "encoding_format": "float"}
         if self.spec.dimensions is not None:
             body["dimensions"] = self.spec.dimensions
         reply = request_json(self.spec.url, body, settings or self.spec.http(), what, self._sleep)
         self.requests_sent += 1
         rows, billed = parse_embeddings(reply, len(batch), self.spec.url, what)
+        check_declared_width(rows, self.spec.dimensions, self.spec.url, what)
         return rows, billed
 
     def served_width(self, text: str, what: str, settings: HTTPSettings | None = None) -> int:

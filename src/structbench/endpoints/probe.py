@@ -7,10 +7,10 @@ offline, or an endpoint that comes up after the run starts).
 
 The probe sends one text (the embedder) or one query with one document (the reranker) with the entry's
 own timeout and at most one retry, bypassing the cache, and checks the reply as a job would
-(:class:`~structbench.endpoints.embeddings.EmbeddingsClient`, :class:`~structbench.endpoints.rerank.RerankClient`).
-For an embedder it also checks the width: against ``dimensions`` when the entry sets it, and against the
-vectors already cached for this model (a different width means the served model changed under the same
-name and revision). Errors are the named endpoint errors of :mod:`structbench.http`.
+(:class:`~structbench.endpoints.embeddings.EmbeddingsClient`, :class:`~structbench.endpoints.rerank.RerankClient`),
+the width against ``dimensions`` included; for an embedder it also checks the width against the vectors
+already cached for this model (a different width means the served model changed under the same name and
+revision). Errors are the named endpoint errors of :mod:`structbench.http`.
 """
 
 from __future__ import annotations
@@ -29,11 +29,6 @@ def probe_embedder(spec: EndpointEmbedderSpec, cache_root) -> int:
     """The width one probe text comes back with (module docstring); a named error when anything is off."""
     what = f"model {spec.model!r}, the start-up probe (one text)"
     width = EmbeddingsClient(spec).served_width(PROBE_TEXT, what, spec.probe_http())
-    if spec.dimensions is not None and width != spec.dimensions:
-        raise EndpointDimensionError(
-            f"endpoint {spec.url}, model {spec.model!r}: the probe's vector has width {width}, "
-            f"but the entry asks for dimensions = {spec.dimensions}"
-        )
     cached = cached_width(VectorCache(cache_root, endpoint_namespace(spec)))
     if cached is not None and width != cached:
         raise EndpointDimensionError(
