@@ -98,13 +98,9 @@ PREVIOUS = f"previous encoder ({PREVIOUS_COMMIT}: intra-op threads)"
 
 def previous_encode():
     """``encode(model, texts, batch_size)`` of PREVIOUS_COMMIT's local encoder (None without git)."""
-    import importlib.util
-
     from git_baseline import module_at
 
-    renames = {}
-    if importlib.util.find_spec("structbench.embedding.kinds") is None:  # moved since
-        renames["structbench.embedding.kinds"] = "structbench.endpoints.kinds"
+    renames = {"structbench.embedding.kinds": "structbench.endpoints.kinds"}  # moved since
     module = module_at(PREVIOUS_COMMIT, "src/structbench/embedding/local.py", "previous_local", renames)
     return None if module is None else module.encode
 

@@ -1,4 +1,4 @@
-"""Do two versions of structbench cut QASPER dev into the same chunks? (issue 23: chunking changes measured)
+"""Do two versions of structbench cut QASPER dev into the same chunks? (a chunking change, measured)
 
     git archive <commit> src | tar -x -C /tmp/base      # the reference code, e.g. main before a change
     .venv/bin/python benchmarks/check_chunk_spans.py --baseline-src /tmp/base/src [--qasper PATH]

@@ -1,4 +1,4 @@
-"""Acceptance check: structbench on Chroma's own benchmark reproduces Chroma's numbers (issue #31, item 4).
+"""Acceptance check: structbench on Chroma's own benchmark reproduces Chroma's numbers.
 
 Chroma's chunking evaluation (Smith & Troynikov, 2024) with ``RecursiveTokenChunker(200, 0)`` and the
 packaged MiniLM gives IoU@5 0.0599 and recall@5 0.7690 on its 472 questions. Here the same corpus is

@@ -1,4 +1,4 @@
-"""The acceptance probe of issue #29 (start-up, not mid-run): every adversarial input case through the real
+"""The acceptance probe of bad inputs (start-up, not mid-run): every adversarial input case through the real
 entry point it reaches, one line each, ``PASS|FAIL <case>: <what happened>``; the exit code is nonzero if
 any case fails. About 90 s on 2 shared cores (most of it MiniLM in the batch-company case).
 
@@ -31,7 +31,7 @@ CASES: list[tuple[str, Callable[[], str]]] = []
 
 
 class Fail(AssertionError):
-    """The input was not refused, named or bounded as the issue asks."""
+    """The input was not refused, named or bounded as its case expects."""
 
 
 def case(name: str):
@@ -121,7 +121,7 @@ def batch_company() -> str:
 
 @case("nested-list embedding reply is a named EndpointReplyError")
 def nested_reply() -> str:
-    from structbench.embedding.endpoint import parse_embeddings
+    from structbench.endpoints.embeddings import parse_embeddings
     from structbench.http import EndpointReplyError
 
     reply = {"data": [{"index": i, "embedding": v} for i, v in enumerate([[1.0], [[1.0, 2.0]], [1.0], [1.0]])]}
@@ -134,7 +134,7 @@ def nested_reply() -> str:
 
 @case("duplicated reply indices are named")
 def duplicated_indices() -> str:
-    from structbench.embedding.endpoint import parse_embeddings
+    from structbench.endpoints.embeddings import parse_embeddings
     from structbench.http import EndpointReplyError
 
     reply = {"data": [{"index": i, "embedding": [1.0, 0.0]} for i in (0, 0, 1, 1)]}
@@ -147,7 +147,7 @@ def duplicated_indices() -> str:
 
 @case("unreachable endpoint base_url is a probe error")
 def unreachable() -> str:
-    from structbench.embedding.probe import probe_endpoints
+    from structbench.endpoints.probe import probe_endpoints
     from structbench.http import EndpointUnreachable
 
     with socket.socket() as bound:  # a port where nothing listens: bound, then closed

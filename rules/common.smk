@@ -17,7 +17,7 @@ from structbench.config import check_config, truncation_warnings, validate_confi
 from structbench.report.figures import FIGURES
 from structbench.retrieval.fusion import LEXICAL_SOURCE, fusion_sources
 from structbench.corpus import generates_queries, has_queries, source_files
-from structbench.embedding import kinds as model_kinds
+from structbench.endpoints import kinds as model_kinds
 from structbench.metrics import metrics_from_config
 from structbench.metrics.diagnostics import retrieval_layer_pairs
 from structbench.provenance import code_version
@@ -28,7 +28,7 @@ from structbench.retrieval.readtime_runs import is_readtime
 from structbench.structure.segmentation import OPTIONS as SEGMENTATION_OPTIONS
 from structbench.querygen.settings import QuerygenSettings
 from structbench.stats.means import dose_series
-from structbench.embedding.probe import probe_endpoints
+from structbench.endpoints.probe import probe_endpoints
 from structbench.sizes import chunkset_size, parse_size_token
 
 # Validate against the schema and fill its defaults; then the cross-key checks. Both run before any job.
@@ -163,7 +163,7 @@ def embedder_spec(wildcards):
 def gpus_of(spec):
     """``resources: gpu`` of a model rule: 1 for a model loaded in the job, 0 for an endpoint (embedders
     ``kind: openai``, rerankers ``kind: endpoint``), whose job only sends HTTP requests: Slurm then puts
-    it on a CPU node (structbench.embedding.kinds.gpus_of)."""
+    it on a CPU node (structbench.endpoints.kinds.gpus_of)."""
     return lambda wildcards: model_kinds.gpus_of(spec(wildcards))
 
 

@@ -14,9 +14,13 @@ import os
 import signal
 import socket
 import subprocess
+import threading
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -40,6 +44,31 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+@contextmanager
+def local_server(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """A scripted server (``handler``) in a thread on a free port of 127.0.0.1; yields its base URL
+    (ending in ``/v1``) and shuts it down after."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    finally:
+        httpd.shutdown()
+
+
+def read_json(handler: BaseHTTPRequestHandler):
+    """The JSON body of the request a scripted handler is answering."""
+    return json.loads(handler.rfile.read(int(handler.headers["Content-Length"])))
+
+
+def send_json(handler: BaseHTTPRequestHandler, payload) -> None:
+    """Answer a scripted handler's request with 200 and ``payload`` as JSON."""
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.end_headers()
+    handler.wfile.write(json.dumps(payload).encode())
 
 
 def served_minilm(folder: Path) -> Path:

@@ -107,3 +107,85 @@ def test_the_config_check_and_the_report_stay_off_the_chunkers():
     assert not config & {"structbench.chunking.external.adapters", "structbench.chunking.external.locate"}
     for module in ("structbench.report.catalog", "structbench.report.figures", "structbench.report.bundle"):
         assert not {m for m in reachable(graph, module) if m.startswith("structbench.chunking")}, module
+
+
+# The library's layers, lowest first. A unit is a subpackage or a top-level module (the second part of a
+# module's dotted name); a module may import its own unit and the units of lower layers, never one of its
+# own layer or above. The package root (its version and the API's re-exports) stands outside the layers.
+LAYERS = (
+    (
+        "atomic",
+        "cache",
+        "cells",
+        "conditions",
+        "datamodel",
+        "defaults",
+        "devices",
+        "fingerprint",
+        "http",
+        "logs",
+        "overlap",
+        "plan",
+        "provenance",
+        "sentences",
+        "sizes",
+        "tokens",
+    ),
+    ("corpus", "chunking", "llm", "metrics", "endpoints"),
+    ("shards", "structure", "querygen", "prefixes", "stats"),
+    ("embedding", "report"),
+    ("retrieval",),
+    ("config", "api"),
+    ("cli",),
+    ("__main__",),
+)
+
+
+def unit_of(module: str) -> str:
+    """The layered unit a module belongs to: ``structbench.embedding.local`` -> ``embedding``."""
+    return module.split(".")[1]
+
+
+def upward_imports(graph: dict[str, set[str]], layers: tuple[tuple[str, ...], ...]) -> list[str]:
+    """Each import of a unit in the importer's own layer or above (its own unit aside), as
+    ``importer -> imported``. Base units import each other freely (the first layer is one unit)."""
+    level = {unit: number for number, units in enumerate(layers) for unit in units}
+    found = []
+    for importer, imported in sorted(graph.items()):
+        if importer == PACKAGE:
+            continue
+        for target in sorted(imported - {PACKAGE}):
+            source_unit, target_unit = unit_of(importer), unit_of(target)
+            same_base = level[source_unit] == level[target_unit] == 0
+            if source_unit != target_unit and not same_base and level[target_unit] >= level[source_unit]:
+                found.append(f"{importer} -> {target}")
+    return found
+
+
+def test_every_unit_of_the_library_has_a_layer():
+    units = {unit_of(module) for module in import_graph() if module != PACKAGE}
+    layered = [unit for units_of_layer in LAYERS for unit in units_of_layer]
+    assert len(layered) == len(set(layered)), "a unit in two layers"
+    assert units == set(layered), (
+        f"units without a layer: {sorted(units - set(layered))}; layers naming no unit: {sorted(set(layered) - units)}"
+    )
+
+
+def test_no_module_imports_a_layer_above_its_own():
+    """Endpoints below embedding, embedding below retrieval, and so on (:data:`LAYERS`)."""
+    upward = upward_imports(import_graph(), LAYERS)
+    assert not upward, "imports of the importer's own layer or above:\n" + "\n".join(upward)
+
+
+def test_the_layer_check_finds_upward_and_sideways_imports():
+    layers = (("base", "util"), ("low", "side"), ("high",))
+    graph = {
+        "structbench.base": {"structbench.util"},
+        "structbench.low.a": {"structbench.low.b", "structbench.base", "structbench.high.x"},
+        "structbench.side": {"structbench.low.a"},
+        "structbench.high.x": {"structbench.low.a", "structbench"},
+    }
+    assert upward_imports(graph, layers) == [
+        "structbench.low.a -> structbench.high.x",
+        "structbench.side -> structbench.low.a",
+    ]

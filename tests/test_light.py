@@ -1,4 +1,4 @@
-"""The light half stays light: CPU-kind modules import no model library (STYLE.md).
+"""The light half stays light: CPU-kind modules import no model library.
 
 Each module is imported in a fresh interpreter, and any of torch, transformers, sentence-transformers,
 FAISS or vLLM in ``sys.modules`` afterwards fails the test: the many CPU jobs of a grid must start in
@@ -24,6 +24,7 @@ LIGHT = {
     "report": "import structbench.report.catalog, structbench.report.markdown, structbench.report.figures, "
     "structbench.report.html, structbench.report.bundle",
     "routing": "import structbench.retrieval.routing, structbench.retrieval.fusion",
+    "endpoints": "import structbench.endpoints.probe, structbench.embedding.endpoint, structbench.embedding.encoders",
     "llm_steps": "import structbench.shards, structbench.structure.stats, structbench.llm",
     "querygen": "import structbench.querygen.funnel, structbench.querygen.spans, structbench.querygen.leakage, "
     "structbench.querygen.generate",

@@ -478,8 +478,8 @@ def check_late_config(config: dict, conditions: dict) -> None:
     late = [name for name, c in conditions.items() if axes.is_late(c.prefix)]
     if not late:
         return
-    from structbench.embedding.kinds import OPENAI, embedder_kind
     from structbench.embedding.local import EmbedderSpec, effective_max_seq_length
+    from structbench.endpoints.kinds import OPENAI, embedder_kind
 
     overlap = config["late"]["overlap"]
     for name in (config.get("select") or {}).get("embedders") or list(config["embedders"]):
@@ -543,8 +543,8 @@ def truncation_warnings(config: dict, conditions: dict) -> list[str]:
     "Embedder input length" table); this check only says, before any job runs, that truncation is
     certain or likely. An embedder that cannot be located here (a hub id on a machine without it) is
     skipped: its job fails with the reason."""
-    from structbench.embedding.kinds import OPENAI, embedder_kind
     from structbench.embedding.local import EmbedderSpec, effective_max_seq_length
+    from structbench.endpoints.kinds import OPENAI, embedder_kind
 
     # the largest chunk any condition cuts: the run's t_max, or a condition's own (docs/method.md §6a)
     t_max = max([config["chunking"]["t_max"]] + [c.size(config["chunking"])[0] for c in conditions.values()])

@@ -1,5 +1,5 @@
-"""JSON over HTTP for every endpoint client: the endpoint embedder (``embedding/endpoint.py``), the endpoint
-reranker (``retrieval/rerank_endpoint.py``) and the OpenAI-compatible LLM backend (``llm/openai_backend.py``).
+"""JSON over HTTP for every endpoint client: the embeddings and rerank clients (``endpoints/embeddings.py``,
+``endpoints/rerank.py``) and the OpenAI-compatible LLM backend (``llm/openai_backend.py``).
 
 Standard library only. One exchange (:func:`request_json`) is a POST of a JSON body, or a GET without one,
 retried on a connection error, a timeout or an HTTP status in :data:`RETRIABLE_STATUS` up to ``max_retries``
@@ -12,8 +12,9 @@ server does not serve the model named), :class:`EndpointHTTPError` (any other 4x
 persists, or a body that is not JSON), :class:`EndpointReplyError` (a reply of the wrong shape: a field
 missing or of the wrong type, indices missing, duplicated or out of range, wrong counts),
 :class:`EndpointVectorError` (a vector or score that is empty, nested, not a number, non-finite or zero)
-and :class:`EndpointDimensionError` (a vector width that differs within a reply, between batches or from
-the cache). The reply checks themselves live with each client, beside the shape they parse.
+and :class:`EndpointDimensionError` (a vector width that differs within a reply, between batches, from
+the cache or from the entry's declared ``dimensions``). The reply checks themselves live with each client,
+beside the shape they parse.
 """
 
 from __future__ import annotations
@@ -81,7 +82,8 @@ class EndpointVectorError(EndpointReplyError):
 
 
 class EndpointDimensionError(EndpointError):
-    """A vector width that differs within a reply, or changed mid-run (between batches, or against the cache)."""
+    """A vector width that differs within a reply, from the declared ``dimensions``, or changed mid-run
+    (between batches, or against the cache)."""
 
 
 # ---- one exchange --------------------------------------------------------------------------------------
@@ -204,6 +206,21 @@ def describe_value(value) -> str:
         return "null"
     text = repr(value)
     return f"{type(value).__name__} {text[:60]}{'...' if len(text) > 60 else ''}"
+
+
+def check_items(items: list, keys: tuple[str, ...], noun: str, where: str, what: str) -> None:
+    """Each reply item an object holding ``keys``, else an :class:`EndpointReplyError` naming the first that
+    is not (``noun``: what the reply calls an item, e.g. ``data item``, ``result``) and what came instead."""
+    for position, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise EndpointReplyError(
+                f"endpoint {where}, {what}: {noun} {position} is {describe_value(item)}, not an object"
+            )
+        for key in keys:
+            if key not in item:
+                raise EndpointReplyError(
+                    f"endpoint {where}, {what}: {noun} {position} has no {key!r} (keys {sorted(item)[:10]})"
+                )
 
 
 def check_indices(indices: Sequence, n_expected: int, where: str, what: str) -> list[int]:

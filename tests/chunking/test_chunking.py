@@ -852,7 +852,7 @@ def lines_of(line, n):
     ],
 )
 def test_line_structured_paragraphs_are_cut_at_line_starts(name, line, per_line):
-    """The issue's code block, list and table (one paragraph each, no sentence punctuation), moderate size."""
+    """A code block, a list and a table (one paragraph each, no sentence punctuation), moderate size."""
     assert TOK.count(line) == per_line
     n_lines = 310
     tables = build([("d1", "T", [("Intro", 1, ["A short lead sentence.", lines_of(line, n_lines)])])])

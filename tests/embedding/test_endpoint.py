@@ -27,14 +27,11 @@ from endpoint_testing import (
 
 from structbench.cache import VectorCache, read_shard_keys
 from structbench.embedding.encoders import embed_texts, make_encoder
-from structbench.embedding.endpoint import (
-    EndpointEmbedderSpec,
-    EndpointEncoder,
-    endpoint_namespace,
-    input_token_lengths,
-    normalized_rows,
-)
+from structbench.embedding.endpoint import EndpointEncoder, input_token_lengths
 from structbench.embedding.local import EmbedderSpec
+from structbench.endpoints.embeddings import endpoint_namespace, normalized_rows
+from structbench.endpoints.rerank import parse_rerank
+from structbench.endpoints.spec import EndpointEmbedderSpec, EndpointRerankerSpec
 from structbench.http import (
     EndpointDimensionError,
     EndpointError,
@@ -46,7 +43,7 @@ from structbench.http import (
     HTTPSettings,
     request_json,
 )
-from structbench.retrieval.rerank_endpoint import EndpointPairScorer, EndpointRerankerSpec, parse_rerank
+from structbench.retrieval.rerank import EndpointPairScorer
 
 
 def kb_paragraphs() -> list[str]:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A real single-node Slurm cluster on localhost, for tests and CI (see shared/notes/slurm-ci.md).
+# A real single-node Slurm cluster on localhost, for tests and CI.
 #   tests/slurm/cluster.sh start DIR   start munged, slurmctld and slurmd; PIDs, state and logs under DIR
 #   tests/slurm/cluster.sh stop DIR    stop exactly the processes recorded under DIR
 # Needs root and Debian's packages: apt-get install -y --no-install-recommends munge slurmctld slurmd slurm-client

@@ -1,4 +1,4 @@
-"""The bootstrap's resampling unit (stats.cluster) and the few-clusters flag of Table 1 (issue #31, item 5)."""
+"""The bootstrap's resampling unit (stats.cluster) and the few-clusters flag of Table 1."""
 
 from __future__ import annotations
 

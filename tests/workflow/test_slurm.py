@@ -1,4 +1,4 @@
-"""The Slurm profile on a real single-node Slurm cluster (tests/slurm/cluster.sh; see shared/notes/slurm-ci.md).
+"""The Slurm profile on a real single-node Slurm cluster (tests/slurm/cluster.sh).
 
 Skipped unless slurmctld, slurmd and munge(d) are installed and the test runs as root. The test profile is the
 real profiles/slurm/config.yaml with resources capped to the one node (2 CPUs a job), squeue status checks (the

@@ -14,8 +14,8 @@ Inputs (``paths``; splits are merged, the study is not supervised learning):
 Document decisions:
 
 - Paragraphs are stripped; empty ones are skipped. The abstract is one paragraph forming its own
-  level-1 section titled ``"Abstract"`` (this issue's decision; the lead section therefore exists
-  only in the odd case below).
+  level-1 section titled ``"Abstract"`` (QASPER keeps the abstract apart from ``full_text``; the lead
+  section therefore exists only in the odd case below).
 - Section names nest with ``:::``. A name is split on ``:::`` and each part stripped; empty parts
   are dropped (``"Model details :::  ::: Hyperparameters."`` is ``[Model details, Hyperparameters.]``).
   A null or empty name (no part left) is text whose heading the extraction lost: its paragraphs

@@ -1,6 +1,6 @@
 """The embedding entry points over both encoders: :func:`make_encoder` picks the local encoder
 (``embedding/local.py``, sentence-transformers in the job) or the endpoint encoder (``embedding/endpoint.py``)
-by the entry's kind (``embedding/kinds.py``); :func:`embed_texts` runs one and logs its report;
+by the entry's kind (``endpoints/kinds.py``); :func:`embed_texts` runs one and logs its report;
 :func:`embed_with_cache` is the workflow steps' entry, writing the vectors and the report atomically.
 
 Importing this module imports no torch: the local encoder loads it inside the functions that load or run a
@@ -15,10 +15,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from structbench.cache import atomic_write_bytes, atomic_write_text
-from structbench.embedding.endpoint import EndpointEmbedderSpec, EndpointEncoder
-from structbench.embedding.kinds import OPENAI, embedder_kind
+from structbench.embedding.endpoint import EndpointEncoder
 from structbench.embedding.local import CachedEncoder, EmbedderSpec
 from structbench.embedding.report import Embedded, npy_bytes, vector_facts
+from structbench.endpoints.kinds import OPENAI, embedder_kind
+from structbench.endpoints.spec import EndpointEmbedderSpec
 
 log = logging.getLogger(__name__)
 

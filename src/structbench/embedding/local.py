@@ -39,7 +39,6 @@ import numpy as np
 from structbench import fingerprint
 from structbench.cache import DEFAULT_CHUNK, VectorCache, stable_hash
 from structbench.devices import pick_device
-from structbench.embedding.kinds import complete_entry, local_entry
 from structbench.embedding.passes import (
     GPU_CALL_TEXTS,
     encoding_scheme,
@@ -49,6 +48,7 @@ from structbench.embedding.passes import (
     tokenize,
 )
 from structbench.embedding.report import TruncationCount, add_lookup_totals, encoder_report, new_totals
+from structbench.endpoints.kinds import complete_entry, local_entry
 
 log = logging.getLogger(__name__)
 

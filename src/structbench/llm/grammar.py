@@ -58,7 +58,7 @@ the default knowledge base ``data/kb``, one document at a time, 12-17 paragraphs
   (4 sections each; the answers overlap or leave the last paragraphs uncovered, so the correction
   round runs, repeats the answer, and the repair tiles it); 38-62 s per document (mean 49 s).
 
-A grammar fixes the form only: the sections are still degenerate, as the notes of issue 20 found.
+A grammar fixes the form only: the sections are still degenerate (every document above needed the repair).
 """
 
 from __future__ import annotations

@@ -1,25 +1,30 @@
 """Cross-encoder reranking (docs/method.md §8): rescore the top ``top_n`` of a run; ranks below follow unchanged.
 
 A GPU-kind step (imports torch through sentence-transformers) for a local model; a ``kind: endpoint``
-entry scores through a ``/rerank`` endpoint instead (``rerank_endpoint.py``, a CPU-kind job):
-:func:`rerank_with_entry` picks by the entry's kind (``structbench.embedding.kinds``). The paper's reranker
-is ``BAAI/bge-reranker-v2-m3``; no cross-encoder ships in a PyPI package, so on machines without a hub the
-code path is exercised with a head built on local weights whose scores carry no meaning.
+entry scores through a ``/rerank`` endpoint instead (the rerank client, :mod:`structbench.endpoints.rerank`,
+behind the cache: :class:`EndpointPairScorer`; a CPU-kind job): :func:`rerank_with_entry` picks by the
+entry's kind (``structbench.endpoints.kinds``). The paper's reranker is ``BAAI/bge-reranker-v2-m3``; no
+cross-encoder ships in a PyPI package, so on machines without a hub the code path is exercised with a head
+built on local weights whose scores carry no meaning.
 """
 
 from __future__ import annotations
 
 import functools
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 
+from structbench.cache import VectorCache
 from structbench.datamodel import chunk_texts, conform, query_texts
 from structbench.devices import pick_device
-from structbench.embedding.kinds import ENDPOINT, complete_entry, local_entry, reranker_kind
 from structbench.embedding.local import resolve_model_path
-from structbench.retrieval.rerank_endpoint import EndpointPairScorer, EndpointRerankerSpec
+from structbench.endpoints.kinds import ENDPOINT, complete_entry, local_entry, reranker_kind
+from structbench.endpoints.rerank import RerankClient
+from structbench.endpoints.spec import EndpointRerankerSpec
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,35 @@ def rerank_run(
         .with_columns((pl.int_range(pl.len()).over("qid") + 1).cast(pl.Int32).alias("rank"))
     )
     return conform(pl.concat([reranked, tail]).sort(["qid", "rank"]), "runs")
+
+
+PAIR_SEPARATOR = "\x00"  # joins query and document into one cache key; never inside either text
+
+
+class EndpointPairScorer:
+    """``scorer(list[(query, document)]) -> float32 scores`` from a ``/rerank`` endpoint through the cache
+    (namespace: the served reranker's identity, never its URL), for :func:`rerank_run`."""
+
+    def __init__(self, spec: EndpointRerankerSpec, cache_root, sleep: Callable[[float], None] = time.sleep):
+        self.spec = spec
+        namespace = {"kind": "rerank-endpoint", "api": spec.api, "model": spec.model, "revision": spec.revision}
+        self.cache = VectorCache(cache_root, namespace)
+        self.client = RerankClient(spec, sleep)
+
+    @property
+    def requests_sent(self) -> int:
+        return self.client.requests_sent
+
+    def _compute(self, keys: list[str]) -> np.ndarray:
+        return self.client.score([key.split(PAIR_SEPARATOR, 1) for key in keys]).reshape(-1, 1)
+
+    def __call__(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        for query, document in pairs:
+            if PAIR_SEPARATOR in query or PAIR_SEPARATOR in document:
+                raise ValueError(f"a rerank text holds a NUL character: {query[:60]!r} / {document[:60]!r}")
+        keys = [query + PAIR_SEPARATOR + document for query, document in pairs]
+        lookup = self.cache.get_or_compute(keys, self._compute, verb="scored by the endpoint")
+        return lookup.vectors.reshape(-1) if keys else np.zeros(0, dtype=np.float32)
 
 
 def rerank_with_endpoint(

@@ -1,19 +1,18 @@
-"""The start-up probe of every endpoint a run uses (structbench.embedding.probe): a real HTTP server on
+"""The start-up probe of every endpoint a run uses (structbench.endpoints.probe): a real HTTP server on
 127.0.0.1 answering one request, and an address where nothing listens."""
 
 from __future__ import annotations
 
-import json
 import socket
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import numpy as np
 import pytest
-from endpoint_testing import endpoint_entry, rerank_entry
+from endpoint_testing import endpoint_entry, local_server, read_json, rerank_entry, send_json
 
-from structbench.embedding.endpoint import EndpointEmbedderSpec, EndpointEncoder
-from structbench.embedding.probe import PROBE_TEXT, endpoints_in_use, probe_endpoints
+from structbench.embedding.endpoint import EndpointEncoder
+from structbench.endpoints.probe import PROBE_TEXT, endpoints_in_use, probe_endpoints
+from structbench.endpoints.spec import EndpointEmbedderSpec
 from structbench.http import EndpointDimensionError, EndpointUnreachable
 
 
@@ -23,16 +22,13 @@ class _Served(BaseHTTPRequestHandler):
     bodies: list = []
 
     def do_POST(self):  # noqa: N802 (the http.server API)
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = read_json(self)
         type(self).bodies.append((self.path, body))
         if self.path.endswith("/embeddings"):
             payload = {"data": [{"index": i, "embedding": [1.0, 2.0, 2.0]} for i in range(len(body["input"]))]}
         else:
             payload = {"results": [{"index": 0, "relevance_score": 0.5}]}
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.end_headers()
-        self.wfile.write(json.dumps(payload).encode())
+        send_json(self, payload)
 
     def log_message(self, *args):
         pass
@@ -41,10 +37,8 @@ class _Served(BaseHTTPRequestHandler):
 @pytest.fixture
 def served():
     _Served.bodies = []
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Served)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    httpd.shutdown()
+    with local_server(_Served) as url:
+        yield url
 
 
 def config_of(embedders: dict, rerankers: dict | None = None, select: dict | None = None) -> dict:

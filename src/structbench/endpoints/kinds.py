@@ -1,9 +1,9 @@
 """What a model entry of config is: the one place an ``embedders`` or ``rerankers`` entry's kind is decided.
 
 An entry without ``kind`` is a local model (loaded in the job, so a GPU-kind job); ``openai`` is an
-embedder behind an OpenAI-compatible ``POST /embeddings`` endpoint (``embedding/endpoint.py``), ``endpoint``
-a reranker behind a ``/rerank`` endpoint (``retrieval/rerank_endpoint.py``). Both of those only send HTTP
-requests: their jobs need no GPU. Imported by the config checks, the rules (``rules/common.smk``), the
+embedder behind an OpenAI-compatible ``POST /embeddings`` endpoint (``endpoints/embeddings.py``),
+``endpoint`` a reranker behind a ``/rerank`` endpoint (``endpoints/rerank.py``). Both of those only send
+HTTP requests: their jobs need no GPU. Imported by the config checks, the rules (``rules/common.smk``), the
 encoders and the rerank step, so it imports nothing heavier than the standard library.
 """
 

@@ -7,20 +7,20 @@ offline, or an endpoint that comes up after the run starts).
 
 The probe sends one text (the embedder) or one query with one document (the reranker) with the entry's
 own timeout and at most one retry, bypassing the cache, and checks the reply as a job would
-(:func:`structbench.embedding.endpoint.parse_embeddings`, :func:`structbench.retrieval.rerank_endpoint.parse_rerank`).
-For an embedder it also checks the width: against ``dimensions`` when the entry sets it, and against the
-vectors already cached for this model (a different width means the served model changed under the same
-name and revision). Errors are the named endpoint errors of :mod:`structbench.http`.
+(:class:`~structbench.endpoints.embeddings.EmbeddingsClient`, :class:`~structbench.endpoints.rerank.RerankClient`),
+the width against ``dimensions`` included; for an embedder it also checks the width against the vectors
+already cached for this model (a different width means the served model changed under the same name and
+revision). Errors are the named endpoint errors of :mod:`structbench.http`.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
-
-from structbench.embedding.endpoint import EndpointEmbedderSpec, EndpointEncoder, parse_embeddings
-from structbench.embedding.kinds import embedder_kind, is_local, reranker_kind
-from structbench.http import EndpointDimensionError, request_json
-from structbench.retrieval.rerank_endpoint import EndpointRerankerSpec, parse_rerank, rerank_body
+from structbench.cache import VectorCache
+from structbench.endpoints.embeddings import EmbeddingsClient, cached_width, endpoint_namespace
+from structbench.endpoints.kinds import ENDPOINT, LOCAL, embedder_kind, is_local, reranker_kind
+from structbench.endpoints.rerank import RerankClient
+from structbench.endpoints.spec import EndpointEmbedderSpec, EndpointRerankerSpec
+from structbench.http import EndpointDimensionError
 
 PROBE_TEXT = "structbench endpoint probe"
 
@@ -28,18 +28,8 @@ PROBE_TEXT = "structbench endpoint probe"
 def probe_embedder(spec: EndpointEmbedderSpec, cache_root) -> int:
     """The width one probe text comes back with (module docstring); a named error when anything is off."""
     what = f"model {spec.model!r}, the start-up probe (one text)"
-    body = {"model": spec.model, "input": [PROBE_TEXT], "encoding_format": "float"}
-    if spec.dimensions is not None:
-        body["dimensions"] = spec.dimensions
-    settings = replace(spec.http(), max_retries=min(spec.max_retries, 1))
-    rows, _ = parse_embeddings(request_json(spec.url, body, settings, what), 1, spec.url, what)
-    width = int(rows.shape[1])
-    if spec.dimensions is not None and width != spec.dimensions:
-        raise EndpointDimensionError(
-            f"endpoint {spec.url}, model {spec.model!r}: the probe's vector has width {width}, "
-            f"but the entry asks for dimensions = {spec.dimensions}"
-        )
-    cached = EndpointEncoder(spec, cache_root).dimension
+    width = EmbeddingsClient(spec).served_width(PROBE_TEXT, what, spec.probe_http())
+    cached = cached_width(VectorCache(cache_root, endpoint_namespace(spec)))
     if cached is not None and width != cached:
         raise EndpointDimensionError(
             f"endpoint {spec.url}, model {spec.model!r}: the probe's vector has width {width}, the cached "
@@ -51,8 +41,7 @@ def probe_embedder(spec: EndpointEmbedderSpec, cache_root) -> int:
 def probe_reranker(spec: EndpointRerankerSpec) -> None:
     """One query and one document through the reranker; a named error when anything is off."""
     what = f"model {spec.model!r}, the start-up probe (one query, one document)"
-    settings = replace(spec.http(), max_retries=min(spec.max_retries, 1))
-    parse_rerank(request_json(spec.url, rerank_body(spec, PROBE_TEXT, [PROBE_TEXT]), settings, what), 1, spec, what)
+    RerankClient(spec).post(PROBE_TEXT, [PROBE_TEXT], what, spec.probe_http())
 
 
 def endpoints_in_use(config: dict) -> tuple[dict[str, dict], dict[str, dict]]:
@@ -61,7 +50,7 @@ def endpoints_in_use(config: dict) -> tuple[dict[str, dict], dict[str, dict]]:
     embedders = {
         name: entry
         for name, entry in config["embedders"].items()
-        if name in (chosen.get("embedders") or config["embedders"]) and embedder_kind(entry) != "local"
+        if name in (chosen.get("embedders") or config["embedders"]) and embedder_kind(entry) != LOCAL
     }
     rerankers = {
         name: entry
@@ -69,7 +58,7 @@ def endpoints_in_use(config: dict) -> tuple[dict[str, dict], dict[str, dict]]:
         if entry is not None
         and name in (chosen.get("rerankers") or config["rerankers"])
         and not is_local(entry)
-        and reranker_kind(entry) == "endpoint"
+        and reranker_kind(entry) == ENDPOINT
     }
     return embedders, rerankers
 

@@ -1,17 +1,19 @@
-"""Every shape an endpoint reply can take is checked and named (issue 29): the parsing functions fed each
+"""Every shape an endpoint reply can take is checked and named: the parsing functions fed each
 malformed reply directly, plus one malformed reply through a real HTTP server on 127.0.0.1. No Infinity."""
 
 from __future__ import annotations
 
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import numpy as np
 import pytest
-from endpoint_testing import endpoint_entry, rerank_entry
+from endpoint_testing import endpoint_entry, local_server, read_json, rerank_entry, send_json
 
-from structbench.embedding.endpoint import EndpointEmbedderSpec, EndpointEncoder, parse_embeddings
+from structbench.embedding.encoders import make_encoder
+from structbench.embedding.endpoint import EndpointEncoder
+from structbench.endpoints.embeddings import parse_embeddings
+from structbench.endpoints.rerank import parse_rerank
+from structbench.endpoints.spec import EndpointEmbedderSpec, EndpointRerankerSpec
 from structbench.http import (
     EndpointDimensionError,
     EndpointReplyError,
@@ -21,7 +23,6 @@ from structbench.http import (
     check_indices,
     describe_inputs,
 )
-from structbench.retrieval.rerank_endpoint import EndpointRerankerSpec, parse_rerank
 
 URL = "http://x/v1/embeddings"
 WHAT = "model 'm', " + describe_inputs(3, range(96, 100))  # what EndpointEncoder passes: model and batch
@@ -153,14 +154,10 @@ class _NestedSecondBatch(BaseHTTPRequestHandler):
     requests = 0
 
     def do_POST(self):  # noqa: N802 (the http.server API)
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = read_json(self)
         type(self).requests += 1
         vector = [1.0, 2.0, 2.0] if type(self).requests == 1 else [[1.0, 2.0, 2.0]]
-        payload = json.dumps({"data": [{"index": i, "embedding": vector} for i in range(len(body["input"]))]})
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.end_headers()
-        self.wfile.write(payload.encode())
+        send_json(self, {"data": [{"index": i, "embedding": vector} for i in range(len(body["input"]))]})
 
     def log_message(self, *args):
         pass
@@ -169,17 +166,47 @@ class _NestedSecondBatch(BaseHTTPRequestHandler):
 def test_a_nested_embedding_from_a_real_server_names_endpoint_model_and_batch(tmp_path):
     """Before: numpy's bare ``ValueError: setting an array element with a sequence``."""
     _NestedSecondBatch.requests = 0
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _NestedSecondBatch)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    with local_server(_NestedSecondBatch) as url:
         spec = EndpointEmbedderSpec.from_config(endpoint_entry(url, model="served-m", batch_size=2, concurrency=1))
         encoder = EndpointEncoder(spec, tmp_path)
         with pytest.raises(EndpointVectorError) as raised:
             encoder(["a", "b", "c", "d", "e"])
+    message = str(raised.value)
+    assert message.startswith(f"endpoint {url}/embeddings, model 'served-m', batch 2, inputs 2..3 "), message
+    assert "(the first 'c')" in message and "input 0's embedding holds list [1.0, 2.0, 2.0]" in message
+    assert len(encoder.cache.shards()) == 1  # the first round's vectors were kept
+
+
+class _Width383(BaseHTTPRequestHandler):
+    """383-wide vectors whatever ``dimensions`` the request asks for (a server that ignores it, or serves
+    another model than the entry says); records each request's ``dimensions``."""
+
+    asked: list = []
+
+    def do_POST(self):  # noqa: N802 (the http.server API)
+        body = read_json(self)
+        type(self).asked.append(body.get("dimensions"))
+        send_json(self, {"data": [{"index": i, "embedding": [1.0] * 383} for i in range(len(body["input"]))]})
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_width_other_than_the_declared_dimensions_is_named_and_nothing_is_cached(tmp_path):
+    """``dimensions: 384`` without the start-up probe (``probe_endpoints: false``): the job itself checks
+    every reply's width. Before: rc 0, 383-wide vectors cached under a namespace that says 384."""
+    _Width383.asked = []
+    with local_server(_Width383) as url:
+        entry = endpoint_entry(url, model="served-m", dimensions=384, batch_size=2, concurrency=2)
+        encoder = make_encoder(entry, tmp_path)
+        with pytest.raises(EndpointDimensionError) as raised:
+            encoder(["a", "b", "c"])
         message = str(raised.value)
-        assert message.startswith(f"endpoint {url}/embeddings, model 'served-m', batch 2, inputs 2..3 "), message
-        assert "(the first 'c')" in message and "input 0's embedding holds list [1.0, 2.0, 2.0]" in message
-        assert len(encoder.cache.shards()) == 1  # the first round's vectors were kept
-    finally:
-        httpd.shutdown()
+        assert message.startswith(f"endpoint {url}/embeddings, model 'served-m', batch "), message
+        assert "inputs 0..1" in message or "input 2" in message, message
+        assert "vectors of width 383, but the entry asks for dimensions = 384" in message, message
+        assert not list(tmp_path.rglob("shard-*")) and encoder.dimension is None  # nothing kept
+        assert _Width383.asked == [384, 384]
+        # The width served, declared: the same replies are taken and cached.
+        exact = make_encoder(endpoint_entry(url, model="served-m", dimensions=383), tmp_path)
+        assert exact(["a", "b", "c"]).shape == (3, 383) and len(exact.cache.shards()) == 1
