@@ -9,16 +9,14 @@ import time
 from snakemake.logging import logger
 
 from structbench import cells
-from structbench.conditions import AXES, FIXED_KINDS, TOKEN_SEPARATOR, fixed_overlap, from_token, retrieval_kind
+from structbench.conditions import AXES, FIXED_KINDS, TOKEN_SEPARATOR, from_token
 from structbench.conditions import wildcard_constraints as axis_constraints
 from structbench.config import truncation_warnings, validate_config
-from structbench.corpus import source_files
 from structbench.embedding import kinds as model_kinds
 from structbench.embedding.probe import probe_endpoints
 from structbench.provenance import code_version
 from structbench.report.catalog import TABLES
 from structbench.report.figures import FIGURES
-from structbench.sizes import chunkset_size, parse_size_token
 from structbench.study import Study
 
 # Validate against the schema and fill its defaults; then the cross-key checks (Study.from_config). Both run
@@ -148,6 +146,9 @@ fusion_inputs = asks(STUDY.fusion_inputs, "corpus", "embedder", "condition")
 score_inputs = asks(STUDY.score_inputs, "corpus", "embedder", "reranker", "condition")
 contrast_inputs = asks(STUDY.cell_scores, "corpus", "embedder", "reranker")
 retrieval_layer_runs = asks(STUDY.retrieval_layer_runs, "corpus", "embedder", "reranker")
+context_shards = asks(STUDY.context_shards, "corpus", "boundaries", "structure")
+text_contexts = asks(STUDY.text_contexts, "corpus", "boundaries", "structure", "prefix")
+late_inputs = asks(STUDY.late_inputs, "corpus", "boundaries", "structure", "prefix")
 
 # ---- params functions ------------------------------------------------------------------------------
 condition_retrieval = asks(STUDY.condition_retrieval, "condition")
@@ -156,62 +157,15 @@ title_depth = asks(STUDY.title_depth, "condition")
 score_metrics = asks(STUDY.condition_metrics, "condition")
 contrast_params = asks(STUDY.contrast_params)
 dense_cell = asks(cells.dense_cell, "corpus", "condition", "embedder", "reranker")
-
-
-def chunkset_of(wildcards):
-    return f"{wildcards.boundaries}/{wildcards.structure}"
-
-
-def prefix_value(wildcards):
-    return from_token(wildcards.prefix)
-
-
-def context_shards(wildcards):
-    return STUDY.context_shards(wildcards.corpus, chunkset_of(wildcards))
-
-
-def text_contexts(wildcards):
-    return STUDY.text_contexts(wildcards.corpus, chunkset_of(wildcards), prefix_value(wildcards))
-
-
-def late_inputs(wildcards):
-    return STUDY.late_inputs(wildcards.corpus, chunkset_of(wildcards), prefix_value(wildcards))
-
-
-def late_params(wildcards):
-    return STUDY.late_params(prefix_value(wildcards))
-
-
-def lexical_cell(wildcards):
-    return cells.lexical_cell(wildcards.corpus, chunkset_of(wildcards))
-
-
-def chunk_t_max(wildcards):
-    """A chunk set's ``t_max``: its ``size`` suffix, else ``chunking.t_max`` (docs/method.md §6a)."""
-    return parse_size_token(wildcards.size, config["chunking"])[0]
-
-
-def chunk_t_min(wildcards):
-    return parse_size_token(wildcards.size, config["chunking"])[1]
-
-
-def prefix_budget(wildcards):
-    """A prefix never takes more than half its chunk set's t_max (structbench.prefixes.budget)."""
-    return chunkset_size(wildcards.boundaries, config["chunking"])[0] // 2
-
-
-def window_overlap(wildcards):
-    """The overlap a fixed_chunks job's windows declare, as written (``"0.5"``, ``"50"``), or None (tiling)."""
-    overlap = fixed_overlap(from_token(wildcards.windows))
-    return None if overlap is None else overlap.text
-
-
-def inducer_threads(wildcards):
-    return STUDY.llm_threads(inducer_llm_name(wildcards))
-
-
-def context_threads(wildcards):
-    return STUDY.llm_threads(config["contexts"]["llm"])
+lexical_cell = asks(STUDY.lexical_cell, "corpus", "boundaries", "structure")
+prefix_value = asks(from_token, "prefix")
+late_params = asks(STUDY.late_params, "prefix")
+chunk_t_max = asks(STUDY.chunk_t_max, "size")
+chunk_t_min = asks(STUDY.chunk_t_min, "size")
+prefix_budget = asks(STUDY.prefix_budget, "boundaries")
+window_overlap = asks(STUDY.window_overlap, "windows")
+inducer_threads = asks(STUDY.inducer_threads, "inducer")
+context_threads = asks(STUDY.context_threads)
 
 
 onstart:

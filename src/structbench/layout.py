@@ -16,6 +16,11 @@ from dataclasses import dataclass
 QUERIES = "queries"
 
 
+def chunkset(boundaries: str, structure: str) -> str:
+    """The chunk-set key of a boundaries token (with its size suffix) and a structure token."""
+    return f"{boundaries}/{structure}"
+
+
 @dataclass(frozen=True)
 class Layout:
     """The artifact paths under one results folder (``config["results"]``)."""

@@ -18,10 +18,20 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from structbench import cells, plan
-from structbench.conditions import NO_PREFIX, Condition, Contrast, is_late, is_lexical, parse_value, retrieval_kind
+from structbench.conditions import (
+    NO_PREFIX,
+    Condition,
+    Contrast,
+    fixed_overlap,
+    from_token,
+    is_late,
+    is_lexical,
+    parse_value,
+    retrieval_kind,
+)
 from structbench.config import check_config_plan
 from structbench.corpus import generates_queries, has_queries, source_files
-from structbench.layout import QUERIES, Layout
+from structbench.layout import QUERIES, Layout, chunkset
 from structbench.metrics import metrics_from_config
 from structbench.metrics.diagnostics import retrieval_layer_pairs
 from structbench.querygen.settings import QuerygenSettings
@@ -29,6 +39,7 @@ from structbench.report.registry import report_inputs
 from structbench.retrieval.fusion import LEXICAL_SOURCE, fusion_sources
 from structbench.retrieval.readtime_runs import is_readtime
 from structbench.retrieval.search import kind_inputs
+from structbench.sizes import chunkset_size, parse_size_token
 from structbench.stats.means import dose_series
 from structbench.structure.segmentation import OPTIONS as SEGMENTATION_OPTIONS
 
@@ -156,10 +167,46 @@ class Study:
         diagnostics: ``Kind.metrics``)."""
         return self.score_metrics + list(retrieval_kind(self.conditions[condition].retrieval).metrics)
 
+    def chunk_t_max(self, size: str) -> int:
+        """The ``t_max`` of a chunk set with size suffix ``size`` (``-t200``; empty: ``chunking.t_max``)."""
+        return parse_size_token(size, self.config["chunking"])[0]
+
+    def chunk_t_min(self, size: str) -> int:
+        """The ``t_min`` of a chunk set with size suffix ``size`` (``-m40``; empty: ``chunking.t_min``)."""
+        return parse_size_token(size, self.config["chunking"])[1]
+
+    def prefix_budget(self, boundaries: str) -> int:
+        """A prefix never takes more than half its chunk set's t_max (structbench.prefixes.budget)."""
+        return chunkset_size(boundaries, self.config["chunking"])[0] // 2
+
+    @staticmethod
+    def window_overlap(windows: str) -> str | None:
+        """The overlap a fixed-window token declares, as written (``"0.5"``, ``"50"``), or None (tiling)."""
+        overlap = fixed_overlap(from_token(windows))
+        return None if overlap is None else overlap.text
+
+    @staticmethod
+    def lexical_cell(corpus: str, boundaries: str, structure: str) -> dict:
+        """The identifying columns of a chunk set's BM25 score table (structbench.cells)."""
+        return cells.lexical_cell(corpus, chunkset(boundaries, structure))
+
+    def late_params(self, prefix: str) -> dict | None:
+        """The late step's settings (window overlap, the placebo's seed) for a prefix token; None for a prefix
+        that is not late, so a changed seed or overlap reruns no text-by-text embedding."""
+        if not is_late(from_token(prefix)):
+            return None
+        return {"overlap": self.config["late"]["overlap"], "seed": self.config["seed"]}
+
     def llm_threads(self, llm: str) -> int:
         """Cores of a job running LLM ``llm``: its ``threads`` when set (a CPU run, where one torch thread per job
         and jobs side by side beat threads fighting over the cores), else 4 (a GPU job's host side)."""
         return self.config["llms"][llm].get("threads") or 4
+
+    def inducer_threads(self, inducer: str) -> int:
+        return self.llm_threads(self.config["inducers"][inducer]["llm"])
+
+    def context_threads(self) -> int:
+        return self.llm_threads(self.config["contexts"]["llm"])
 
     def inducer_llm(self, inducer: str) -> dict:
         """The ``llms`` entry an LLM inducer runs."""
@@ -284,20 +331,20 @@ class Study:
             inputs["routing"] = self.paths.routing(corpus, embedder, condition)
         return inputs
 
-    def late_inputs(self, corpus: str, chunkset: str, prefix: str) -> dict[str, str]:
+    def late_inputs(self, corpus: str, boundaries: str, structure: str, prefix: str) -> dict[str, str]:
         """A late prefix pools chunks from their documents (structbench.embedding.late): both tables; else none."""
-        if not is_late(prefix):
+        if not is_late(from_token(prefix)):
             return {}
-        return {"documents": self.paths.documents(corpus), "chunks": self.paths.chunks(corpus, chunkset)}
+        return {
+            "documents": self.paths.documents(corpus),
+            "chunks": self.paths.chunks(corpus, chunkset(boundaries, structure)),
+        }
 
-    def late_params(self, prefix: str) -> dict | None:
-        """The late step's settings (window overlap, the placebo's seed); None for any other prefix, so a changed
-        seed or overlap reruns no text-by-text embedding."""
-        return {"overlap": self.config["late"]["overlap"], "seed": self.config["seed"]} if is_late(prefix) else None
-
-    def text_contexts(self, corpus: str, chunkset: str, prefix: str) -> dict[str, str]:
+    def text_contexts(self, corpus: str, boundaries: str, structure: str, prefix: str) -> dict[str, str]:
         """The situating contexts a ``context`` prefix renders; no extra input for any other prefix."""
-        return {"contexts": self.paths.contexts(corpus, chunkset)} if prefix == "context" else {}
+        if from_token(prefix) != "context":
+            return {}
+        return {"contexts": self.paths.contexts(corpus, chunkset(boundaries, structure))}
 
     def external_reference(self, corpus: str, chunker: str, size: str, structure: str) -> dict[str, str]:
         """The structural chunks a size-matched external chunker matches (no input otherwise)."""
@@ -314,9 +361,11 @@ class Study:
             for part, suffix in (("sections", "parquet"), ("status", "parquet"), ("usage", "json"))
         }
 
-    def context_shards(self, corpus: str, chunkset: str) -> dict[str, list[str]]:
+    def context_shards(self, corpus: str, boundaries: str, structure: str) -> dict[str, list[str]]:
+        """The LLM shards a chunk set's contexts merge reads: each shard's contexts and usage."""
+        chunks = chunkset(boundaries, structure)
         return {
-            name: [self.paths.context_shard(corpus, chunkset, shard, suffix) for shard in self.llm_shards]
+            name: [self.paths.context_shard(corpus, chunks, shard, suffix) for shard in self.llm_shards]
             for name, suffix in (("contexts", "parquet"), ("usage", "usage.json"))
         }
 
