@@ -29,7 +29,6 @@ if STUDY.dropped_contrasts:  # the report lists them under Table 1 too (docs/met
     logger.info("structbench config: select.conditions leaves out the contrasts " + ", ".join(left_out))
 for message in truncation_warnings(config, STUDY.conditions):
     logger.warning(f"structbench config: {message}")
-CONDITIONS = STUDY.conditions
 CACHE, LOGS = config["cache"], config["logs"]
 # LLM responses are content-addressed (structbench.llm.cache), so every workflow pointing at one cache
 # folder shares them: a rerun, or another config with the same prompts, asks the model nothing new.
@@ -51,7 +50,7 @@ wildcard_constraints:
     corpus=alternation(STUDY.corpora),
     embedder=alternation(STUDY.embedders),
     reranker=alternation(STUDY.rerankers),
-    condition=alternation(CONDITIONS),
+    condition=alternation(STUDY.conditions),
     inducer=alternation(config["inducers"]),
     chunker=alternation(config["chunkers"]),
     shard=r"\d+",
