@@ -1,11 +1,11 @@
 rule structural_chunks:
     input:
-        documents=f"{R}/{{corpus}}/corpus/documents.parquet",
-        paragraphs=f"{R}/{{corpus}}/corpus/paragraphs.parquet",
+        documents=paths.documents("{corpus}"),
+        paragraphs=paths.paragraphs("{corpus}"),
         sections=structure_sections,
     output:
-        chunks=f"{R}/{{corpus}}/chunks/structural{{size}}/{{structure}}.parquet",
-        bounds=f"{R}/{{corpus}}/chunks/structural{{size}}/{{structure}}.bounds.json",
+        chunks=paths.chunks("{corpus}", "structural{size}/{structure}"),
+        bounds=paths.chunk_report("{corpus}", "structural{size}/{structure}", "bounds"),
     log:
         f"{LOGS}/chunks/{{corpus}}/structural{{size}}-{{structure}}.log",
     conda:
@@ -23,15 +23,15 @@ rule structural_chunks:
 # Fixed windows (boundaries: fixed) and overlapping ones (fixed_overlap:<o>, the windows token: fixed_overlap-<o>).
 rule fixed_chunks:
     input:
-        documents=f"{R}/{{corpus}}/corpus/documents.parquet",
-        paragraphs=f"{R}/{{corpus}}/corpus/paragraphs.parquet",
+        documents=paths.documents("{corpus}"),
+        paragraphs=paths.paragraphs("{corpus}"),
         sections=structure_sections,
         # size-matched to the structural chunks of its own size
-        reference=f"{R}/{{corpus}}/chunks/structural{{size}}/{{structure}}.parquet",
+        reference=paths.chunks("{corpus}", "structural{size}/{structure}"),
     output:
-        chunks=f"{R}/{{corpus}}/chunks/{{windows}}{{size}}/{{structure}}.parquet",
-        size_match=f"{R}/{{corpus}}/chunks/{{windows}}{{size}}/{{structure}}.size_match.json",
-        bounds=f"{R}/{{corpus}}/chunks/{{windows}}{{size}}/{{structure}}.bounds.json",
+        chunks=paths.chunks("{corpus}", "{windows}{size}/{structure}"),
+        size_match=paths.chunk_report("{corpus}", "{windows}{size}/{structure}", "size_match"),
+        bounds=paths.chunk_report("{corpus}", "{windows}{size}/{structure}", "bounds"),
     log:
         f"{LOGS}/chunks/{{corpus}}/{{windows}}{{size}}-{{structure}}.log",
     wildcard_constraints:
@@ -54,13 +54,13 @@ rule fixed_chunks:
 rule external_chunks:
     input:
         unpack(external_reference),
-        documents=f"{R}/{{corpus}}/corpus/documents.parquet",
-        paragraphs=f"{R}/{{corpus}}/corpus/paragraphs.parquet",
+        documents=paths.documents("{corpus}"),
+        paragraphs=paths.paragraphs("{corpus}"),
         sections=structure_sections,
     output:
-        chunks=f"{R}/{{corpus}}/chunks/external-{{chunker}}{{size}}/{{structure}}.parquet",
-        report=f"{R}/{{corpus}}/chunks/external-{{chunker}}{{size}}/{{structure}}.chunker.json",
-        bounds=f"{R}/{{corpus}}/chunks/external-{{chunker}}{{size}}/{{structure}}.bounds.json",
+        chunks=paths.chunks("{corpus}", "external-{chunker}{size}/{structure}"),
+        report=paths.chunk_report("{corpus}", "external-{chunker}{size}/{structure}", "chunker"),
+        bounds=paths.chunk_report("{corpus}", "external-{chunker}{size}/{structure}", "bounds"),
     log:
         f"{LOGS}/chunks/{{corpus}}/external-{{chunker}}{{size}}-{{structure}}.log",
     conda:
@@ -78,11 +78,11 @@ rule external_chunks:
 rule texts:
     input:
         unpack(text_contexts),
-        documents=f"{R}/{{corpus}}/corpus/documents.parquet",
-        chunks=f"{R}/{{corpus}}/chunks/{{boundaries}}/{{structure}}.parquet",
+        documents=paths.documents("{corpus}"),
+        chunks=paths.chunks("{corpus}", "{boundaries}/{structure}"),
     output:
-        texts=f"{R}/{{corpus}}/texts/{{boundaries}}/{{structure}}/{{prefix}}.parquet",
-        report=f"{R}/{{corpus}}/texts/{{boundaries}}/{{structure}}/{{prefix}}.report.json",
+        texts=paths.texts("{corpus}", "{boundaries}/{structure}/{prefix}"),
+        report=paths.text_report("{corpus}", "{boundaries}/{structure}/{prefix}"),
     log:
         f"{LOGS}/texts/{{corpus}}/{{boundaries}}-{{structure}}-{{prefix}}.log",
     conda:
@@ -101,13 +101,13 @@ rule texts:
 
 rule semantic_chunks:
     input:
-        documents=f"{R}/{{corpus}}/corpus/documents.parquet",
-        paragraphs=f"{R}/{{corpus}}/corpus/paragraphs.parquet",
+        documents=paths.documents("{corpus}"),
+        paragraphs=paths.paragraphs("{corpus}"),
         sections=structure_sections,
     output:
-        chunks=f"{R}/{{corpus}}/chunks/semantic{{size}}/{{structure}}.parquet",
-        embed_report=f"{R}/{{corpus}}/chunks/semantic{{size}}/{{structure}}.embed.json",
-        bounds=f"{R}/{{corpus}}/chunks/semantic{{size}}/{{structure}}.bounds.json",
+        chunks=paths.chunks("{corpus}", "semantic{size}/{structure}"),
+        embed_report=paths.chunk_report("{corpus}", "semantic{size}/{structure}", "embed"),
+        bounds=paths.chunk_report("{corpus}", "semantic{size}/{structure}", "bounds"),
     log:
         f"{LOGS}/chunks/{{corpus}}/semantic{{size}}-{{structure}}.log",
     conda:
@@ -123,7 +123,7 @@ rule semantic_chunks:
         t_min=chunk_t_min,
         threshold=config["chunking"]["semantic_threshold"],
         embedder=semantic_embedder_spec,
-        cache=f"{CACHE}/embeddings",
+        cache=EMBEDDING_CACHE,
         code=script_code("semantic_chunks"),
     script:
         "../workflow/scripts/semantic_chunks.py"
@@ -134,22 +134,22 @@ rule semantic_chunks:
 
 rule chunk_contexts:
     input:
-        documents=f"{R}/{{corpus}}/corpus/documents.parquet",
-        chunks=f"{R}/{{corpus}}/chunks/{{boundaries}}/{{structure}}.parquet",
+        documents=paths.documents("{corpus}"),
+        chunks=paths.chunks("{corpus}", "{boundaries}/{structure}"),
     output:
-        contexts=f"{R}/{{corpus}}/contexts/{{boundaries}}/{{structure}}/shards/{{shard}}.parquet",
-        usage=f"{R}/{{corpus}}/contexts/{{boundaries}}/{{structure}}/shards/{{shard}}.usage.json",
+        contexts=paths.context_shard("{corpus}", "{boundaries}/{structure}", "{shard}", "parquet"),
+        usage=paths.context_shard("{corpus}", "{boundaries}/{structure}", "{shard}", "usage.json"),
     log:
         f"{LOGS}/contexts/{{corpus}}/{{boundaries}}-{{structure}}-{{shard}}.log",
     conda:
         "../envs/gpu-llm.yaml"
-    threads: lambda wildcards: llm_threads(config["contexts"]["llm"])
+    threads: context_threads
     resources:
         gpu=1,
         mem_mb=32000,
         runtime=720,
     params:
-        llm=context_llm,
+        llm=named("llms", config["contexts"]["llm"]),
         llm_name=config["contexts"]["llm"],
         max_tokens=config["contexts"]["max_tokens"],
         max_new_tokens=config["contexts"]["max_new_tokens"],
@@ -164,10 +164,10 @@ rule chunk_contexts:
 rule merge_contexts:
     input:
         unpack(context_shards),
-        chunks=f"{R}/{{corpus}}/chunks/{{boundaries}}/{{structure}}.parquet",
+        chunks=paths.chunks("{corpus}", "{boundaries}/{structure}"),
     output:
-        contexts=f"{R}/{{corpus}}/contexts/{{boundaries}}/{{structure}}.parquet",
-        stats=f"{R}/{{corpus}}/contexts/{{boundaries}}/{{structure}}.stats.json",
+        contexts=paths.contexts("{corpus}", "{boundaries}/{structure}"),
+        stats=paths.context_stats("{corpus}", "{boundaries}/{structure}"),
     log:
         f"{LOGS}/contexts/{{corpus}}/{{boundaries}}-{{structure}}-merge.log",
     conda:

@@ -2,12 +2,12 @@ rule corpus:
     input:
         corpus_sources,
     output:
-        documents=f"{R}/{{corpus}}/corpus/documents.parquet",
-        paragraphs=f"{R}/{{corpus}}/corpus/paragraphs.parquet",
-        queries=f"{R}/{{corpus}}/corpus/queries.parquet",
-        funnel=f"{R}/{{corpus}}/corpus/funnel.parquet",
-        skipped=f"{R}/{{corpus}}/corpus/skipped.parquet",
-        sections=f"{R}/{{corpus}}/structure/gold/sections.parquet",
+        documents=paths.documents("{corpus}"),
+        paragraphs=paths.paragraphs("{corpus}"),
+        queries=paths.corpus_table("{corpus}", "queries"),
+        funnel=paths.corpus_table("{corpus}", "funnel"),
+        skipped=paths.corpus_table("{corpus}", "skipped"),
+        sections=paths.sections("{corpus}", "gold"),
     log:
         f"{LOGS}/corpus/{{corpus}}.log",
     conda:
@@ -28,7 +28,7 @@ rule corpus_stats:
         skipped=rules.corpus.output.skipped,
         sections=rules.corpus.output.sections,
     output:
-        f"{R}/{{corpus}}/corpus/stats.json",
+        paths.corpus_stats("{corpus}"),
     log:
         f"{LOGS}/corpus_stats/{{corpus}}.log",
     conda:

@@ -6,10 +6,10 @@
 rule embed_texts:
     input:
         unpack(late_inputs),
-        texts=f"{R}/{{corpus}}/texts/{{boundaries}}/{{structure}}/{{prefix}}.parquet",
+        texts=paths.texts("{corpus}", "{boundaries}/{structure}/{prefix}"),
     output:
-        vectors=f"{R}/{{corpus}}/vectors/{{embedder}}/{{boundaries}}/{{structure}}/{{prefix}}.npy",
-        report=f"{R}/{{corpus}}/vectors/{{embedder}}/{{boundaries}}/{{structure}}/{{prefix}}.embed.json",
+        vectors=paths.vectors("{corpus}", "{embedder}", "{boundaries}/{structure}/{prefix}"),
+        report=paths.embed_report("{corpus}", "{embedder}", "{boundaries}/{structure}/{prefix}"),
     log:
         f"{LOGS}/embed/{{corpus}}/{{embedder}}-{{boundaries}}-{{structure}}-{{prefix}}.log",
     conda:
@@ -21,7 +21,7 @@ rule embed_texts:
         runtime=240,
     params:
         embedder=embedder_spec,
-        cache=f"{CACHE}/embeddings",
+        cache=EMBEDDING_CACHE,
         prefix=prefix_value,
         late=late_params,
         code=script_code("embed_texts"),
@@ -33,8 +33,8 @@ rule embed_queries:
     input:
         scored_queries,
     output:
-        vectors=f"{R}/{{corpus}}/vectors/{{embedder}}/queries.npy",
-        report=f"{R}/{{corpus}}/vectors/{{embedder}}/queries.embed.json",
+        vectors=paths.query_vectors("{corpus}", "{embedder}"),
+        report=paths.query_embed_report("{corpus}", "{embedder}"),
     log:
         f"{LOGS}/embed/{{corpus}}/{{embedder}}-queries.log",
     conda:
@@ -46,7 +46,7 @@ rule embed_queries:
         runtime=60,
     params:
         embedder=embedder_spec,
-        cache=f"{CACHE}/embeddings",
+        cache=EMBEDDING_CACHE,
         code=script_code("embed_queries"),
     script:
         "../workflow/scripts/embed_queries.py"
@@ -54,10 +54,10 @@ rule embed_queries:
 
 rule embed_titles:
     input:
-        f"{R}/{{corpus}}/structure/{{structure}}/sections.parquet",
+        paths.sections("{corpus}", "{structure}"),
     output:
-        vectors=f"{R}/{{corpus}}/vectors/{{embedder}}/titles/{{structure}}.npy",
-        report=f"{R}/{{corpus}}/vectors/{{embedder}}/titles/{{structure}}.embed.json",
+        vectors=paths.title_vectors("{corpus}", "{embedder}", "{structure}"),
+        report=paths.title_embed_report("{corpus}", "{embedder}", "{structure}"),
     log:
         f"{LOGS}/embed/{{corpus}}/{{embedder}}-titles-{{structure}}.log",
     conda:
@@ -69,7 +69,7 @@ rule embed_titles:
         runtime=60,
     params:
         embedder=embedder_spec,
-        cache=f"{CACHE}/embeddings",
+        cache=EMBEDDING_CACHE,
         code=script_code("embed_titles"),
     script:
         "../workflow/scripts/embed_titles.py"

@@ -7,12 +7,12 @@
 
 rule generate_queries:
     input:
-        documents=f"{R}/{{corpus}}/corpus/documents.parquet",
-        paragraphs=f"{R}/{{corpus}}/corpus/paragraphs.parquet",
-        sections=f"{R}/{{corpus}}/structure/gold/sections.parquet",
+        documents=paths.documents("{corpus}"),
+        paragraphs=paths.paragraphs("{corpus}"),
+        sections=paths.sections("{corpus}", "gold"),
     output:
-        candidates=f"{R}/{{corpus}}/queries/shards/{{shard}}.candidates.parquet",
-        usage=f"{R}/{{corpus}}/queries/shards/{{shard}}.usage.json",
+        candidates=paths.querygen_shard("{corpus}", "{shard}", "candidates.parquet"),
+        usage=paths.querygen_shard("{corpus}", "{shard}", "usage.json"),
     log:
         f"{LOGS}/queries/{{corpus}}/generate-{{shard}}.log",
     conda:
@@ -23,7 +23,7 @@ rule generate_queries:
         mem_mb=32000,
         runtime=720,
     params:
-        llm=querygen_llm,
+        llm=named("llms", config["querygen"]["llm"]),
         llm_name=config["querygen"]["llm"],
         settings=querygen_generation,
         n_shards=config["llm_shards"],
@@ -36,12 +36,12 @@ rule generate_queries:
 rule merge_queries:
     input:
         unpack(querygen_shards),
-        documents=f"{R}/{{corpus}}/corpus/documents.parquet",
+        documents=paths.documents("{corpus}"),
     output:
-        queries=f"{R}/{{corpus}}/queries/queries.parquet",
-        candidates=f"{R}/{{corpus}}/queries/candidates.parquet",
-        funnel=f"{R}/{{corpus}}/queries/funnel.parquet",
-        stats=f"{R}/{{corpus}}/queries/stats.json",
+        queries=paths.generated_queries_file("{corpus}", "queries.parquet"),
+        candidates=paths.generated_queries_file("{corpus}", "candidates.parquet"),
+        funnel=paths.generated_queries_file("{corpus}", "funnel.parquet"),
+        stats=paths.generated_queries_file("{corpus}", "stats.json"),
     log:
         f"{LOGS}/queries/{{corpus}}/merge.log",
     conda:

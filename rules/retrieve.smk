@@ -5,16 +5,16 @@
 rule route_sections:
     input:
         chunk_vectors=condition_vectors,
-        query_vectors=f"{R}/{{corpus}}/vectors/{{embedder}}/queries.npy",
+        query_vectors=paths.query_vectors("{corpus}", "{embedder}"),
         queries=scored_queries,
         chunks=condition_chunks,
         sections=condition_sections,
     output:
-        f"{R}/{{corpus}}/runs/{{embedder}}/{{condition}}.routing.parquet",
+        paths.routing("{corpus}", "{embedder}", "{condition}"),
     log:
         f"{LOGS}/route/{{corpus}}/{{embedder}}-{{condition}}.log",
     wildcard_constraints:
-        condition=retrieval_kind_conditions("two_stage"),
+        condition=conditions_retrieved_by("two_stage"),
     conda:
         "../envs/cpu.yaml"
     params:
@@ -27,17 +27,17 @@ rule route_sections:
 rule route_toc:
     input:
         chunk_vectors=condition_vectors,
-        query_vectors=f"{R}/{{corpus}}/vectors/{{embedder}}/queries.npy",
+        query_vectors=paths.query_vectors("{corpus}", "{embedder}"),
         queries=scored_queries,
         chunks=condition_chunks,
         sections=condition_sections,
         title_vectors=condition_title_vectors,
     output:
-        f"{R}/{{corpus}}/runs/{{embedder}}/{{condition}}.routing.parquet",
+        paths.routing("{corpus}", "{embedder}", "{condition}"),
     log:
         f"{LOGS}/route/{{corpus}}/{{embedder}}-{{condition}}.log",
     wildcard_constraints:
-        condition=retrieval_kind_conditions("toc"),
+        condition=conditions_retrieved_by("toc"),
     conda:
         "../envs/gpu-llm.yaml"
     threads: 4
@@ -46,7 +46,7 @@ rule route_toc:
         mem_mb=32000,
         runtime=240,
     params:
-        llm=toc_llm,
+        llm=named("llms", config["retrieval"]["toc_llm"]),
         llm_name=config["retrieval"]["toc_llm"],
         candidate_hits=config["retrieval"]["toc_candidate_hits"],
         use_gpu=config["retrieval"]["use_gpu"],
@@ -60,7 +60,7 @@ rule retrieve:
     input:
         unpack(retrieve_inputs),
     output:
-        f"{R}/{{corpus}}/runs/{{embedder}}/{{condition}}.parquet",
+        paths.runs("{corpus}", "{embedder}", "{condition}"),
     log:
         f"{LOGS}/retrieve/{{corpus}}/{{embedder}}-{{condition}}.log",
     conda:
@@ -81,14 +81,14 @@ rule readtime:
         runs=condition_runs,
         chunks=condition_chunks,
         sections=condition_sections,
-        documents=f"{R}/{{corpus}}/corpus/documents.parquet",
+        documents=paths.documents("{corpus}"),
     output:
-        runs=f"{R}/{{corpus}}/runs/{{embedder}}/readtime/{{reranker}}/{{condition}}.parquet",
-        units=f"{R}/{{corpus}}/runs/{{embedder}}/readtime/{{reranker}}/{{condition}}.units.parquet",
+        runs=paths.readtime_runs("{corpus}", "{embedder}", "{reranker}", "{condition}"),
+        units=paths.readtime_units("{corpus}", "{embedder}", "{reranker}", "{condition}"),
     log:
         f"{LOGS}/readtime/{{corpus}}/{{embedder}}-{{reranker}}-{{condition}}.log",
     wildcard_constraints:
-        condition=readtime_conditions(),
+        condition=READTIME_CONDITIONS,
     conda:
         "../envs/cpu.yaml"
     params:
@@ -107,7 +107,7 @@ rule rerank:
         queries=scored_queries,
         texts=condition_texts,
     output:
-        f"{R}/{{corpus}}/runs/{{embedder}}/reranked/{{reranker}}/{{condition}}.parquet",
+        paths.reranked_runs("{corpus}", "{embedder}", "{reranker}", "{condition}"),
     log:
         f"{LOGS}/rerank/{{corpus}}/{{embedder}}-{{reranker}}-{{condition}}.log",
     conda:
@@ -126,10 +126,10 @@ rule rerank:
 
 rule bm25:
     input:
-        texts=f"{R}/{{corpus}}/texts/{{boundaries}}/{{structure}}/none.parquet",
+        texts=paths.texts("{corpus}", "{boundaries}/{structure}/none"),
         queries=scored_queries,
     output:
-        f"{R}/{{corpus}}/runs/bm25/{{boundaries}}/{{structure}}.parquet",
+        paths.bm25_runs("{corpus}", "{boundaries}/{structure}"),
     log:
         f"{LOGS}/bm25/{{corpus}}/{{boundaries}}-{{structure}}.log",
     conda:
@@ -153,14 +153,14 @@ rule fuse_runs:
     input:
         unpack(fusion_inputs),
         chunk_vectors=condition_vectors,
-        query_vectors=f"{R}/{{corpus}}/vectors/{{embedder}}/queries.npy",
+        query_vectors=paths.query_vectors("{corpus}", "{embedder}"),
         queries=scored_queries,
     output:
-        f"{R}/{{corpus}}/runs/{{embedder}}/{{condition}}.parquet",
+        paths.runs("{corpus}", "{embedder}", "{condition}"),
     log:
         f"{LOGS}/retrieve/{{corpus}}/{{embedder}}-{{condition}}.log",
     wildcard_constraints:
-        condition=retrieval_kind_conditions("rrf"),
+        condition=conditions_retrieved_by("rrf"),
     conda:
         "../envs/cpu.yaml"
     params:
@@ -176,15 +176,15 @@ rule fuse_runs:
 rule inject_query_titles:
     input:
         chunk_vectors=condition_vectors,
-        query_vectors=f"{R}/{{corpus}}/vectors/{{embedder}}/queries.npy",
+        query_vectors=paths.query_vectors("{corpus}", "{embedder}"),
         queries=scored_queries,
         chunks=condition_chunks,
     output:
-        f"{R}/{{corpus}}/runs/{{embedder}}/{{condition}}.parquet",
+        paths.runs("{corpus}", "{embedder}", "{condition}"),
     log:
         f"{LOGS}/retrieve/{{corpus}}/{{embedder}}-{{condition}}.log",
     wildcard_constraints:
-        condition=retrieval_kind_conditions("query_titles"),
+        condition=conditions_retrieved_by("query_titles"),
     conda:
         "../envs/gpu-retrieve.yaml"
     threads: 4
@@ -200,7 +200,7 @@ rule inject_query_titles:
         use_gpu=config["retrieval"]["use_gpu"],
         candidates=config["retrieval"]["candidates"],
         embedder=embedder_spec,
-        cache=f"{CACHE}/embeddings",
+        cache=EMBEDDING_CACHE,
         code=script_code("inject_query_titles"),
     script:
         "../workflow/scripts/inject_query_titles.py"
@@ -210,16 +210,16 @@ rule choose_per_candidate:
     input:
         chunk_vectors=condition_vectors,
         unprefixed_vectors=unprefixed_vectors,
-        query_vectors=f"{R}/{{corpus}}/vectors/{{embedder}}/queries.npy",
+        query_vectors=paths.query_vectors("{corpus}", "{embedder}"),
         queries=scored_queries,
         texts=condition_texts,
         unprefixed_texts=unprefixed_texts,
     output:
-        f"{R}/{{corpus}}/runs/{{embedder}}/{{condition}}.parquet",
+        paths.runs("{corpus}", "{embedder}", "{condition}"),
     log:
         f"{LOGS}/retrieve/{{corpus}}/{{embedder}}-{{condition}}.log",
     wildcard_constraints:
-        condition=retrieval_kind_conditions("per_candidate"),
+        condition=conditions_retrieved_by("per_candidate"),
     conda:
         "../envs/gpu-retrieve.yaml"
     threads: 8

@@ -2,7 +2,7 @@ rule score:
     input:
         unpack(score_inputs),
     output:
-        f"{R}/{{corpus}}/scores/{{embedder}}/{{reranker}}/{{condition}}.parquet",
+        paths.scores("{corpus}", "{embedder}", "{reranker}", "{condition}"),
     log:
         f"{LOGS}/score/{{corpus}}/{{embedder}}-{{reranker}}-{{condition}}.log",
     conda:
@@ -17,19 +17,19 @@ rule score:
 
 rule score_bm25:
     input:
-        runs=f"{R}/{{corpus}}/runs/bm25/{{boundaries}}/{{structure}}.parquet",
+        runs=paths.bm25_runs("{corpus}", "{boundaries}/{structure}"),
         queries=scored_queries,
-        chunks=f"{R}/{{corpus}}/chunks/{{boundaries}}/{{structure}}.parquet",
-        texts=f"{R}/{{corpus}}/texts/{{boundaries}}/{{structure}}/none.parquet",
+        chunks=paths.chunks("{corpus}", "{boundaries}/{structure}"),
+        texts=paths.texts("{corpus}", "{boundaries}/{structure}/none"),
     output:
-        f"{R}/{{corpus}}/scores/bm25/{{boundaries}}/{{structure}}.parquet",
+        paths.bm25_scores("{corpus}", "{boundaries}/{structure}"),
     log:
         f"{LOGS}/score/{{corpus}}/bm25-{{boundaries}}-{{structure}}.log",
     conda:
         "../envs/cpu.yaml"
     params:
         cell=lexical_cell,
-        metrics=SCORE_METRICS,
+        metrics=STUDY.score_metrics,
         code=script_code("score"),
     script:
         "../workflow/scripts/score.py"

@@ -2,7 +2,7 @@ rule contrasts:
     input:
         contrast_inputs,
     output:
-        f"{R}/contrasts/{{corpus}}/{{embedder}}/{{reranker}}/contrasts.parquet",
+        paths.cell_statistics("{corpus}", "{embedder}", "{reranker}", "contrasts"),
     log:
         f"{LOGS}/contrasts/{{corpus}}/{{embedder}}-{{reranker}}.log",
     conda:
@@ -24,14 +24,14 @@ rule condition_stats:
     input:
         contrast_inputs,
     output:
-        means=f"{R}/contrasts/{{corpus}}/{{embedder}}/{{reranker}}/condition_means.parquet",
-        dose_response=f"{R}/contrasts/{{corpus}}/{{embedder}}/{{reranker}}/dose_response.parquet",
+        means=paths.cell_statistics("{corpus}", "{embedder}", "{reranker}", "condition_means"),
+        dose_response=paths.cell_statistics("{corpus}", "{embedder}", "{reranker}", "dose_response"),
     log:
         f"{LOGS}/contrasts/{{corpus}}/{{embedder}}-{{reranker}}-condition_stats.log",
     conda:
         "../envs/cpu.yaml"
     params:
-        series=DOSE_SERIES,
+        series=STUDY.dose_series(),
         primary_metric=config["stats"]["primary_metric"],
         bootstrap_iters=config["stats"]["bootstrap_iters"],
         cluster=config["stats"]["cluster"],

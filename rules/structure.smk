@@ -8,26 +8,26 @@
 
 rule induce_structure:
     input:
-        documents=f"{R}/{{corpus}}/corpus/documents.parquet",
-        paragraphs=f"{R}/{{corpus}}/corpus/paragraphs.parquet",
+        documents=paths.documents("{corpus}"),
+        paragraphs=paths.paragraphs("{corpus}"),
     output:
-        sections=f"{R}/{{corpus}}/structure/induced-{{inducer}}/shards/{{shard}}.sections.parquet",
-        status=f"{R}/{{corpus}}/structure/induced-{{inducer}}/shards/{{shard}}.status.parquet",
-        usage=f"{R}/{{corpus}}/structure/induced-{{inducer}}/shards/{{shard}}.usage.json",
+        sections=paths.induction_shard("{corpus}", "induced-{inducer}", "{shard}", "sections.parquet"),
+        status=paths.induction_shard("{corpus}", "induced-{inducer}", "{shard}", "status.parquet"),
+        usage=paths.induction_shard("{corpus}", "induced-{inducer}", "{shard}", "usage.json"),
     log:
         f"{LOGS}/structure/{{corpus}}/induced-{{inducer}}-{{shard}}.log",
     wildcard_constraints:
-        inducer=alternation(LLM_INDUCERS),
+        inducer=LLM_INDUCERS,
     conda:
         "../envs/gpu-llm.yaml"
-    threads: lambda wildcards: llm_threads(inducer_name(wildcards))
+    threads: inducer_threads
     resources:
         gpu=1,
         mem_mb=32000,
         runtime=720,
     params:
         llm=inducer_llm,
-        llm_name=inducer_name,
+        llm_name=inducer_llm_name,
         options=inducer_options,
         n_shards=config["llm_shards"],
         cache=LLM_CACHE,
@@ -39,15 +39,15 @@ rule induce_structure:
 rule merge_structure:
     input:
         unpack(induction_shards),
-        paragraphs=f"{R}/{{corpus}}/corpus/paragraphs.parquet",
+        paragraphs=paths.paragraphs("{corpus}"),
     output:
-        sections=f"{R}/{{corpus}}/structure/induced-{{inducer}}/sections.parquet",
-        status=f"{R}/{{corpus}}/structure/induced-{{inducer}}/status.parquet",
-        usage=f"{R}/{{corpus}}/structure/induced-{{inducer}}/usage.json",
+        sections=paths.sections("{corpus}", "induced-{inducer}"),
+        status=paths.induction_file("{corpus}", "induced-{inducer}", "status.parquet"),
+        usage=paths.induction_file("{corpus}", "induced-{inducer}", "usage.json"),
     log:
         f"{LOGS}/structure/{{corpus}}/induced-{{inducer}}-merge.log",
     wildcard_constraints:
-        inducer=alternation(LLM_INDUCERS),
+        inducer=LLM_INDUCERS,
     conda:
         "../envs/cpu.yaml"
     params:
@@ -58,16 +58,16 @@ rule merge_structure:
 
 rule segment_structure:
     input:
-        documents=f"{R}/{{corpus}}/corpus/documents.parquet",
-        paragraphs=f"{R}/{{corpus}}/corpus/paragraphs.parquet",
+        documents=paths.documents("{corpus}"),
+        paragraphs=paths.paragraphs("{corpus}"),
     output:
-        sections=f"{R}/{{corpus}}/structure/induced-{{inducer}}/sections.parquet",
-        status=f"{R}/{{corpus}}/structure/induced-{{inducer}}/status.parquet",
-        usage=f"{R}/{{corpus}}/structure/induced-{{inducer}}/usage.json",
+        sections=paths.sections("{corpus}", "induced-{inducer}"),
+        status=paths.induction_file("{corpus}", "induced-{inducer}", "status.parquet"),
+        usage=paths.induction_file("{corpus}", "induced-{inducer}", "usage.json"),
     log:
         f"{LOGS}/structure/{{corpus}}/induced-{{inducer}}.log",
     wildcard_constraints:
-        inducer=alternation(SEGMENTATION_INDUCERS),
+        inducer=SEGMENTATION_INDUCERS,
     conda:
         "../envs/gpu-embed.yaml"
     threads: 4
@@ -78,8 +78,8 @@ rule segment_structure:
     params:
         embedder=segmentation_embedder_spec,
         embedder_name=segmentation_embedder,
-        options=segmentation_options,
-        cache=f"{CACHE}/embeddings",
+        options=inducer_options,
+        cache=EMBEDDING_CACHE,
         code=script_code("segment_structure"),
     script:
         "../workflow/scripts/segment_structure.py"
@@ -87,20 +87,20 @@ rule segment_structure:
 
 rule induction_stats:
     input:
-        status=f"{R}/{{corpus}}/structure/induced-{{inducer}}/status.parquet",
-        usage=f"{R}/{{corpus}}/structure/induced-{{inducer}}/usage.json",
-        sections=f"{R}/{{corpus}}/structure/induced-{{inducer}}/sections.parquet",
-        gold_sections=f"{R}/{{corpus}}/structure/gold/sections.parquet",
-        chunks=f"{R}/{{corpus}}/chunks/structural/induced-{{inducer}}.parquet",
-        gold_chunks=f"{R}/{{corpus}}/chunks/structural/gold.parquet",
+        status=paths.induction_file("{corpus}", "induced-{inducer}", "status.parquet"),
+        usage=paths.induction_file("{corpus}", "induced-{inducer}", "usage.json"),
+        sections=paths.sections("{corpus}", "induced-{inducer}"),
+        gold_sections=paths.sections("{corpus}", "gold"),
+        chunks=paths.chunks("{corpus}", "structural/induced-{inducer}"),
+        gold_chunks=paths.chunks("{corpus}", "structural/gold"),
     output:
-        f"{R}/{{corpus}}/structure/induced-{{inducer}}/stats.json",
+        paths.induction_file("{corpus}", "induced-{inducer}", "stats.json"),
     log:
         f"{LOGS}/structure/{{corpus}}/induced-{{inducer}}-stats.log",
     conda:
         "../envs/cpu.yaml"
     params:
-        kind=lambda wildcards: config["inducers"][wildcards.inducer]["kind"],
+        kind=inducer_kind,
         code=script_code("induction_stats"),
     script:
         "../workflow/scripts/induction_stats.py"

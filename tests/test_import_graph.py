@@ -123,6 +123,7 @@ LAYERS = (
         "devices",
         "fingerprint",
         "http",
+        "layout",
         "logs",
         "overlap",
         "plan",
@@ -136,6 +137,7 @@ LAYERS = (
     ("embedding", "report"),
     ("retrieval",),
     ("config", "api"),
+    ("study",),
     ("cli",),
     ("__main__",),
 )

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -170,11 +171,28 @@ def validate_config(config: dict, schema_path: str | Path) -> dict:
     return config
 
 
+@dataclass(frozen=True)
+class CheckedConditions:
+    """What :func:`check_config_plan` parsed and checked: the ``selected`` conditions (``select.conditions``,
+    every declared one when none), the ``selected_contrasts`` among them, and the declared contrasts the
+    selection leaves out (``dropped_contrasts``, each with its ``missing`` conditions: docs/method.md §15)."""
+
+    selected: dict
+    selected_contrasts: dict
+    dropped_contrasts: list[dict]
+
+
 def check_config(config: dict, metric_names: list[str]) -> tuple[dict, dict]:
-    """The cross-key checks; returns the parsed conditions and contrasts.
+    """The cross-key checks; returns the selected conditions and the contrasts among them.
 
     ``metric_names`` are the metrics the scoring step computes under this config (the statistics step
     can only test one of them)."""
+    checked = check_config_plan(config, metric_names)
+    return checked.selected, checked.selected_contrasts
+
+
+def check_config_plan(config: dict, metric_names: list[str]) -> CheckedConditions:
+    """:func:`check_config`, also answering which declared contrasts the selection drops (parsed once)."""
     chunking = config["chunking"]
     if chunking["t_min"] > chunking["t_max"]:
         raise ConfigError(
@@ -221,7 +239,7 @@ def check_config(config: dict, metric_names: list[str]) -> tuple[dict, dict]:
     check_late_config(config, selected)  # a late condition left out of the run asks nothing of its embedders
     require_chunker_libraries(config, selected)
     check_metric_inputs(selected, metric_names)
-    return selected, selected_contrasts
+    return CheckedConditions(selected, selected_contrasts, axes.dropped_contrasts(contrasts, selected))
 
 
 def check_metric_depth(config: dict, metric_names: list[str], conditions: dict | None = None) -> None:

@@ -24,6 +24,7 @@ from structbench.embedding.local import PACKAGED_MODELS
 from structbench.provenance import reached_modules
 from structbench.report.bundle import READERS
 from structbench.report.registry import report_inputs
+from structbench.study import Study
 
 RULES = parse_rules()
 GPU_RULES = {
@@ -183,13 +184,12 @@ def test_pyproject_license_is_an_spdx_expression():
 
 def test_the_report_rule_takes_every_declared_report_input_and_names_none_by_hand():
     """structbench.report.registry.report_inputs is the one table of report inputs: the rule unpacks it
-    (rules/common.smk report_input_files), each input names a function of rules/common.smk that lists its
-    files and a reader of structbench.report.bundle."""
+    (Study.report_input_files), each input names a file list of structbench.study.Study and a reader of
+    structbench.report.bundle."""
     block = (REPO / "rules/report.smk").read_text().split("\nrule report:\n")[1].split("\n    output:")[0]
     lines = [line.strip() for line in block.splitlines() if line.strip() and not line.strip().startswith("#")]
-    assert lines == ["input:", "**report_input_files(),"]
-    common = (REPO / "rules/common.smk").read_text()
+    assert lines == ["input:", "**STUDY.report_input_files(),"]
     assert report_inputs(), "no report input declared"
     for name, spec in report_inputs().items():
-        assert f"\ndef {spec.files}():" in common, f"report input {name}: rules/common.smk lacks {spec.files}()"
+        assert callable(getattr(Study, spec.files, None)), f"report input {name}: Study lacks {spec.files}()"
         assert spec.read in READERS, f"report input {name}: no reader {spec.read!r}"

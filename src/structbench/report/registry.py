@@ -21,8 +21,8 @@ from structbench.defaults import T_MAX, T_MIN
 
 @dataclass(frozen=True)
 class ReportInput:
-    """How one report input is found and read: ``files`` names the function of rules/common.smk that
-    lists its files (a list of paths, or a dict key -> path), ``read`` the reader of
+    """How one report input is found and read: ``files`` names the method of :class:`structbench.study.Study`
+    that lists its files (a list of paths, or a dict key -> path), ``read`` the reader of
     :data:`structbench.report.bundle.READERS` that turns them into the field's value."""
 
     files: str
@@ -32,7 +32,7 @@ class ReportInput:
 def report_input(files: str, read: str, empty: Callable | None = None):
     """A :class:`ReportInputs` field read from the run's files (:class:`ReportInput`); ``empty`` makes the
     value when the run has none. The report rule and its script iterate these fields
-    (:func:`report_inputs`), so a new input is one such field (plus the function listing its files,
+    (:func:`report_inputs`), so a new input is one such field (plus the Study method listing its files,
     unless one already does) and the table that reads it."""
     metadata = {"report_input": ReportInput(files, read)}
     return field(metadata=metadata) if empty is None else field(default_factory=empty, metadata=metadata)

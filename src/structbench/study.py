@@ -1,0 +1,508 @@
+"""The study a config describes, decided once: what runs, what is left out and why, and which files each step reads.
+
+:meth:`Study.from_config` takes a validated config (:func:`structbench.config.validate_config`), runs the cross-key
+checks (:func:`structbench.config.check_config`) and holds their answer: the selected conditions, the contrasts
+that run and the declared ones the selection drops (with the conditions each misses), the metrics the scoring
+step computes. Everything else is a question asked of it: the cells (corpus x embedder x reranker), the runs a
+condition's scores read (a BM25 condition reads its chunk set's one BM25 run), the runs an ``rrf`` condition
+fuses, the dose-response series, the title-chain study's run pairs, and the file lists the report reads.
+
+The workflow (``rules/common.smk``) builds one :class:`Study` and turns Snakemake's wildcards into these calls;
+tests call the same methods with plain names. Paths come from :class:`structbench.layout.Layout`, so each is
+spelled once. No Snakemake here: conditions are data read from config."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+
+from structbench import cells, plan
+from structbench.conditions import (
+    NO_PREFIX,
+    Condition,
+    Contrast,
+    fixed_overlap,
+    from_token,
+    is_late,
+    is_lexical,
+    parse_value,
+    retrieval_kind,
+)
+from structbench.config import check_config_plan
+from structbench.corpus import generates_queries, has_queries, source_files
+from structbench.layout import QUERIES, Layout, chunkset
+from structbench.metrics import metrics_from_config
+from structbench.metrics.diagnostics import retrieval_layer_pairs
+from structbench.querygen.settings import QuerygenSettings
+from structbench.report.registry import report_inputs
+from structbench.retrieval.fusion import LEXICAL_SOURCE, fusion_sources
+from structbench.retrieval.readtime_runs import is_readtime
+from structbench.retrieval.search import kind_inputs
+from structbench.sizes import chunkset_size, parse_size_token
+from structbench.stats.means import dose_series
+from structbench.structure.segmentation import OPTIONS as SEGMENTATION_OPTIONS
+
+# The keyword arguments of structbench.structure.induction.induce_structure an LLM inducer's entry sets.
+LLM_INDUCER_OPTIONS = ("window_tokens", "overlap_paragraphs", "max_new_tokens")
+
+
+@dataclass(frozen=True)
+class Study:
+    """One config's study: its selected ``conditions`` (name -> condition, declared order), the ``contrasts``
+    that run among them, the ``dropped_contrasts`` the selection leaves out (each a contrast's params plus the
+    ``missing`` conditions, for the report's note under Table 1) and the ``score_metrics`` scoring computes."""
+
+    config: Mapping
+    conditions: dict[str, Condition]
+    contrasts: dict[str, Contrast]
+    dropped_contrasts: list[dict] = field(default_factory=list)
+    score_metrics: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_config(cls, config: Mapping) -> Study:
+        """The study of a validated config (schema defaults filled); raises
+        :class:`structbench.config.ConfigError` naming the key of a config that cannot run."""
+        score_metrics = metrics_from_config(config["metrics"])
+        checked = check_config_plan(config, score_metrics)
+        return cls(config, checked.selected, checked.selected_contrasts, checked.dropped_contrasts, score_metrics)
+
+    @cached_property
+    def paths(self) -> Layout:
+        return Layout(self.config["results"])
+
+    # ---- what runs ----
+
+    def selected(self, kind: str) -> list[str]:
+        """Declared names of one kind (``corpora``, ``embedders``, ``rerankers``), narrowed by ``select``."""
+        return (self.config.get("select") or {}).get(kind) or list(self.config[kind])
+
+    @property
+    def corpora(self) -> list[str]:
+        return self.selected("corpora")
+
+    @property
+    def scored_corpora(self) -> list[str]:
+        """The selected corpora with queries (their own or generated): the ones retrieval is scored on."""
+        return [name for name in self.corpora if has_queries(self.config["corpora"][name])]
+
+    @property
+    def embedders(self) -> list[str]:
+        return self.selected("embedders")
+
+    @property
+    def rerankers(self) -> list[str]:
+        return self.selected("rerankers")
+
+    def cells(self) -> Iterator[tuple[str, str, str]]:
+        """Every scored cell ``(corpus, embedder, reranker)``, corpus-major."""
+        for corpus in self.scored_corpora:
+            for embedder in self.embedders:
+                for reranker in self.rerankers:
+                    yield corpus, embedder, reranker
+
+    @property
+    def llm_shards(self) -> list[int]:
+        """The document batches of every LLM step (fixed in config, so the plan is known before the corpus)."""
+        return list(range(self.config["llm_shards"]))
+
+    def condition_entries(self) -> dict[str, dict]:
+        """name -> the condition as a config entry (its axes, its own size where it has one)."""
+        return {name: condition.entry() for name, condition in self.conditions.items()}
+
+    def contrast_params(self) -> list[dict]:
+        """The running contrasts as the statistics step takes them."""
+        return [contrast.as_params() for contrast in self.contrasts.values()]
+
+    def dose_series(self) -> list[dict]:
+        """The statistics step's dose-response series (:func:`structbench.stats.means.dose_series`): the
+        declared dose-response contrasts, then the selected conditions that differ only in heading-path depth."""
+        return [series.as_params() for series in dose_series(self.condition_entries(), self.contrast_params())]
+
+    def retrieval_layer_pairs(self) -> list[list[str]]:
+        """The title-chain study's run comparisons per cell: ``report.compare_runs`` where given, else each
+        prefixed condition against the unprefixed one that ranks its chunk set
+        (:func:`structbench.metrics.diagnostics.retrieval_layer_pairs`)."""
+        declared = self.config["report"]["compare_runs"]
+        return [list(pair) for pair in declared or retrieval_layer_pairs(self.condition_entries())]
+
+    def retrieval_layer_conditions(self) -> list[str]:
+        """The conditions of the retrieval-layer pairs, each once, in pair order."""
+        return list(dict.fromkeys(name for pair in self.retrieval_layer_pairs() for name in pair))
+
+    def conditions_retrieved_by(self, kind: str) -> list[str]:
+        """The conditions whose retrieval is of ``kind`` (``two_stage``, ``rrf``, ...): the ones its rule runs."""
+        return [name for name, c in self.conditions.items() if retrieval_kind(c.retrieval).name == kind]
+
+    def readtime_conditions(self) -> list[str]:
+        """The conditions whose retrieval is a read-time mode (docs/method.md §18)."""
+        return [name for name, c in self.conditions.items() if is_readtime(c.retrieval)]
+
+    def inducers_of_kind(self, kind: str) -> list[str]:
+        """The declared inducers of ``kind`` (``llm``, ``segmentation``), which decides the rule inducing them."""
+        return [name for name, inducer in self.config["inducers"].items() if inducer["kind"] == kind]
+
+    def used_inducers(self) -> list[str]:
+        return plan.used_inducers(self.conditions.values())
+
+    # ---- the settings one job takes ----
+
+    def condition_retrieval(self, condition: str) -> str:
+        return self.conditions[condition].retrieval
+
+    def retrieval_parameter(self, condition: str) -> str | None:
+        """The parameter of a condition's retrieval value (``rrf:bm25`` -> ``bm25``)."""
+        return parse_value("retrieval", self.conditions[condition].retrieval)[1]
+
+    def candidate_reranker(self, condition: str) -> dict:
+        """The cross-encoder a ``per_candidate:<reranker>`` condition names (check_config: a declared one)."""
+        return self.config["rerankers"][self.retrieval_parameter(condition)]
+
+    def title_depth(self, condition: str) -> int:
+        """The heading-path depth a ``query_titles:<depth>`` condition injects into the query."""
+        return int(self.retrieval_parameter(condition))
+
+    def condition_metrics(self, condition: str) -> list[str]:
+        """The configured metrics, plus the ones the condition's retrieval kind adds (a routed kind's routing
+        diagnostics: ``Kind.metrics``)."""
+        return self.score_metrics + list(retrieval_kind(self.conditions[condition].retrieval).metrics)
+
+    def chunk_t_max(self, size: str) -> int:
+        """The ``t_max`` of a chunk set with size suffix ``size`` (``-t200``; empty: ``chunking.t_max``)."""
+        return parse_size_token(size, self.config["chunking"])[0]
+
+    def chunk_t_min(self, size: str) -> int:
+        """The ``t_min`` of a chunk set with size suffix ``size`` (``-m40``; empty: ``chunking.t_min``)."""
+        return parse_size_token(size, self.config["chunking"])[1]
+
+    def prefix_budget(self, boundaries: str) -> int:
+        """A prefix never takes more than half its chunk set's t_max (structbench.prefixes.budget)."""
+        return chunkset_size(boundaries, self.config["chunking"])[0] // 2
+
+    @staticmethod
+    def window_overlap(windows: str) -> str | None:
+        """The overlap a fixed-window token declares, as written (``"0.5"``, ``"50"``), or None (tiling)."""
+        overlap = fixed_overlap(from_token(windows))
+        return None if overlap is None else overlap.text
+
+    @staticmethod
+    def lexical_cell(corpus: str, boundaries: str, structure: str) -> dict:
+        """The identifying columns of a chunk set's BM25 score table (structbench.cells)."""
+        return cells.lexical_cell(corpus, chunkset(boundaries, structure))
+
+    def late_params(self, prefix: str) -> dict | None:
+        """The late step's settings (window overlap, the placebo's seed) for a prefix token; None for a prefix
+        that is not late, so a changed seed or overlap reruns no text-by-text embedding."""
+        if not is_late(from_token(prefix)):
+            return None
+        return {"overlap": self.config["late"]["overlap"], "seed": self.config["seed"]}
+
+    def llm_threads(self, llm: str) -> int:
+        """Cores of a job running LLM ``llm``: its ``threads`` when set (a CPU run, where one torch thread per job
+        and jobs side by side beat threads fighting over the cores), else 4 (a GPU job's host side)."""
+        return self.config["llms"][llm].get("threads") or 4
+
+    def inducer_threads(self, inducer: str) -> int:
+        return self.llm_threads(self.config["inducers"][inducer]["llm"])
+
+    def context_threads(self) -> int:
+        return self.llm_threads(self.config["contexts"]["llm"])
+
+    def inducer_llm(self, inducer: str) -> dict:
+        """The ``llms`` entry an LLM inducer runs."""
+        return self.config["llms"][self.config["inducers"][inducer]["llm"]]
+
+    def segmentation_embedder(self, inducer: str) -> dict:
+        """The ``embedders`` entry whose vectors a segmentation inducer compares."""
+        return self.config["embedders"][self.config["inducers"][inducer]["embedder"]]
+
+    def inducer_options(self, inducer: str) -> dict:
+        """An inducer's keyword arguments: of structbench.structure.induction.induce_structure for an LLM
+        inducer, of structbench.structure.segmentation.induce_segmentation for a segmentation one."""
+        entry = self.config["inducers"][inducer]
+        keys = LLM_INDUCER_OPTIONS if entry["kind"] == "llm" else SEGMENTATION_OPTIONS
+        return {key: entry[key] for key in keys}
+
+    def chunker_entry(self, chunker: str) -> dict:
+        """The ``chunkers.<name>`` entry an external chunk set runs, with its name."""
+        return {"name": chunker, **self.config["chunkers"][chunker]}
+
+    def querygen_settings(self) -> dict:
+        """Every ``querygen`` threshold (structbench.querygen.settings); a null seed is the global seed."""
+        return QuerygenSettings.from_config(self.config["querygen"], self.config["seed"]).as_config()
+
+    def querygen_generation(self) -> dict:
+        """The settings a query generation shard uses: all but ``per_type``, which only the merge's balancing
+        reads, so changing it reruns no LLM job."""
+        return {key: value for key, value in self.querygen_settings().items() if key != "per_type"}
+
+    # ---- the files one job reads ----
+
+    def corpus_sources(self, corpus: str) -> list[str]:
+        """The files a corpus is built from, so an edited document or questions file rebuilds it."""
+        return source_files(self.config["corpora"][corpus])
+
+    def scored_queries(self, corpus: str) -> str:
+        """The queries a corpus is scored on: its own, or for ``queries: generated`` the balanced generated ones."""
+        if generates_queries(self.config["corpora"][corpus]):
+            return self.paths.generated_queries_file(corpus, "queries.parquet")
+        return self.paths.corpus_table(corpus, "queries")
+
+    def runs(self, corpus: str, embedder: str, reranker: str, condition: str) -> str:
+        """The run a condition's scores read in one cell. A BM25 condition without a reranker reads its chunk
+        set's BM25 run, one file for every embedder cell (docs/method.md §8)."""
+        chunkset = self.conditions[condition].chunkset
+        if reranker == cells.NO_RERANKER and is_lexical(self.conditions[condition]):
+            return self.paths.bm25_runs(corpus, chunkset)
+        if reranker == cells.NO_RERANKER:
+            return self.paths.runs(corpus, embedder, condition)
+        return self.paths.reranked_runs(corpus, embedder, reranker, condition)
+
+    def unreranked_runs(self, corpus: str, embedder: str, condition: str) -> str:
+        """The run a reranker rescores: the condition's own run under the embedder (a BM25 condition's BM25 run)."""
+        return self.runs(corpus, embedder, cells.NO_RERANKER, condition)
+
+    def chunks(self, corpus: str, condition: str) -> str:
+        return self.paths.chunks(corpus, self.conditions[condition].chunkset)
+
+    def texts(self, corpus: str, condition: str, prefix: str | None = None) -> str:
+        """The condition's rendered texts, or (``prefix``) those of its chunk set under another prefix."""
+        return self.paths.texts(corpus, self._textset(condition, prefix))
+
+    def vectors(self, corpus: str, embedder: str, condition: str, prefix: str | None = None) -> str:
+        """The condition's vectors under an embedder, or (``prefix``) its chunk set's under another prefix."""
+        return self.paths.vectors(corpus, embedder, self._textset(condition, prefix))
+
+    def unprefixed_texts(self, corpus: str, condition: str) -> str:
+        """The texts of the condition's chunk set without a prefix (per-candidate choice compares both)."""
+        return self.texts(corpus, condition, NO_PREFIX)
+
+    def unprefixed_vectors(self, corpus: str, embedder: str, condition: str) -> str:
+        return self.vectors(corpus, embedder, condition, NO_PREFIX)
+
+    def _textset(self, condition: str, prefix: str | None) -> str:
+        own = self.conditions[condition]
+        return (own if prefix is None else replace(own, prefix=prefix)).textset
+
+    def sections(self, corpus: str, condition: str) -> str:
+        return self.paths.sections(corpus, self.conditions[condition].structure_token)
+
+    def title_vectors(self, corpus: str, embedder: str, condition: str) -> str:
+        """The section titles TOC routing's fallback compares the query with, under the condition's embedder."""
+        return self.paths.title_vectors(corpus, embedder, self.conditions[condition].structure_token)
+
+    def fusion_inputs(self, corpus: str, embedder: str, condition: str) -> dict[str, list[str]]:
+        """The runs an ``rrf:<sources>`` condition fuses with its own (structbench.retrieval.fusion): the vectors
+        of its chunk set's other text sets under the same embedder, and the chunk set's BM25 run."""
+        own = self.conditions[condition]
+        sources = fusion_sources(self.retrieval_parameter(condition), own.prefix)
+        return {
+            "partner_vectors": [
+                self.vectors(corpus, embedder, condition, source) for source in sources if source != LEXICAL_SOURCE
+            ],
+            "partner_runs": [self.paths.bm25_runs(corpus, own.chunkset) for s in sources if s == LEXICAL_SOURCE],
+        }
+
+    def retrieve_inputs(self, corpus: str, embedder: str, condition: str) -> dict[str, str]:
+        """The vectors every retrieval kind ranks, plus the routing table a routed kind takes."""
+        inputs = {
+            "chunk_vectors": self.vectors(corpus, embedder, condition),
+            "query_vectors": self.paths.query_vectors(corpus, embedder),
+            "queries": self.scored_queries(corpus),
+        }
+        if "routing" in kind_inputs(self.conditions[condition].retrieval)[0]:
+            inputs["routing"] = self.paths.routing(corpus, embedder, condition)
+        return inputs
+
+    def score_inputs(self, corpus: str, embedder: str, reranker: str, condition: str) -> dict[str, str]:
+        """A run, its queries, chunks and texts; a read-time run's spans and units table; a routed condition's
+        routing table (section recall)."""
+        retrieval = self.conditions[condition].retrieval
+        inputs = {
+            "runs": self.runs(corpus, embedder, reranker, condition),
+            "queries": self.scored_queries(corpus),
+            "chunks": self.chunks(corpus, condition),
+            "texts": self.texts(corpus, condition),
+        }
+        if is_readtime(retrieval):
+            inputs["runs"] = self.paths.readtime_runs(corpus, embedder, reranker, condition)
+            inputs["units"] = self.paths.readtime_units(corpus, embedder, reranker, condition)
+        if retrieval_kind(retrieval).metrics:
+            inputs["routing"] = self.paths.routing(corpus, embedder, condition)
+        return inputs
+
+    def late_inputs(self, corpus: str, boundaries: str, structure: str, prefix: str) -> dict[str, str]:
+        """A late prefix pools chunks from their documents (structbench.embedding.late): both tables; else none."""
+        if not is_late(from_token(prefix)):
+            return {}
+        return {
+            "documents": self.paths.documents(corpus),
+            "chunks": self.paths.chunks(corpus, chunkset(boundaries, structure)),
+        }
+
+    def text_contexts(self, corpus: str, boundaries: str, structure: str, prefix: str) -> dict[str, str]:
+        """The situating contexts a ``context`` prefix renders; no extra input for any other prefix."""
+        if from_token(prefix) != "context":
+            return {}
+        return {"contexts": self.paths.contexts(corpus, chunkset(boundaries, structure))}
+
+    def external_reference(self, corpus: str, chunker: str, size: str, structure: str) -> dict[str, str]:
+        """The structural chunks a size-matched external chunker matches (no input otherwise)."""
+        if not self.config["chunkers"][chunker]["size_match"]:
+            return {}
+        return {"reference": self.paths.chunks(corpus, f"structural{size}/{structure}")}
+
+    def induction_shards(self, corpus: str, inducer: str) -> dict[str, list[str]]:
+        structure = f"induced-{inducer}"
+        return {
+            part: [
+                self.paths.induction_shard(corpus, structure, shard, f"{part}.{suffix}") for shard in self.llm_shards
+            ]
+            for part, suffix in (("sections", "parquet"), ("status", "parquet"), ("usage", "json"))
+        }
+
+    def context_shards(self, corpus: str, boundaries: str, structure: str) -> dict[str, list[str]]:
+        """The LLM shards a chunk set's contexts merge reads: each shard's contexts and usage."""
+        chunks = chunkset(boundaries, structure)
+        return {
+            name: [self.paths.context_shard(corpus, chunks, shard, suffix) for shard in self.llm_shards]
+            for name, suffix in (("contexts", "parquet"), ("usage", "usage.json"))
+        }
+
+    def querygen_shards(self, corpus: str) -> dict[str, list[str]]:
+        return {
+            part: [self.paths.querygen_shard(corpus, shard, f"{part}.{suffix}") for shard in self.llm_shards]
+            for part, suffix in (("candidates", "parquet"), ("usage", "json"))
+        }
+
+    def cell_scores(self, corpus: str, embedder: str, reranker: str) -> list[str]:
+        """Every selected condition's scores in one cell: what its statistics read."""
+        return [self.paths.scores(corpus, embedder, reranker, name) for name in self.conditions]
+
+    def retrieval_layer_runs(self, corpus: str, embedder: str, reranker: str) -> list[str]:
+        return [self.runs(corpus, embedder, reranker, name) for name in self.retrieval_layer_conditions()]
+
+    # ---- the files the report reads (structbench.report.registry.ReportInput.files names these methods) ----
+
+    def all_cells(self) -> list[str]:
+        return [path for cell in self.cells() for path in self.cell_scores(*cell)]
+
+    def all_contrasts(self) -> list[str]:
+        return [self.paths.cell_statistics(*cell, "contrasts") for cell in self.cells()]
+
+    def all_condition_means(self) -> list[str]:
+        return [self.paths.cell_statistics(*cell, "condition_means") for cell in self.cells()]
+
+    def all_dose_responses(self) -> list[str]:
+        return [self.paths.cell_statistics(*cell, "dose_response") for cell in self.cells()]
+
+    def all_bm25_scores(self) -> list[str]:
+        """The non-lexicality probe on every chunk set a scored condition uses (docs/method.md §8)."""
+        chunksets = plan.used_chunk_sets(self.conditions.values())
+        return [self.paths.bm25_scores(corpus, chunkset) for corpus in self.scored_corpora for chunkset in chunksets]
+
+    def all_corpus_stats(self) -> dict[str, str]:
+        return {corpus: self.paths.corpus_stats(corpus) for corpus in self.corpora}
+
+    def all_size_matches(self) -> list[str]:
+        """Realized mean sizes of every size-matched chunk set (fixed windows, size-matched external chunkers)
+        against its structural reference (docs/method.md §6)."""
+        matched = plan.matched_chunk_sets(self.conditions.values(), self.config["chunkers"])
+        return [
+            self.paths.chunk_report(corpus, chunkset, report) for corpus in self.corpora for chunkset, report in matched
+        ]
+
+    def all_chunk_sets(self) -> dict[tuple[str, str], str]:
+        """(corpus, chunk set) -> chunks table, for every chunk set a condition uses and the structural set
+        each size-matched set is matched to."""
+        chunksets = plan.chunk_sets(self.conditions.values(), self.config["chunkers"])
+        return {
+            (corpus, chunkset): self.paths.chunks(corpus, chunkset) for corpus in self.corpora for chunkset in chunksets
+        }
+
+    def all_chunk_bounds(self) -> dict[tuple[str, str], str]:
+        """(corpus, chunk set) -> the bounds report of every chunk set :meth:`all_chunk_sets` reads."""
+        return {key: self.paths.chunk_report(*key, "bounds") for key in self.all_chunk_sets()}
+
+    def all_embed_reports(self) -> dict[tuple[str, str, str], str]:
+        """(corpus, embedder, text set) -> the embedding step's report, for every text the embedding cache
+        received (docs/method.md §15): the conditions' text sets and the queries per scored cell, the semantic
+        merge's paragraphs as ``<chunk set> (merge paragraphs)`` and a segmentation inducer's paragraphs and
+        title candidates (its usage report) as ``induced-<inducer> (segmentation)``."""
+        textsets = plan.embedded_text_sets(self.conditions.values())
+        reports = {
+            (corpus, embedder, textset): self.paths.embed_report(corpus, embedder, textset)
+            for corpus in self.scored_corpora
+            for embedder in self.embedders
+            for textset in textsets
+        }
+        semantic_embedder = self.config["chunking"]["semantic_embedder"]
+        reports |= {
+            (corpus, semantic_embedder, f"{chunkset} (merge paragraphs)"): self.paths.chunk_report(
+                corpus, chunkset, "embed"
+            )
+            for corpus in self.corpora
+            for chunkset in plan.semantic_chunk_sets(self.conditions.values())
+        }
+        segmentation = [name for name in self.used_inducers() if name in self.inducers_of_kind("segmentation")]
+        reports |= {
+            (corpus, self.config["inducers"][inducer]["embedder"], f"induced-{inducer} (segmentation)"): (
+                self.paths.induction_file(corpus, f"induced-{inducer}", "usage.json")
+            )
+            for corpus in self.corpora
+            for inducer in segmentation
+        }
+        return reports | {
+            (corpus, embedder, QUERIES): self.paths.query_embed_report(corpus, embedder)
+            for corpus in self.scored_corpora
+            for embedder in self.embedders
+        }
+
+    def all_text_reports(self) -> list[str]:
+        textsets = plan.text_sets(self.conditions.values())
+        return [self.paths.text_report(corpus, textset) for corpus in self.corpora for textset in textsets]
+
+    def all_induction_stats(self) -> list[str]:
+        return [
+            self.paths.induction_file(corpus, f"induced-{inducer}", "stats.json")
+            for corpus in self.corpora
+            for inducer in self.used_inducers()
+        ]
+
+    def all_context_stats(self) -> list[str]:
+        chunksets = plan.context_chunk_sets(self.conditions.values())
+        return [self.paths.context_stats(corpus, chunkset) for corpus in self.corpora for chunkset in chunksets]
+
+    def all_querygen_stats(self) -> list[str]:
+        generating = [corpus for corpus in self.corpora if generates_queries(self.config["corpora"][corpus])]
+        return [self.paths.generated_queries_file(corpus, "stats.json") for corpus in generating]
+
+    def all_retrieval_layers(self) -> list[str]:
+        if not self.retrieval_layer_pairs():
+            return []
+        return [self.paths.retrieval_layer(*cell) for cell in self.cells()]
+
+    def report_files(self) -> dict[str, list[str] | dict]:
+        """Report input name -> the files the report reads: the file list (a method of this class) each input
+        of :func:`structbench.report.registry.report_inputs` names, so an input is declared in one place."""
+        files = {}
+        for name, spec in report_inputs().items():
+            if not spec.files.startswith("all_") or not callable(getattr(self, spec.files, None)):
+                raise NameError(f"report input {name!r} names file list {spec.files!r}, which Study does not hold")
+            files[name] = getattr(self, spec.files)()
+        return files
+
+    def report_input_files(self) -> dict[str, list[str]]:
+        """The report rule's named inputs: one list of files per report input (a keyed input's in key order)."""
+        return {
+            name: list(files.values()) if isinstance(files, dict) else files
+            for name, files in self.report_files().items()
+        }
+
+    def report_input_keys(self) -> dict[str, list]:
+        """The keys of each keyed report input (a dict key -> path), in file order, tuples as lists."""
+        return {
+            name: [list(key) if isinstance(key, tuple) else key for key in files]
+            for name, files in self.report_files().items()
+            if isinstance(files, dict)
+        }

@@ -1,0 +1,162 @@
+"""The study plan as a library object (structbench.study.Study), called without Snakemake: what a config runs and
+drops, which run a BM25 condition reads, what an ``rrf`` condition fuses, the dose-response series and layer pairs,
+the report's file lists; and the artifact paths (structbench.layout.Layout), each spelled once."""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import subprocess
+import sys
+
+import pytest
+import yaml
+from conftest import REPO
+
+from structbench.config import ConfigError, validate_config
+from structbench.layout import Layout
+from structbench.report.registry import report_inputs
+from structbench.study import Study
+
+SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
+DEFAULT = yaml.safe_load((REPO / "config/config.yaml").read_text())
+FLAT_GOLD = {"boundaries": "structural", "structure": "gold", "prefix": "none", "retrieval": "flat"}
+# A small study on gold structure: the heading-path depths 0-3, BM25, hybrid dense + BM25 and a dual index.
+CONDITIONS = {
+    "F0": FLAT_GOLD | {"boundaries": "fixed"},
+    "G2": FLAT_GOLD,
+    "G3-d1": FLAT_GOLD | {"prefix": "path:1"},
+    "G3-d2": FLAT_GOLD | {"prefix": "path:2"},
+    "G3": FLAT_GOLD | {"prefix": "path:3"},
+    "B2": FLAT_GOLD | {"retrieval": "bm25"},
+    "H3": FLAT_GOLD | {"prefix": "path:3", "retrieval": "rrf:bm25"},
+    "D3": FLAT_GOLD | {"prefix": "path:3", "retrieval": "rrf:none"},
+}
+CONTRASTS = {
+    "G3-G2": {"treatment": "G3", "control": "G2", "family": "secondary"},
+    "G3-B2": {"treatment": "G3", "control": "B2", "family": "exploratory"},
+    "H3-G3": {"treatment": "H3", "control": "G3", "family": "exploratory"},
+}
+
+
+def study(**keys) -> Study:
+    """The study of the default config with ``keys`` replaced (not merged), validated as the workflow does."""
+    config = copy.deepcopy(DEFAULT) | keys
+    return Study.from_config(validate_config(config, SCHEMA))
+
+
+def small(select=None) -> Study:
+    return study(conditions=CONDITIONS, contrasts=CONTRASTS, select={"conditions": select} if select else {})
+
+
+def test_a_selection_drops_the_contrasts_it_halves_and_names_what_each_misses():
+    chosen = [name for name in CONDITIONS if name != "B2"]
+    plan = small(chosen)
+    assert list(plan.conditions) == chosen  # declared order
+    assert list(plan.contrasts) == ["G3-G2", "H3-G3"]
+    assert plan.dropped_contrasts == [
+        {"name": "G3-B2", "family": "exploratory", "treatment": "G3", "control": "B2", "missing": ["B2"]}
+    ]
+    assert small().dropped_contrasts == []
+
+
+def test_the_default_config_runs_every_declared_contrast():
+    plan = study()
+    assert list(plan.contrasts) == list(DEFAULT["contrasts"]) and plan.dropped_contrasts == []
+    assert plan.conditions_retrieved_by("two_stage") == ["A4", "G4", "M4"]
+    assert plan.used_inducers() == ["llm", "tiling"] and plan.inducers_of_kind("segmentation") == ["tiling"]
+
+
+def test_a_bad_config_fails_when_the_study_is_built():
+    with pytest.raises(ConfigError, match="select.conditions"):
+        small(["G2", "nonesuch"])
+
+
+def test_a_bm25_condition_reads_its_chunk_sets_one_bm25_run_unless_reranked():
+    plan = small()
+    bm25_run = "results/kb/runs/bm25/structural/gold.parquet"
+    assert plan.runs("kb", "minilm", "none", "B2") == bm25_run
+    assert plan.runs("kb", "other", "none", "B2") == bm25_run  # one file for every embedder cell
+    assert plan.runs("kb", "minilm", "none", "G2") == "results/kb/runs/minilm/G2.parquet"
+    assert plan.runs("kb", "minilm", "bge", "B2") == "results/kb/runs/minilm/reranked/bge/B2.parquet"
+    assert plan.unreranked_runs("kb", "minilm", "B2") == bm25_run  # what the reranker rescores
+    assert plan.score_inputs("kb", "minilm", "none", "B2") == {
+        "runs": bm25_run,
+        "queries": "results/kb/corpus/queries.parquet",
+        "chunks": "results/kb/chunks/structural/gold.parquet",
+        "texts": "results/kb/texts/structural/gold/none.parquet",
+    }
+
+
+def test_fusion_reads_the_partner_text_sets_vectors_and_the_chunk_sets_bm25_run():
+    plan = small()
+    assert plan.fusion_inputs("kb", "minilm", "H3") == {
+        "partner_vectors": [],
+        "partner_runs": ["results/kb/runs/bm25/structural/gold.parquet"],
+    }
+    assert plan.fusion_inputs("kb", "minilm", "D3") == {
+        "partner_vectors": ["results/kb/vectors/minilm/structural/gold/none.npy"],
+        "partner_runs": [],
+    }
+    assert plan.conditions_retrieved_by("rrf") == ["H3", "D3"]
+
+
+def test_dose_series_derives_the_undeclared_depth_ladder_and_keeps_declared_ones_first():
+    assert small().dose_series() == [
+        {
+            "name": "G2 → G3-d1 → G3-d2 → G3",
+            "conditions": ["G2", "G3-d1", "G3-d2", "G3"],
+            "depths": [0.0, 1.0, 2.0, 3.0],
+            "declared": False,
+        }
+    ]
+    declared = study().dose_series()[0]
+    assert declared["name"] == "induced-depth" and declared["declared"]
+
+
+def test_layer_pairs_compare_each_prefixed_condition_with_the_unprefixed_run_of_its_chunk_set():
+    plan = small()
+    assert plan.retrieval_layer_pairs() == [["G3-d1", "G2"], ["G3-d2", "G2"], ["G3", "G2"]]
+    assert plan.retrieval_layer_conditions() == ["G3-d1", "G2", "G3-d2", "G3"]
+    named = study(conditions=CONDITIONS, contrasts=CONTRASTS, report={"compare_runs": [["G3", "G3-d1"]]})
+    assert named.retrieval_layer_pairs() == [["G3", "G3-d1"]]  # report.compare_runs wins
+
+
+def test_every_report_input_names_a_file_list_of_the_study():
+    plan = small()
+    files = plan.report_files()
+    assert list(files) == list(report_inputs())
+    assert files["scores"] == [f"results/kb/scores/minilm/none/{name}.parquet" for name in CONDITIONS]
+    assert plan.report_input_keys()["chunk_sets"] == [["kb", "fixed/gold"], ["kb", "structural/gold"]]
+    # BM25 embeds nothing; the queries' vectors have a report of their own
+    assert [key[2] for key in plan.all_embed_reports()] == [
+        "fixed/gold/none",
+        "structural/gold/none",
+        "structural/gold/path-1",
+        "structural/gold/path-2",
+        "structural/gold/path-3",
+        "queries",
+    ]
+    segmentation = [key for key in study().all_embed_reports() if key[2].endswith("(segmentation)")]
+    assert segmentation == [("kb", "minilm", "induced-tiling (segmentation)")]
+
+
+def test_each_artifact_has_a_path_of_its_own():
+    """Every Layout method, called with the same keys, names a different file under the results folder."""
+    layout = Layout("out")
+    keys = {"corpus": "kb", "chunkset": "structural/gold", "textset": "structural/gold/none", "embedder": "e"}
+    keys |= {"reranker": "r", "condition": "c", "structure": "gold", "shard": 0, "table": "t", "report": "bounds"}
+    keys |= {"name": "n", "suffix": "s"}
+    found = {}
+    for name, method in inspect.getmembers(layout, inspect.ismethod):
+        if name.startswith("_"):
+            continue
+        arguments = {parameter: keys[parameter] for parameter in inspect.signature(method).parameters}
+        found[name] = method(**arguments)
+    assert all(path.startswith("out/") for path in found.values())
+    assert len(set(found.values())) == len(found), found
+
+
+def test_the_study_imports_no_snakemake():
+    code = "import sys, structbench.study, structbench.layout; print('snakemake' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
