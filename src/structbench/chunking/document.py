@@ -44,6 +44,7 @@ class _Doc:
     # Per-paragraph lookups made while the document is chunked (released with ``tokens``).
     _sentences: dict[int, tuple[list[int], list[int]]] = field(default_factory=dict, repr=False)
     _pretokens: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
+    _paragraph_texts: dict[int, str] = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
         self._section_starts = [self.para_starts[s.para_start] for s in self.sections]
@@ -95,10 +96,19 @@ class _Doc:
         if para in self._sentences or not self.counter.additive:
             return self.sentence_bounds(para)
         start = self.para_starts[para]
-        text = self.text[start : self.para_ends[para]]
+        text = self._paragraph_text(para)
         a, _, starts = sentence_starts_near(text, max(lo_char - start, 0), min(max(hi_char - start, 0), len(text)))
         chars = ([start] if a == 0 else []) + [start + b for b in starts]
         return chars, [self.tokens.index(c) for c in chars]
+
+    def _paragraph_text(self, para: int) -> str:
+        """Paragraph ``para``'s text, one string object per paragraph: the sentence cache is keyed by the text,
+        and a string hashes once, so a paragraph asked about once per cut is not copied and hashed per cut
+        (which made chunking a long paragraph quadratic)."""
+        text = self._paragraph_texts.get(para)
+        if text is None:
+            text = self._paragraph_texts[para] = self.text[self.para_starts[para] : self.para_ends[para]]
+        return text
 
     def pretoken_starts(self, lo: int, hi: int) -> np.ndarray:
         """Indices of the tokens in ``[lo, hi)`` that begin a pre-token (no word piece continues there)."""
@@ -138,6 +148,7 @@ class _Doc:
         self.tokens = None
         self._sentences.clear()
         self._pretokens.clear()
+        self._paragraph_texts.clear()
 
 
 def _contains(ordered: Sequence[int], value: int) -> bool:
