@@ -2,15 +2,18 @@
 
 The speed itself is measured by ``benchmarks/bench_chunk_linear.py``, not asserted here; these tests pin the
 output of the paths that made it linear: sentence starts asked for cut by cut (kept as sorted stretches and
-returned narrow).
+returned narrow), and a long paragraph tokenized in pieces.
 """
 
 import bisect
 import random
 
+import pytest
+
 from structbench import sentences as segmenter
 from structbench.api import chunk_markdown
 from structbench.chunking.cuts import split_cuts
+from structbench.chunking.document import tokenization_pieces
 from structbench.chunking.fixed import fixed_chunks
 from structbench.chunking.structural import structural_chunks
 from structbench.corpus.build import build_tables
@@ -40,7 +43,7 @@ def split_rule_starts(text: str, t_max: int) -> list[int]:
 
 
 def test_a_long_paragraph_is_cut_where_the_split_rule_over_its_whole_segmentation_cuts():
-    text = heading_less_paragraph(700)  # 73,000 characters, 30 cuts
+    text = heading_less_paragraph(700)  # 73,000 characters: two tokenization pieces, 30 cuts
     assert len(text) > 1 << 16
     segmenter.clear_cache()
     tables = build_tables("test", [parse_markdown(text, "long", "Long")])
@@ -83,3 +86,22 @@ def test_stretches_added_out_of_order_stay_sorted_disjoint_and_exact():
         for (a, b, found), following in zip(stretches, stretches[1:] + [None]):
             assert found == [start for start in every if a <= start <= b]
             assert following is None or b < following[0]  # sorted, neither overlapping nor touching
+
+
+@pytest.mark.parametrize("piece_chars", [1, 7, 40, 1 << 16])
+def test_tokenizing_in_pieces_cut_after_spaces_changes_no_token(piece_chars):
+    text = (
+        "Ünïcödé naïve café — 東京は大きい都市です。 tab\tseparated\nnew line  double  spaces "
+        "supercalifragilisticexpialidocious-without-any-space-at-all " * 6
+    ).strip()
+    pieces = tokenization_pieces(text, 3, len(text), True, piece_chars)
+    assert pieces[0][0] == 3 and pieces[-1][1] == len(text)
+    assert all(end == following for (_, end), (following, _) in zip(pieces, pieces[1:]))  # they tile
+    assert all(text[end - 1] == " " for _, end in pieces[:-1])  # each cut just after a space
+    whole = [3 + start for start in TOK.starts_batch([text[3:]])[0]]
+    in_pieces = TOK.starts_batch([text[a:b] for a, b in pieces], [a for a, _ in pieces])
+    assert [start for piece in in_pieces for start in piece] == whole
+
+
+def test_a_tokenizer_that_is_not_word_level_gets_the_paragraph_whole():
+    assert tokenization_pieces("a b c d e f", 0, 11, False, 2) == [(0, 11)]
