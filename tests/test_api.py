@@ -241,3 +241,103 @@ def test_cli_induces_sections_of_a_heading_less_file_with_the_packaged_minilm(tm
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert len({tuple(row["path"]) for row in rows}) >= 3
     assert all(row["path"][0] == "Doc" and len(row["path"]) >= 2 and row["path"][1] for row in rows)
+
+
+# ------------------------------------------------------------------------- arguments checked, per-call size
+
+
+@pytest.mark.parametrize(
+    "options, error, named",
+    [
+        ({"t_max": "300"}, TypeError, r"t_max must be a whole number of tokens \(int\), got str '300'"),
+        ({"t_max": None}, TypeError, r"t_max must be a whole number of tokens \(int\), got NoneType None"),
+        ({"t_max": 350.0}, TypeError, r"t_max must be a whole number of tokens \(int\), got float 350.0"),
+        ({"t_max": True}, TypeError, r"t_max must be a whole number of tokens \(int\), got bool True"),
+        ({"t_max": 0}, ValueError, r"t_max must be a whole number of tokens >= 1, got 0"),
+        ({"t_min": -1}, ValueError, r"t_min must be a whole number of tokens >= 0, got -1"),
+        ({"t_min": "60"}, TypeError, r"t_min must be a whole number of tokens \(int\), got str '60'"),
+        ({"t_max": 50, "t_min": 200}, ValueError, r"t_min = 200 exceeds t_max = 50: no chunk could satisfy both"),
+        ({"depth": "2"}, TypeError, r"depth must be a whole number of levels \(int\), got str '2'"),
+        ({"depth": -1}, ValueError, r"depth must be a whole number of levels >= 0, got -1"),
+        ({"title": 123}, TypeError, r"title must be text \(str\) or None, got int 123"),
+        ({"name": None}, TypeError, r"name must be text \(str\), got NoneType None"),
+        ({"separator": 3}, TypeError, r"separator must be text \(str\), got int 3"),
+        ({"separator": " "}, ValueError, r"separator must be visible text such as ' > ', got ' '"),
+        ({"tokenizer": 5}, TypeError, r"tokenizer must be a tokenizer.json path.*got int 5"),
+        ({"induce": "llm"}, ValueError, r"induce must be one of \(None, 'segmentation'\), got 'llm'"),
+        ({"encode": "minilm"}, TypeError, r"encode must be a function encode\(texts\).*got str 'minilm'"),
+        ({"induce_options": [1]}, TypeError, r"induce_options must be a dict of options or None, got list \[1\]"),
+        ({"induce": "segmentation", "induce_options": {"windw": 2}}, ValueError, r"unknown options \['windw'\]"),
+        ({"induce_options": {"window": 2}}, ValueError, r"induce_options \{'window': 2\} need induce='segmentation'"),
+    ],
+)
+def test_chunk_markdown_names_the_argument_the_value_and_what_it_takes(options, error, named):
+    with pytest.raises(error, match=named):
+        chunk_markdown(GUIDE, **options)
+
+
+def test_the_other_public_functions_name_bad_arguments():
+    from structbench.api import packaged_encoder
+
+    with pytest.raises(TypeError, match=r"path must be a path \(str or pathlib.Path\), got int 3"):
+        chunk_markdown_file(3)
+    with pytest.raises(TypeError, match=r"t_max must be a whole number of tokens \(int\), got str '9'"):
+        chunk_markdown_file(REPO / "README.md", t_max="9")
+    with pytest.raises(TypeError, match=r"batch_size must be a whole number of texts \(int\), got str '8'"):
+        packaged_encoder(batch_size="8")  # checked before the model would load
+    with pytest.raises(ValueError, match=r"batch_size must be a whole number of texts >= 1, got 0"):
+        packaged_encoder(batch_size=0)
+    with pytest.raises(TypeError, match=r"model must be text \(str\), got NoneType None"):
+        packaged_encoder(model=None)
+
+
+def workflow_tables(text: str, name: str = "document"):
+    """The corpus tables the workflow builds for one Markdown document (as chunk_markdown does)."""
+    from structbench.corpus.build import build_tables
+    from structbench.corpus.markdown import parse_markdown
+
+    return build_tables("api", [parse_markdown(text, name, "")])
+
+
+@pytest.mark.parametrize("t_max, t_min", [(350, 60), (120, 20), (200, 0)])
+def test_per_call_size_gives_the_workflows_structural_chunks_at_that_size(t_max, t_min):
+    from structbench.chunking.structural import structural_chunks
+
+    reference = structural_chunks(*workflow_tables(GUIDE), TOK, t_max=t_max, t_min=t_min)
+    chunks = chunk_markdown(GUIDE, t_max=t_max, t_min=t_min)
+    flat = chunks.flat_text
+    assert [(c.content, c.n_tokens, list(c.path)) for c in chunks] == [
+        (flat[start:end].strip(), n_tokens, path)
+        for start, end, n_tokens, path in reference.select("start", "end", "n_tokens", "path").rows()
+    ]
+    assert all(c.n_tokens <= t_max and c.prefix_tokens <= t_max // 2 for c in chunks)
+
+
+@pytest.mark.parametrize(
+    "flags, named",
+    [
+        (["--t-max", "0"], "argument --t-max: --t-max must be a whole number of tokens >= 1, got 0"),
+        (["--t-max", "3.5"], "argument --t-max: --t-max must be a whole number of tokens, got '3.5'"),
+        (["--t-min", "-2"], "argument --t-min: --t-min must be a whole number of tokens >= 0, got -2"),
+        (["--depth", "two"], "argument --depth: --depth must be a whole number of levels, got 'two'"),
+    ],
+)
+def test_cli_names_a_bad_flag_its_value_and_what_it_takes(tmp_path, capsys, flags, named):
+    path = tmp_path / "guide.md"
+    path.write_text(GUIDE)
+    with pytest.raises(SystemExit) as exit_status:
+        main(["chunk", str(path), *flags])
+    assert exit_status.value.code == 2 and named in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "flags, named",
+    [
+        (["--t-max", "50", "--t-min", "200"], "t_min = 200 exceeds t_max = 50: no chunk could satisfy both bounds"),
+    ],
+)
+def test_cli_names_flags_that_disagree(tmp_path, capsys, flags, named):
+    path = tmp_path / "guide.md"
+    path.write_text(GUIDE)
+    assert main(["chunk", str(path), *flags]) == 2
+    assert f"structbench chunk: error: {named}" in capsys.readouterr().err

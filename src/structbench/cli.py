@@ -13,13 +13,30 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 
-from structbench import defaults
+from structbench import arguments, defaults
 
 
 def _visible(value: str) -> str:
     if not value.strip():
         raise argparse.ArgumentTypeError(f"must be visible text such as ' > ', got {value!r}")
     return value
+
+
+def _whole_number(name: str, minimum: int, unit: str = "tokens") -> Callable[[str], int]:
+    """An argparse type: a whole number of at least ``minimum``, refused in the words of the Python API
+    (:func:`structbench.arguments.whole_number`)."""
+
+    def parse(value: str) -> int:
+        try:
+            number = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a whole number of {unit}, got {value!r}") from None
+        try:
+            return arguments.whole_number(name, number, minimum, unit)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    return parse
 
 
 def _add_chunk(subparsers) -> None:
@@ -32,21 +49,21 @@ def _add_chunk(subparsers) -> None:
     parser.add_argument("file", metavar="FILE.md", help="a UTF-8 Markdown file, or - for standard input")
     parser.add_argument(
         "--depth",
-        type=int,
+        type=_whole_number("--depth", 0, unit="levels"),
         default=defaults.PRACTITIONER_DEPTH,
         help="heading-path depth of the prefix, 0 for none (default %(default)s)",
     )
     parser.add_argument(
         "--t-max",
-        type=int,
+        type=_whole_number("--t-max", 1),
         default=defaults.T_MAX,
-        help="split sections above this many content tokens (default %(default)s)",
+        help="split sections above this many content tokens, as the workflow's chunking.t_max (default %(default)s)",
     )
     parser.add_argument(
         "--t-min",
-        type=int,
+        type=_whole_number("--t-min", 0),
         default=defaults.T_MIN,
-        help="merge chunks below this many content tokens (default %(default)s)",
+        help="merge chunks below this many content tokens, as the workflow's chunking.t_min (default %(default)s)",
     )
     parser.add_argument("--title", help="title when the file names none (default: from the file name)")
     parser.add_argument(
