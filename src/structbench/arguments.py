@@ -4,8 +4,8 @@ Pure and light (no tokenizer, no polars): :mod:`structbench.api` checks every ar
 work, and :mod:`structbench.cli` builds its argparse types on them, so ``chunk_markdown(t_max="300")`` and
 ``structbench chunk --t-max 0`` are refused in the same words. A wrong type is a ``TypeError``, a value of
 the right type out of its range a ``ValueError``. The bounds are the workflow's (``structbench.sizes``:
-``t_max >= 1``, ``t_min >= 0``, ``t_min <= t_max``), so a size accepted here means what the same number
-means in a config.
+``t_max >= 1``, ``t_min >= 0``, ``t_min <= t_max``; ``structbench.overlap`` for the overlap), so a size or an
+overlap accepted here means what the same number means in a config.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from __future__ import annotations
 import numbers
 import os
 from collections.abc import Collection, Mapping
+
+from structbench.overlap import Overlap, parse_overlap
 
 
 def _shown(value) -> str:
@@ -51,6 +53,24 @@ def text(name: str, value, *, optional: bool = False, visible: bool = False) -> 
     if visible and not value.strip():
         raise ValueError(f"{name} must be visible text such as ' > ', got {value!r}")
     return value
+
+
+def overlap(value, t_max: int) -> Overlap | None:
+    """The overlap ``value`` declares, as the workflow reads ``fixed_overlap:<o>`` (:mod:`structbench.overlap`):
+    None or 0 for none, an ``int`` of tokens, or a ``float`` share of the window below 1. A ``TypeError`` for
+    any other type (a string, a bool); a ``ValueError`` for a negative overlap, a share of 1 or more, or a
+    token overlap at or above ``t_max`` (no window is longer, so it leaves no stride), as at config load."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(
+            f"overlap must be a number: tokens (int, e.g. 50) or a share of the window below 1 (float, e.g. 0.5), "
+            f"got {_shown(value)}"
+        )
+    declared = parse_overlap(int(value) if isinstance(value, numbers.Integral) else float(value), "overlap")
+    if declared is not None:
+        declared.check_size(t_max, "overlap")  # no window is longer than t_max
+    return declared
 
 
 def one_of(name: str, value, choices: Collection):

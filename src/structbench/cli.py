@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from structbench import arguments, defaults
+from structbench.overlap import OverlapError, parse_overlap
 
 
 def _visible(value: str) -> str:
@@ -37,6 +38,18 @@ def _whole_number(name: str, minimum: int, unit: str = "tokens") -> Callable[[st
             raise argparse.ArgumentTypeError(str(error)) from None
 
     return parse
+
+
+def _overlap(value: str) -> int | float:
+    """An argparse type: an overlap as the workflow reads ``fixed_overlap:<o>`` (:func:`structbench.overlap.
+    parse_overlap`), tokens (``50``) or a share of the window below 1 (``0.5``), returned as the number."""
+    try:
+        declared = parse_overlap(value, "--overlap")
+    except OverlapError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    if declared is None:
+        return 0
+    return declared.tokens if declared.tokens is not None else declared.share
 
 
 def _add_chunk(subparsers) -> None:
@@ -64,6 +77,14 @@ def _add_chunk(subparsers) -> None:
         type=_whole_number("--t-min", 0),
         default=defaults.T_MIN,
         help="merge chunks below this many content tokens, as the workflow's chunking.t_min (default %(default)s)",
+    )
+    parser.add_argument(
+        "--overlap",
+        type=_overlap,
+        default=0,
+        metavar="O",
+        help="overlapping windows, as the workflow's boundaries fixed_overlap:O: size-matched to the heading "
+        "chunks, consecutive ones sharing O tokens (50) or a share of the window (0.5); default 0, none",
     )
     parser.add_argument("--title", help="title when the file names none (default: from the file name)")
     parser.add_argument(
@@ -94,6 +115,7 @@ def _run_chunk(args: argparse.Namespace) -> int:
         "tokenizer": args.tokenizer,
         "separator": args.separator,
         "induce": args.induce,
+        "overlap": args.overlap or None,
     }
     if args.title:
         options["title"] = args.title
