@@ -241,3 +241,160 @@ def test_cli_induces_sections_of_a_heading_less_file_with_the_packaged_minilm(tm
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert len({tuple(row["path"]) for row in rows}) >= 3
     assert all(row["path"][0] == "Doc" and len(row["path"]) >= 2 and row["path"][1] for row in rows)
+
+
+# ------------------------------------------------------------------ arguments checked, per-call size, overlap
+
+
+@pytest.mark.parametrize(
+    "options, error, named",
+    [
+        ({"t_max": "300"}, TypeError, r"t_max must be a whole number of tokens \(int\), got str '300'"),
+        ({"t_max": None}, TypeError, r"t_max must be a whole number of tokens \(int\), got NoneType None"),
+        ({"t_max": 350.0}, TypeError, r"t_max must be a whole number of tokens \(int\), got float 350.0"),
+        ({"t_max": True}, TypeError, r"t_max must be a whole number of tokens \(int\), got bool True"),
+        ({"t_max": 0}, ValueError, r"t_max must be a whole number of tokens >= 1, got 0"),
+        ({"t_min": -1}, ValueError, r"t_min must be a whole number of tokens >= 0, got -1"),
+        ({"t_min": "60"}, TypeError, r"t_min must be a whole number of tokens \(int\), got str '60'"),
+        ({"t_max": 50, "t_min": 200}, ValueError, r"t_min = 200 exceeds t_max = 50: no chunk could satisfy both"),
+        ({"depth": "2"}, TypeError, r"depth must be a whole number of levels \(int\), got str '2'"),
+        ({"depth": -1}, ValueError, r"depth must be a whole number of levels >= 0, got -1"),
+        ({"title": 123}, TypeError, r"title must be text \(str\) or None, got int 123"),
+        ({"name": None}, TypeError, r"name must be text \(str\), got NoneType None"),
+        ({"separator": 3}, TypeError, r"separator must be text \(str\), got int 3"),
+        ({"separator": " "}, ValueError, r"separator must be visible text such as ' > ', got ' '"),
+        ({"tokenizer": 5}, TypeError, r"tokenizer must be a tokenizer.json path.*got int 5"),
+        ({"induce": "llm"}, ValueError, r"induce must be one of \(None, 'segmentation'\), got 'llm'"),
+        ({"encode": "minilm"}, TypeError, r"encode must be a function encode\(texts\).*got str 'minilm'"),
+        ({"induce_options": [1]}, TypeError, r"induce_options must be a dict of options or None, got list \[1\]"),
+        ({"induce": "segmentation", "induce_options": {"windw": 2}}, ValueError, r"unknown options \['windw'\]"),
+        ({"induce_options": {"window": 2}}, ValueError, r"induce_options \{'window': 2\} need induce='segmentation'"),
+        ({"overlap": "0.5"}, TypeError, r"overlap must be a number: tokens \(int.*got str '0.5'"),
+        ({"overlap": True}, TypeError, r"overlap must be a number.*got bool True"),
+        ({"overlap": -5}, ValueError, r"overlap = -5: an overlap cannot be negative"),
+        ({"overlap": 1.5}, ValueError, r"overlap = 1.5: a share of the chunk's size must be below 1"),
+        ({"overlap": 50.0}, ValueError, r"overlap = 50.0: a share of the chunk's size must be below 1"),
+        ({"overlap": 350}, ValueError, r"overlap = 350: an overlap of 350 tokens leaves no stride in a chunk of 350"),
+        ({"overlap": 100, "t_max": 80, "t_min": 10}, ValueError, r"overlap = 100: .* in a chunk of 80 tokens"),
+    ],
+)
+def test_chunk_markdown_names_the_argument_the_value_and_what_it_takes(options, error, named):
+    with pytest.raises(error, match=named):
+        chunk_markdown(GUIDE, **options)
+
+
+def test_the_other_public_functions_name_bad_arguments():
+    from structbench.api import packaged_encoder
+
+    with pytest.raises(TypeError, match=r"path must be a path \(str or pathlib.Path\), got int 3"):
+        chunk_markdown_file(3)
+    with pytest.raises(TypeError, match=r"t_max must be a whole number of tokens \(int\), got str '9'"):
+        chunk_markdown_file(REPO / "README.md", t_max="9")
+    with pytest.raises(TypeError, match=r"batch_size must be a whole number of texts \(int\), got str '8'"):
+        packaged_encoder(batch_size="8")  # checked before the model would load
+    with pytest.raises(ValueError, match=r"batch_size must be a whole number of texts >= 1, got 0"):
+        packaged_encoder(batch_size=0)
+    with pytest.raises(TypeError, match=r"model must be text \(str\), got NoneType None"):
+        packaged_encoder(model=None)
+
+
+def workflow_tables(text: str, name: str = "document"):
+    """The corpus tables the workflow builds for one Markdown document (as chunk_markdown does)."""
+    from structbench.corpus.build import build_tables
+    from structbench.corpus.markdown import parse_markdown
+
+    return build_tables("api", [parse_markdown(text, name, "")])
+
+
+@pytest.mark.parametrize("t_max, t_min", [(350, 60), (120, 20), (200, 0)])
+def test_per_call_size_gives_the_workflows_structural_chunks_at_that_size(t_max, t_min):
+    from structbench.chunking.structural import structural_chunks
+
+    reference = structural_chunks(*workflow_tables(GUIDE), TOK, t_max=t_max, t_min=t_min)
+    chunks = chunk_markdown(GUIDE, t_max=t_max, t_min=t_min)
+    flat = chunks.flat_text
+    assert [(c.content, c.n_tokens, list(c.path)) for c in chunks] == [
+        (flat[start:end].strip(), n_tokens, path)
+        for start, end, n_tokens, path in reference.select("start", "end", "n_tokens", "path").rows()
+    ]
+    assert all(c.n_tokens <= t_max and c.prefix_tokens <= t_max // 2 for c in chunks)
+
+
+@pytest.mark.parametrize("overlap, t_max, t_min", [(0.5, 350, 60), (0.25, 120, 20), (40, 120, 20), (1, 200, 0)])
+def test_overlap_gives_the_workflows_fixed_overlap_windows(overlap, t_max, t_min):
+    """chunk_markdown(overlap=o) is the chunk set of ``boundaries: fixed_overlap:<o>`` at the same size: the
+    workflow's fixed_chunks step (rules/chunks.smk) over the structural chunks, with config's snap tokens."""
+    from structbench.chunking.fixed import fixed_chunks
+    from structbench.chunking.structural import structural_chunks
+    from structbench.conditions import fixed_overlap
+
+    tables = workflow_tables(GUIDE)
+    structural = structural_chunks(*tables, TOK, t_max=t_max, t_min=t_min)
+    windows = fixed_chunks(
+        *tables,
+        TOK,
+        reference_chunks=structural,
+        snap_tokens=15,  # config/config.yaml chunking.fixed_snap_tokens
+        t_min=t_min,
+        t_max=t_max,
+        overlap=fixed_overlap(f"fixed_overlap:{overlap}"),  # as the workflow reads the boundaries value
+    )
+    chunks = chunk_markdown(GUIDE, overlap=overlap, t_max=t_max, t_min=t_min)
+    flat = chunks.flat_text
+    assert [(c.content, c.n_tokens, list(c.path)) for c in chunks] == [
+        (flat[start:end].strip(), n_tokens, path)
+        for start, end, n_tokens, path in windows.select("start", "end", "n_tokens", "path").rows()
+    ]
+    assert all(later.start < earlier.end for earlier, later in zip(chunks, chunks[1:]))  # consecutive ones share text
+    assert chunk_markdown(GUIDE, overlap=0, t_max=t_max, t_min=t_min) == chunk_markdown(GUIDE, t_max=t_max, t_min=t_min)
+
+
+def test_a_token_overlap_above_a_documents_window_names_the_document():
+    with pytest.raises(ValueError, match=r"document 'notes.md'.*overlap = 200: an overlap of 200 tokens leaves no"):
+        chunk_markdown("# T\n\n" + SENTENCE * 3, overlap=200, name="notes.md")
+
+
+def test_cli_overlap_and_sizes_are_the_apis(tmp_path, capsys):
+    path = tmp_path / "guide.md"
+    path.write_text(GUIDE)
+    assert main(["chunk", str(path), "--json", "--overlap", "0.5", "--t-max", "120", "--t-min", "20"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    expected = chunk_markdown_file(path, overlap=0.5, t_max=120, t_min=20)
+    assert [(row["start"], row["end"], row["text"]) for row in rows] == [(c.start, c.end, c.text) for c in expected]
+    assert main(["chunk", str(path), "--json", "--overlap", "30", "--t-max", "120"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [row["start"] for row in rows] == [c.start for c in chunk_markdown_file(path, overlap=30, t_max=120)]
+
+
+@pytest.mark.parametrize(
+    "flags, named",
+    [
+        (["--t-max", "0"], "argument --t-max: --t-max must be a whole number of tokens >= 1, got 0"),
+        (["--t-max", "3.5"], "argument --t-max: --t-max must be a whole number of tokens, got '3.5'"),
+        (["--t-min", "-2"], "argument --t-min: --t-min must be a whole number of tokens >= 0, got -2"),
+        (["--depth", "two"], "argument --depth: --depth must be a whole number of levels, got 'two'"),
+        (["--overlap", "1.5"], "argument --overlap: --overlap = '1.5': a share of the chunk's size must be below 1"),
+        (["--overlap", "-3"], "argument --overlap: --overlap = '-3': an overlap cannot be negative"),
+        (["--overlap", "half"], "argument --overlap: --overlap = 'half': an overlap is a token count"),
+    ],
+)
+def test_cli_names_a_bad_flag_its_value_and_what_it_takes(tmp_path, capsys, flags, named):
+    path = tmp_path / "guide.md"
+    path.write_text(GUIDE)
+    with pytest.raises(SystemExit) as exit_status:
+        main(["chunk", str(path), *flags])
+    assert exit_status.value.code == 2 and named in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "flags, named",
+    [
+        (["--t-max", "50", "--t-min", "200"], "t_min = 200 exceeds t_max = 50: no chunk could satisfy both bounds"),
+        (["--overlap", "400"], "overlap = 400: an overlap of 400 tokens leaves no stride in a chunk of 350 tokens"),
+    ],
+)
+def test_cli_names_flags_that_disagree(tmp_path, capsys, flags, named):
+    path = tmp_path / "guide.md"
+    path.write_text(GUIDE)
+    assert main(["chunk", str(path), *flags]) == 2
+    assert f"structbench chunk: error: {named}" in capsys.readouterr().err

@@ -114,6 +114,7 @@ def test_the_config_check_and_the_report_stay_off_the_chunkers():
 # own layer or above. The package root (its version and the API's re-exports) stands outside the layers.
 LAYERS = (
     (
+        "arguments",
         "atomic",
         "cache",
         "cells",

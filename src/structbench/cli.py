@@ -13,13 +13,43 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 
-from structbench import defaults
+from structbench import arguments, defaults
+from structbench.overlap import OverlapError, parse_overlap
 
 
 def _visible(value: str) -> str:
     if not value.strip():
         raise argparse.ArgumentTypeError(f"must be visible text such as ' > ', got {value!r}")
     return value
+
+
+def _whole_number(name: str, minimum: int, unit: str = "tokens") -> Callable[[str], int]:
+    """An argparse type: a whole number of at least ``minimum``, refused in the words of the Python API
+    (:func:`structbench.arguments.whole_number`)."""
+
+    def parse(value: str) -> int:
+        try:
+            number = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a whole number of {unit}, got {value!r}") from None
+        try:
+            return arguments.whole_number(name, number, minimum, unit)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    return parse
+
+
+def _overlap(value: str) -> int | float:
+    """An argparse type: an overlap as the workflow reads ``fixed_overlap:<o>`` (:func:`structbench.overlap.
+    parse_overlap`), tokens (``50``) or a share of the window below 1 (``0.5``), returned as the number."""
+    try:
+        declared = parse_overlap(value, "--overlap")
+    except OverlapError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    if declared is None:
+        return 0
+    return declared.tokens if declared.tokens is not None else declared.share
 
 
 def _add_chunk(subparsers) -> None:
@@ -32,21 +62,29 @@ def _add_chunk(subparsers) -> None:
     parser.add_argument("file", metavar="FILE.md", help="a UTF-8 Markdown file, or - for standard input")
     parser.add_argument(
         "--depth",
-        type=int,
+        type=_whole_number("--depth", 0, unit="levels"),
         default=defaults.PRACTITIONER_DEPTH,
         help="heading-path depth of the prefix, 0 for none (default %(default)s)",
     )
     parser.add_argument(
         "--t-max",
-        type=int,
+        type=_whole_number("--t-max", 1),
         default=defaults.T_MAX,
-        help="split sections above this many content tokens (default %(default)s)",
+        help="split sections above this many content tokens, as the workflow's chunking.t_max (default %(default)s)",
     )
     parser.add_argument(
         "--t-min",
-        type=int,
+        type=_whole_number("--t-min", 0),
         default=defaults.T_MIN,
-        help="merge chunks below this many content tokens (default %(default)s)",
+        help="merge chunks below this many content tokens, as the workflow's chunking.t_min (default %(default)s)",
+    )
+    parser.add_argument(
+        "--overlap",
+        type=_overlap,
+        default=0,
+        metavar="O",
+        help="overlapping windows, as the workflow's boundaries fixed_overlap:O: size-matched to the heading "
+        "chunks, consecutive ones sharing O tokens (50) or a share of the window (0.5); default 0, none",
     )
     parser.add_argument("--title", help="title when the file names none (default: from the file name)")
     parser.add_argument(
@@ -77,6 +115,7 @@ def _run_chunk(args: argparse.Namespace) -> int:
         "tokenizer": args.tokenizer,
         "separator": args.separator,
         "induce": args.induce,
+        "overlap": args.overlap or None,
     }
     if args.title:
         options["title"] = args.title

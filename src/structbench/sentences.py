@@ -297,6 +297,8 @@ class _Partial:
 
     ``resync`` are starts syntok certainly finds (:func:`resync_points`), ``candidates`` every offset
     where it can find one (:func:`candidate_starts`, or None), ``certain`` the resync points as a set.
+    ``stretches`` are disjoint, not touching, and sorted by ``a`` (:func:`_add_stretch` keeps them so),
+    so the one around an offset is found by bisection however many a long paragraph collects.
     """
 
     __slots__ = ("candidates", "certain", "resync", "stretches")
@@ -320,8 +322,11 @@ def sentence_starts_near(text: str, lo: int, hi: int) -> tuple[int, int, list[in
     ``sentence_starts(text)`` in ``[a, b]``. syntok runs only from the last point before ``lo``
     where a sentence certainly starts (:func:`resync_points`, or a start already found) to the first
     sentence start at or after ``hi``, so a long paragraph is segmented only around the cuts asked for.
+    The stretch returned is the narrowest one (:func:`_narrowest`), so its size does not grow with what
+    earlier calls segmented: a chunker asking once per cut pays for the cut's surroundings, not the paragraph.
     """
     n = len(text)
+    hi = max(hi, lo)
     partial = _partials.get(text)
     if partial is None:
         partial = _partials[text] = _Partial(text)
@@ -329,18 +334,17 @@ def sentence_starts_near(text: str, lo: int, hi: int) -> tuple[int, int, list[in
             _partials.popitem(last=False)
     else:
         _partials.move_to_end(text)
-    for a, b, starts in partial.stretches:
-        if a <= lo and (b >= hi or b == n):
-            return a, b, starts
+    known = _stretch_before(partial.stretches, lo)
+    if known is not None and (known[1] >= hi or known[1] == n):
+        return _narrowest(known, lo, hi)
     origin = 0
     index = bisect.bisect_right(partial.resync, lo) - 1
     if index >= 0:
         origin = partial.resync[index]
-    for a, _, starts in partial.stretches:
-        if a <= lo:
-            index = bisect.bisect_right(starts, lo) - 1
-            if index >= 0:
-                origin = max(origin, starts[index])
+    if known is not None:
+        index = bisect.bisect_right(known[2], lo) - 1
+        if index >= 0:
+            origin = max(origin, known[2][index])
     try:
         if partial.candidates is None:
             starts, end = _segment_from(text, origin, hi)
@@ -348,11 +352,58 @@ def sentence_starts_near(text: str, lo: int, hi: int) -> tuple[int, int, list[in
             starts, end = _walk_candidates(text, partial, origin, hi)
     except Exception:  # as sentence_starts does: the whole paragraph, with its logged fallback
         return 0, n, list(sentence_starts(text))
-    partial.stretches = _merged_stretches(partial.stretches, (origin, end, starts))
-    for a, b, found in partial.stretches:
-        if a <= origin and b >= end:
-            return a, b, found
-    raise AssertionError("a merged stretch covers the new one")  # pragma: no cover
+    return _narrowest(_add_stretch(partial.stretches, (origin, end, starts)), lo, hi)
+
+
+def _stretch_before(stretches: list[tuple[int, int, list[int]]], offset: int) -> tuple[int, int, list[int]] | None:
+    """The last of the sorted, disjoint ``stretches`` that begins at or before ``offset`` (None if none does).
+
+    It is the only one that can hold ``offset``, and its starts at or before ``offset`` are the latest
+    known ones: every earlier stretch ends before it begins."""
+    index = bisect.bisect_right(stretches, offset, key=lambda stretch: stretch[0]) - 1
+    return stretches[index] if index >= 0 else None
+
+
+def _narrowest(stretch: tuple[int, int, list[int]], lo: int, hi: int) -> tuple[int, int, list[int]]:
+    """The narrowest exact stretch around ``[lo, hi]`` inside ``stretch`` (which holds ``[lo, hi]``, or ends
+    at the text's end): from its last start at or before ``lo`` (else its own beginning, then 0) to its first
+    start at or after ``hi`` (else its own end, then the text's end); a copy, so callers may keep it."""
+    a, b, starts = stretch
+    first = bisect.bisect_right(starts, lo) - 1
+    last = bisect.bisect_left(starts, hi)
+    narrow_a = starts[first] if first >= 0 else a
+    narrow_b = starts[last] if last < len(starts) else b
+    return narrow_a, narrow_b, starts[max(first, 0) : last + 1]
+
+
+def _add_stretch(
+    stretches: list[tuple[int, int, list[int]]], new: tuple[int, int, list[int]]
+) -> tuple[int, int, list[int]]:
+    """Add one exact stretch to the sorted, disjoint ``stretches`` in place, joined with those it overlaps or
+    touches (their union is exact too); returns the stretch that now holds it.
+
+    Linear in the new stretch, not in what it joins: the starts of a stretch it extends are extended in
+    place, and only the part of a later stretch past the new one's end is copied, so a paragraph segmented
+    cut by cut, left to right (as the chunkers ask), costs its length once, however many cuts it has.
+    """
+    a, b, starts = new
+    begin = bisect.bisect_left(stretches, a, key=lambda stretch: stretch[1])  # first ending at or after a
+    stop = bisect.bisect_right(stretches, b, key=lambda stretch: stretch[0])  # past the last beginning at or before b
+    if begin == stop:
+        stretches.insert(begin, new)
+        return new
+    first, last = stretches[begin], stretches[stop - 1]
+    tail = last[2][bisect.bisect_right(last[2], b) :] if last[1] > b else []
+    if first[0] < a:  # keep the first stretch's starts before a, then the new ones (exact from a on)
+        merged = first[2]
+        del merged[bisect.bisect_left(merged, a) :]
+        merged.extend(starts)
+    else:
+        merged = starts
+    merged.extend(tail)
+    joined = (min(a, first[0]), max(b, last[1]), merged)
+    stretches[begin:stop] = [joined]
+    return joined
 
 
 def _walk_candidates(text: str, partial: _Partial, origin: int, hi: int) -> tuple[list[int], int]:
@@ -440,17 +491,3 @@ def _start_offsets(text: str) -> Iterator[int]:
                             yield last
                     else:
                         peek = True
-
-
-def _merged_stretches(stretches, new):
-    """Add one exact stretch to a list of them, joining those that overlap (their union is exact too)."""
-    a, b, starts = new
-    kept = []
-    for stretch in stretches:
-        if stretch[0] <= b and stretch[1] >= a:
-            a, b = min(a, stretch[0]), max(b, stretch[1])
-            starts = sorted(set(starts) | set(stretch[2]))
-        else:
-            kept.append(stretch)
-    kept.append((a, b, starts))
-    return kept

@@ -5,6 +5,7 @@ import re
 import numpy as np
 import polars as pl
 import pytest
+import regex
 from conftest import SHARED_DATA
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -20,10 +21,13 @@ from structbench.structure.segmentation import (
     STOPWORDS,
     TITLE_CHARS_PER_WORD,
     boundary_levels,
+    bounded_words,
     candidate_phrases,
     compose_title,
     depth_scores,
+    fallback_title,
     gap_similarities,
+    grapheme_count,
     induce_segmentation,
     mmr_order,
     select_boundaries,
@@ -123,6 +127,68 @@ def test_compose_title_is_bounded_and_skips_overlapping_phrases():
     assert compose_title(["graph kernels", "graph", "node classification"], 6) == "graph kernels, node classification"
     assert compose_title(["graph kernels", "node classification"], 3) == "graph kernels"
     assert compose_title(["a very long phrase"], 2) == "a very"
+
+
+# Combining scripts: a vowel or tone mark is a code point of its own, written on the letter before it.
+THAI = "รถไฟฟ้าสายใหม่เปิดให้บริการแล้ววันนี้ ผู้โดยสารจำนวนมากเดินทางไปทำงานด้วยรถไฟฟ้าสายสีม่วง"
+DEVANAGARI = "नई मेट्रो लाइन आज से यात्रियों के लिए खुल गई है और स्टेशनों पर भीड़ है"
+KHMER = "រថភ្លើងអគ្គិសនីថ្មីបើកដំណើរការនៅថ្ងៃនេះ"
+
+
+def clusters(text: str) -> list[str]:
+    return regex.findall(r"\X", text)
+
+
+def whole_cluster_run(part: str, source: str, prefix_only: bool = False) -> bool:
+    """Whether ``part`` is a run of whole grapheme clusters of ``source`` (its opening ones, when
+    ``prefix_only``): cut nowhere inside a cluster, so no mark lost or stranded."""
+    wanted, available = clusters(part), clusters(source)
+    starts = [0] if prefix_only else range(len(available) - len(wanted) + 1)
+    return bool(wanted) and any(available[i : i + len(wanted)] == wanted for i in starts)
+
+
+def marks(text: str) -> int:
+    return len(regex.findall(r"\p{M}", text))
+
+
+@pytest.mark.parametrize("text", [THAI, DEVANAGARI, KHMER])
+def test_candidate_words_are_runs_of_whole_grapheme_clusters(text):
+    candidates = candidate_phrases(text)
+    assert candidates
+    for candidate in candidates.values():
+        assert whole_cluster_run(candidate.surface, text)
+        assert all(whole_cluster_run(word, text) for word in candidate.surface.split())
+    # every word of the text is a candidate whole, marks included (these texts have no stopword or punctuation)
+    if " " not in text.strip():
+        assert text in {candidate.surface for candidate in candidates.values()}
+
+
+@pytest.mark.parametrize("text", [THAI.replace(" ", ""), DEVANAGARI.replace(" ", ""), KHMER * 3])
+def test_a_title_cut_to_its_character_bound_keeps_whole_grapheme_clusters(text):
+    title = bounded_words([text], 2)
+    assert title.endswith("…") and grapheme_count(title) == TITLE_CHARS_PER_WORD * 2 + 1
+    kept = title.removesuffix("…")
+    assert whole_cluster_run(kept, text, prefix_only=True)
+    assert marks(kept) == marks("".join(clusters(text)[: grapheme_count(kept)]))  # every mark of those clusters
+    assert fallback_title(text, 2, 1) == title
+
+
+def test_thai_and_devanagari_titles_from_the_inducer_keep_their_marks():
+    texts = [THAI, THAI.replace("ม่วง", "แดง"), DEVANAGARI, DEVANAGARI.replace("भीड़", "लोग")]
+    documents, paragraphs = tables_for({"doc": texts})
+    sections, _ = induce_segmentation(documents, paragraphs, HashedBagOfWords(), min_section_paragraphs=1)
+    source = " ".join(texts)
+    titles = sections["title"].to_list()
+    for title in titles:
+        for phrase in title.removesuffix("…").split(", "):
+            assert all(whole_cluster_run(word, source) for word in phrase.split()), title
+    # before: 'รถไฟฟ าสายใหม' (the word split at its tone mark, the mark dropped)
+    assert len(titles) == 2 and "รถไฟฟ้าสายใหม่" in titles[0] and "मेट्रो" in titles[1]
+
+
+def test_latin_titles_are_cut_as_before():
+    assert bounded_words(["abcdefghij" * 3], 2) == "abcdefghij" * 2 + "abcd…"
+    assert candidate_phrases("Graph kernels, x² and CO₂ levels")["co₂ levels"].surface == "CO₂ levels"
 
 
 # ---------------------------------------------------------------------------------------------- driver
@@ -279,7 +345,8 @@ def test_adversarial_paragraph_lists_always_tile_and_verify(texts, window, min_p
     assert status["status"].to_list() == ["usable" if sections.height > 1 else "failed"]
     for title, start, end in zip(*(sections[c].to_list() for c in ("title", "para_start", "para_end"))):
         assert title.strip() and len(title.split()) <= 4
-        assert len(title) <= TITLE_CHARS_PER_WORD * 4 + 1  # bounded in characters too (CJK, Thai: one "word")
+        # bounded in characters (grapheme clusters) too (CJK, Thai: one "word")
+        assert grapheme_count(title) <= TITLE_CHARS_PER_WORD * 4 + 1
         # Numbered by position only when the section holds no letter or digit at all (punctuation only).
         if re.fullmatch(r"Section \d+", title):  # its own paragraphs (a part of what it was titled from)
             assert not any(ch.isalnum() for ch in "".join(texts[start:end]))

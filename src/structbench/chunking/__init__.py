@@ -56,7 +56,8 @@ starts there), ``"paragraph"`` (a paragraph starts there: a split inside a unit,
 boundary, a fixed window snapped to a paragraph start), ``"sentence"``, and the fallbacks
 :data:`FALLBACK_CUTS` — ``"line"``, ``"word"``, ``"token"``. :func:`cut_counts` counts them for the
 corpus report. Chunking time is linear in the text: every step looks up boundaries by bisection and
-segments each paragraph once per chunker (``benchmarks/bench_chunk_scaling.py`` measures it).
+segments each paragraph once per chunker (``benchmarks/bench_chunk_scaling.py`` measures it;
+``benchmarks/bench_chunk_linear.py``, one heading-less paragraph through :func:`structbench.chunk_markdown`).
 
 Modules: :mod:`.document` (the prepared document, tokenization), :mod:`.cuts` (split, fallback and merge
 rules, the CHUNKS output), :mod:`.structural` (structural and semantic chunks), :mod:`.fixed` (fixed

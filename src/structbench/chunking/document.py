@@ -17,6 +17,7 @@ from structbench.sentences import paragraph_boundaries, sentence_starts_near
 from structbench.tokens import TokenCounter, TokenSpans
 
 _TOKENIZE_BATCH_DOCS = 32  # documents tokenized per call: bounds memory, lets tokenizing overlap chunking
+_TOKENIZE_PIECE_CHARS = 1 << 16  # a longer paragraph is tokenized in pieces of about this many characters
 
 
 # --------------------------------------------------------------------------------------------------
@@ -44,6 +45,7 @@ class _Doc:
     # Per-paragraph lookups made while the document is chunked (released with ``tokens``).
     _sentences: dict[int, tuple[list[int], list[int]]] = field(default_factory=dict, repr=False)
     _pretokens: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
+    _paragraph_texts: dict[int, str] = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
         self._section_starts = [self.para_starts[s.para_start] for s in self.sections]
@@ -95,10 +97,19 @@ class _Doc:
         if para in self._sentences or not self.counter.additive:
             return self.sentence_bounds(para)
         start = self.para_starts[para]
-        text = self.text[start : self.para_ends[para]]
+        text = self._paragraph_text(para)
         a, _, starts = sentence_starts_near(text, max(lo_char - start, 0), min(max(hi_char - start, 0), len(text)))
         chars = ([start] if a == 0 else []) + [start + b for b in starts]
         return chars, [self.tokens.index(c) for c in chars]
+
+    def _paragraph_text(self, para: int) -> str:
+        """Paragraph ``para``'s text, one string object per paragraph: the sentence cache is keyed by the text,
+        and a string hashes once, so a paragraph asked about once per cut is not copied and hashed per cut
+        (which made chunking a long paragraph quadratic)."""
+        text = self._paragraph_texts.get(para)
+        if text is None:
+            text = self._paragraph_texts[para] = self.text[self.para_starts[para] : self.para_ends[para]]
+        return text
 
     def pretoken_starts(self, lo: int, hi: int) -> np.ndarray:
         """Indices of the tokens in ``[lo, hi)`` that begin a pre-token (no word piece continues there)."""
@@ -138,6 +149,7 @@ class _Doc:
         self.tokens = None
         self._sentences.clear()
         self._pretokens.clear()
+        self._paragraph_texts.clear()
 
 
 def _contains(ordered: Sequence[int], value: int) -> bool:
@@ -209,18 +221,55 @@ def _doc_spans(batch: list[_Doc], tokenizer: TokenCounter) -> list[TokenSpans]:
 
     Paragraphs are separated by whitespace, so (for a word-level tokenizer) the document's tokens are
     its paragraphs' tokens; many short texts also spread better over the tokenizer's threads than a
-    few long ones.
+    few long ones. For the same reason a long paragraph is tokenized in pieces cut at spaces
+    (:func:`tokenization_pieces`).
     """
-    texts = [doc.text[s:e] for doc in batch for s, e in zip(doc.para_starts, doc.para_ends)]
-    shifts = [s for doc in batch for s in doc.para_starts]
-    per_paragraph = iter(tokenizer.starts_batch(texts, shifts))
+    pieces_by_doc = [
+        [
+            piece
+            for start, end in zip(doc.para_starts, doc.para_ends)
+            for piece in tokenization_pieces(doc.text, start, end, tokenizer.additive)
+        ]
+        for doc in batch
+    ]
+    texts = [doc.text[start:end] for doc, pieces in zip(batch, pieces_by_doc) for start, end in pieces]
+    shifts = [start for pieces in pieces_by_doc for start, _ in pieces]
+    per_piece = iter(tokenizer.starts_batch(texts, shifts))
     out = []
-    for doc in batch:
+    for pieces in pieces_by_doc:
         starts: list[int] = []
-        for _ in doc.para_starts:
-            starts.extend(next(per_paragraph))
+        for _ in pieces:
+            starts.extend(next(per_piece))
         out.append(TokenSpans(starts))
     return out
+
+
+def tokenization_pieces(
+    text: str, start: int, end: int, word_level: bool, piece_chars: int = _TOKENIZE_PIECE_CHARS
+) -> list[tuple[int, int]]:
+    """``text[start:end]`` as consecutive ``(start, end)`` pieces to tokenize separately, with the same tokens.
+
+    A word-level tokenizer (:attr:`TokenCounter.additive`) never joins characters across a space, so
+    cutting right after one changes no token; each piece is then at most about ``piece_chars`` long
+    (longer only where no space falls within it). Why: one very long text costs the Hugging Face
+    tokenizer more than its length (a 6.8 MB paragraph took 4.1-4.5x the time of a 1.7 MB one), many
+    pieces cost their total length and spread over its threads. Other tokenizers (whose tokens mark a
+    leading space) get the text whole.
+    """
+    if not word_level or end - start <= piece_chars:
+        return [(start, end)]
+    pieces = []
+    while end - start > piece_chars:
+        cut = text.rfind(" ", start + 1, start + piece_chars) + 1  # just after a space, or 0: none in reach
+        if cut == 0:
+            cut = text.find(" ", start + piece_chars, end) + 1
+            if cut == 0:
+                break
+        pieces.append((start, cut))
+        start = cut
+    if start < end:
+        pieces.append((start, end))
+    return pieces
 
 
 def _tokenized(docs: list[_Doc], tokenizer: TokenCounter) -> Iterator[_Doc]:

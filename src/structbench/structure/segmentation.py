@@ -35,8 +35,10 @@ the second when it shares no word with the first and both fit in ``title_words``
 A section without any candidate is titled with its first ``title_words`` words that hold a letter or a
 digit, and ``Section <n>`` (its position) when it has none (punctuation only). Every title is also held to
 ``TITLE_CHARS_PER_WORD * title_words`` characters (cut, ending in "…"): text without spaces (CJK, Thai)
-is one long "word". The hard bound in tokens is the prefix's (``structbench.prefixes.budget``: half of
-``t_max``). Titles are never empty.
+is one long "word". Words and characters are grapheme clusters (``regex``'s ``\\X``), never code
+points, so a Thai, Lao, Khmer or Devanagari letter keeps its combining marks: a word is never split at a
+mark, and a cut never leaves a base letter without the marks written on it. The hard bound in tokens is
+the prefix's (``structbench.prefixes.budget``: half of ``t_max``). Titles are never empty.
 
 **Status** (``induction.STATUS`` columns; ``rounds`` and ``windows`` are always 1, violations and clipped
 paragraphs 0): ``usable`` when the document got more than one section; ``failed`` when it got a single
@@ -84,6 +86,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import polars as pl
+import regex
 
 from structbench.corpus.verify import verify_sections
 from structbench.datamodel import MAX_LEVEL, SectionSpec
@@ -114,7 +117,11 @@ e.g i.e et al fig figure table section sec eq equation respectively show shows s
 present presented see based also first second third new given like well able make makes made get gets
 """
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
-_WORD = re.compile(r"[^\W\d_][\w'-]*")
+# A word: whole grapheme clusters, the first opening with a letter (or a non-decimal number such as Ⅻ), the rest
+# with a letter, number, _, ' or - (the classes of ``re``'s former ``[^\W\d_][\w'-]*``). ``re`` reads a combining
+# mark (Thai ั, Devanagari ्) as no word character, so it split words there and dropped the mark.
+_WORD = regex.compile(r"(?=[\p{L}\p{Nl}\p{No}])\X(?:(?=[\p{L}\p{N}_'-])\X)*")
+_GRAPHEME = regex.compile(r"\X")
 _PHRASE_BREAK = re.compile(r"[.,;:!?()\[\]{}\"“”‘’/|=+*<>]|\s-\s|\s–\s|\s—\s")
 
 
@@ -290,17 +297,30 @@ def compose_title(phrases: Sequence[str], title_words: int) -> str:
         other_words = other.split()
         if len(first) + len(other_words) <= title_words and not words & {w.lower() for w in other_words}:
             joined = " ".join(first) + ", " + other
-            if len(joined) <= TITLE_CHARS_PER_WORD * title_words:
+            if grapheme_count(joined) <= TITLE_CHARS_PER_WORD * title_words:
                 return joined
     return bounded_words(first, title_words)
 
 
 def bounded_words(words: Sequence[str], title_words: int) -> str:
     """The first ``title_words`` words joined, and at most ``TITLE_CHARS_PER_WORD * title_words``
-    characters: text without spaces (CJK, Thai) is one "word", so words alone bound nothing there."""
+    characters (grapheme clusters, :func:`grapheme_prefix`): text without spaces (CJK, Thai) is one
+    "word", so words alone bound nothing there."""
     text = " ".join(words[:title_words])
     limit = TITLE_CHARS_PER_WORD * title_words
-    return text if len(text) <= limit else text[:limit].rstrip() + "…"
+    return text if grapheme_count(text) <= limit else grapheme_prefix(text, limit).rstrip() + "…"
+
+
+def grapheme_count(text: str) -> int:
+    """How many user-perceived characters (extended grapheme clusters) ``text`` holds: a base letter and
+    the combining marks written on it count once, as a reader counts them."""
+    return sum(1 for _ in _GRAPHEME.finditer(text))
+
+
+def grapheme_prefix(text: str, limit: int) -> str:
+    """The first ``limit`` grapheme clusters of ``text``, each whole: a cut by code points could keep a
+    Thai or Devanagari base letter and drop the vowel or tone mark that follows it."""
+    return "".join(cluster.group() for _, cluster in zip(range(limit), _GRAPHEME.finditer(text)))
 
 
 def fallback_title(text: str, title_words: int, position: int) -> str:
