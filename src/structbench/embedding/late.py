@@ -45,11 +45,10 @@ from structbench.cache import VectorCache
 from structbench.datamodel import document_texts
 from structbench.embedding.local import (
     EmbedderSpec,
-    effective_max_seq_length,
+    embedder_namespace,
     embedding_dimension,
     load_model,
-    locate_model,
-    model_fingerprint,
+    resolve_embedder,
 )
 from structbench.embedding.passes import plan_passes, run_passes, tokenized_windows
 from structbench.embedding.report import TruncationCount, add_lookup_totals, encoder_report, new_totals
@@ -296,13 +295,13 @@ class LateEncoder:
         if mode not in MODES:
             raise ValueError(f"late chunking mode {mode!r} is not one of {list(MODES)}")
         self.spec, self.mode, self.threads = spec, mode, threads
-        self.location = locate_model(spec.model)
-        self.window = effective_max_seq_length(spec, self.location)
+        self.resolved = resolve_embedder(spec)
+        self.window = self.resolved.max_seq_length
         self.capacity = self.window - SPECIAL_TOKENS
         overlap = window_overlap(self.capacity, overlap)
         plan_windows(0, self.capacity, overlap)  # refuses an overlap the window cannot take, before any model loads
         self.overlap = overlap
-        namespace = model_fingerprint(spec, cache_root, self.location) | {
+        namespace = embedder_namespace(self.resolved, cache_root) | {
             "late": {"scheme": LATE_SCHEME, "window": self.window, "overlap": overlap, "mode": mode}
         }
         self.cache = VectorCache(cache_root, namespace)
@@ -312,7 +311,7 @@ class LateEncoder:
 
     def model(self):
         if self._model is None:
-            self._model = load_model(self.spec, self.location)
+            self._model = load_model(self.resolved)
         return self._model
 
     def _compute(self, keys: list[str]) -> np.ndarray:

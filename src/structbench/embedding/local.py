@@ -266,46 +266,76 @@ def weights_dtype(spec: EmbedderSpec, device: str) -> str:
     return "float16" if spec.fp16 and device.startswith("cuda") else spec.dtype
 
 
-def load_model(spec: EmbedderSpec, location: ModelLocation | None = None):
+@dataclass(frozen=True)
+class ResolvedEmbedder:
+    """An ``embedders`` entry resolved once, before any encoder is built: where the model is, the device and the
+    precision it runs in, how many tokens it sees. Every later step (the namespace, the load, the truncation
+    count, the pass rule) reads these values instead of deciding them again."""
+
+    spec: EmbedderSpec
+    location: ModelLocation
+    device: str  # cpu | cuda | cuda:N
+    dtype: str  # float32 | float16 | bfloat16 (:func:`weights_dtype`)
+    max_seq_length: int  # :func:`effective_max_seq_length`
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.device.startswith("cuda")
+
+
+def resolve_embedder(spec: EmbedderSpec, location: ModelLocation | None = None) -> ResolvedEmbedder:
+    """``spec`` resolved (:class:`ResolvedEmbedder`); a model that cannot be located, a GPU asked for and not
+    visible, or a length above the model's positions is an error naming the embedder here, before any load."""
+    location = location or locate_model(spec.model)
+    device = pick_device(spec.device)
+    max_seq_length = effective_max_seq_length(spec, location)
+    return ResolvedEmbedder(spec, location, device, weights_dtype(spec, device), max_seq_length)
+
+
+def load_model(spec: EmbedderSpec | ResolvedEmbedder, location: ModelLocation | None = None):
     """The sentence-transformers model from the located directory (the fingerprinted files), its weights in
     :func:`weights_dtype` whatever precision the checkpoint was saved in (transformers would otherwise load a
     half-precision checkpoint as half), checked after loading."""
     import torch
     from sentence_transformers import SentenceTransformer
 
-    location = location or locate_model(spec.model)
-    device = pick_device(spec.device)
-    dtype = weights_dtype(spec, device)
-    model = SentenceTransformer(str(location.directory), device=device, model_kwargs={"dtype": getattr(torch, dtype)})
-    model.max_seq_length = effective_max_seq_length(spec, location)
-    model.to(getattr(torch, dtype))
-    loaded = {
-        str(parameter.dtype).removeprefix("torch.") for parameter in model.parameters() if parameter.is_floating_point()
-    }
-    if loaded != {dtype}:
-        raise RuntimeError(f"embedder {spec.model!r}: weights loaded as {sorted(loaded)}, declared {dtype}")
+    resolved = spec if isinstance(spec, ResolvedEmbedder) else resolve_embedder(spec, location)
+    dtype = getattr(torch, resolved.dtype)
+    model = SentenceTransformer(str(resolved.location.directory), device=resolved.device, model_kwargs={"dtype": dtype})
+    model.max_seq_length = resolved.max_seq_length
+    model.to(dtype)
+    floating = (weights for weights in model.parameters() if weights.is_floating_point())
+    loaded = {str(weights.dtype).removeprefix("torch.") for weights in floating}
+    if loaded != {resolved.dtype}:
+        raise RuntimeError(
+            f"embedder {resolved.spec.model!r}: weights loaded as {sorted(loaded)}, declared {resolved.dtype}"
+        )
     model.eval()
     return model
 
 
-def model_fingerprint(spec: EmbedderSpec, cache_root: str | Path, location: ModelLocation | None = None) -> dict:
+def embedder_namespace(resolved: ResolvedEmbedder, cache_root: str | Path) -> dict:
     """Everything that determines a vector besides its text: the cache namespace (module docstring)."""
-    location = location or locate_model(spec.model)
+    location = resolved.location
     if location.hub_revision is not None:
         identity = {"hub_revision": location.hub_revision}
     else:
         identity = {"sha256": weights_fingerprint(location.directory, Path(cache_root) / FILE_HASH_INDEX)}
-    device = pick_device(spec.device)
     return {
         "kind": "embedding",
-        "model": spec.model,
+        "model": resolved.spec.model,
         "weights": identity,
-        "max_seq_length": effective_max_seq_length(spec, location),
-        "dtype": weights_dtype(spec, device),
-        "encoding": encoding_scheme(on_gpu=device.startswith("cuda")),
-        "device": device_identity(device),
+        "max_seq_length": resolved.max_seq_length,
+        "dtype": resolved.dtype,
+        "encoding": encoding_scheme(on_gpu=resolved.on_gpu),
+        "device": device_identity(resolved.device),
         "libraries": library_versions(),
     }
+
+
+def model_fingerprint(spec: EmbedderSpec, cache_root: str | Path, location: ModelLocation | None = None) -> dict:
+    """The cache namespace of ``spec`` (:func:`embedder_namespace` of its resolution)."""
+    return embedder_namespace(resolve_embedder(spec, location), cache_root)
 
 
 def embedding_dimension(model) -> int:
@@ -344,17 +374,17 @@ class CachedEncoder:
 
     def __init__(self, spec: EmbedderSpec, cache_root: str | Path, threads: int | None = None):
         self.spec = spec
-        self.location = locate_model(spec.model)
-        self.cache = VectorCache(cache_root, model_fingerprint(spec, cache_root, self.location))
+        self.resolved = resolve_embedder(spec)
+        self.cache = VectorCache(cache_root, embedder_namespace(self.resolved, cache_root))
         self.threads = threads
         self._model = None
         self.totals = new_totals()
-        self.truncation = TruncationCount(effective_max_seq_length(spec, self.location), 0, 0)
+        self.truncation = TruncationCount(self.resolved.max_seq_length, 0, 0)
 
     def model(self):
         if self._model is None:
-            log.info("loading %s from %s", self.spec.model, self.location.directory)
-            self._model = load_model(self.spec, self.location)
+            log.info("loading %s from %s", self.spec.model, self.resolved.location.directory)
+            self._model = load_model(self.resolved)
         return self._model
 
     def _compute(self, missing: list[str]) -> np.ndarray:
@@ -363,15 +393,16 @@ class CachedEncoder:
     def shard_texts(self) -> int:
         """Texts per cache shard (the resume unit): the cache's default on a CPU; on a GPU enough texts per call
         that each width's last, partly filled pass is a small share of the work."""
-        return GPU_CALL_TEXTS if pick_device(self.spec.device).startswith("cuda") else DEFAULT_CHUNK
+        return GPU_CALL_TEXTS if self.resolved.on_gpu else DEFAULT_CHUNK
 
     def __call__(self, texts: Sequence[str]) -> np.ndarray:
         texts = list(texts)
-        counted = count_truncated(texts, self.spec, self.location)
+        lengths = token_lengths(texts, self.resolved.location.directory)
+        limit = self.resolved.max_seq_length
         self.truncation = TruncationCount(
-            counted.max_seq_length,
-            self.truncation.n_truncated + counted.n_truncated,
-            max(self.truncation.max_tokens, counted.max_tokens),
+            limit,
+            self.truncation.n_truncated + sum(length > limit for length in lengths),
+            max([self.truncation.max_tokens, *lengths]),
         )
         lookup = self.cache.get_or_compute(texts, self._compute, chunk_size=self.shard_texts(), verb="encoded")
         add_lookup_totals(self.totals, len(texts), lookup)
