@@ -477,8 +477,17 @@ def test_the_conditions_table_lists_the_selected_conditions_only():
     rule = (REPO / "rules/report.smk").read_text()
     report_rule = rule[rule.index("rule report:") :]
     passed = re.search(r"^        conditions=(.*),$", report_rule, re.MULTILINE).group(1)
-    # CONDITIONS: check_config's selection, each as its config entry with its resolved own size
-    assert passed == "{name: condition.entry() for name, condition in CONDITIONS.items()}"
+    # the Study's selection, each as its config entry with its resolved own size
+    assert passed == "STUDY.condition_entries()"
+    import yaml
+
+    from structbench.config import validate_config
+    from structbench.study import Study
+
+    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    config["select"] = {**(config.get("select") or {}), "conditions": selected}
+    config = validate_config(config, REPO / "workflow/schemas/config.schema.yaml")
+    assert list(Study.from_config(config).condition_entries()) == selected
 
 
 def test_semantic_merge_truncation_is_a_row_of_the_embedder_input_table(tmp_path, monkeypatch):
