@@ -103,8 +103,15 @@ def test_placebo_parent_and_window_runs(counter):
     assert trees["d"][0][1] in ((0, 120, 150), (0, 120, 170))  # S1's children moved with it
     runs, units = readtime_run("placebo_parent:1", RUNS, CHUNKS, uneven, DOCS, counter, hits=10, seed=3)
     spans = runs.join(units, on="chunk_id").sort("qid", "rank").select("qid", "doc_id", "start", "end").rows()
-    # q1: chunk 1 (50-100) and chunk 0 (0-50) lie in placebo block 0-120; q2: chunk 2 (100-150) spans both
-    assert spans == [("q1", "d", 0, 120), ("q1", "e", 0, 200), ("q2", "d", 0, 200)]
+    # q1: chunk 1 (50-100) and chunk 0 (0-50) lie in placebo block 0-120 (24 + 40 tokens, within the real
+    # parent's 40 + 40: kept whole). q2: chunk 2 (100-150) spans both placebo blocks, 0-200, 40 tokens
+    # against the real parent's 24 (80-200): cut to windows inside the blocks. At window 19, chunk 2 grows
+    # 4 tokens left and 5 right (80-175), chunk 3 runs into block 120-200's end (140-200): 80-200, 24 tokens
+    assert spans == [("q1", "d", 0, 120), ("q1", "e", 0, 200), ("q2", "d", 80, 200)]
+    assert runs.join(units, on="chunk_id").group_by("qid").agg(pl.col("n_tokens").sum()).sort("qid").rows() == [
+        ("q1", 64),
+        ("q2", 24),
+    ]
     real, real_units = readtime_run("parent:1", RUNS, CHUNKS, uneven, DOCS, counter, hits=10, seed=3)
     # the real tree: chunk 1 (50-100) straddles S1/S2, so its parent is both; q2's chunk 2 lies in S2
     real_spans = real.join(real_units, on="chunk_id").sort("qid", "rank").select("qid", "doc_id", "start", "end")
