@@ -184,6 +184,32 @@ def test_table1_has_the_paper_layout_with_family_labels_and_holm_marks():
     assert tables_of(weak, "table1_contrasts")[0].content.blocks[0].frame["p (Holm)"][0] == "0.300 (n.s.)"
 
 
+def test_table1_reads_the_readtime_family_on_token_budgets_first():
+    metrics = ["cov_nDCG@10", "budget_cov@512", "budget_cov@2048", "budget_cov@1024"]
+    scores = pl.DataFrame(
+        {
+            "qid": [f"q{i}" for i in range(6)] * 2,
+            "doc_id": [f"d{i // 2}" for i in range(6)] * 2,
+            "condition": ["P"] * 6 + ["F"] * 6,
+            **{m: [0.1 * i for i in range(6)] + [0.05 * i for i in range(6)] for m in metrics},
+        }
+    )
+    spec = {"name": "R1", "treatment": "P", "control": "F", "family": "readtime"}
+    contrasts = contrast_table(scores, [spec], metrics, B=200, seed=0, mixedlm=False).with_columns(
+        corpus=pl.lit("c"), embedder=pl.lit("e"), reranker=pl.lit("none")
+    )
+    inputs = synthetic_inputs(contrasts=contrasts, contrast_specs=[spec])
+    (table1,) = tables_of(inputs, "table1_contrasts")
+    # budgets first, by ascending budget (not as strings), the primary metric after them
+    assert [block.heading.split(" · ")[-1] for block in table1.content.blocks] == [
+        "budget coverage@512",
+        "budget coverage@1024",
+        "budget coverage@2048",
+        "coverage-nDCG@10",
+    ]
+    assert table1.content.data["metric"].to_list() == [metrics[i] for i in (1, 3, 2, 0)]
+
+
 def test_table2_is_one_row_per_corpus_with_conditions_in_declared_order():
     inputs = synthetic_inputs()
     (table2,) = tables_of(inputs, "table2_condition_means")

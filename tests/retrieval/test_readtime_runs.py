@@ -139,3 +139,32 @@ def test_matched_window_and_automerge_runs(counter):
 
 def test_is_readtime():
     assert is_readtime("parent:2") and is_readtime("placebo_automerge:0.5") and not is_readtime("flat")
+
+
+def test_token_budget_coverage_cannot_exceed_one_however_long_and_overlapping_the_units():
+    # four units over q1's span 40-60, each long and overlapping the others; the whole document at rank 1
+    units = pl.concat(
+        [
+            CHUNKS,
+            pl.DataFrame(
+                {
+                    "chunk_id": [8, 9, 10, 11],
+                    "doc_id": ["d"] * 4,
+                    "start": [0, 0, 30, 40],
+                    "end": [200, 150, 200, 60],
+                    "n_tokens": [40, 30, 34, 4],
+                }
+            ),
+        ]
+    )
+    runs = pl.DataFrame(
+        {"qid": ["q1"] * 4 + ["q2"] * 2, "rank": [1, 2, 3, 4, 1, 2], "chunk_id": [8, 9, 10, 11, 10, 9]}
+    ).with_columns(score=pl.lit(1.0, pl.Float32), stage=pl.lit("x"))
+    runs = runs.cast({"rank": pl.Int32})
+    budgets = ["budget_cov@30", "budget_cov@40", "budget_cov@200", "budget_cov@100000"]
+    scores = score_units(runs, units, QUERIES, CHUNKS, metrics=["cov_nDCG@10", *budgets])
+    # coverage-nDCG credits the whole document at rank 1 against the chunk set's ideal: above 1
+    assert scores["cov_nDCG@10"][0] == pytest.approx(1 / (0.5 + 0.5 / math.log2(3)))
+    # the budgets charge what is read: 30 tokens cannot take the 40-token document, 40 can; the overlaps
+    # that follow add nothing (coverage is of the union), so no budget passes 1
+    assert scores.select(budgets).rows() == [(0.0, 1.0, 1.0, 1.0), (0.0, 1.0, 1.0, 1.0)]

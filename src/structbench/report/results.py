@@ -37,6 +37,7 @@ from structbench.report.registry import (
 )
 from structbench.stats.contrasts import HOLM_FAMILIES, MIN_CLUSTERS
 from structbench.stats.means import condition_means
+from structbench.stats.readings import table_reading
 
 ALL_QTYPES = "all"
 
@@ -64,15 +65,23 @@ def conditions_table(inputs: ReportInputs) -> TableContent:
     return TableContent(pl.DataFrame(rows, schema=schema))
 
 
-def contrast_rows(contrasts: pl.DataFrame, contrast_specs: Sequence[dict]) -> pl.DataFrame:
-    """Table 1's data: one row per (contrast, corpus, embedder, reranker, metric), contrasts in
-    declared order, with what each compares and whether it is Holm-significant (``p_holm`` < ALPHA
-    within a Holm family; exploratory rows never are)."""
+def contrast_rows(
+    contrasts: pl.DataFrame, contrast_specs: Sequence[dict], primary_metric: str | None = None
+) -> pl.DataFrame:
+    """Table 1's data: one row per (contrast, corpus, embedder, reranker, metric), metrics in the
+    table's reading order (:func:`~structbench.stats.readings.table_reading`: the readtime family leads
+    with token budgets, every other family with ``primary_metric``; budgets by ascending budget), then
+    contrasts in declared order, with what each compares and whether it is Holm-significant
+    (``p_holm`` < ALPHA within a Holm family; exploratory rows never are)."""
     order = {spec["name"]: i for i, spec in enumerate(contrast_specs)}
     labels = comparison_labels(list(contrast_specs))
+    reading = table_reading(
+        contrasts["label"].unique().to_list(), contrasts["metric"].unique(maintain_order=True).to_list(), primary_metric
+    )
     frame = contrasts.join(labels, on="contrast", how="left").with_columns(
         pl.coalesce("comparison", pl.col("treatment") + " − " + pl.col("control")).alias("comparison"),
         pl.col("contrast").replace_strict(order, default=len(order), return_dtype=pl.Int64).alias("_order"),
+        pl.col("metric").replace_strict({m: i for i, m in enumerate(reading)}, return_dtype=pl.Int64).alias("_reading"),
     )
     significant = (
         pl.col("label").is_in(list(HOLM_FAMILIES)) & pl.col("p_holm").is_not_nan() & (pl.col("p_holm") < ALPHA)
@@ -107,7 +116,7 @@ def contrast_rows(contrasts: pl.DataFrame, contrast_specs: Sequence[dict]) -> pl
         "n_clusters",
         "few_clusters",
     ]
-    return frame.sort("embedder", "reranker", "_order", "contrast", "corpus", "metric").select(
+    return frame.sort("embedder", "reranker", "_reading", "_order", "contrast", "corpus").select(
         [c for c in columns if not isinstance(c, str) or c in frame.columns]
     )
 
@@ -136,7 +145,7 @@ def contrasts_table(inputs: ReportInputs) -> TableContent:
         if inputs.dropped_contrasts:
             raise Omit("no declared contrast was run: " + "; ".join(dropped_notes(inputs.dropped_contrasts)))
         raise Omit("no contrast is declared")
-    data = contrast_rows(inputs.contrasts, inputs.contrast_specs)
+    data = contrast_rows(inputs.contrasts, inputs.contrast_specs, inputs.primary_metric)
     B = inputs.bootstrap_iters
 
     def holm_text(p_holm, family, significant):
