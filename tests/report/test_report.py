@@ -155,6 +155,7 @@ def test_table1_has_the_paper_layout_with_family_labels_and_holm_marks():
         "Δ",
         "95% CI",
         "p",
+        "MC s.e. (p)",
         "p (Holm)",
         "dz",
         "p (MixedLM)",
@@ -182,6 +183,21 @@ def test_table1_has_the_paper_layout_with_family_labels_and_holm_marks():
     # a contrast that is not Holm-significant says so
     weak = synthetic_inputs(contrasts=inputs.contrasts.with_columns(p_holm=pl.lit(0.3)))
     assert tables_of(weak, "table1_contrasts")[0].content.blocks[0].frame["p (Holm)"][0] == "0.300 (n.s.)"
+
+
+def test_table1_marks_fragile_holm_decisions_and_shows_each_p_error():
+    inputs = ab_inputs()
+    assert inputs.contrasts["p_mcse"].item() == 0.0  # p = 0: no replicate reached zero
+    (table1,) = tables_of(inputs, "table1_contrasts")
+    assert table1.content.blocks[0].frame["MC s.e. (p)"].to_list() == ["0.0000"]
+    assert "0 of 1 rows are fragile" in " ".join(table1.content.notes)
+    for p_holm, shown in ((0.049, "0.049 (fragile)"), (0.052, "0.052 (n.s., fragile)")):
+        near = inputs.contrasts.with_columns(
+            p_holm=pl.lit(p_holm), p_holm_mcse=pl.lit(0.003), holm_fragile=pl.lit(True)
+        )
+        (table1,) = tables_of(ab_inputs(contrasts=near), "table1_contrasts")
+        assert table1.content.blocks[0].frame["p (Holm)"].to_list() == [shown]
+        assert "1 of 1 rows are fragile" in " ".join(table1.content.notes)
 
 
 def test_table1_reads_the_readtime_family_on_token_budgets_first():
