@@ -180,7 +180,12 @@ AXES: dict[str, tuple[Kind, ...]] = {
             LEVEL,
             description="windows sized per query to return as many tokens as parent:L (the 'more text' control)",
         ),
-        Kind("placebo_parent", LEVEL, description="parent:L over the placebo section tree (same blocks, shuffled)"),
+        Kind(
+            "placebo_parent",
+            LEVEL,
+            description="parent:L over the placebo section tree (same blocks, shuffled), cut per query to at most "
+            "parent:L's tokens",
+        ),
         Kind("placebo_automerge", RATIO, description="automerge:r over the placebo section tree"),
     ),
 }

@@ -155,6 +155,7 @@ def test_table1_has_the_paper_layout_with_family_labels_and_holm_marks():
         "Δ",
         "95% CI",
         "p",
+        "MC s.e. (p)",
         "p (Holm)",
         "dz",
         "p (MixedLM)",
@@ -182,6 +183,47 @@ def test_table1_has_the_paper_layout_with_family_labels_and_holm_marks():
     # a contrast that is not Holm-significant says so
     weak = synthetic_inputs(contrasts=inputs.contrasts.with_columns(p_holm=pl.lit(0.3)))
     assert tables_of(weak, "table1_contrasts")[0].content.blocks[0].frame["p (Holm)"][0] == "0.300 (n.s.)"
+
+
+def test_table1_marks_fragile_holm_decisions_and_shows_each_p_error():
+    inputs = ab_inputs()
+    assert inputs.contrasts["p_mcse"].item() == 0.0  # p = 0: no replicate reached zero
+    (table1,) = tables_of(inputs, "table1_contrasts")
+    assert table1.content.blocks[0].frame["MC s.e. (p)"].to_list() == ["0.0000"]
+    assert "0 of 1 rows are fragile" in " ".join(table1.content.notes)
+    for p_holm, shown in ((0.049, "0.049 (fragile)"), (0.052, "0.052 (n.s., fragile)")):
+        near = inputs.contrasts.with_columns(
+            p_holm=pl.lit(p_holm), p_holm_mcse=pl.lit(0.003), holm_fragile=pl.lit(True)
+        )
+        (table1,) = tables_of(ab_inputs(contrasts=near), "table1_contrasts")
+        assert table1.content.blocks[0].frame["p (Holm)"].to_list() == [shown]
+        assert "1 of 1 rows are fragile" in " ".join(table1.content.notes)
+
+
+def test_table1_reads_the_readtime_family_on_token_budgets_first():
+    metrics = ["cov_nDCG@10", "budget_cov@512", "budget_cov@2048", "budget_cov@1024"]
+    scores = pl.DataFrame(
+        {
+            "qid": [f"q{i}" for i in range(6)] * 2,
+            "doc_id": [f"d{i // 2}" for i in range(6)] * 2,
+            "condition": ["P"] * 6 + ["F"] * 6,
+            **{m: [0.1 * i for i in range(6)] + [0.05 * i for i in range(6)] for m in metrics},
+        }
+    )
+    spec = {"name": "R1", "treatment": "P", "control": "F", "family": "readtime"}
+    contrasts = contrast_table(scores, [spec], metrics, B=200, seed=0, mixedlm=False).with_columns(
+        corpus=pl.lit("c"), embedder=pl.lit("e"), reranker=pl.lit("none")
+    )
+    inputs = synthetic_inputs(contrasts=contrasts, contrast_specs=[spec])
+    (table1,) = tables_of(inputs, "table1_contrasts")
+    # budgets first, by ascending budget (not as strings), the primary metric after them
+    assert [block.heading.split(" · ")[-1] for block in table1.content.blocks] == [
+        "budget coverage@512",
+        "budget coverage@1024",
+        "budget coverage@2048",
+        "coverage-nDCG@10",
+    ]
+    assert table1.content.data["metric"].to_list() == [metrics[i] for i in (1, 3, 2, 0)]
 
 
 def test_table2_is_one_row_per_corpus_with_conditions_in_declared_order():

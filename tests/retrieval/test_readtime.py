@@ -135,6 +135,58 @@ def test_matched_window_returns_the_parent_amount():
     assert matched == [("d", 25, 60), ("d", 65, 100)]
 
 
+def test_largest_fitting_steps_down_when_the_estimate_undercounts():
+    def build(size):
+        return [("d", 0, 5 * size)]
+
+    def estimate(spans):  # one token per 5 characters
+        return sum((end - start) // 5 for _, start, end in spans)
+
+    def count(spans):  # the recorded count: one token more (a span cut inside a word)
+        return estimate(spans) + 1
+
+    # the search on the estimate stops at size 10 (10 tokens); counted, that is 11 > 10: one size down
+    assert rt.largest_fitting(build, 10, 40, estimate) == [("d", 0, 50)]
+    assert rt.largest_fitting(build, 10, 40, count, estimate) == [("d", 0, 45)]
+    assert rt.largest_fitting(build, 0, 40, count, estimate) == [("d", 0, 0)]  # nothing fits: size 0
+
+
+def test_matched_window_is_counted_as_the_units_table_counts():
+    # words of 10 characters, two tokens each (a piece at 0 and one at 5): a span starting at a piece
+    # re-tokenizes to one token more than the token starts inside it
+    starts = {"d": list(range(0, 100, 5))}
+
+    def count(spans):
+        return rt.span_tokens(spans, starts) + sum(start % 10 != 0 for _, start, _ in spans)
+
+    hits = [("d", 40, 50)]
+    # target 5: window 5 is 35-60 (5 token starts) but counts 6; window 4 is 35-55, counted 4 + 1 = 5
+    assert rt.expand_matched_window(hits, starts, {"d": 100}, 5) == [("d", 35, 60)]
+    assert rt.expand_matched_window(hits, starts, {"d": 100}, 5, count) == [("d", 35, 55)]
+
+
+def test_window_in_block_stops_at_the_block_edges():
+    starts = list(range(0, 100, 5))
+    # hit 40-45 in block 30-50 grown to 6 tokens: 2 left, 3 right would pass 50; the right share goes left
+    assert rt.window_in_block(starts, (30, 50), 40, 45, 6) == (30, 50)
+    assert rt.window_in_block(starts, (30, 50), 40, 45, 3) == (35, 50)
+    assert rt.window_in_block(starts, (30, 50), 40, 45, 99) == (30, 50)  # the whole block
+    assert rt.window_in_block(starts, (30, 50), 30, 50, 2) == (30, 50)  # a hit longer than the window: kept
+
+
+def test_matched_placebo_cut_to_the_parent_tokens_inside_its_blocks():
+    starts = {"d": list(range(0, 100, 5))}
+    placebo = {"d": (rt.section_cuts([0, 30, 60], [1, 1, 1], N, max_level=1), N)}  # blocks 0-30, 30-60, 60-100
+    hits = [("d", 40, 45), ("d", 90, 95)]
+    assert rt.expand_parent(hits, placebo, 1) == [("d", 30, 60), ("d", 60, 100)]  # 6 + 8 = 14 tokens
+    # within the target: the placebo parent unchanged
+    assert rt.expand_matched_placebo(hits, placebo, 1, starts, 14) == [("d", 30, 60), ("d", 60, 100)]
+    # target 8: windows of 4 tokens, 1 left and 2 right of 40-45 (35-55), 1 left and 2 right of 90-95,
+    # whose right share is stopped at 100 and goes left (80-100): the two windows never cross 60
+    matched = rt.expand_matched_placebo(hits, placebo, 1, starts, 8)
+    assert matched == [("d", 35, 55), ("d", 80, 100)] and rt.span_tokens(matched, starts) == 8
+
+
 def test_placebo_tree_same_lengths_nesting_and_no_real_block():
     # A (0-45: intro 0-7, A.1 7-20, A.2 20-45), B (45-71: intro, B.1 52-71), C (71-100: intro, C.1 83-100)
     cuts = rt.section_cuts([0, 7, 20, 45, 52, 71, 83], [1, 2, 2, 1, 2, 1, 2], N, max_level=3)

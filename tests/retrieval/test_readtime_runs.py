@@ -103,8 +103,15 @@ def test_placebo_parent_and_window_runs(counter):
     assert trees["d"][0][1] in ((0, 120, 150), (0, 120, 170))  # S1's children moved with it
     runs, units = readtime_run("placebo_parent:1", RUNS, CHUNKS, uneven, DOCS, counter, hits=10, seed=3)
     spans = runs.join(units, on="chunk_id").sort("qid", "rank").select("qid", "doc_id", "start", "end").rows()
-    # q1: chunk 1 (50-100) and chunk 0 (0-50) lie in placebo block 0-120; q2: chunk 2 (100-150) spans both
-    assert spans == [("q1", "d", 0, 120), ("q1", "e", 0, 200), ("q2", "d", 0, 200)]
+    # q1: chunk 1 (50-100) and chunk 0 (0-50) lie in placebo block 0-120 (24 + 40 tokens, within the real
+    # parent's 40 + 40: kept whole). q2: chunk 2 (100-150) spans both placebo blocks, 0-200, 40 tokens
+    # against the real parent's 24 (80-200): cut to windows inside the blocks. At window 19, chunk 2 grows
+    # 4 tokens left and 5 right (80-175), chunk 3 runs into block 120-200's end (140-200): 80-200, 24 tokens
+    assert spans == [("q1", "d", 0, 120), ("q1", "e", 0, 200), ("q2", "d", 80, 200)]
+    assert runs.join(units, on="chunk_id").group_by("qid").agg(pl.col("n_tokens").sum()).sort("qid").rows() == [
+        ("q1", 64),
+        ("q2", 24),
+    ]
     real, real_units = readtime_run("parent:1", RUNS, CHUNKS, uneven, DOCS, counter, hits=10, seed=3)
     # the real tree: chunk 1 (50-100) straddles S1/S2, so its parent is both; q2's chunk 2 lies in S2
     real_spans = real.join(real_units, on="chunk_id").sort("qid", "rank").select("qid", "doc_id", "start", "end")
@@ -132,3 +139,32 @@ def test_matched_window_and_automerge_runs(counter):
 
 def test_is_readtime():
     assert is_readtime("parent:2") and is_readtime("placebo_automerge:0.5") and not is_readtime("flat")
+
+
+def test_token_budget_coverage_cannot_exceed_one_however_long_and_overlapping_the_units():
+    # four units over q1's span 40-60, each long and overlapping the others; the whole document at rank 1
+    units = pl.concat(
+        [
+            CHUNKS,
+            pl.DataFrame(
+                {
+                    "chunk_id": [8, 9, 10, 11],
+                    "doc_id": ["d"] * 4,
+                    "start": [0, 0, 30, 40],
+                    "end": [200, 150, 200, 60],
+                    "n_tokens": [40, 30, 34, 4],
+                }
+            ),
+        ]
+    )
+    runs = pl.DataFrame(
+        {"qid": ["q1"] * 4 + ["q2"] * 2, "rank": [1, 2, 3, 4, 1, 2], "chunk_id": [8, 9, 10, 11, 10, 9]}
+    ).with_columns(score=pl.lit(1.0, pl.Float32), stage=pl.lit("x"))
+    runs = runs.cast({"rank": pl.Int32})
+    budgets = ["budget_cov@30", "budget_cov@40", "budget_cov@200", "budget_cov@100000"]
+    scores = score_units(runs, units, QUERIES, CHUNKS, metrics=["cov_nDCG@10", *budgets])
+    # coverage-nDCG credits the whole document at rank 1 against the chunk set's ideal: above 1
+    assert scores["cov_nDCG@10"][0] == pytest.approx(1 / (0.5 + 0.5 / math.log2(3)))
+    # the budgets charge what is read: 30 tokens cannot take the 40-token document, 40 can; the overlaps
+    # that follow add nothing (coverage is of the union), so no budget passes 1
+    assert scores.select(budgets).rows() == [(0.0, 1.0, 1.0, 1.0), (0.0, 1.0, 1.0, 1.0)]

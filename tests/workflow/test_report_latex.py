@@ -121,7 +121,8 @@ def check_table1(tex: str, csv: pl.DataFrame, bootstrap_iters: int | None) -> No
             assert shown["p (Holm)"] == "-- (exploratory)"
         else:
             holm = escape_latex(format_p(row["p_holm"], bootstrap_iters))
-            assert shown["p (Holm)"] == (holm if row["holm_significant"] else f"{holm} (n.s.)")
+            marks = ["n.s."] * (not row["holm_significant"]) + ["fragile"] * bool(row.get("holm_fragile"))
+            assert shown["p (Holm)"] == (f"{holm} ({', '.join(marks)})" if marks else holm)
         if row["comparison"].startswith("slope over"):  # a dose-response has no pair to count
             assert row["wins"] is None and shown["W/T/L"] == "n/a"
         else:

@@ -12,7 +12,9 @@ Two things are the chunk set's, not the run's:
 - **the ideal**: coverage-nDCG's IDCG is the greedy ideal over the condition's *chunk set* (the flat
   run's ideal), so a read-time run and its flat run share each query's denominator and their
   difference is a difference of DCG. A unit larger than a chunk can cover more at rank 1 than any
-  chunk, so a read-time run can score above 1 (not clipped, as with overlapping chunks, §10).
+  chunk, so a read-time run can score above 1 (not clipped, as with overlapping chunks, §10). Such
+  runs are therefore read on token-budget coverage first, which is at most 1 by construction and
+  charges every returned token (:mod:`structbench.stats.readings`).
 - **binary relevance**: binary nDCG, MRR and gold top-1 judge whole chunks by the 0.5 / 0.8 overlap
   thresholds of Kuehlkamp et al., appendix C, whose ideal counts the chunk set's relevant chunks; a
   section is not a chunk, so these say they do not apply: NaN, which the statistics skip.

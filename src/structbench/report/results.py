@@ -37,6 +37,7 @@ from structbench.report.registry import (
 )
 from structbench.stats.contrasts import HOLM_FAMILIES, MIN_CLUSTERS
 from structbench.stats.means import condition_means
+from structbench.stats.readings import table_reading
 
 ALL_QTYPES = "all"
 
@@ -64,15 +65,23 @@ def conditions_table(inputs: ReportInputs) -> TableContent:
     return TableContent(pl.DataFrame(rows, schema=schema))
 
 
-def contrast_rows(contrasts: pl.DataFrame, contrast_specs: Sequence[dict]) -> pl.DataFrame:
-    """Table 1's data: one row per (contrast, corpus, embedder, reranker, metric), contrasts in
-    declared order, with what each compares and whether it is Holm-significant (``p_holm`` < ALPHA
-    within a Holm family; exploratory rows never are)."""
+def contrast_rows(
+    contrasts: pl.DataFrame, contrast_specs: Sequence[dict], primary_metric: str | None = None
+) -> pl.DataFrame:
+    """Table 1's data: one row per (contrast, corpus, embedder, reranker, metric), metrics in the
+    table's reading order (:func:`~structbench.stats.readings.table_reading`: the readtime family leads
+    with token budgets, every other family with ``primary_metric``; budgets by ascending budget), then
+    contrasts in declared order, with what each compares and whether it is Holm-significant
+    (``p_holm`` < ALPHA within a Holm family; exploratory rows never are)."""
     order = {spec["name"]: i for i, spec in enumerate(contrast_specs)}
     labels = comparison_labels(list(contrast_specs))
+    reading = table_reading(
+        contrasts["label"].unique().to_list(), contrasts["metric"].unique(maintain_order=True).to_list(), primary_metric
+    )
     frame = contrasts.join(labels, on="contrast", how="left").with_columns(
         pl.coalesce("comparison", pl.col("treatment") + " − " + pl.col("control")).alias("comparison"),
         pl.col("contrast").replace_strict(order, default=len(order), return_dtype=pl.Int64).alias("_order"),
+        pl.col("metric").replace_strict({m: i for i, m in enumerate(reading)}, return_dtype=pl.Int64).alias("_reading"),
     )
     significant = (
         pl.col("label").is_in(list(HOLM_FAMILIES)) & pl.col("p_holm").is_not_nan() & (pl.col("p_holm") < ALPHA)
@@ -93,6 +102,9 @@ def contrast_rows(contrasts: pl.DataFrame, contrast_specs: Sequence[dict]) -> pl
         "p",
         "p_holm",
         significant.fill_null(False).alias("holm_significant"),
+        "p_mcse",
+        "p_holm_mcse",
+        "holm_fragile",
         "dz",
         "p_mixedlm",
         "p_mixedlm_nested",
@@ -107,7 +119,7 @@ def contrast_rows(contrasts: pl.DataFrame, contrast_specs: Sequence[dict]) -> pl
         "n_clusters",
         "few_clusters",
     ]
-    return frame.sort("embedder", "reranker", "_order", "contrast", "corpus", "metric").select(
+    return frame.sort("embedder", "reranker", "_reading", "_order", "contrast", "corpus").select(
         [c for c in columns if not isinstance(c, str) or c in frame.columns]
     )
 
@@ -128,7 +140,8 @@ def contrast_rows(contrasts: pl.DataFrame, contrast_specs: Sequence[dict]) -> pl
     "W/T/L counts the paired queries where the treatment scored above, "
     "exactly equal to and below the control (PyTerrier's and ranx's convention; none for a dose-response "
     'slope). clusters: the units the bootstrap resampled (stats.cluster), "few" below 20. n.s.: not '
-    "Holm-significant at 0.05.",
+    "Holm-significant at 0.05. MC s.e. (p): the bootstrap p's Monte-Carlo standard error, √(p(2 − p)/B); "
+    "fragile: a Holm decision within two such errors (times the Holm multiplier) of 0.05.",
 )
 def contrasts_table(inputs: ReportInputs) -> TableContent:
     require_scores(inputs)
@@ -136,14 +149,15 @@ def contrasts_table(inputs: ReportInputs) -> TableContent:
         if inputs.dropped_contrasts:
             raise Omit("no declared contrast was run: " + "; ".join(dropped_notes(inputs.dropped_contrasts)))
         raise Omit("no contrast is declared")
-    data = contrast_rows(inputs.contrasts, inputs.contrast_specs)
+    data = contrast_rows(inputs.contrasts, inputs.contrast_specs, inputs.primary_metric)
     B = inputs.bootstrap_iters
 
-    def holm_text(p_holm, family, significant):
+    def holm_text(p_holm, family, significant, fragile):
         if family not in HOLM_FAMILIES:
             return "– (exploratory)"
         text = format_p(p_holm, B)
-        return text if significant or text == "n/a" else f"{text} (n.s.)"
+        marks = [m for m, on in (("n.s.", not significant and text != "n/a"), ("fragile", fragile)) if on]
+        return f"{text} ({', '.join(marks)})" if marks else text
 
     shown = data.select(
         "embedder",
@@ -157,8 +171,11 @@ def contrasts_table(inputs: ReportInputs) -> TableContent:
         .map_elements(lambda ci: f"[{signed(ci['ci_low'])}, {signed(ci['ci_high'])}]", return_dtype=pl.String)
         .alias("95% CI"),
         pl.col("p").map_elements(lambda p: format_p(p, B), return_dtype=pl.String).alias("p"),
-        pl.struct("p_holm", "family", "holm_significant")
-        .map_elements(lambda r: holm_text(r["p_holm"], r["family"], r["holm_significant"]), return_dtype=pl.String)
+        _mcse_text(data).alias("MC s.e. (p)"),
+        pl.struct("p_holm", "family", "holm_significant", _fragile(data).alias("fragile"))
+        .map_elements(
+            lambda r: holm_text(r["p_holm"], r["family"], r["holm_significant"], r["fragile"]), return_dtype=pl.String
+        )
         .alias("p (Holm)"),
         pl.col("dz").map_elements(lambda v: signed(v, 2), return_dtype=pl.String).alias("dz"),
         pl.col("p_mixedlm").map_elements(format_p, return_dtype=pl.String).alias("p (MixedLM)"),
@@ -172,13 +189,17 @@ def contrasts_table(inputs: ReportInputs) -> TableContent:
     blocks = blocks_by(
         shown, ["embedder", "reranker", "metric"], lambda e, r, m: f"{e} · reranker: {r} · {metric_label(m)}"
     )
-    notes = tuple(
-        f"{name} · {corpus} · {embedder} · {reranker}: {note}"
-        for name, corpus, embedder, reranker, note in data.select(
-            "contrast", "corpus", "embedder", "reranker", "mixedlm_note"
-        ).iter_rows()
-        if note
-    ) + _cluster_notes(data)
+    notes = (
+        tuple(
+            f"{name} · {corpus} · {embedder} · {reranker}: {note}"
+            for name, corpus, embedder, reranker, note in data.select(
+                "contrast", "corpus", "embedder", "reranker", "mixedlm_note"
+            ).iter_rows()
+            if note
+        )
+        + _cluster_notes(data)
+        + _fragile_notes(data)
+    )
     counts = family_counts(inputs.contrast_specs, inputs.dropped_contrasts, inputs.contrasts)
     families = "; ".join(f"{family} {declared} / {run} / {holm}" for family, declared, run, holm in counts.iter_rows())
     notes += (f"Contrasts per family (declared / run / Holm over, per cell and metric): {families}.",)
@@ -192,6 +213,30 @@ def _queries_docs(data: pl.DataFrame) -> pl.Expr:
     if "few_clusters" not in data.columns:
         return counts
     return pl.when(pl.col("few_clusters")).then(counts + pl.lit(" (few)")).otherwise(counts)
+
+
+def _mcse_text(data: pl.DataFrame) -> pl.Expr:
+    """A bootstrap p's Monte-Carlo standard error to four decimals (``n/a`` where none was estimated)."""
+    if "p_mcse" not in data.columns:
+        return pl.lit("n/a")
+    return pl.col("p_mcse").map_elements(lambda v: "n/a" if v != v else f"{v:.4f}", return_dtype=pl.String)
+
+
+def _fragile(data: pl.DataFrame) -> pl.Expr:
+    """Whether a row's Holm decision is fragile (stats' ``holm_fragile``; false for tables that predate it)."""
+    return pl.col("holm_fragile").fill_null(False) if "holm_fragile" in data.columns else pl.lit(False)
+
+
+def _fragile_notes(data: pl.DataFrame) -> tuple[str, ...]:
+    """State the fragile rule and how many Holm decisions it marks (docs/method.md §11)."""
+    if "holm_fragile" not in data.columns or data.is_empty():
+        return ()
+    fragile = data.filter(pl.col("holm_fragile").fill_null(False))
+    return (
+        f"fragile: the Holm decision at {ALPHA:g} lies within two Monte-Carlo standard errors of the adjusted p "
+        "(|p (Holm) − α| < 2 · MCSE, the MCSE of a bootstrap p being √(p(2 − p)/B), times the Holm multiplier); "
+        f"another bootstrap seed could flip it. {fragile.height} of {data.height} rows are fragile.",
+    )
 
 
 def _cluster_notes(data: pl.DataFrame) -> tuple[str, ...]:

@@ -13,6 +13,9 @@ is ``(doc_id, start, end)``; a ranked list is hits in rank order. Modes (the ``r
   text, half on each side, clipped at the document's edges.
 - ``matched_window:<L>``: windows sized per query so the list returns as many tokens as ``parent:<L>``
   does (the "more text" control of the parent mode).
+- ``placebo_parent:<L>`` matched: the placebo tree's level-L blocks, each cut down to a window around its
+  hit sized per query so the list returns no more tokens than ``parent:<L>`` does
+  (:func:`expand_matched_placebo`; the "other boundaries, same amount of text" control).
 
 After every mode, :func:`merge_ranked` makes each list disjoint: a span overlapping text already
 returned joins the earlier span (which keeps its rank); windows also join where they only touch.
@@ -27,8 +30,9 @@ order at every node of that tree (it tiles the document: same lengths, same nest
 from __future__ import annotations
 
 import bisect
+import functools
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 
 import numpy as np
@@ -194,20 +198,95 @@ def span_tokens(spans: Sequence[Span], token_starts: dict[str, Sequence[int]]) -
     return sum(bisect.bisect_left(token_starts[d], e) - bisect.bisect_left(token_starts[d], s) for d, s, e in spans)
 
 
-def expand_matched_window(
-    hits: Sequence[Span], token_starts: dict[str, Sequence[int]], n_chars: dict[str, int], target: int
+def largest_fitting(
+    build: Callable[[int], list[Span]],
+    target: int,
+    upper: int,
+    count: Callable[[Sequence[Span]], int],
+    estimate: Callable[[Sequence[Span]], int] | None = None,
 ) -> list[Span]:
-    """``matched_window``: the window list with the largest window whose tokens do not exceed ``target``
-    (the parent list's tokens for the same query); the list's tokens grow with the window, so a binary
-    search over window sizes finds it. A target below the hits' own tokens returns the hits merged."""
-    lo, hi = 0, max(1, sum(len(t) for t in token_starts.values()))
+    """``build(size)`` for the largest ``size`` in ``[0, upper]`` whose ``count`` is at most ``target``.
+
+    ``count`` is the list's tokens as the units table records them and must not decrease as ``size``
+    grows; a binary search runs on ``estimate`` (default ``count``: a cheaper count, e.g.
+    :func:`span_tokens` over the document's token starts), then the size steps down until ``count``
+    fits, so an estimate that undercounts (a window cut inside a word, whose pieces re-tokenize to
+    one token more) cannot leave the list above the target. ``build(0)`` when nothing fits.
+    """
+    estimate = estimate or count
+    lo, hi = 0, upper
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if span_tokens(expand_window(hits, token_starts, n_chars, mid), token_starts) <= target:
+        if estimate(build(mid)) <= target:
             lo = mid
         else:
             hi = mid - 1
-    return expand_window(hits, token_starts, n_chars, lo)
+    while lo > 0 and count(build(lo)) > target:
+        lo -= 1
+    return build(lo)
+
+
+def expand_matched_window(
+    hits: Sequence[Span],
+    token_starts: dict[str, Sequence[int]],
+    n_chars: dict[str, int],
+    target: int,
+    count: Callable[[Sequence[Span]], int] | None = None,
+) -> list[Span]:
+    """``matched_window``: the window list with the largest window whose tokens (``count``, default
+    :func:`span_tokens`) do not exceed ``target`` (the parent list's tokens for the same query, counted
+    alike); the list's tokens grow with the window (:func:`largest_fitting`). A target below the hits'
+    own tokens returns the hits merged."""
+    estimate = functools.partial(span_tokens, token_starts=token_starts)
+    upper = max(1, sum(len(t) for t in token_starts.values()))
+    return largest_fitting(
+        lambda size: expand_window(hits, token_starts, n_chars, size), target, upper, count or estimate, estimate
+    )
+
+
+def window_in_block(
+    token_starts: Sequence[int], block: tuple[int, int], start: int, end: int, tokens: int
+) -> tuple[int, int]:
+    """:func:`window_span` with the block ``[block_start, block_end)`` (which holds the hit) standing
+    for the document: the hit grown to ``tokens`` tokens of its block, never past the block's edges.
+    A window at least the block's tokens is the block from its first token to its end."""
+    block_start, block_end = block
+    first, last = bisect.bisect_left(token_starts, block_start), bisect.bisect_left(token_starts, block_end)
+    return window_span(token_starts[first:last], block_end, start, end, tokens)
+
+
+def expand_matched_placebo(
+    hits: Sequence[Span],
+    trees: dict[str, tuple[Cuts, int]],
+    level: int,
+    token_starts: dict[str, Sequence[int]],
+    target: int,
+    count: Callable[[Sequence[Span]], int] | None = None,
+) -> list[Span]:
+    """``placebo_parent`` matched in length: ``trees`` are the placebo trees. The placebo parent list
+    (:func:`expand_parent`) when its tokens (``count``, default :func:`span_tokens`) are at most
+    ``target`` (the real parent list's, counted alike); else each hit's placebo block cut down to a
+    window of ``size`` tokens around the hit inside that block (:func:`window_in_block`), merged where
+    they overlap, with the largest ``size`` that fits (:func:`largest_fitting`). The placebo keeps
+    its boundaries where it is cut (a window never crosses a placebo edge) and never returns more
+    text than the real parent; where its blocks hold less text, it returns less."""
+    estimate = functools.partial(span_tokens, token_starts=token_starts)
+    count = count or estimate
+    whole = expand_parent(hits, trees, level)
+    if count(whole) <= target:
+        return whole
+    blocks_of_hits = [parent_span(trees[doc][0][level - 1], trees[doc][1], s, e) for doc, s, e in hits]
+
+    def build(size: int) -> list[Span]:
+        return merge_ranked(
+            [
+                (doc, *window_in_block(token_starts[doc], block, s, e, size))
+                for (doc, s, e), block in zip(hits, blocks_of_hits)
+            ]
+        )
+
+    upper = max(1, span_tokens(whole, token_starts))
+    return largest_fitting(build, target, upper, count, estimate)
 
 
 # ---- the placebo tree --------------------------------------------------------------------------

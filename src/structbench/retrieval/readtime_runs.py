@@ -8,6 +8,8 @@ scores; :func:`document_trees` builds each document's level partition, real or p
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 import polars as pl
 
 from structbench.conditions import parse_value
@@ -80,9 +82,12 @@ def readtime_run(
         if mode in ("parent", "automerge", "matched_window")
         else {}
     )
-    needs_tokens = mode in ("window", "matched_window")
+    matched = mode == "matched_window" or mode == "parent" and placebo
+    real_trees = document_trees(sections, documents)[0] if placebo and mode == "parent" else trees
+    needs_tokens = mode == "window" or matched
     used_docs = sorted(set(located["doc_id"].to_list()))
     token_starts = dict(zip(used_docs, counter.starts_batch([texts[d] for d in used_docs]))) if needs_tokens else {}
+    count = unit_token_counter(chunk_table, texts, counter)
     doc_chunks, chunk_index = {}, {}
     if mode == "automerge":
         for (doc_id,), frame in chunk_table.sort("doc_id", "start", "chunk_id").group_by("doc_id", maintain_order=True):
@@ -91,7 +96,11 @@ def readtime_run(
     rows = []
     for (qid,), frame in located.group_by("qid", maintain_order=True):
         hit_spans = list(zip(frame["doc_id"].to_list(), frame["start"].to_list(), frame["end"].to_list()))
-        if mode == "parent":
+        if matched:  # the parent list's tokens, as the units table counts them, bound the control's
+            target = count(rt.expand_parent(hit_spans, real_trees, int(parameter)))
+        if mode == "parent" and placebo:
+            spans = rt.expand_matched_placebo(hit_spans, trees, int(parameter), token_starts, target, count)
+        elif mode == "parent":
             spans = rt.expand_parent(hit_spans, trees, int(parameter))
         elif mode == "automerge":
             ids = frame["chunk_id"].to_list()
@@ -101,8 +110,7 @@ def readtime_run(
         elif mode == "window":
             spans = rt.expand_window(hit_spans, token_starts, n_chars, int(parameter))
         else:
-            target = rt.span_tokens(rt.expand_parent(hit_spans, trees, int(parameter)), token_starts)
-            spans = rt.expand_matched_window(hit_spans, token_starts, n_chars, target)
+            spans = rt.expand_matched_window(hit_spans, token_starts, n_chars, target, count)
         scores = frame["score"].to_list()
         for rank, (doc, start, end) in enumerate(spans, start=1):
             best = max(s for (d, hs, he), s in zip(hit_spans, scores) if d == doc and hs < end and start < he)
@@ -123,6 +131,28 @@ def readtime_run(
     ranked = ranked.join(units.select("chunk_id", "doc_id", "start", "end"), on=["doc_id", "start", "end"], how="left")
     ranked = ranked.sort("qid", "rank").with_columns(pl.lit(kind.name).alias("stage"))
     return conform(ranked, "runs"), units
+
+
+def unit_token_counter(
+    chunk_table: pl.DataFrame, texts: dict[str, str], counter: TokenCounter
+) -> Callable[[Sequence[rt.Span]], int]:
+    """The tokens of a ranked list of spans exactly as the units table records them: a span equal to a
+    chunk costs the chunk's ``n_tokens``, any other span ``counter.count`` of its text (cached per span).
+    The length-matched controls are sized with it, so their units never hold more tokens than the
+    parent's (counting token starts inside a span undercounts a span cut inside a word)."""
+    known = {
+        (doc, start, end): int(n)
+        for doc, start, end, n in chunk_table.select("doc_id", "start", "end", "n_tokens").iter_rows()
+    }
+
+    def tokens(spans: Sequence[rt.Span]) -> int:
+        for span in spans:
+            if span not in known:
+                doc, start, end = span
+                known[span] = counter.count(texts[doc][start:end])
+        return sum(known[span] for span in spans)
+
+    return tokens
 
 
 def _units(

@@ -11,6 +11,7 @@ from structbench.stats.bootstrap import (
     BootstrapResult,
     bootstrap_draws,
     bootstrap_p,
+    bootstrap_p_mcse,
     bootstrap_replicates,
     cluster_bootstrap,
     cluster_sums,
@@ -19,7 +20,16 @@ from structbench.stats.bootstrap import (
 )
 from structbench.stats.contrasts import CONTRAST_COLUMNS, contrast_table, depth_slopes
 from structbench.stats.mixedlm import MixedLMFit, mixedlm_treatment_p
-from structbench.stats.paired import PairedDeltas, cohens_dz, holm, paired_deltas, win_tie_loss
+from structbench.stats.paired import (
+    PairedDeltas,
+    cohens_dz,
+    fragile_decision,
+    holm,
+    holm_decisions,
+    holm_mcse,
+    paired_deltas,
+    win_tie_loss,
+)
 
 __all__ = [
     "CONTRAST_COLUMNS",
@@ -29,13 +39,17 @@ __all__ = [
     "PairedDeltas",
     "bootstrap_draws",
     "bootstrap_p",
+    "bootstrap_p_mcse",
     "bootstrap_replicates",
     "cluster_bootstrap",
     "cluster_sums",
     "cohens_dz",
     "contrast_table",
     "depth_slopes",
+    "fragile_decision",
     "holm",
+    "holm_decisions",
+    "holm_mcse",
     "iter_bootstrap_draws",
     "mixedlm_treatment_p",
     "paired_deltas",

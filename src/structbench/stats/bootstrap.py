@@ -106,6 +106,23 @@ def bootstrap_p(replicates: np.ndarray) -> np.ndarray:
     return np.minimum(1.0, 2.0 * np.minimum(at_most, at_least))
 
 
+def bootstrap_p_mcse(p, n_boot: int) -> np.ndarray:
+    """Monte-Carlo standard error of :func:`bootstrap_p` estimated from ``n_boot`` replicates, elementwise.
+
+    The p is twice a tail share, ``p = 2 * k / B`` with k the replicates in the smaller tail, and k is
+    binomial(B, pi) with pi = p/2, so::
+
+        MCSE(p) = 2 * sqrt(pi * (1 - pi) / B) = sqrt(p * (2 - p) / B)
+
+    (the plug-in form, the smaller tail taken as fixed). It is 0 at p = 0 (no replicate reached zero:
+    the p is then reported as below 1/B) and NaN where p is NaN. Another seed moves p by about this much.
+    """
+    p = np.asarray(p, dtype=np.float64)
+    if n_boot < 1:
+        raise ValueError(f"the bootstrap needs at least one replicate, got B = {n_boot}")
+    return np.sqrt(np.clip(p, 0.0, 1.0) * (2.0 - np.clip(p, 0.0, 1.0)) / n_boot)
+
+
 @dataclass(frozen=True)
 class BootstrapResult:
     """Effect (unweighted mean delta), 95% percentile CI and two-sided p, one entry per column."""

@@ -23,6 +23,12 @@ Decisions (also in :func:`contrast_table`):
 - Holm runs within each declared family (``primary``, ``secondary``, ``model_free``, ``chunkers``) separately
   for each metric, over the contrasts of that family with a finite p. For the primary metric and the primary
   family this is the pre-registered correction; ``exploratory`` rows get ``p_holm = NaN`` (no family claim).
+- Monte-Carlo honesty: ``p_mcse`` is each bootstrap p's Monte-Carlo standard error
+  (:func:`structbench.stats.bootstrap.bootstrap_p_mcse`, ``sqrt(p (2 - p) / B)``), ``p_holm_mcse`` the
+  Holm-adjusted p's (:func:`structbench.stats.paired.holm_mcse`: the raw error times the Holm multiplier
+  of the p that sets the adjusted value), and ``holm_fragile`` is true when the Holm decision at
+  ``defaults.ALPHA`` lies within two such errors: ``|p_holm - ALPHA| < 2 * p_holm_mcse``
+  (:func:`structbench.stats.paired.fragile_decision`); another bootstrap seed could flip it.
 - MixedLM p-values are NaN for dose-response rows and, when a fit fails, NaN with the reason in
   ``mixedlm_note``.
 - ``wins``/``ties``/``losses`` count the paired queries whose treatment score is above, equal to (exact
@@ -40,10 +46,11 @@ import numpy as np
 import polars as pl
 
 from structbench.conditions import FAMILIES
+from structbench.defaults import ALPHA
 from structbench.sizes import size_doses
-from structbench.stats.bootstrap import bootstrap_p, bootstrap_replicates, percentile_ci
+from structbench.stats.bootstrap import bootstrap_p, bootstrap_p_mcse, bootstrap_replicates, percentile_ci
 from structbench.stats.mixedlm import mixedlm_treatment_p
-from structbench.stats.paired import PairedDeltas, cohens_dz, holm, paired_deltas, win_tie_loss
+from structbench.stats.paired import PairedDeltas, cohens_dz, holm_decisions, paired_deltas, win_tie_loss
 
 HOLM_FAMILIES = FAMILIES[:-1]  # every family but exploratory, which claims none
 CLUSTER_UNITS = ("document", "query")  # stats.cluster: what the bootstrap resamples (docs/method.md §11)
@@ -74,6 +81,9 @@ CONTRAST_COLUMNS = {
     "cluster": pl.String,
     "n_clusters": pl.Int64,
     "few_clusters": pl.Boolean,
+    "p_mcse": pl.Float64,
+    "p_holm_mcse": pl.Float64,
+    "holm_fragile": pl.Boolean,
 }
 
 
@@ -210,6 +220,9 @@ def contrast_table(
                 "ci_high": float("nan"),
                 "p": float("nan"),
                 "p_holm": float("nan"),
+                "p_mcse": float("nan"),
+                "p_holm_mcse": float("nan"),
+                "holm_fragile": False,
                 "dz": cohens_dz(paired.delta),
                 "p_mixedlm": float("nan"),
                 "p_mixedlm_nested": float("nan"),
@@ -235,9 +248,9 @@ def contrast_table(
     for family in HOLM_FAMILIES:
         for metric in metrics:
             members = [i for i, r in enumerate(rows) if r["label"] == family and r["metric"] == metric]
-            adjusted = holm([rows[i]["p"] for i in members])
-            for i, value in zip(members, adjusted):
-                rows[i]["p_holm"] = float(value)
+            decisions = holm_decisions([rows[i]["p"] for i in members], [rows[i]["p_mcse"] for i in members], ALPHA)
+            for i, value, error, flag in zip(members, *decisions):
+                rows[i].update(p_holm=float(value), p_holm_mcse=float(error), holm_fragile=bool(flag))
     return pl.DataFrame(rows, schema=CONTRAST_COLUMNS)
 
 
@@ -262,8 +275,9 @@ def _bootstrap_columns(rows: list[dict], columns: list[PairedDeltas], B: int, se
         replicates = bootstrap_replicates(sums, counts, n_boot=B, seed=seed)
         low, high = percentile_ci(replicates)
         p = bootstrap_p(replicates)
+        p_mcse = bootstrap_p_mcse(p, B)
         for j, i in enumerate(members):
-            rows[i].update(ci_low=float(low[j]), ci_high=float(high[j]), p=float(p[j]))
+            rows[i].update(ci_low=float(low[j]), ci_high=float(high[j]), p=float(p[j]), p_mcse=float(p_mcse[j]))
 
 
 def _mixedlm_columns(scores: pl.DataFrame, treatment: str, control: str, metric: str, paired: PairedDeltas) -> dict:

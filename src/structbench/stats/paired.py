@@ -92,6 +92,12 @@ def cohens_dz(deltas) -> float:
     return float(deltas.mean() / sd) if sd > 0 else float("nan")
 
 
+def _members_ascending(p: np.ndarray) -> np.ndarray:
+    """Indices of a Holm family's members (the finite p-values), by ascending p; ties in input order."""
+    finite = np.flatnonzero(np.isfinite(p))
+    return finite[np.argsort(p[finite], kind="stable")]
+
+
 def holm(pvalues) -> np.ndarray:
     """Holm step-down adjustment over one family (Kuehlkamp et al., appendix D.3).
 
@@ -101,11 +107,57 @@ def holm(pvalues) -> np.ndarray:
     """
     p = np.asarray(pvalues, dtype=np.float64)
     out = np.full(p.shape, np.nan)
-    finite = np.flatnonzero(np.isfinite(p))
-    m = len(finite)
-    if m == 0:
-        return out
-    order = finite[np.argsort(p[finite], kind="stable")]
+    order = _members_ascending(p)
+    m = len(order)
     adjusted = np.maximum.accumulate((m - np.arange(m)) * p[order])
     out[order] = np.minimum(adjusted, 1.0)
     return out
+
+
+def holm_mcse(pvalues, mcse) -> np.ndarray:
+    """Monte-Carlo standard error of each Holm-adjusted p (:func:`holm`), from each raw p's ``mcse``.
+
+    A member's adjusted p is ``(m - j) * p_(j)`` for the sorted position j <= its own that sets the
+    running maximum, so its error is that p's error times the same Holm multiplier::
+
+        MCSE(p_holm_(i)) = (m - j) * MCSE(p_(j)),   j = the argmax over j <= i of (m - j) * p_(j)
+
+    (first j on ties; the clip at 1 is ignored: a p_holm of 1 is far from any alpha). NaN p-values are
+    not members and get NaN, as in :func:`holm`.
+    """
+    p = np.asarray(pvalues, dtype=np.float64)
+    mcse = np.asarray(mcse, dtype=np.float64)
+    out = np.full(p.shape, np.nan)
+    order = _members_ascending(p)
+    m = len(order)
+    if m == 0:
+        return out
+    multiplier = m - np.arange(m)
+    scaled = multiplier * p[order]
+    before = np.concatenate(([-np.inf], np.maximum.accumulate(scaled)[:-1]))
+    # a position sets the running maximum when its scaled p passes every earlier one
+    setter = np.maximum.accumulate(np.where(scaled > before, np.arange(m), 0))
+    out[order] = multiplier[setter] * mcse[order][setter]
+    return out
+
+
+def fragile_decision(p_holm, p_holm_mcse, alpha: float, width: float = 2.0) -> np.ndarray:
+    """Whether a Holm decision at ``alpha`` could flip with the bootstrap's seed, elementwise::
+
+        fragile  iff  |p_holm - alpha| < width * MCSE(p_holm)      (width = 2)
+
+    i.e. alpha lies within two Monte-Carlo standard errors of the adjusted p. False where p_holm is NaN
+    (no Holm decision: exploratory rows, empty cells).
+    """
+    p_holm = np.asarray(p_holm, dtype=np.float64)
+    error = np.asarray(p_holm_mcse, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(p_holm) & (np.abs(p_holm - alpha) < width * error)
+
+
+def holm_decisions(pvalues, mcse, alpha: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One Holm family's ``(p_holm, p_holm_mcse, fragile)``: :func:`holm`, :func:`holm_mcse` and
+    :func:`fragile_decision` at ``alpha`` over the raw p-values and their Monte-Carlo errors."""
+    adjusted = holm(pvalues)
+    adjusted_mcse = holm_mcse(pvalues, mcse)
+    return adjusted, adjusted_mcse, fragile_decision(adjusted, adjusted_mcse, alpha)
