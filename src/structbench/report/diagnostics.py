@@ -291,7 +291,9 @@ INDUCTION_AGREEMENT = {
     "round), repaired = the deterministic repair changed the answer, failed = no usable section "
     "(single-section fallback); corrected counts the documents whose first answer failed the check "
     "and went to the correction round, whatever the outcome (a segmentation inducer has no rounds: "
-    "usable = more than one section). identical spans is the share of the induced structural chunks "
+    "usable = more than one section); an answer breaking its JSON schema (a title over 60 characters, "
+    "whatever the server returned) fails the check too, and shortened titles counts the titles the repair "
+    "cut to that bound. identical spans is the share of the induced structural chunks "
     "whose span is byte-identical to a gold structural chunk (Kuehlkamp et al., table 9). Agreement with the gold "
     "section starts, over paragraph boundaries of every level: Pk (Beeferman et al. 1999) and WindowDiff "
     "(Pevzner and Hearst 2002), lower is better, probe width half the mean gold section length; boundary "
@@ -317,6 +319,7 @@ def induction_table(inputs: ReportInputs) -> TableContent:
                 "inducer": stats["inducer"],
                 "kind": stats["kind"],
                 **{key: stats[key] for key in ("documents", "usable", "repaired", "failed", "corrected")},
+                "shortened titles": stats.get("shortened_titles", 0),
                 "sections/doc induced": stats["mean_sections_induced"],
                 **gold,
                 "identical spans": stats["identical_span_share"],
