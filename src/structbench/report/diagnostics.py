@@ -180,8 +180,11 @@ def chunk_bounds_table(inputs: ReportInputs) -> TableContent:
     "Prefixes",
     "Prefix tokens per text set; for path and placebo sets, how many chunks have a path shorter than "
     "the depth (rendered whole: capped) and the deepest path; for placebo sets, the residual "
-    "same-document assignments of the permutation; shortened: chunks whose prefix was cut to half of "
-    "t_max tokens (each title cut to the same number of tokens, ending in an ellipsis).",
+    "same-document assignments of the permutation; max prefix tokens is the largest prefix of the set "
+    "against the allowed (half of the set's t_max), which it never exceeds; shortened: chunks whose prefix "
+    "was cut to fit (each title cut to the same number of tokens, ending in an ellipsis; a deep path at a "
+    "small t_max loses ancestors, root first, before its leaf is cut between whole characters), of them "
+    "dropped ancestors: those that lost ancestors (docs/method.md §7).",
 )
 def prefixes_table(inputs: ReportInputs) -> TableContent:
     if not inputs.text_reports:
@@ -190,7 +193,16 @@ def prefixes_table(inputs: ReportInputs) -> TableContent:
     columns = ["corpus", "boundaries", "structure", "prefix", "chunks", "mean_content_tokens", "mean_prefix_tokens"]
     columns += [
         c
-        for c in ("capped_chunks", "shortened_prefixes", "max_path_depth", "residual_same_doc", "placebo_pairs")
+        for c in (
+            "max_prefix_tokens",
+            "max_prefix_tokens_allowed",
+            "shortened_prefixes",
+            "dropped_ancestors",
+            "capped_chunks",
+            "max_path_depth",
+            "residual_same_doc",
+            "placebo_pairs",
+        )
         if c in frame.columns
     ]
     return TableContent(frame.select(columns).sort("corpus", "boundaries", "structure", "prefix"), float_digits=1)
