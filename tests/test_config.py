@@ -660,3 +660,19 @@ def test_late_chunking_is_refused_for_an_endpoint_embedder_and_an_overlap_its_wi
     conditions, contrasts = checked()
     assert {name for name, c in contrasts.items() if c.family == "late"} == {"GL-G2", "FL-F0", "GL-G3", "GL-GLP"}
     assert (conditions["GLP"].prefix, conditions["FL"].boundaries) == ("late_placebo", "fixed")
+
+
+def test_a_prefix_budget_below_the_shortest_prefix_is_named_before_any_job():
+    """Half of a condition's own t_max must hold '[…]' (3 tokens in MiniLM's vocabulary); t_max 6 does."""
+    from structbench.conditions import parse_conditions
+    from structbench.config import check_prefix_budget_config
+
+    config = validated(GOLD)
+
+    def check(**entries):
+        check_prefix_budget_config(config, parse_conditions(entries, config["chunking"]))
+
+    with pytest.raises(ConfigError, match=r"conditions\.P: prefix 'path:3' at t_max 5 leaves a prefix budget of 2"):
+        check(P=GOLD["conditions"]["G3"] | {"t_max": 5, "t_min": 0})
+    check(P=GOLD["conditions"]["G3"] | {"t_max": 6, "t_min": 0})
+    check(N=GOLD["conditions"]["G2"] | {"t_max": 2, "t_min": 0})  # no prefix, no budget

@@ -123,6 +123,7 @@ LAYERS = (
         "defaults",
         "devices",
         "fingerprint",
+        "graphemes",
         "http",
         "layout",
         "logs",

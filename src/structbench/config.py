@@ -10,8 +10,9 @@ key (``chunking.t_min``, ``contrasts.C1``), never minutes into it.
 - :func:`check_config` adds the cross-key checks: t_min <= t_max, a primary metric that is computed,
   contrasts of declared and distinct conditions, selections of declared names, the LLM steps'
   keys (:func:`check_llm_config`, which also checks TOC routing's LLM), query generation's
-  (:func:`check_querygen_config`), and the retrieval kinds' inputs and run comparisons
-  (:func:`check_retrieval_config`).
+  (:func:`check_querygen_config`), the retrieval kinds' inputs and run comparisons
+  (:func:`check_retrieval_config`), and a prefix budget that holds the shortest prefix
+  (:func:`check_prefix_budget_config`).
 """
 
 from __future__ import annotations
@@ -233,6 +234,7 @@ def check_config_plan(config: dict, metric_names: list[str]) -> CheckedCondition
     check_retrieval_config(config, conditions)
     check_chunker_config(config, conditions)
     check_overlap_config(config, conditions)
+    check_prefix_budget_config(config, conditions)
     selected, selected_contrasts = select_conditions(
         conditions, contrasts, (config.get("select") or {}).get("conditions")
     )
@@ -352,6 +354,40 @@ def check_overlap_config(config: dict, conditions: dict) -> None:
                 f"conditions.{name}: {uses}{value!r}) needs a chunk set that tiles its documents, and "
                 f"boundaries {condition.boundaries!r} overlaps ({overlap.text}): late chunking gives each token to "
                 "the one chunk holding it, read-time modes count a block's chunks (docs/method.md §§8a, 18)"
+            )
+
+
+TEXT_PREFIX_KINDS = ("path", "placebo", "context")  # prefix kinds that prepend text (and take a budget)
+SMALL_PREFIX_BUDGET = 16  # tokens: any tokenizer renders '[…]' in fewer, so larger budgets need no count
+
+
+def check_prefix_budget_config(config: dict, conditions: dict) -> None:
+    """Every prefixed condition's budget (half of its own ``t_max``) holds the shortest prefix, ``[…]``,
+    in the study tokenizer (docs/method.md §7): below that no shortening rule keeps a prefix within half
+    of ``t_max``, and the render job would fail. The tokenizer is loaded only for a budget under
+    ``SMALL_PREFIX_BUDGET`` tokens."""
+    small = {
+        name: condition.size(config["chunking"])[0] // 2
+        for name, condition in conditions.items()
+        if condition.kind("prefix") in TEXT_PREFIX_KINDS
+        and condition.size(config["chunking"])[0] // 2 < SMALL_PREFIX_BUDGET
+    }
+    if not small:
+        return
+    from structbench.prefixes import render_prefix
+    from structbench.prefixes.budget import ELLIPSIS
+    from structbench.tokens import load_tokenizer
+
+    shortest = render_prefix((ELLIPSIS,))
+    needed = load_tokenizer(config["tokenizer"]).count(shortest)
+    for name, budget in small.items():
+        if budget < needed:
+            condition = conditions[name]
+            raise ConfigError(
+                f"conditions.{name}: prefix {condition.prefix!r} at t_max {condition.size(config['chunking'])[0]} "
+                f"leaves a prefix budget of {budget} tokens (half of t_max), and the shortest prefix {shortest!r} "
+                f"takes {needed} in tokenizer {config['tokenizer']!r}: raise t_max to {2 * needed} or more, "
+                "or use prefix: none"
             )
 
 

@@ -100,3 +100,12 @@ def test_identical_requests_in_one_call_are_generated_once():
 def test_request_messages_are_checked():
     with pytest.raises(ValueError, match="message 1 needs role"):
         ChatRequest.of([{"role": "user", "content": "a"}, {"role": "bot", "content": "b"}])
+
+
+def test_schema_violations_lists_every_breach_and_quotes_long_values_by_their_opening():
+    from structbench.llm import schema_violations
+
+    schema = {"type": "object", "properties": {"title": {"type": "string", "maxLength": 5}, "n": {"maximum": 2}}}
+    breaches = schema_violations({"title": "x" * 500, "n": 3}, schema)
+    assert breaches == ["n: 3 is greater than the maximum of 2", f"title: '{'x' * 39}… (500 characters) is too long"]
+    assert schema_violations({"title": "ok", "n": 1}, schema) == []

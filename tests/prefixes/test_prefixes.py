@@ -2,11 +2,13 @@ from collections import Counter
 
 import polars as pl
 import pytest
+import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from structbench.datamodel import CHUNKS, DOCUMENTS, TEXTS
 from structbench.prefixes import parse_prefix, render_prefix, render_texts
+from structbench.prefixes.budget import ELLIPSIS, PrefixBudgetError, fit_prefix, shortened_prefix
 from structbench.prefixes.placebo import placebo_paths
 from structbench.tokens import load_tokenizer
 
@@ -187,7 +189,7 @@ THAI_TITLE = "ภาษาไทยเขียนติดกันโดยไ
 
 
 def test_a_prefix_over_budget_is_cut_title_by_title_to_equal_lengths():
-    from structbench.prefixes.budget import ELLIPSIS, fit_prefix, water_level
+    from structbench.prefixes.budget import water_level
 
     # Water-filling, hand-worked: lengths 2, 10, 30 within 24 -> cap 12 (2 + 10 + 12 = 24; 13 gives 25),
     # within 23 -> cap 11: the short titles stay whole, the longest is cut.
@@ -214,7 +216,7 @@ def test_a_prefix_over_budget_is_cut_title_by_title_to_equal_lengths():
         min_size=1,
         max_size=4,
     ),
-    budget=st.integers(12, 200),
+    budget=st.integers(3, 200),
 )
 def test_every_rendered_prefix_fits_its_budget(titles, budget):
     documents, chunks = make([("d", titles)])
@@ -225,6 +227,65 @@ def test_every_rendered_prefix_fits_its_budget(titles, budget):
     assert report["shortened_prefixes"] == (1 if whole > budget else 0)
     if whole <= budget:  # within budget: untouched
         assert texts["prefix"][0] == render_prefix(titles)
+
+
+def leaf_part(prefix: str) -> str:
+    """The last element of a rendered ``[a > b > leaf]`` prefix, its ellipsis removed."""
+    return prefix.removeprefix("[").removesuffix("]\n\n").split(" > ")[-1].removesuffix(ELLIPSIS)
+
+
+def clusters(text: str) -> list[str]:
+    return regex.findall(r"\X", text)
+
+
+def keeps_whole_opening_clusters(part: str, title: str) -> bool:
+    return clusters(part) == clusters(title)[: len(clusters(part))]
+
+
+DEEP = [f"Chapter {k} on the theory of distributed consensus" for k in range(1, 10)]
+
+
+@pytest.mark.parametrize(("t_max", "depth"), [(10, 3), (12, 9), (12, 3), (20, 9)])
+def test_deep_paths_at_small_t_max_fit_half_of_t_max_and_keep_their_leaf(t_max, depth):
+    """The issue's cases: path:3 at t_max 10 gave 7 tokens > 5, and path:9 at t_max 12 gave '[… > … > …]'."""
+    documents, chunks = make([(f"d{i}", [f"Document {i}"] + DEEP[: 1 + i % 8]) for i in range(12)])
+    texts, report = render_texts(documents, chunks, f"path:{depth}", TOK, max_prefix_tokens=t_max // 2)
+    assert texts["prefix_tokens"].max() <= t_max // 2 == report["max_prefix_tokens_allowed"]
+    assert report["max_prefix_tokens"] == texts["prefix_tokens"].max()
+    for prefix, path in zip(texts["prefix"].to_list(), chunks.sort("chunk_id")["path"].to_list()):
+        leaf = path[:depth][-1]
+        kept = leaf_part(prefix)
+        assert kept and keeps_whole_opening_clusters(kept, leaf), (prefix, leaf)
+        assert prefix.count(ELLIPSIS) <= 2  # never '[… > … > …]'
+    assert 0 < report["dropped_ancestors"] <= report["shortened_prefixes"]
+
+
+def test_ancestors_go_first_root_first_then_the_leaf_is_cut():
+    render = render_prefix
+    path = ("Paper", "Methods", "Sampling of bees in the hive")
+    long_path = ("Paper", "Methods", "Sampling of bees in the hive during the long winter months")
+    assert shortened_prefix(long_path, render, 14, TOK) == ("[Paper > Methods > Sampling of bees in the…]\n\n", 1)
+    assert shortened_prefix(path, render, 11, TOK) == ("[… > Methods > Sampling of bees…]\n\n", 2)
+    assert shortened_prefix(path, render, 10, TOK) == ("[… > Sampling of bees in the hive]\n\n", 2)
+    prefix, rule = shortened_prefix(path, render, 5, TOK)
+    assert rule == 3 and prefix.startswith("[Sampling") and prefix.endswith(ELLIPSIS + "]\n\n")
+    assert TOK.count(prefix) <= 5
+
+
+@pytest.mark.parametrize("leaf", [THAI_TITLE, "नई मेट्रो लाइन आज से यात्रियों के लिए खुल गई है", "ສະບາຍດີ ປະເທດລາວ ແລະ ພາສາລາວ"])
+def test_combining_scripts_are_cut_between_whole_grapheme_clusters(leaf):
+    for budget in range(3, 16):
+        for items in ((leaf,), ("Document", "Section", leaf)):
+            prefix = fit_prefix(items, render_prefix, budget, TOK)[0]
+            assert TOK.count(prefix) <= budget
+            for part in prefix.removeprefix("[").removesuffix("]\n\n").split(" > "):
+                title = next((t for t in items if t.startswith(part.removesuffix(ELLIPSIS))), None)
+                assert title is not None and keeps_whole_opening_clusters(part.removesuffix(ELLIPSIS), title)
+
+
+def test_a_budget_below_the_shortest_prefix_is_a_named_error():
+    with pytest.raises(PrefixBudgetError, match=r"budget of 2 tokens cannot hold even '\[…\]"):
+        fit_prefix(("Title", "Leaf"), render_prefix, 2, TOK)
 
 
 def test_cjk_markdown_with_induced_titles_keeps_prefixes_within_half_of_t_max():

@@ -849,3 +849,23 @@ def test_embedder_input_notes_name_repeats_and_truncations():
         "q · e · induced-tiling (segmentation): 2 of 40 texts truncated.",
     )
     assert embedder_input_notes(frame.with_columns(n_truncated=pl.lit(0)))[-1] == "No text was truncated."
+
+
+def test_the_prefixes_table_shows_the_largest_prefix_against_the_allowed():
+    from types import SimpleNamespace
+
+    from structbench.report.diagnostics import prefixes_table
+
+    cell = {"corpus": "alpha", "boundaries": "structural", "structure": "gold", "chunks": 8}
+    sizes = {"mean_content_tokens": 9.0, "mean_prefix_tokens": 5.5}
+    reports = [
+        cell
+        | sizes
+        | {"prefix": "path:9", "max_prefix_tokens": 6, "max_prefix_tokens_allowed": 6}
+        | {"shortened_prefixes": 7, "dropped_ancestors": 5, "capped_chunks": 0, "max_path_depth": 9},
+        cell | sizes | {"prefix": "none", "mean_prefix_tokens": 0.0},
+    ]
+    table = prefixes_table(SimpleNamespace(text_reports=reports)).data
+    row = table.filter(table["prefix"] == "path:9").row(0, named=True)
+    assert (row["max_prefix_tokens"], row["max_prefix_tokens_allowed"]) == (6, 6)
+    assert (row["shortened_prefixes"], row["dropped_ancestors"]) == (7, 5)

@@ -17,6 +17,7 @@ from structbench.datamodel import SECTIONS, ParsedDocument, SectionSpec
 from structbench.llm import LLM, LLMSpec, ResponseCache
 from structbench.structure.induction import (
     STATUS,
+    TITLE_CHARS,
     UNTITLED,
     InducedSection,
     check_sections,
@@ -224,14 +225,45 @@ def test_wrong_twice_is_repaired_and_non_json_or_empty_twice_fails_to_a_single_s
         assert fallback["path"].to_list() == [[f"Title {doc_id}"]]
 
 
-def test_levels_deeper_than_four_are_clamped_in_storage_but_not_in_paths():
+def test_levels_deeper_than_four_break_the_schema_and_are_clamped_in_storage_but_not_in_paths():
     documents, paragraphs = tables({"deep": 6})
-    llm, _ = scripted_llm(lambda r: answer(*[(f"L{k}", k, k, k) for k in range(1, 7)]))
+    llm, backend = scripted_llm(lambda r: answer(*[(f"L{k}", k, k, k) for k in range(1, 7)]))
     sections, status = induce_structure(documents, paragraphs, llm)
     assert sections["level"].to_list() == [1, 2, 3, 4, 4, 4]
     assert sections["path"].to_list()[-1] == ["Title deep", "L1", "L2", "L3", "L4", "L5", "L6"]
-    assert status["clamped_levels"].to_list() == [2] and status["status"].to_list() == ["usable"]
+    assert "schema: sections/4/level: 5 is greater than the maximum of 4" in backend.requests[1].messages[3][1]
+    row = status.row(0, named=True)
+    assert (row["status"], row["rounds"], row["clamped_levels"]) == ("repaired", 2, 2)
     assert verify_sections(paragraphs, sections) == []
+
+
+LONG_TITLE = "A heading that goes on " + "and on " * 150 + "without end"  # 1,084 characters
+
+
+def test_a_title_over_the_schema_bound_is_a_violation_then_cut_by_the_repair_never_usable():
+    """An unconstrained model (or a server ignoring the schema) writes a 1,084-character title: round 1
+    fails the schema, the correction round quotes the breach, and the repair cuts the title to
+    TITLE_CHARS at a word boundary, counted in shortened_titles."""
+    documents, paragraphs = tables({"d1": 4})
+    llm, backend = scripted_llm(lambda r: answer(("Intro", 1, 1, 2), (LONG_TITLE, 1, 3, 4)))
+    sections, status = induce_structure(documents, paragraphs, llm)
+    quoted = backend.requests[1].messages[3][1]
+    assert "schema: sections/1/title: 'A heading that goes on and on and on an… (1084 characters) is too long" in quoted
+    row = status.row(0, named=True)
+    assert (row["status"], row["rounds"], row["shortened_titles"]) == ("repaired", 2, 1)
+    assert row["violations_round1"] == row["violations_round2"] == 1
+    title = sections["title"].to_list()[1]
+    assert title == "A heading that goes on and on and on and on and on and on…" and len(title) <= TITLE_CHARS
+    assert sections["path"].to_list()[1] == ["Title d1", title]
+
+
+def test_a_title_fixed_in_the_correction_round_is_usable_and_nothing_is_cut():
+    documents, paragraphs = tables({"d1": 4})
+    respond = lambda r: answer(("Intro", 1, 1, 2), (LONG_TITLE if len(r.messages) == 2 else "Body", 1, 3, 4))  # noqa: E731
+    llm, _ = scripted_llm(respond)
+    sections, status = induce_structure(documents, paragraphs, llm)
+    assert status.select("status", "rounds", "shortened_titles").row(0) == ("usable", 2, 0)
+    assert sections["title"].to_list() == ["Intro", "Body"]
 
 
 def test_long_documents_are_induced_in_overlapping_windows_and_stitched():

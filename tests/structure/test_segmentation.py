@@ -218,6 +218,7 @@ def test_three_topics_give_three_titled_sections_in_the_gold_schema():
         "violations_round2": 0,
         "clamped_levels": 0,
         "clipped_paragraphs": 0,
+        "shortened_titles": 0,
     }
     assert status["reason"].to_list() == [""]
     # one call for the paragraphs, then one per document for all its title candidates

@@ -17,7 +17,7 @@ package must skip its dependencies: it requires the unrelated ``llm`` CLI). GPU 
 
 from structbench.llm.cache import ResponseCache, weights_fingerprint
 from structbench.llm.client import LLM, Backend, load_llm
-from structbench.llm.jsonout import JSONOutputError, extract_json, parse_json_output
+from structbench.llm.jsonout import JSONOutputError, extract_json, parse_json_output, schema_violations
 from structbench.llm.prompts import Prompt, load_prompt
 from structbench.llm.requests import ChatRequest, ChatResponse, Completion
 from structbench.llm.spec import LLMSpec
@@ -36,5 +36,6 @@ __all__ = [
     "load_llm",
     "load_prompt",
     "parse_json_output",
+    "schema_violations",
     "weights_fingerprint",
 ]

@@ -15,6 +15,7 @@ from typing import Any
 import jsonschema
 
 _DECODER = json.JSONDecoder()
+QUOTED_CHARS = 40  # of a value a schema violation quotes
 
 
 class JSONOutputError(ValueError):
@@ -41,15 +42,31 @@ def extract_json(text: str) -> Any:
             position = start + 1
 
 
-def validate(value: Any, schema: dict) -> None:
-    """Raise :class:`JSONOutputError` naming the first schema violation (its JSON path and message)."""
+def schema_violations(value: Any, schema: dict) -> list[str]:
+    """Every way ``value`` breaks ``schema``, as ``"<JSON path>: <message>"`` in document order (``[]``:
+    valid). What the caller quotes back to a model in a correction round, whatever the server returned:
+    a server that ignores ``response_format`` is held to the schema all the same."""
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(value), key=lambda error: list(error.absolute_path))
-    if errors:
-        first = errors[0]
-        where = "/".join(str(part) for part in first.absolute_path) or "(root)"
-        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise JSONOutputError(f"schema violation at {where}: {first.message}{more}")
+    return [f"{'/'.join(str(part) for part in error.absolute_path) or '(root)'}: {_message(error)}" for error in errors]
+
+
+def _message(error: jsonschema.ValidationError) -> str:
+    """jsonschema's message, with a long offending value quoted by its opening only (a 1,000-character
+    title quoted whole would crowd a correction prompt): ``'The weir…' (1084 characters) is too long``."""
+    quoted = repr(error.instance)
+    if len(quoted) <= QUOTED_CHARS or quoted not in error.message:
+        return error.message
+    size = f" ({len(error.instance)} characters)" if isinstance(error.instance, str) else ""
+    return error.message.replace(quoted, quoted[:QUOTED_CHARS] + "…" + size)
+
+
+def validate(value: Any, schema: dict) -> None:
+    """Raise :class:`JSONOutputError` naming the first schema violation (its JSON path and message)."""
+    violations = schema_violations(value, schema)
+    if violations:
+        more = f" (and {len(violations) - 1} more)" if len(violations) > 1 else ""
+        raise JSONOutputError(f"schema violation at {violations[0]}{more}")
 
 
 def parse_json_output(text: str, schema: dict | None) -> Any:

@@ -30,7 +30,7 @@ from structbench.conditions import NO_PREFIX, parse_value
 from structbench.datamodel import TEXTS, document_texts
 from structbench.defaults import SEED as DEFAULT_SEED
 from structbench.defaults import SEPARATOR as DEFAULT_SEPARATOR
-from structbench.prefixes.budget import fit_prefix
+from structbench.prefixes.budget import shortened_prefix
 from structbench.prefixes.placebo import placebo_paths
 from structbench.tokens import TokenCounter, load_tokenizer
 
@@ -72,9 +72,10 @@ def render_texts(
     its kind and depth, the number of chunks, mean/max prefix tokens, mean content tokens and, for a
     placebo, the residual same-document pairs and the chunks carrying them.
 
-    ``max_prefix_tokens`` bounds every prefix (the workflow passes half of ``chunking.t_max``): a longer
-    one is shortened as :mod:`structbench.prefixes.budget` says, and the report counts those chunks
-    (``shortened_prefixes``).
+    ``max_prefix_tokens`` bounds every prefix (the workflow passes half of the chunk set's ``t_max``): a
+    longer one is shortened as :mod:`structbench.prefixes.budget` says, and the report counts those
+    chunks (``shortened_prefixes``; of them, ``dropped_ancestors``: those that lost ancestors to keep the
+    leaf) beside the largest prefix (``max_prefix_tokens``) and the allowed (``max_prefix_tokens_allowed``).
     """
     kind, depth = parse_prefix(prefix)
     tokenizer = load_tokenizer(tokenizer)
@@ -138,13 +139,15 @@ def _rendered(
 ) -> list[str]:
     """Each chunk's prefix from its elements (``None``: no prefix), within ``budget`` tokens if given."""
     render = lambda items: render_prefix(items, separator)  # noqa: E731
-    fitted: dict[tuple[str, ...], tuple[str, bool]] = {}
+    fitted: dict[tuple[str, ...], tuple[str, int]] = {}
     for items in set(elements) - {None}:
-        fitted[items] = fit_prefix(items, render, budget, tokenizer) if budget is not None else (render(items), False)
+        fitted[items] = shortened_prefix(items, render, budget, tokenizer) if budget is not None else (render(items), 0)
     if budget is not None:
+        rules = [fitted[items][1] for items in elements if items is not None]
         report.update(
             max_prefix_tokens_allowed=budget,
-            shortened_prefixes=sum(items is not None and fitted[items][1] for items in elements),
+            shortened_prefixes=sum(rule > 0 for rule in rules),
+            dropped_ancestors=sum(rule > 1 for rule in rules),
         )
     return [fitted[items][0] if items is not None else "" for items in elements]
 

@@ -180,8 +180,11 @@ def chunk_bounds_table(inputs: ReportInputs) -> TableContent:
     "Prefixes",
     "Prefix tokens per text set; for path and placebo sets, how many chunks have a path shorter than "
     "the depth (rendered whole: capped) and the deepest path; for placebo sets, the residual "
-    "same-document assignments of the permutation; shortened: chunks whose prefix was cut to half of "
-    "t_max tokens (each title cut to the same number of tokens, ending in an ellipsis).",
+    "same-document assignments of the permutation; max prefix tokens is the largest prefix of the set "
+    "against the allowed (half of the set's t_max), which it never exceeds; shortened: chunks whose prefix "
+    "was cut to fit (each title cut to the same number of tokens, ending in an ellipsis; a deep path at a "
+    "small t_max loses ancestors, root first, before its leaf is cut between whole characters), of them "
+    "dropped ancestors: those that lost ancestors (docs/method.md §7).",
 )
 def prefixes_table(inputs: ReportInputs) -> TableContent:
     if not inputs.text_reports:
@@ -190,7 +193,16 @@ def prefixes_table(inputs: ReportInputs) -> TableContent:
     columns = ["corpus", "boundaries", "structure", "prefix", "chunks", "mean_content_tokens", "mean_prefix_tokens"]
     columns += [
         c
-        for c in ("capped_chunks", "shortened_prefixes", "max_path_depth", "residual_same_doc", "placebo_pairs")
+        for c in (
+            "max_prefix_tokens",
+            "max_prefix_tokens_allowed",
+            "shortened_prefixes",
+            "dropped_ancestors",
+            "capped_chunks",
+            "max_path_depth",
+            "residual_same_doc",
+            "placebo_pairs",
+        )
         if c in frame.columns
     ]
     return TableContent(frame.select(columns).sort("corpus", "boundaries", "structure", "prefix"), float_digits=1)
@@ -291,7 +303,9 @@ INDUCTION_AGREEMENT = {
     "round), repaired = the deterministic repair changed the answer, failed = no usable section "
     "(single-section fallback); corrected counts the documents whose first answer failed the check "
     "and went to the correction round, whatever the outcome (a segmentation inducer has no rounds: "
-    "usable = more than one section). identical spans is the share of the induced structural chunks "
+    "usable = more than one section); an answer breaking its JSON schema (a title over 60 characters, "
+    "whatever the server returned) fails the check too, and shortened titles counts the titles the repair "
+    "cut to that bound. identical spans is the share of the induced structural chunks "
     "whose span is byte-identical to a gold structural chunk (Kuehlkamp et al., table 9). Agreement with the gold "
     "section starts, over paragraph boundaries of every level: Pk (Beeferman et al. 1999) and WindowDiff "
     "(Pevzner and Hearst 2002), lower is better, probe width half the mean gold section length; boundary "
@@ -317,6 +331,7 @@ def induction_table(inputs: ReportInputs) -> TableContent:
                 "inducer": stats["inducer"],
                 "kind": stats["kind"],
                 **{key: stats[key] for key in ("documents", "usable", "repaired", "failed", "corrected")},
+                "shortened titles": stats.get("shortened_titles", 0),
                 "sections/doc induced": stats["mean_sections_induced"],
                 **gold,
                 "identical spans": stats["identical_span_share"],

@@ -8,10 +8,14 @@ document title (1 = top level). The protocol, per document:
 1. **Check** (:func:`check_sections`): the sections must tile the paragraphs exactly (the first starts at
    the first paragraph, each next one right after the previous one ends, the last ends at the last
    paragraph; none reversed or out of range), the first has level 1, and a level rises by at most one
-   between consecutive sections. A missing or non-JSON answer, or one that breaks the schema, is a
-   violation too. Requests carry the window's bounded schema (:func:`induction_schema`), which
-   constrained backends decode under; answers are still read with the lenient :data:`SCHEMA`, so an
-   unconstrained answer out of range reaches the check and the repair rather than failing outright.
+   between consecutive sections. A missing or non-JSON answer is a violation too, and so is every
+   breach of the window's bounded schema (:func:`induction_schema`: a title over ``TITLE_CHARS``
+   characters, a level over ``MAX_LEVEL``, a number outside the window, ...), whatever the server
+   returned: a server that ignores ``response_format`` is held to the schema all the same. Requests
+   carry that schema plus ``max_sections`` (a bound that lets a constrained answer close its JSON
+   within the token cap; an answer that closed it is not held to it), which constrained backends
+   decode under; answers are still read with the lenient :data:`SCHEMA`, so an unconstrained answer
+   out of range reaches the check and the repair rather than failing outright.
 2. **One self-correction round** for an answer that fails: the conversation goes back to the model with
    its answer and the list of its specific violations (``prompts/induce_correction.txt``).
 3. **Deterministic repair** (:func:`repair_sections`) of an answer still failing: each section runs from
@@ -19,8 +23,11 @@ document title (1 = top level). The protocol, per document:
    preceding section and overlaps are cut at the later start; out-of-range numbers are clipped, reversed
    or fully out-of-range sections dropped; a section sharing its start with a deeper one becomes its
    empty parent heading; a level rising by more than one is lowered to one more than the previous
-   level. An answer with no usable section at all becomes a single untitled section over the whole
-   document (the lead-section convention: its path is the document title alone).
+   level; a title over ``TITLE_CHARS`` characters is cut to the bound (:func:`bound_titles`: whole
+   grapheme clusters, back to a word boundary, ending in "…"; counted in ``shortened_titles``). An
+   answer with no usable section at all becomes a single untitled section over the whole document (the
+   lead-section convention: its path is the document title alone). No title leaves this module longer
+   than ``TITLE_CHARS``; a level over ``MAX_LEVEL`` is clamped in storage (below).
 4. **Status** per document: ``usable`` (an answer passed the check, in round 1 or after correction),
    ``repaired`` (the repair changed the answer), ``failed`` (no usable section: the single-section
    fallback), with the reason.
@@ -50,7 +57,16 @@ import polars as pl
 
 from structbench.corpus.verify import verify_sections
 from structbench.datamodel import MAX_LEVEL, SectionSpec
-from structbench.llm import LLM, ChatRequest, ChatResponse, JSONOutputError, load_prompt, parse_json_output
+from structbench.graphemes import bounded_title
+from structbench.llm import (
+    LLM,
+    ChatRequest,
+    ChatResponse,
+    JSONOutputError,
+    load_prompt,
+    parse_json_output,
+    schema_violations,
+)
 from structbench.structure.sections import (  # noqa: F401  (re-exported: the protocol's vocabulary)
     STATUS,
     InducedSection,
@@ -190,6 +206,15 @@ def single_section(first: int, last: int, title: str = "") -> list[InducedSectio
     return [InducedSection(title, 1, first, last)]
 
 
+def bound_titles(sections: Sequence[InducedSection]) -> tuple[list[InducedSection], int]:
+    """``sections`` with every title within ``TITLE_CHARS`` characters (:func:`structbench.graphemes.bounded_title`:
+    whole grapheme clusters, a word boundary where one is near, "…"), and how many titles were cut. The
+    repair of a title the schema's ``maxLength`` forbids: what a constrained backend could not have written
+    never reaches sections, TOC prompts or query titles."""
+    bounded = [replace(s, title=bounded_title(s.title, TITLE_CHARS)) for s in sections]
+    return bounded, sum(new.title != old.title for new, old in zip(bounded, sections))
+
+
 # -------------------------------------------------------------------------------------------- windows
 
 
@@ -252,6 +277,7 @@ class _WindowResult:
     violations: list[list[str]]  # per round
     repaired: bool
     failed: bool
+    shortened_titles: int = 0  # titles the repair cut to TITLE_CHARS
 
 
 def induce_structure(
@@ -361,8 +387,10 @@ def induce_structure(
 
 def _judge(answer: ChatResponse, window: Window) -> tuple[list[InducedSection] | None, list[str]]:
     """The answer's sections (None when there is no JSON valid under the lenient :data:`SCHEMA`) and
-    its violations. An answer that breaks only the window's bounds (:func:`induction_schema`) is read
-    leniently: the check names what is out of range and the repair can still use it."""
+    its violations: every breach of the window's answer schema (:func:`induction_schema` without the
+    decoding aid ``max_sections``: an answer that closed its JSON has met what that bound is for), then
+    the check's. An answer that breaks only the window's bounds is read leniently, so the repair can
+    still use it."""
     value = answer.value
     if not answer.ok:
         try:
@@ -372,7 +400,9 @@ def _judge(answer: ChatResponse, window: Window) -> tuple[list[InducedSection] |
         if value is None:
             return None, [f"the answer is not the requested JSON object: {answer.error}"]
     sections = sections_from_answer(value)
-    return sections, check_sections(sections, window.first, window.last)
+    schema = induction_schema(window.first, window.last)
+    breaches = [] if answer.ok else [f"schema: {breach}" for breach in schema_violations(value, schema)]
+    return sections, breaches + check_sections(sections, window.first, window.last)
 
 
 def _settle(window: Window, first, second) -> _WindowResult:
@@ -384,9 +414,9 @@ def _settle(window: Window, first, second) -> _WindowResult:
             return _WindowResult(window, sections, rounds, violations, repaired=False, failed=False)
     candidates = [answer[0] for answer in ((second, first) if second else (first,)) if answer[0]]
     for sections in candidates:
-        repaired = repair_sections(sections, window.first, window.last)
+        repaired, shortened = bound_titles(repair_sections(sections, window.first, window.last))
         if repaired:
-            return _WindowResult(window, repaired, rounds, violations, repaired=True, failed=False)
+            return _WindowResult(window, repaired, rounds, violations, True, False, shortened)
     fallback = single_section(window.first, window.last, "" if window.first == 1 else UNTITLED)
     return _WindowResult(window, fallback, rounds, violations, repaired=True, failed=True)
 
@@ -425,6 +455,7 @@ def _assemble(doc_id: str, results: list[_WindowResult], n_paragraphs: int) -> t
         sum(len(result.violations[1]) for result in results if result.rounds == 2),
         sum(section.level > MAX_LEVEL for section in tiling),
         sum(result.window.clipped for result in results),
+        sum(result.shortened_titles for result in results),
     )
     return tiling, row
 

@@ -28,6 +28,7 @@ STATUS = {
     "violations_round2": pl.Int32,
     "clamped_levels": pl.Int32,  # sections deeper than MAX_LEVEL (stored clamped, paths keep depth)
     "clipped_paragraphs": pl.Int32,  # paragraphs shown to the model cut short
+    "shortened_titles": pl.Int32,  # titles over the answer schema's bound, cut to it by the repair
 }
 
 

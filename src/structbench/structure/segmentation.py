@@ -40,12 +40,13 @@ points, so a Thai, Lao, Khmer or Devanagari letter keeps its combining marks: a 
 mark, and a cut never leaves a base letter without the marks written on it. The hard bound in tokens is
 the prefix's (``structbench.prefixes.budget``: half of ``t_max``). Titles are never empty.
 
-**Status** (``induction.STATUS`` columns; ``rounds`` and ``windows`` are always 1, violations and clipped
-paragraphs 0): ``usable`` when the document got more than one section; ``failed`` when it got a single
-section, with the reason (one paragraph; too short for two sections of ``min_section_paragraphs``; no
-valley deep enough). ``failed`` is the LLM inducer's word for the same outcome, a single section over
-the whole document, so reports count both inducers alike. ``repaired`` never occurs: the tiling is legal
-by construction (checked with ``induction.check_sections``; a violation is a bug and raises).
+**Status** (``induction.STATUS`` columns; ``rounds`` and ``windows`` are always 1, violations, clipped
+paragraphs and shortened titles 0): ``usable`` when the document got more than one section; ``failed``
+when it got a single section, with the reason (one paragraph; too short for two sections of
+``min_section_paragraphs``; no valley deep enough). ``failed`` is the LLM inducer's word for the same
+outcome, a single section over the whole document, so reports count both inducers alike. ``repaired``
+never occurs: the tiling is legal by construction (checked with ``induction.check_sections``; a
+violation is a bug and raises).
 
 **Defaults** (``window=3, depth_cutoff=0.5, min_section_paragraphs=2, max_levels=2, level_cutoff=0.0,
 unit="paragraph"``) were chosen on QASPER *train* papers only (40 papers evenly spaced through
@@ -90,6 +91,7 @@ import regex
 
 from structbench.corpus.verify import verify_sections
 from structbench.datamodel import MAX_LEVEL, SectionSpec
+from structbench.graphemes import ELLIPSIS, grapheme_count, grapheme_prefix
 from structbench.sentences import sentence_starts
 from structbench.structure.sections import STATUS, InducedSection, check_sections, paragraph_texts, sections_table
 
@@ -121,7 +123,6 @@ STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 # with a letter, number, _, ' or - (the classes of ``re``'s former ``[^\W\d_][\w'-]*``). ``re`` reads a combining
 # mark (Thai ั, Devanagari ्) as no word character, so it split words there and dropped the mark.
 _WORD = regex.compile(r"(?=[\p{L}\p{Nl}\p{No}])\X(?:(?=[\p{L}\p{N}_'-])\X)*")
-_GRAPHEME = regex.compile(r"\X")
 _PHRASE_BREAK = re.compile(r"[.,;:!?()\[\]{}\"“”‘’/|=+*<>]|\s-\s|\s–\s|\s—\s")
 
 
@@ -308,19 +309,7 @@ def bounded_words(words: Sequence[str], title_words: int) -> str:
     "word", so words alone bound nothing there."""
     text = " ".join(words[:title_words])
     limit = TITLE_CHARS_PER_WORD * title_words
-    return text if grapheme_count(text) <= limit else grapheme_prefix(text, limit).rstrip() + "…"
-
-
-def grapheme_count(text: str) -> int:
-    """How many user-perceived characters (extended grapheme clusters) ``text`` holds: a base letter and
-    the combining marks written on it count once, as a reader counts them."""
-    return sum(1 for _ in _GRAPHEME.finditer(text))
-
-
-def grapheme_prefix(text: str, limit: int) -> str:
-    """The first ``limit`` grapheme clusters of ``text``, each whole: a cut by code points could keep a
-    Thai or Devanagari base letter and drop the vowel or tone mark that follows it."""
-    return "".join(cluster.group() for _, cluster in zip(range(limit), _GRAPHEME.finditer(text)))
+    return text if grapheme_count(text) <= limit else grapheme_prefix(text, limit).rstrip() + ELLIPSIS
 
 
 def fallback_title(text: str, title_words: int, position: int) -> str:
@@ -488,7 +477,7 @@ def induce_segmentation(
         specs[doc_id] = [SectionSpec(s.title, s.level, s.first - 1, s.last) for s in sections]
         status = "usable" if len(sections) > 1 else "failed"
         status_rows.append(
-            (doc_id, status, reason, 1, 1, len(sections), 0, 0, sum(s.level > MAX_LEVEL for s in sections), 0)
+            (doc_id, status, reason, 1, 1, len(sections), 0, 0, sum(s.level > MAX_LEVEL for s in sections), 0, 0)
         )
     induced = sections_table(documents, texts_by_doc, specs)
     violations = verify_sections(paragraphs.filter(pl.col("doc_id").is_in(list(texts_by_doc))), induced)

@@ -46,7 +46,8 @@ def induction_summary(
     """One inducer on one corpus: documents per status (``induction.STATUS``: usable = an answer passed
     the check, repaired = the deterministic repair changed it, failed = single-section fallback), how
     many needed the correction round, mean sections per document induced vs gold (same documents), and
-    the share of induced structural chunk spans byte-identical to gold ones (:func:`identical_span_share`),
+    the titles the repair cut to the answer schema's bound (``shortened_titles``), the share of induced
+    structural chunk spans byte-identical to gold ones (:func:`identical_span_share`),
     and the segmentation's agreement with gold (:func:`structbench.structure.agreement.agreement_summary`:
     Pk, WindowDiff, boundary precision / recall / F1 within one paragraph, all levels and top level),
     beside the same agreement of the baselines built from gold's counts (``baselines``:
@@ -61,6 +62,7 @@ def induction_summary(
         "documents": len(doc_ids),
         **{status_name: int(counts.get(status_name, 0)) for status_name in INDUCTION_STATUSES},
         "corrected": int((status["rounds"] > 1).sum()),
+        "shortened_titles": int(status["shortened_titles"].sum()) if "shortened_titles" in status.columns else 0,
         "windows": int(status["windows"].sum()),
         "mean_sections_induced": mean_sections_per_document(induced_sections, doc_ids),
         "mean_sections_gold": mean_sections_per_document(gold_sections, doc_ids),
