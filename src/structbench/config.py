@@ -29,7 +29,12 @@ from structbench.defaults import SEED
 
 
 class ConfigError(ValueError):
-    """A config that cannot run; the message names the key."""
+    """A config that cannot run; the message names the key. ``problems`` lists ``(key path, problem)`` where
+    the check knows each key path (the schema's violations); else it is empty and the message names the key."""
+
+    def __init__(self, message: str, problems: list[tuple[tuple, str]] | None = None):
+        super().__init__(message)
+        self.problems = problems or []
 
 
 def config_file_problems(paths) -> list[str]:
@@ -73,24 +78,6 @@ def config_file_problems(paths) -> list[str]:
         elif not isinstance(loaded, dict):
             problems.append(f"{path}: the top level is a {type(loaded).__name__}, not a mapping of config keys")
     return problems
-
-
-def snakemake_configfiles(arguments) -> list[str]:
-    """The files a Snakemake command line names with ``--configfile``/``--configfiles`` (each option takes
-    every following argument up to the next option; ``--configfile=FILE`` too)."""
-    files: list[str] = []
-    taking = False
-    for argument in arguments:
-        option, equals, value = argument.partition("=")
-        if option in ("--configfile", "--configfiles"):
-            taking = not equals
-            if equals:
-                files.append(value)
-        elif argument.startswith("-"):
-            taking = False
-        elif taking:
-            files.append(argument)
-    return files
 
 
 def load_schema(path: str | Path) -> dict:
@@ -162,11 +149,13 @@ def validate_config(config: dict, schema_path: str | Path) -> dict:
     validator = _validator_with_defaults(load_schema(schema_path))
     _coerce_command_line_strings(validator, config)
     errors = sorted(validator.iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path])
-    lines = [f"  {_key(error.absolute_path)}: {error.message}" for error in errors]
-    lines += [f"  {_key(path)}: {value!r} is not a finite number" for path, value in non_finite_numbers(config)]
-    if lines:
+    problems = [(tuple(error.absolute_path), error.message) for error in errors]
+    problems += [(path, f"{value!r} is not a finite number") for path, value in non_finite_numbers(config)]
+    if problems:
+        lines = [f"  {_key(path)}: {problem}" for path, problem in problems]
         raise ConfigError(
-            "invalid config (workflow/schemas/config.schema.yaml; keys in config/README.md):\n" + "\n".join(lines)
+            "invalid config (workflow/schemas/config.schema.yaml; keys in config/README.md):\n" + "\n".join(lines),
+            problems,
         )
     return config
 
