@@ -22,7 +22,8 @@ STAMP := $(VENV)/.structbench-installed
 # its own venv, since it pins numpy < 2 and sentence-transformers < 4 (about 80 s to build from wheels).
 SERVER_VENV ?= .venv-server
 SERVER_STAMP := $(SERVER_VENV)/.infinity-installed
-# Snakemake reports a YAML error in a --configfile without the file or the line: name them first.
+# The workflow's start-up checks on ARGS' config, each problem at its FILE:LINE (structbench.checkconfig); Snakemake
+# itself names neither the file nor the line of a YAML error, and a missing --configfile only in a traceback.
 CHECK_CONFIG = $(BIN)/python -m structbench check-config --snakemake-args $(ARGS)
 
 .PHONY: install install-server run resume dryrun test lint fidelity clean

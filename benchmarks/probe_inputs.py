@@ -265,6 +265,93 @@ def check_config_files() -> str:
     return "; ".join(said)
 
 
+@case("check-config on t_max 50, t_min 200 exits nonzero naming file:line and the key")
+def check_config_contradiction() -> str:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "sizes.yaml"
+        path.write_text("# a run of small chunks\nchunking: {t_max: 50, t_min: 200}\n")
+        result = structbench("check-config", "--snakemake-args", "-n", "--configfile", str(path))
+        expected = f"{path}:2: chunking.t_min = 200 exceeds chunking.t_max = 50"
+        if result.returncode != 1 or not result.stderr.startswith(expected):
+            raise Fail(f"exit {result.returncode}, stderr {result.stderr.strip()[:160]!r}")
+        return f"exit 1: {result.stderr.strip().replace(folder + '/', '')[:150]}"
+
+
+def sized_overlap(overlap: int, t_max: int, run_t_max: int) -> Callable[[dict], None]:
+    """A config change: one fixed_overlap:<overlap> condition at its own ``t_max``, under ``run_t_max``."""
+
+    def mutate(config):
+        config["chunking"] = {"t_max": run_t_max, "t_min": 40}
+        config["conditions"] = {
+            "W": {"boundaries": f"fixed_overlap:{overlap}", "structure": "gold", "prefix": "none", "retrieval": "flat"}
+            | {"t_max": t_max, "t_min": 40}
+        }
+        config["contrasts"] = {}
+
+    return mutate
+
+
+def config_loads(mutate: Callable[[dict], None]) -> dict:
+    """The default config, changed by ``mutate``, through the workflow's start-up checks: the checked conditions."""
+    from structbench.study import start_up
+
+    config = copy.deepcopy(DEFAULT)
+    mutate(config)
+    return start_up(config, SCHEMA).study.conditions
+
+
+@case("overlap at or above a condition's own t_max is a named config error")
+def overlap_own_size() -> str:
+    return config_error(sized_overlap(150, 100, 350), "no stride in a chunk of 100", "conditions.W.t_max = 100")
+
+
+@case("overlap 300 at a condition's t_max 800 under chunking.t_max 200 is accepted")
+def overlap_own_size_valid() -> str:
+    conditions = config_loads(sized_overlap(300, 800, 200))
+    return f"loads: W at t_max {conditions['W'].t_max}, stride {conditions['W'].t_max - 300}"
+
+
+def readtime_condition(prefix: str, retrieval: str, structure: str = "gold") -> Callable[[dict], None]:
+    def mutate(config):
+        config["conditions"] = {
+            "R": {"boundaries": "structural", "structure": structure, "prefix": prefix, "retrieval": retrieval}
+        }
+        config["contrasts"] = {}
+
+    return mutate
+
+
+@case("read-time over a prefixed or late chunk set is a named config error")
+def readtime_prefixed() -> str:
+    said = [
+        config_error(readtime_condition(prefix, retrieval), f"conditions.R.prefix = '{prefix}'", "use prefix: none")
+        for prefix, retrieval in (("path:3", "parent:2"), ("placebo:3", "automerge:0.5"), ("late", "window:256"))
+    ]
+    return " | ".join(line[:70] for line in said)
+
+
+@case("parent:3 deeper than a segmentation tree is named; on gold it is counted")
+def readtime_level() -> str:
+    import polars as pl
+
+    from structbench.retrieval.readtime_runs import shallower_documents
+
+    refused_line = config_error(readtime_condition("none", "parent:3", "induced:tiling"), "level 3 is deeper")
+    sections = pl.DataFrame({"doc_id": ["a", "a", "b"], "level": [1, 2, 1]})
+    counted = shallower_documents("parent:4", sections, pl.DataFrame({"doc_id": ["a", "b"]}))
+    if counted != (2, 2):
+        raise Fail(f"parent:4 on two shallow documents counted {counted}")
+    return f"{refused_line[:90]}; gold parent:4 on depth-2 documents: {counted[0]} of {counted[1]} counted"
+
+
+@case("automerge:1.0 is automerge:1")
+def automerge_ratio() -> str:
+    loaded = [
+        config_loads(readtime_condition("none", value))["R"].retrieval for value in ("automerge:1.0", "automerge:1")
+    ]
+    return f"both load: {loaded}"
+
+
 # ---- corpora and chunking -------------------------------------------------------------------------
 
 

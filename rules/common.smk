@@ -11,23 +11,22 @@ from snakemake.logging import logger
 from structbench import cells
 from structbench.conditions import AXES, FIXED_KINDS, TOKEN_SEPARATOR, from_token
 from structbench.conditions import wildcard_constraints as axis_constraints
-from structbench.config import truncation_warnings, validate_config
 from structbench.endpoints import kinds as model_kinds
 from structbench.endpoints.probe import probe_endpoints
 from structbench.provenance import code_version
 from structbench.report.catalog import TABLES
 from structbench.report.figures import FIGURES
-from structbench.study import Study
+from structbench.study import start_up
 
-# Validate against the schema and fill its defaults; then the cross-key checks (Study.from_config). Both run
-# before any job, so a bad key or metric name fails the dry run, not a job.
-validate_config(config, os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml"))
-STUDY = Study.from_config(config)
+# Every start-up check (structbench.study.start_up: the schema and its defaults, then the cross-key checks), the
+# same function `structbench check-config` runs: a bad key or metric name fails the dry run, not a job.
+STARTUP = start_up(config, os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml"))
+STUDY = STARTUP.study
 paths = STUDY.paths
 if STUDY.dropped_contrasts:  # the report lists them under Table 1 too (docs/method.md §15)
     left_out = (f"{c['name']} (missing {', '.join(c['missing'])})" for c in STUDY.dropped_contrasts)
     logger.info("structbench config: select.conditions leaves out the contrasts " + ", ".join(left_out))
-for message in truncation_warnings(config, STUDY.conditions):
+for message in STARTUP.warnings:
     logger.warning(f"structbench config: {message}")
 CACHE, LOGS = config["cache"], config["logs"]
 # LLM responses are content-addressed (structbench.llm.cache), so every workflow pointing at one cache

@@ -119,6 +119,7 @@ LAYERS = (
         "cache",
         "cells",
         "conditions",
+        "configfiles",
         "datamodel",
         "defaults",
         "devices",
@@ -140,6 +141,7 @@ LAYERS = (
     ("retrieval",),
     ("config", "api"),
     ("study",),
+    ("checkconfig",),
     ("cli",),
     ("__main__",),
 )

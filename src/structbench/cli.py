@@ -145,29 +145,40 @@ def _run_chunk(args: argparse.Namespace) -> int:
 def _add_check_config(subparsers) -> None:
     parser = subparsers.add_parser(
         "check-config",
-        help="name the file, line and column of a YAML error in config files",
-        description="Read each config FILE (and the --configfile files of a Snakemake command line given "
-        "after --snakemake-args) and print FILE:LINE:COLUMN: problem for each that is not valid YAML or not "
-        "a mapping; exit 1 if any is. Snakemake's own message names neither the file nor the line.",
+        help="run the workflow's start-up checks on a config, naming FILE:LINE of each problem",
+        description="Layer the workflow's config/config.yaml, each config FILE and the --configfile and --config "
+        "of a Snakemake command line given after --snakemake-args, as Snakemake does; run every check the "
+        "workflow runs before any job (the schema, the cross-key, per-condition and library checks) and print "
+        "FILE:LINE: problem for each (a key filled from the schema's defaults: its key path). Exit 1 if any; "
+        "the workflow's warnings are printed and do not fail.",
     )
-    parser.add_argument("files", nargs="*", metavar="FILE", help="a YAML config file")
+    parser.add_argument("files", nargs="*", metavar="FILE", help="a YAML config file, layered like --configfile")
+    parser.add_argument(
+        "--probe",
+        action="store_true",
+        help="also send the workflow's one request to every endpoint the run uses (its onstart probe)",
+    )
     parser.add_argument(
         "--snakemake-args",
         nargs=argparse.REMAINDER,
         default=[],
         metavar="ARGS",
-        help="a Snakemake command line (everything after this option): its --configfile files are read",
+        help="a Snakemake command line (everything after this option): its --configfile and --config are layered",
     )
     parser.set_defaults(run=_run_check_config)
 
 
 def _run_check_config(args: argparse.Namespace) -> int:
-    from structbench.config import config_file_problems, snakemake_configfiles
+    from structbench.checkconfig import check_command_line
 
-    problems = config_file_problems([*args.files, *snakemake_configfiles(args.snakemake_args)])
-    for problem in problems:
+    check = check_command_line(args.files, args.snakemake_args, probe=args.probe)
+    for line in check.probed:
+        print(f"endpoint probe: {line}", file=sys.stderr)
+    for warning in check.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    for problem in check.problems:
         print(problem, file=sys.stderr)
-    return 1 if problems else 0
+    return 1 if check.problems else 0
 
 
 COMMANDS: list[Callable] = [_add_chunk, _add_check_config]

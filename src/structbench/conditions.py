@@ -63,8 +63,10 @@ FUSION_SOURCES = rf"{FUSION_SOURCE}(?:\+{FUSION_SOURCE})*"
 FUSION_SEPARATOR = "+"
 NO_PREFIX = "none"  # the prefix value of a chunk embedded as its content alone
 MIN_DOSE_LEVELS = 3  # a dose-response needs three levels; two are a pairwise contrast (or nothing)
-# read-time parameters: a section level, a share in (0, 1]
-LEVEL, RATIO = "[1-4]", r"(?:0\.[0-9]*[1-9][0-9]*|1)"
+# read-time parameters: a section level, a share in (0, 1] written as a decimal (1, 1.0 and 0.50 are numbers:
+# ratio_value reads them, so automerge:1.0 is automerge:1)
+LEVEL, RATIO = "[1-4]", r"(?:0\.[0-9]*[1-9][0-9]*|1(?:\.0+)?)"
+RATIO_KINDS = ("automerge", "placebo_automerge")  # the retrieval kinds whose parameter is a share (RATIO)
 # fixed_overlap's parameter: any number, so that a negative one or a share of 1 or more gets its own named error
 OVERLAP = r"-?[0-9]+(?:\.[0-9]+)?"
 
@@ -426,6 +428,12 @@ def fixed_overlap(boundaries: str, where: str = "boundaries") -> Overlap | None:
     return overlap
 
 
+def ratio_value(parameter: str) -> float:
+    """A read-time share (``automerge:<r>``) as the number it writes: ``"1"``, ``"1.0"`` -> 1.0, ``"0.50"`` -> 0.5,
+    so two spellings of one share are one condition (:func:`_axes`) and run the same expansion."""
+    return float(parameter)
+
+
 def is_lexical(condition: Condition) -> bool:
     """Whether a condition's run is its chunk set's BM25 run (retrieval kind ``bm25``)."""
     return retrieval_kind(condition.retrieval).lexical
@@ -441,6 +449,8 @@ def _axes(condition: Condition, chunkers: dict | None = None) -> tuple:
         kind, parameter = parse_value(axis, value)
         if kind.name == "rrf":
             value = "rrf:" + FUSION_SEPARATOR.join(sorted(fusion_source_names(parameter)))
+        elif kind.name in RATIO_KINDS:
+            value = (kind.name, ratio_value(parameter))
         elif kind.name == "external" and chunkers and parameter in chunkers:
             # its size is the condition's (resolved from the entry by parse_conditions), compared below
             spec = {key: v for key, v in (chunkers[parameter] or {}).items() if key not in SIZE_KEYS}

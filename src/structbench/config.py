@@ -30,7 +30,12 @@ from structbench.defaults import SEED
 
 
 class ConfigError(ValueError):
-    """A config that cannot run; the message names the key."""
+    """A config that cannot run; the message names the key. ``problems`` lists ``(key path, problem)`` where
+    the check knows each key path (the schema's violations); else it is empty and the message names the key."""
+
+    def __init__(self, message: str, problems: list[tuple[tuple, str]] | None = None):
+        super().__init__(message)
+        self.problems = problems or []
 
 
 def config_file_problems(paths) -> list[str]:
@@ -74,24 +79,6 @@ def config_file_problems(paths) -> list[str]:
         elif not isinstance(loaded, dict):
             problems.append(f"{path}: the top level is a {type(loaded).__name__}, not a mapping of config keys")
     return problems
-
-
-def snakemake_configfiles(arguments) -> list[str]:
-    """The files a Snakemake command line names with ``--configfile``/``--configfiles`` (each option takes
-    every following argument up to the next option; ``--configfile=FILE`` too)."""
-    files: list[str] = []
-    taking = False
-    for argument in arguments:
-        option, equals, value = argument.partition("=")
-        if option in ("--configfile", "--configfiles"):
-            taking = not equals
-            if equals:
-                files.append(value)
-        elif argument.startswith("-"):
-            taking = False
-        elif taking:
-            files.append(argument)
-    return files
 
 
 def load_schema(path: str | Path) -> dict:
@@ -163,11 +150,13 @@ def validate_config(config: dict, schema_path: str | Path) -> dict:
     validator = _validator_with_defaults(load_schema(schema_path))
     _coerce_command_line_strings(validator, config)
     errors = sorted(validator.iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path])
-    lines = [f"  {_key(error.absolute_path)}: {error.message}" for error in errors]
-    lines += [f"  {_key(path)}: {value!r} is not a finite number" for path, value in non_finite_numbers(config)]
-    if lines:
+    problems = [(tuple(error.absolute_path), error.message) for error in errors]
+    problems += [(path, f"{value!r} is not a finite number") for path, value in non_finite_numbers(config)]
+    if problems:
+        lines = [f"  {_key(path)}: {problem}" for path, problem in problems]
         raise ConfigError(
-            "invalid config (workflow/schemas/config.schema.yaml; keys in config/README.md):\n" + "\n".join(lines)
+            "invalid config (workflow/schemas/config.schema.yaml; keys in config/README.md):\n" + "\n".join(lines),
+            problems,
         )
     return config
 
@@ -235,6 +224,7 @@ def check_config_plan(config: dict, metric_names: list[str]) -> CheckedCondition
     check_chunker_config(config, conditions)
     check_overlap_config(config, conditions)
     check_prefix_budget_config(config, conditions)
+    check_readtime_config(config, conditions)
     selected, selected_contrasts = select_conditions(
         conditions, contrasts, (config.get("select") or {}).get("conditions")
     )
@@ -327,24 +317,36 @@ def chunkset_overlap(condition, chunkers: dict):
     return axes.fixed_overlap(condition.boundaries)
 
 
+def t_max_source(config: dict, name: str, condition) -> str:
+    """The key a condition's effective ``t_max`` comes from (docs/method.md §6a): its own ``conditions.<name>.t_max``,
+    its external chunker's ``chunkers.<chunker>.t_max``, else the run's ``chunking.t_max``."""
+    if (config["conditions"].get(name) or {}).get("t_max") is not None:
+        return f"conditions.{name}.t_max"
+    kind, chunker = axes.parse_value("boundaries", condition.boundaries)
+    if kind.name == "external" and ((config.get("chunkers") or {}).get(chunker) or {}).get("t_max") is not None:
+        return f"chunkers.{chunker}.t_max"
+    return "chunking.t_max"
+
+
 def check_overlap_config(config: dict, conditions: dict) -> None:
     """Overlapping chunk sets are well-defined before any job runs: a token overlap leaves a stride below
-    ``chunking.t_max`` (no chunk is longer, so a larger one can never hold), and no condition asks an
-    overlapping set for what only a tiling set has: late chunking pools each token into the one chunk
+    the condition's own ``t_max`` (its effective size: no chunk of its set is longer, so a larger overlap can
+    never hold, and a smaller one is valid however the run's ``chunking.t_max`` compares), and no condition
+    asks an overlapping set for what only a tiling set has: late chunking pools each token into the one chunk
     holding it (§8a) and the read-time modes count a section block's chunks and grow a hit by its
     neighbours (§18)."""
     from structbench.overlap import OverlapError
     from structbench.retrieval.readtime_runs import is_readtime
 
-    t_max = config["chunking"]["t_max"]
     for name, condition in conditions.items():
+        t_max = condition.size(config["chunking"])[0]
         try:
             overlap = chunkset_overlap(condition, config.get("chunkers") or {})
             if overlap is None:
                 continue
             overlap.check_size(t_max, f"conditions.{name}.boundaries = {condition.boundaries!r}, overlap")
         except OverlapError as error:
-            raise ConfigError(f"{error} (chunking.t_max = {t_max})") from None
+            raise ConfigError(f"{error} ({t_max_source(config, name, condition)} = {t_max})") from None
         uses = "late chunking (prefix " if axes.is_late(condition.prefix) else None
         if uses is None and is_readtime(condition.retrieval):
             uses = "a read-time mode (retrieval "
@@ -388,6 +390,51 @@ def check_prefix_budget_config(config: dict, conditions: dict) -> None:
                 f"leaves a prefix budget of {budget} tokens (half of t_max), and the shortest prefix {shortest!r} "
                 f"takes {needed} in tokenizer {config['tokenizer']!r}: raise t_max to {2 * needed} or more, "
                 "or use prefix: none"
+            )
+
+
+def known_tree_depth(config: dict, condition) -> int | None:
+    """The deepest section level a condition's structure can have, where config says it: a segmentation
+    inducer's ``max_levels``. None for gold headings and an LLM inducer, whose depth only the data shows."""
+    kind, inducer = axes.parse_value("structure", condition.structure)
+    if kind.name != "induced":
+        return None
+    entry = (config.get("inducers") or {}).get(inducer) or {}
+    return entry.get("max_levels") if entry.get("kind") == "segmentation" else None
+
+
+def check_readtime_config(config: dict, conditions: dict) -> None:
+    """A read-time condition (docs/method.md §18) is defined before any job runs:
+
+    - its prefix is ``none``: a read-time run returns spans of document text (a section block, a window),
+      never a chunk's embedded text, so a heading-path, placebo or context prefix, or late chunking, would
+      change only which hits are expanded, a second treatment the span scores cannot separate from the first;
+    - a level ``L`` (``parent:<L>``, ``placebo_parent:<L>``, ``matched_window:<L>``) no deeper than the tree
+      can be: on a tree of depth 2, level 4 cuts where level 2 does (structbench.retrieval.readtime's level
+      partition), so ``parent:4`` would silently run as ``parent:2``. Refused where config bounds the depth
+      (a segmentation inducer's ``max_levels``); for gold headings and LLM inducers the depth is the data's,
+      and the read-time step counts the documents shallower than L in its log
+      (structbench.retrieval.readtime_runs.shallower_documents)."""
+    from structbench.retrieval.readtime_runs import LEVEL_KINDS, is_readtime
+
+    for name, condition in conditions.items():
+        if not is_readtime(condition.retrieval):
+            continue
+        where = f"conditions.{name}"
+        if condition.prefix != axes.NO_PREFIX:
+            raise ConfigError(
+                f"{where}.prefix = {condition.prefix!r} with retrieval = {condition.retrieval!r}: a read-time mode "
+                "returns spans of document text, not the chunks' embedded texts, so a prefix or late chunking "
+                "would only change which hits are expanded, a second treatment its scores cannot separate; "
+                "use prefix: none (config/README.md, 'Read-time structure')"
+            )
+        kind, parameter = axes.parse_value("retrieval", condition.retrieval)
+        depth = known_tree_depth(config, condition)
+        if kind.name in LEVEL_KINDS and depth is not None and int(parameter) > depth:
+            raise ConfigError(
+                f"{where}.retrieval = {condition.retrieval!r}: level {parameter} is deeper than structure "
+                f"{condition.structure!r} can be (inducers.{condition.parameter('structure')}.max_levels = {depth}), "
+                f"so it would run as level {depth}; use level {depth} or less, or raise max_levels"
             )
 
 

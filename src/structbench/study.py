@@ -29,7 +29,7 @@ from structbench.conditions import (
     parse_value,
     retrieval_kind,
 )
-from structbench.config import check_config_plan
+from structbench.config import check_config_plan, truncation_warnings, validate_config
 from structbench.corpus import generates_queries, has_queries, source_files
 from structbench.layout import QUERIES, Layout, chunkset
 from structbench.metrics import metrics_from_config
@@ -45,6 +45,26 @@ from structbench.structure.segmentation import OPTIONS as SEGMENTATION_OPTIONS
 
 # The keyword arguments of structbench.structure.induction.induce_structure an LLM inducer's entry sets.
 LLM_INDUCER_OPTIONS = ("window_tokens", "overlap_paragraphs", "max_new_tokens")
+
+
+@dataclass(frozen=True)
+class StartUp:
+    """What the start-up checks answer: the ``study`` and the ``warnings`` to log (chunks an embedder truncates)."""
+
+    study: Study
+    warnings: list[str]
+
+
+def start_up(config: dict, schema_path) -> StartUp:
+    """Every check the workflow runs before any job, in its order: the schema (filling its defaults into
+    ``config``), the cross-key, per-condition and library checks (:meth:`Study.from_config`), then the
+    truncation warnings. ``rules/common.smk`` and ``structbench check-config`` both call this, so the
+    command refuses exactly the configs the workflow refuses; a :class:`structbench.config.ConfigError`
+    names the key. Endpoint probes are not here: they send requests (the workflow's ``onstart``, the
+    command's ``--probe``)."""
+    validate_config(config, schema_path)
+    study = Study.from_config(config)
+    return StartUp(study, truncation_warnings(config, study.conditions))
 
 
 @dataclass(frozen=True)

@@ -26,12 +26,27 @@ MODES = {
     "placebo_parent": ("parent", True),
     "placebo_automerge": ("automerge", True),
 }
+LEVEL_KINDS = ("parent", "placebo_parent", "matched_window")  # the kinds whose parameter is a section level
 UNITS = {"chunk_id": pl.Int64, "doc_id": pl.String, "start": pl.Int64, "end": pl.Int64, "n_tokens": pl.Int32}
 
 
 def is_readtime(value: str) -> bool:
     """Whether a retrieval value is a read-time mode (its run ranks units, not chunks)."""
     return parse_value("retrieval", value)[0].name in MODES
+
+
+def shallower_documents(value: str, sections: pl.DataFrame, documents: pl.DataFrame) -> tuple[int, int]:
+    """``(shallower, documents)``: how many documents have no section as deep as the level a retrieval
+    ``value`` names (``parent:4`` on a document whose deepest section is level 2), of how many; ``(0, n)``
+    for a kind without a level. Their level-L blocks are their deepest level's (the level partition repeats
+    its last cuts), so the read-time step reports the count rather than run ``parent:4`` as ``parent:2``
+    unnoticed; where config bounds the depth, ``structbench.config.check_readtime_config`` refuses it."""
+    kind, parameter = parse_value("retrieval", value)
+    n_documents = documents.height
+    if kind.name not in LEVEL_KINDS:
+        return 0, n_documents
+    deep = sections.filter(pl.col("level") >= int(parameter))["doc_id"].unique()
+    return n_documents - documents.filter(pl.col("doc_id").is_in(deep.implode()))["doc_id"].n_unique(), n_documents
 
 
 def document_trees(

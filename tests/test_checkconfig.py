@@ -1,0 +1,171 @@
+"""`structbench check-config` runs the workflow's start-up checks (structbench.study.start_up) on a config layered
+as Snakemake layers it, and names the FILE:LINE of each problem (structbench.checkconfig, structbench.configfiles)."""
+
+import copy
+import io
+from contextlib import redirect_stderr
+
+import pytest
+import yaml
+from conftest import REPO
+from snakemake.cli import parse_config
+from snakemake.utils import update_config
+
+from structbench import checkconfig, study
+from structbench.cli import main
+from structbench.config import ConfigError
+from structbench.configfiles import (
+    layer_configs,
+    load_with_lines,
+    named_key_path,
+    parse_config_entries,
+    snakemake_config_arguments,
+)
+
+SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
+DATA = REPO.parent / "shared" / "data"
+# Every shipped config as its header comment runs it: the layers over config/config.yaml and the --config
+# overrides (a data path only where a config leaves it to the command line).
+SHIPPED = {
+    "config.yaml": ([], []),
+    "chroma.yaml": (["chroma.yaml"], []),
+    "chunkers.yaml": (["chunkers.yaml"], []),
+    "ladder.yaml": (["ladder.yaml"], []),
+    "late.yaml": (["late.yaml"], []),
+    "model_free.yaml": (["model_free.yaml"], []),
+    "paper.yaml": (["paper.yaml"], []),
+    "qasper.yaml": (["qasper.yaml"], []),
+    "qasper_knobs.yaml": (["qasper.yaml", "sizes.yaml", "qasper_knobs.yaml"], ["corpora={qasper: {max_docs: 50}}"]),
+    "readtime.yaml": (["readtime.yaml"], []),
+    "sizes.yaml": (["sizes.yaml"], []),
+    "wikitext.yaml": (
+        ["wikitext.yaml"],
+        [f"corpora={{wikitext: {{path: {DATA}/wikitext/wikitext-2-raw-test/wiki.test.raw}}}}"],
+    ),
+}
+
+
+def check_config(*argv):
+    """``structbench check-config`` in process: (exit status, stderr lines)."""
+    err = io.StringIO()
+    with redirect_stderr(err):
+        status = main(["check-config", *map(str, argv)])
+    return status, err.getvalue().splitlines()
+
+
+def test_every_shipped_config_is_listed_and_passes():
+    assert sorted(SHIPPED) == sorted(path.name for path in (REPO / "config").glob("*.yaml"))
+    for name, (files, overrides) in SHIPPED.items():
+        arguments = ["--configfile", *(REPO / "config" / f for f in files)] if files else []
+        status, lines = check_config(
+            "--snakemake-args", "-n", *arguments, *(["--config", *overrides] * bool(overrides))
+        )
+        assert status == 0, (name, lines)
+        assert all(line.startswith("warning: ") for line in lines), (name, lines)
+
+
+def test_contradictory_bounds_are_named_at_their_file_and_line(tmp_path):
+    (tmp_path / "my.yaml").write_text("# sizes\nchunking: {t_max: 50, t_min: 200}\n")
+    status, lines = check_config(tmp_path / "my.yaml")
+    assert status == 1
+    assert lines == [
+        f"{tmp_path / 'my.yaml'}:2: chunking.t_min = 200 exceeds chunking.t_max = 50: "
+        "no chunk could satisfy both bounds"
+    ]
+
+
+def test_schema_violations_are_each_named_at_their_line_and_a_default_by_its_key(tmp_path):
+    (tmp_path / "a.yaml").write_text("retrieval:\n  top_k: many\nstats:\n  seed: -1.5\n")
+    status, lines = check_config("--snakemake-args", "--configfile", tmp_path / "a.yaml", "--config", "seed=x")
+    assert status == 1
+    assert f"{tmp_path / 'a.yaml'}:2: retrieval.top_k: 'many' is not of type 'integer'" in lines
+    assert f"{tmp_path / 'a.yaml'}:3: stats: Additional properties are not allowed ('seed' was unexpected)" in lines
+    assert any(line.startswith("--config seed=...: seed: 'x' is not of type 'integer'") for line in lines)
+    # t_min filled from the schema's default: no file holds it, so its key path is named
+    (tmp_path / "b.yaml").write_text("chunking:\n  t_max: 10\n")
+    layered = layer_configs([REPO / "config/config.yaml", tmp_path / "b.yaml"])
+    del layered.config["chunking"]["t_min"]
+    del layered.origins[("chunking", "t_min")]
+    with pytest.raises(ConfigError) as refused:
+        study.start_up(layered.config, SCHEMA)
+    assert checkconfig.located(refused.value, layered) == [
+        "chunking.t_min (schema default) = 60 exceeds chunking.t_max = 10: no chunk could satisfy both bounds"
+    ]
+
+
+def test_later_layers_win_and_keep_their_own_lines(tmp_path):
+    (tmp_path / "a.yaml").write_text("chunking:\n  t_max: 100\n  t_min: 10\n")
+    (tmp_path / "b.yaml").write_text("\n\nchunking:\n  t_min: 120\n")
+    status, lines = check_config(tmp_path / "a.yaml", tmp_path / "b.yaml")
+    assert (status, lines) == (
+        1,
+        [
+            f"{tmp_path / 'b.yaml'}:4: chunking.t_min = 120 exceeds chunking.t_max = 100: no chunk could satisfy "
+            "both bounds"
+        ],
+    )
+    layered = layer_configs([tmp_path / "a.yaml", tmp_path / "b.yaml"], ["chunking={t_max: 300}"])
+    assert layered.config["chunking"] == {"t_max": "300", "t_min": 120}  # --config: strings, typed by the schema
+    assert str(layered.origins[("chunking", "t_max")]) == "--config chunking=..."
+
+
+def test_the_layering_is_snakemakes(tmp_path):
+    (tmp_path / "a.yaml").write_text("chunking: {t_max: 100}\nselect: {corpora: [kb]}\nseed: 3\n")
+    (tmp_path / "b.yaml").write_text("select: null\nchunking: {t_min: 5}\nlist: [1, {a: 2}]\n")
+    entries = ["seed=4", "flag=True", "ratio=0.5", "nested={a: {b: 1}}", "name='x y'", "empty="]
+    theirs = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    for path in (tmp_path / "a.yaml", tmp_path / "b.yaml"):
+        update_config(theirs, yaml.safe_load(path.read_text()))
+    update_config(theirs, parse_config(entries))
+    mine = layer_configs([REPO / "config/config.yaml", tmp_path / "a.yaml", tmp_path / "b.yaml"], entries).config
+    assert mine == theirs
+    assert parse_config_entries(["seed=4"]) == [("seed", 4)]
+    with pytest.raises(ValueError, match="KEY=VALUE"):
+        parse_config_entries(["seed"])
+
+
+def test_key_lines_and_the_key_a_message_names(tmp_path):
+    (tmp_path / "c.yaml").write_text(
+        "conditions:\n  G2-200:\n    t_max: 200\n  A.B: {prefix: none}\nl:\n  - 1\n  - 2\n"
+    )
+    config, lines = load_with_lines(tmp_path / "c.yaml")
+    assert lines[("conditions", "G2-200", "t_max")] == 3 and lines[("conditions", "A.B", "prefix")] == 4
+    assert lines[("l", 1)] == 7
+    assert named_key_path("conditions.G2-200.t_max = 200 is too big", config) == ("conditions", "G2-200", "t_max")
+    assert named_key_path("see conditions.A.B.prefix: bad", config) == ("conditions", "A.B", "prefix")
+    assert named_key_path("no key here. none.", config) is None
+
+
+def test_snakemake_arguments_name_their_files_and_entries():
+    arguments = ["-n", "--configfile", "a.yaml", "b.yaml", "-C", "x=1", "y=2", "--cores", "2", "--configfile=c.yaml"]
+    assert snakemake_config_arguments(arguments) == (["a.yaml", "b.yaml", "c.yaml"], ["x=1", "y=2"])
+    assert snakemake_config_arguments(["--config=seed=3", "all"]) == ([], ["seed=3"])
+
+
+# Configs the workflow refuses at start-up, one per kind of check: the schema, cross-key, per-condition, a library.
+REFUSED = {
+    "schema": lambda c: c["retrieval"].update(top_k=0),
+    "cross-key": lambda c: c["chunking"].update(t_max=50, t_min=200),
+    "per-condition": lambda c: c["conditions"]["G2"].update(t_max=30, t_min=40),
+    "library": lambda c: c.update(
+        chunkers={"lc": {"library": "langchain", "kind": "recursive", "options": {"no_such_option": 1}}},
+        conditions=c["conditions"]
+        | {"LC": {"boundaries": "external:lc", "structure": "gold", "prefix": "none", "retrieval": "flat"}},
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(REFUSED))
+def test_a_config_the_workflow_refuses_is_refused_by_check_config_with_the_same_function(tmp_path, monkeypatch, kind):
+    """The workflow (rules/common.smk) and the command call one function, structbench.study.start_up: the command
+    fails exactly where that function raises, and names the file."""
+    assert "start_up(config, " in (REPO / "rules/common.smk").read_text()
+    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    REFUSED[kind](config)
+    with pytest.raises(ConfigError):
+        study.start_up(copy.deepcopy(config), SCHEMA)
+    calls, real_start_up = [], study.start_up
+    monkeypatch.setattr(study, "start_up", lambda *arguments: calls.append(arguments) or real_start_up(*arguments))
+    (tmp_path / "my.yaml").write_text(yaml.safe_dump(config))
+    status, lines = check_config(tmp_path / "my.yaml")
+    assert calls and status == 1 and lines[0].startswith(f"{tmp_path / 'my.yaml'}:"), lines
