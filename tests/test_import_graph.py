@@ -139,6 +139,7 @@ LAYERS = (
     ("retrieval",),
     ("config", "api"),
     ("study",),
+    ("export",),
     ("cli",),
     ("__main__",),
 )

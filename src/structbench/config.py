@@ -93,6 +93,25 @@ def snakemake_configfiles(arguments) -> list[str]:
     return files
 
 
+def layered_config(paths) -> dict:
+    """The config Snakemake builds from config files, first to last: each file's keys laid over the config so
+    far, a mapping merged key by key and any other value replaced (``snakemake.utils.update_config``). The
+    workflow's files are its embedded ``config/config.yaml`` then each ``--configfile``; a command that reads
+    a finished run (``structbench export``) rebuilds its config the same way."""
+    config: dict = {}
+    for path in paths:
+        _lay_over(config, yaml.safe_load(Path(path).read_text()) or {})
+    return config
+
+
+def _lay_over(config: dict, overlay: dict) -> None:
+    for key, value in overlay.items():
+        if isinstance(value, dict) and isinstance(config.get(key), dict):
+            _lay_over(config[key], value)
+        else:
+            config[key] = copy.deepcopy(value)
+
+
 def load_schema(path: str | Path) -> dict:
     # libyaml's loader where PyYAML has it: the schema is read at every Snakemake start-up (each cluster job's too)
     schema = yaml.load(Path(path).read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
