@@ -10,6 +10,7 @@ from snakemake.utils import update_config
 
 from structbench import defaults
 from structbench.config import ConfigError, check_config, load_schema, validate_config
+from structbench.configfiles import layer_configs
 from structbench.metrics import metrics_from_config
 
 SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
@@ -38,6 +39,14 @@ def validated(base=DEFAULT, **overrides):
 def checked(base=DEFAULT, **overrides):
     config = validated(base, **overrides)
     return check_config(config, metrics_from_config(config["metrics"]))
+
+
+@pytest.mark.parametrize("extra", ["model_free.yaml", "readtime.yaml", "qasper.yaml"])
+def test_layered_config_merges_as_snakemake_does(extra):
+    """What ``structbench export`` rebuilds from a run's --configfile files equals Snakemake's merge."""
+    config = copy.deepcopy(DEFAULT)
+    update_config(config, yaml.safe_load((REPO / "config" / extra).read_text()))
+    assert layer_configs([REPO / "config/config.yaml", REPO / "config" / extra]).config == config
 
 
 def layered(extra):

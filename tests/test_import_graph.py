@@ -141,7 +141,7 @@ LAYERS = (
     ("retrieval",),
     ("config", "api"),
     ("study",),
-    ("checkconfig",),
+    ("checkconfig", "export"),
     ("cli",),
     ("__main__",),
 )

@@ -181,7 +181,67 @@ def _run_check_config(args: argparse.Namespace) -> int:
     return 1 if check.problems else 0
 
 
-COMMANDS: list[Callable] = [_add_chunk, _add_check_config]
+def _add_export(subparsers) -> None:
+    from structbench.report.trec import RANK_SCORES, SCORE_KINDS
+
+    parser = subparsers.add_parser(
+        "export",
+        help="write a finished run's rankings and chunk relevance as TREC run and qrels files",
+        description="Write each scored condition's run as a TREC run file (qid Q0 docno rank score tag; docno is the "
+        "chunk_id, tag condition/embedder/reranker) and its chunk set's relevance as a TREC qrels file (qid 0 docno "
+        "rel, the study's binary rule), for trec_eval, ranx, ir_measures and PyTerrier: OUT/<corpus>/<condition>.qrels "
+        "and OUT/<corpus>/<embedder>/<reranker>/<condition>.run. Run it where the workflow ran, with the run's "
+        "--configfile files.",
+    )
+    parser.add_argument("--out", required=True, metavar="DIR", help="the folder the TREC files are written to")
+    parser.add_argument(
+        "--configfile",
+        nargs="+",
+        default=[],
+        metavar="FILE",
+        help="the run's config files, laid over config/config.yaml as Snakemake lays them",
+    )
+    parser.add_argument("--results", metavar="DIR", help="the run's results folder (default: the config's results)")
+    parser.add_argument(
+        "--workflow",
+        default=".",
+        metavar="DIR",
+        help="the structbench checkout the run used (its config/config.yaml and schema; default the current folder)",
+    )
+    for option, holds in (("corpus", "corpora"), ("embedder", "embedders"), ("reranker", "rerankers")):
+        parser.add_argument(f"--{option}", nargs="+", metavar="NAME", help=f"only these {holds} (default all)")
+    parser.add_argument("--condition", nargs="+", metavar="NAME", help="only these conditions (default all)")
+    parser.add_argument(
+        "--scores",
+        choices=SCORE_KINDS,
+        default=RANK_SCORES,
+        help="rank: strictly decreasing scores from the rank, so every tool reads structbench's order, ties "
+        "included (default); retrieval: the retriever's scores, tied chunks in each tool's own order",
+    )
+    parser.set_defaults(run=_run_export)
+
+
+def _run_export(args: argparse.Namespace) -> int:
+    from structbench.export import export_trec, run_study
+
+    # a config that cannot run is a ValueError (ConfigError) naming the key: main() reports it
+    written = export_trec(
+        run_study(args.configfile, args.workflow, args.results),
+        args.out,
+        corpora=args.corpus,
+        embedders=args.embedder,
+        rerankers=args.reranker,
+        conditions=args.condition,
+        scores=args.scores,
+    )
+    for exported in written.runs:
+        print(f"{exported.run}  (qrels {exported.qrels})")
+    for condition, reason in written.skipped.items():
+        print(f"left out {condition}: {reason}", file=sys.stderr)
+    return 0
+
+
+COMMANDS: list[Callable] = [_add_chunk, _add_check_config, _add_export]
 
 
 def build_parser() -> argparse.ArgumentParser:

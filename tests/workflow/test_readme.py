@@ -46,6 +46,7 @@ HOW = {
     "snakemake --profile profiles/slurm --configfile config/qasper.yaml"
     " --config cache=/shared/lab/structbench-cache": "dry-run",
     "make resume": "run",
+    ".venv/bin/structbench export --out trec": "run",  # after `make run`: the default run's TREC files
 }
 PYTHON_SNIPPET = "python"  # the README's python block runs as a script in the copy
 
@@ -142,6 +143,8 @@ def test_readme_commands_run_as_written(repo_copy):
             assert not re.search(r"embed_texts\s+\d", result.stdout + result.stderr)
         if command.endswith("--report report.html"):
             assert (repo_copy / "report.html").stat().st_size > 10_000
+        if command.startswith(".venv/bin/structbench export"):
+            assert (repo_copy / "trec/kb/G3.qrels").is_file() and (repo_copy / "trec/kb/minilm/none/G3.run").is_file()
         if command.startswith(".venv/bin/structbench chunk"):
             assert [json_line.startswith("{") for json_line in result.stdout.splitlines()] == [True, True, True]
     snippet = readme_blocks("python")[0]

@@ -15,6 +15,7 @@ check and benchmark the kernels.
 from structbench.metrics.measures import (  # isort: skip
     binary_ndcg,
     budget_coverage,
+    chunk_judgments,
     coverage_dcg,
     coverage_ndcg,
     gold_top1,
@@ -62,6 +63,7 @@ __all__ = [
     "align_run",
     "binary_ndcg",
     "budget_coverage",
+    "chunk_judgments",
     "compare_runs",
     "coverage_dcg",
     "coverage_ndcg",

@@ -35,7 +35,9 @@ class RunEvidence:
     - the condition's chunk set of each query's document, restricted to chunks that touch a gold span:
       candidates ``cand_query``, ``cand_chunk_id`` sorted by (query, chunk_id); their overlaps
       ``pair_cand``, ``pair_span``, ``pair_lo``, ``pair_hi`` sorted by (candidate, span);
-      ``query_n_relevant`` (binary-relevant chunks of the gold document in the chunk set).
+      ``cand_relevant`` (the candidate is binary-relevant to a span of its query: the chunk-level
+      judgments, :func:`~structbench.metrics.measures.chunk_judgments`); ``query_n_relevant``
+      (binary-relevant chunks of the gold document in the chunk set).
     - ``chunks_disjoint``: no two chunks of a document overlap (true for chunk sets that tile their
       documents); marginal coverage gains then never interact, which the kernels exploit.
     - character extents, for the span metrics (:mod:`structbench.metrics.spans`): ``hit_lo``, ``hit_hi``
@@ -72,6 +74,7 @@ class RunEvidence:
     pair_span: np.ndarray
     pair_lo: np.ndarray
     pair_hi: np.ndarray
+    cand_relevant: np.ndarray
     query_n_relevant: np.ndarray
     chunks_disjoint: bool
     hit_lo: np.ndarray
@@ -270,6 +273,7 @@ class _Candidates(NamedTuple):
     pair_span: np.ndarray
     pair_lo: np.ndarray
     pair_hi: np.ndarray
+    cand_relevant: np.ndarray
     query_n_relevant: np.ndarray
 
 
@@ -331,6 +335,7 @@ def align_run(
         pair_span=candidates.pair_span,
         pair_lo=candidates.pair_lo,
         pair_hi=candidates.pair_hi,
+        cand_relevant=candidates.cand_relevant,
         query_n_relevant=candidates.query_n_relevant,
         chunks_disjoint=layout.disjoint,
         hit_lo=hits.lo,
@@ -565,7 +570,7 @@ def _candidates(
     cand_relevant = np.zeros(len(cand_query), dtype=bool)
     cand_relevant[pair_cand[pair_relevant]] = True
     query_n_relevant = np.bincount(cand_query[cand_relevant], minlength=n_queries).astype(INDEX)
-    return _Candidates(cand_query, cand_chunk, pair_cand, pair_span, pair_lo, pair_hi, query_n_relevant)
+    return _Candidates(cand_query, cand_chunk, pair_cand, pair_span, pair_lo, pair_hi, cand_relevant, query_n_relevant)
 
 
 def _adjacent(

@@ -41,6 +41,30 @@ def is_relevant(chunk_start, chunk_end, span_start, span_end) -> np.ndarray:
     return kernels.binary_relevant(overlap, chunk_end - chunk_start, span_end - span_start)
 
 
+def chunk_judgments(evidence: RunEvidence) -> pl.DataFrame:
+    """The chunk-level relevance judgments every binary metric reads: ``qid, chunk_id, relevant``.
+
+    One row per chunk of the condition's chunk set that lies in the query's document and overlaps one of
+    its gold spans by at least one character (the pool binary nDCG's ideal counts from), ``relevant``
+    true when the rule of :func:`is_relevant` holds for some span of the query. These are
+    ``evidence.cand_relevant``, judged by the kernel that judges the ranked chunks of :func:`binary_ndcg`,
+    :func:`reciprocal_rank` and :func:`gold_top1`, in the pass that counts binary nDCG's R: one rule, not a
+    copy. Every other chunk is not relevant. Sorted by ``(qid, chunk_id)``; a query whose spans overlap no chunk
+    has no row. Build ``evidence`` with :func:`~structbench.metrics.evidence.align_run` on the condition's
+    chunk set (any run, an empty one included: judgments do not read it). Written as TREC qrels by
+    :mod:`structbench.report.trec`.
+    """
+    ev = evidence
+    return pl.DataFrame(
+        {
+            "qid": ev.qid[ev.cand_query].astype(str),
+            "chunk_id": ev.cand_chunk_id,
+            "relevant": ev.cand_relevant,
+        },
+        schema={"qid": pl.String, "chunk_id": pl.Int64, "relevant": pl.Boolean},
+    )
+
+
 def coverage_dcg(evidence: RunEvidence, k: int = NDCG_K) -> np.ndarray:
     """Coverage DCG@k of the run (the numerator of :func:`coverage_ndcg`)."""
     ev = evidence

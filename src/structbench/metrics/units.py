@@ -42,6 +42,7 @@ CHUNK_SET_FIELDS = (
     "pair_span",
     "pair_lo",
     "pair_hi",
+    "cand_relevant",
     "query_n_relevant",
     "chunks_disjoint",
     "cand_start",

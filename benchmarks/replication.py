@@ -1,0 +1,70 @@
+"""Findings and their replication: one contrast table beside another run's on a disjoint sample, as Markdown.
+
+    PYTHONPATH=src .venv/bin/python benchmarks/replication.py \\
+        --discovery results/findings-dev --replication results/findings-train [--metric cov_nDCG@10]
+
+Reads each run's ``contrasts/<corpus>/<embedder>/<reranker>/contrasts.parquet`` (the statistics step's table:
+Δ, 95% bootstrap CI, Holm p with its Monte-Carlo error) and prints, per contrast, the discovery's numbers, the
+replication's, and a verdict: **replicates** when both Holm p are below α with the same sign, **does not
+replicate** when the discovery's is and the replication's is not (or the sign flips), **no finding** when the
+discovery's Holm p is not below α. docs/results.md is this script's output with its context.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import polars as pl
+
+ALPHA = 0.05
+
+
+def contrast_table(results: Path, metric: str) -> pl.DataFrame:
+    files = sorted(results.glob("contrasts/*/*/*/contrasts.parquet"))
+    if len(files) != 1:
+        raise SystemExit(f"{results}: expected one contrasts table, found {[str(f) for f in files]}")
+    table = pl.read_parquet(files[0]).filter(pl.col("metric") == metric)
+    if table.is_empty():
+        raise SystemExit(f"{files[0]}: no contrast on {metric}")
+    return table
+
+
+def verdict(discovery: dict, replication: dict | None) -> str:
+    if discovery["p_holm"] >= ALPHA:
+        return "no finding"
+    if replication is None:
+        return "not replicated (no contrast)"
+    same_sign = (discovery["delta"] > 0) == (replication["delta"] > 0)
+    return "replicates" if replication["p_holm"] < ALPHA and same_sign else "does not replicate"
+
+
+def cell(row: dict) -> str:
+    fragile = " (fragile)" if row.get("holm_fragile") else ""
+    return (
+        f"{row['delta']:+.3f} [{row['ci_low']:+.3f}, {row['ci_high']:+.3f}] | {row['p_holm']:.4f} ± "
+        f"{row['p_holm_mcse']:.4f}{fragile} | {row['wins']}/{row['ties']}/{row['losses']} | {row['n_queries']} q, "
+        f"{row['n_docs']} docs"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--discovery", type=Path, required=True)
+    parser.add_argument("--replication", type=Path, required=True)
+    parser.add_argument("--metric", default="cov_nDCG@10")
+    args = parser.parse_args()
+    discovery = {row["contrast"]: row for row in contrast_table(args.discovery, args.metric).iter_rows(named=True)}
+    replication = {row["contrast"]: row for row in contrast_table(args.replication, args.metric).iter_rows(named=True)}
+    print(
+        "| contrast | discovery Δ [95% CI] | Holm p ± MC s.e. | W/T/L | sample "
+        "| replication Δ [95% CI] | Holm p ± MC s.e. | W/T/L | sample | verdict |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for name, row in discovery.items():
+        other = replication.get(name)
+        print(f"| {name} | {cell(row)} | {cell(other) if other else '— | — | — | —'} | {verdict(row, other)} |")
+
+
+if __name__ == "__main__":
+    main()

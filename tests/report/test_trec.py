@@ -1,0 +1,198 @@
+"""TREC export (structbench.report.trec, structbench.export, ``structbench export``): runs and chunk qrels written as
+TREC files and read back by ir_measures (trec_eval's code) give the study's own binary measures, query by query.
+
+The example is the embedded knowledge base (data/kb: real documents, questions and verbatim gold spans) with
+hand-built chunk sets (its gold sections; fixed 300-character windows) and rankings whose scores tie often, so
+the round trip also checks that the tools read structbench's tie order. (ranx reads the same files: its
+reader splits each line into the same six or four fields; its evaluation compiles for seconds, so the
+measures are checked here with ir_measures.)"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+import yaml
+from conftest import REPO
+
+from structbench import datamodel
+from structbench.cli import main
+from structbench.corpus import load_corpus
+from structbench.export import qrels_file, run_file, run_study
+from structbench.metrics import align_run, chunk_judgments, score_run
+from structbench.report.trec import RETRIEVAL_SCORES, trec_qrels, trec_run, write_trec
+
+KB = REPO / "data/kb"
+BINARY = {"nDCG@10": "nDCG@10", "MRR": "RR"}  # ours: ir_measures's name
+
+
+@pytest.fixture(scope="module")
+def kb():
+    return load_corpus({"kind": "markdown", "path": str(KB / "docs"), "questions": str(KB / "questions.jsonl")})
+
+
+def chunk_set(bounds: list[tuple[str, int, int]]) -> pl.DataFrame:
+    """A chunk set (datamodel.CHUNKS) of ``(doc_id, start, end)`` intervals, ids in (doc_id, start) order."""
+    doc_id, start, end = (list(column) for column in zip(*sorted(set(bounds))))
+    return datamodel.conform(
+        pl.DataFrame({"doc_id": doc_id, "start": start, "end": end}).with_columns(
+            chunk_id=pl.int_range(pl.len()),
+            n_tokens=(pl.col("end") - pl.col("start")) // 4,
+            section_id=pl.lit(0),
+            path=pl.lit([], dtype=pl.List(pl.String)),
+            cut=pl.lit("paragraph"),
+        ),
+        "chunks",
+    )
+
+
+def section_chunks(kb) -> pl.DataFrame:
+    """One chunk per non-empty gold section."""
+    sections = kb.sections.filter(pl.col("end") > pl.col("start"))
+    return chunk_set(list(zip(sections["doc_id"], sections["start"], sections["end"])))
+
+
+def window_chunks(kb, width: int) -> pl.DataFrame:
+    """Windows of ``width`` characters tiling each document."""
+    lengths = zip(kb.documents["doc_id"], kb.documents["n_chars"])
+    return chunk_set([(doc, lo, min(lo + width, n)) for doc, n in lengths for lo in range(0, n, width)])
+
+
+def ranking(queries: pl.DataFrame, chunks: pl.DataFrame, depth: int, seed: int) -> pl.DataFrame:
+    """Each query ranks ``depth`` chunks (its own document's first among them more often than chance), scores on a
+    coarse grid so that many tie; ranks by score, ties to the smaller chunk_id (the study's rule)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for qid, doc in zip(queries["qid"], queries["doc_id"]):
+        own = (chunks["doc_id"] == doc).to_numpy()
+        weight = np.where(own, 8.0, 1.0)
+        picked = rng.choice(chunks.height, size=min(depth, chunks.height), replace=False, p=weight / weight.sum())
+        rows += [(qid, int(chunk), float(rng.integers(0, 6)) / 5) for chunk in picked]
+    frame = pl.DataFrame(rows, schema={"qid": pl.String, "chunk_id": pl.Int64, "score": pl.Float64}, orient="row")
+    frame = frame.sort(["qid", "score", "chunk_id"], descending=[False, True, False])
+    ranked = frame.with_columns(rank=pl.int_range(1, pl.len() + 1).over("qid"), stage=pl.lit("flat"))
+    return datamodel.conform(ranked, "runs")
+
+
+def export_pair(tmp_path, runs, queries, chunks, scores="rank"):
+    """Write the run and its chunk set's qrels as TREC files; return their paths."""
+    qrels, run = tmp_path / "kb.qrels", tmp_path / "kb.run"
+    write_trec(trec_qrels(chunk_judgments(align_run(runs, queries, chunks))), qrels)
+    write_trec(trec_run(runs, "G2/minilm/none", scores), run)
+    return qrels, run
+
+
+def read_back(qrels, run, measures):
+    """Per-query values of ir_measures (pytrec_eval: trec_eval's own code) reading the files."""
+    import ir_measures
+
+    parsed = [ir_measures.parse_measure(name) for name in measures]
+    found = ir_measures.iter_calc(parsed, ir_measures.read_trec_qrels(str(qrels)), ir_measures.read_trec_run(str(run)))
+    return {(str(value.measure), value.query_id): value.value for value in found}
+
+
+@pytest.mark.parametrize("chunker", ["sections", "windows"])
+def test_binary_ndcg_and_mrr_come_back_from_ir_measures(kb, tmp_path, chunker):
+    chunks = section_chunks(kb) if chunker == "sections" else window_chunks(kb, 300)
+    runs = ranking(kb.queries, chunks, depth=60, seed=3)
+    assert runs.select(pl.struct("qid", "score").is_duplicated().mean()).item() > 0.5  # ties are the rule here
+    ours = score_run(runs, kb.queries, chunks, metrics=list(BINARY))
+    theirs = read_back(*export_pair(tmp_path, runs, kb.queries, chunks), BINARY.values())
+    for metric, measure in BINARY.items():
+        for qid, value in zip(ours["qid"], ours[metric]):
+            assert theirs[(measure, qid)] == pytest.approx(value, abs=1e-12), (metric, qid)
+        mean = ours[metric].mean()
+        assert np.mean([theirs[(measure, qid)] for qid in ours["qid"]]) == pytest.approx(mean, abs=1e-12)
+        assert (ours[metric] > 0).sum() >= 5 and (ours[metric] < 1).sum() >= 5, metric  # not a degenerate case
+
+
+def test_recall_comes_back_where_every_gold_span_is_one_chunk(kb, tmp_path):
+    """structbench's R@50 counts gold spans at least half covered by the top 50, the tools' R@50 relevant chunks
+    retrieved: the same number on a chunk set cut at every quote's ends, for the queries whose quotes are whole
+    chunks there (docs/method.md §10)."""
+    cuts = {doc: {0, n} for doc, n in zip(kb.documents["doc_id"], kb.documents["n_chars"])}
+    for doc, spans in zip(kb.queries["doc_id"], kb.queries["spans"].to_list()):
+        cuts[doc].update(bound for span in spans for bound in span)
+    chunks = chunk_set([(doc, lo, hi) for doc, ends in cuts.items() for lo, hi in zip(sorted(ends), sorted(ends)[1:])])
+    bounds = set(zip(chunks["doc_id"], chunks["start"], chunks["end"]))
+    whole = [
+        qid
+        for qid, doc, spans in zip(kb.queries["qid"], kb.queries["doc_id"], kb.queries["spans"].to_list())
+        if all((doc, lo, hi) in bounds for lo, hi in spans)
+    ]
+    assert len(whole) >= 30
+    runs = ranking(kb.queries, chunks, depth=80, seed=4)
+    ours = score_run(runs, kb.queries, chunks, metrics=["R@50", "nDCG@10"])
+    theirs = read_back(*export_pair(tmp_path, runs, kb.queries, chunks), ["R@50"])
+    recalls = dict(zip(ours["qid"], ours["R@50"]))
+    for qid in whole:
+        assert theirs[("R@50", qid)] == pytest.approx(recalls[qid], abs=1e-12), qid
+    assert 0.05 < np.mean([recalls[qid] for qid in whole]) < 0.95
+
+
+def test_rank_scores_fix_the_order_and_retrieval_scores_keep_the_retrievers(kb, tmp_path):
+    chunks = section_chunks(kb)
+    runs = ranking(kb.queries, chunks, depth=20, seed=5)
+    by_rank = trec_run(runs, "G2/minilm/none")
+    assert by_rank.columns == ["qid", "q0", "docno", "rank", "score", "tag"]
+    # strictly decreasing down each ranking, from the depth to 1
+    assert by_rank.group_by("qid").agg((pl.col("score").diff().drop_nulls() < 0).all())["score"].all()
+    assert by_rank.group_by("qid").agg(pl.col("score").min())["score"].to_list() == [1] * kb.queries.height
+    kept = trec_run(runs, "G2/minilm/none", RETRIEVAL_SCORES)
+    assert kept["score"].to_list() == runs.sort("qid", "rank")["score"].cast(pl.Float64).to_list()
+    _, run = export_pair(tmp_path, runs, kb.queries, chunks)
+    first = run.read_text().splitlines()[0].split(" ")
+    assert first[1:4] == ["Q0", str(runs.sort("qid", "rank")["chunk_id"][0]), "1"] and first[5] == "G2/minilm/none"
+
+
+def test_qrels_hold_the_judged_chunks_with_the_studys_rule(kb, tmp_path):
+    chunks = window_chunks(kb, 300)
+    evidence = align_run(ranking(kb.queries, chunks, depth=5, seed=6), kb.queries, chunks)
+    qrels = trec_qrels(chunk_judgments(evidence))
+    assert qrels.columns == ["qid", "iteration", "docno", "rel"] and set(qrels["iteration"]) == {0}
+    # the relevant chunks per query are binary nDCG's R; some touching chunks are judged not relevant
+    relevant = qrels.group_by("qid").agg(pl.col("rel").sum()).sort("qid")
+    assert relevant["rel"].to_list() == evidence.query_n_relevant.tolist()
+    assert 0 < (qrels["rel"] == 0).sum() < qrels.height
+
+
+@pytest.mark.parametrize(("field", "runs_qid"), [("tag", "q1"), ("qid", "q 1")])
+def test_a_field_with_whitespace_is_refused(field, runs_qid):
+    runs = datamodel.conform(
+        pl.DataFrame({"qid": [runs_qid], "rank": [1], "chunk_id": [0], "score": [1.0], "stage": ["flat"]}), "runs"
+    )
+    with pytest.raises(ValueError, match=f"TREC {field}"):
+        trec_run(runs, "G2 minilm" if field == "tag" else "G2/minilm/none")
+
+
+def test_the_command_exports_a_finished_runs_conditions(kb, tmp_path, capsys):
+    """``structbench export`` finds each condition's run and chunk set where the workflow wrote them."""
+    config = tmp_path / "run.yaml"
+    corpus = {"kind": "markdown", "path": str(KB / "docs"), "questions": str(KB / "questions.jsonl")}
+    config.write_text(yaml.safe_dump({"corpora": {"kb": corpus}, "select": {"conditions": ["G2", "G3"]}}))
+    results = tmp_path / "results"
+    study = run_study([config], REPO, str(results))
+    chunks = section_chunks(kb)
+    datamodel.write_table(kb.queries, study.scored_queries("kb"))
+    datamodel.write_table(chunks, study.chunks("kb", "G2"))
+    for seed, condition in enumerate(["G2", "G3"]):
+        datamodel.write_table(ranking(kb.queries, chunks, 10, seed), study.runs("kb", "minilm", "none", condition))
+    out = tmp_path / "trec"
+    arguments = ["export", "--workflow", str(REPO), "--configfile", str(config), "--results", str(results)]
+    assert main([*arguments, "--out", str(out), "--condition", "G3"]) == 0
+    run, qrels = run_file(out, "kb", "minilm", "none", "G3"), qrels_file(out, "kb", "G3")
+    assert str(run) in capsys.readouterr().out
+    assert {line.split(" ")[5] for line in run.read_text().splitlines()} == {"G3/minilm/none"}
+    assert len(run.read_text().splitlines()) == 10 * kb.queries.height and qrels.read_text().startswith("kb-")
+    assert not qrels_file(out, "kb", "G2").exists()  # only the named condition
+    assert main([*arguments, "--out", str(out), "--condition", "X9"]) == 2
+    assert "condition 'X9' not in this run; it has G2, G3" in capsys.readouterr().err
+
+
+def test_retrieval_scores_let_a_tool_break_ties_its_own_way(kb, tmp_path):
+    """Why rank scores are the default: with the retriever's tied scores ir_measures reads another order."""
+    chunks = section_chunks(kb)
+    runs = ranking(kb.queries, chunks, depth=60, seed=3)
+    ours = score_run(runs, kb.queries, chunks, metrics=["nDCG@10"])
+    theirs = read_back(*export_pair(tmp_path, runs, kb.queries, chunks, RETRIEVAL_SCORES), ["nDCG@10"])
+    assert any(abs(theirs[("nDCG@10", qid)] - value) > 1e-9 for qid, value in zip(ours["qid"], ours["nDCG@10"]))
