@@ -27,8 +27,9 @@ from structbench.metrics import (
 from structbench.metrics import reference as ref
 from structbench.metrics.spans import chroma_extents, chroma_placement, span_overlap
 from structbench.metrics.synthetic import synthetic_cell
-from structbench.report.registry import ReportInputs
+from structbench.report.registry import Omit, ReportInputs
 from structbench.report.results import ladder_table
+from structbench.report.spans import span_rules_table
 
 SPAN_METRICS = ["span_IoU@{k}", "span_precision@{k}", "span_recall@{k}"]
 
@@ -320,3 +321,30 @@ def test_the_ladder_shows_span_metrics_with_labels_and_legend():
     assert frame["span IoU@3"].to_list() == pytest.approx([0.2, 0.2])
     assert frame["precision-Ω"].to_list() == pytest.approx([0.3, 0.3])
     assert any(line.startswith("**precision-Ω** (`span_precision_omega`)") for line in ladder.notes)
+
+
+def test_the_span_table_sets_each_rule_beside_the_other():
+    # a = [0,100), b = [50,150) of f, span [25,125), ranking a, b: union 2/3, sum 1/2 at k = 2; k = 1 agrees
+    chunks = make_chunks([(0, "f", 0, 100), (1, "f", 50, 150)])
+    queries = make_queries([("q", "f", [(25, 125)])])
+    names = ["span_precision_sum@2", "span_IoU@2", "span_IoU_sum@2", "span_IoU@1", "span_precision_omega"]
+    scores = score_run(make_runs({"q": [0, 1]}), queries, chunks, metrics=names).with_columns(
+        condition=pl.lit("A"), corpus=pl.lit("c"), embedder=pl.lit("e"), reranker=pl.lit("none")
+    )
+    axes = {"boundaries": "structural", "structure": "gold", "prefix": "none", "retrieval": "flat"}
+    table = span_rules_table(
+        ReportInputs(scores=scores, contrasts=pl.DataFrame(), conditions={"A": axes}, primary_metric="span_IoU@2")
+    )
+    frame = table.blocks[0].frame
+    # IoU@1 has no sum twin and span_precision@2 no union twin: neither is shown
+    assert frame.columns == ["condition", "span IoU@2 (union)", "span IoU@2 (sum: Chroma's rule)", "precision-Ω"]
+    assert frame.row(0)[1:] == pytest.approx((2 / 3, 0.5, 2 / 3))
+    with pytest.raises(Omit, match="sum rule"):
+        span_rules_table(
+            ReportInputs(
+                scores=scores.drop("span_IoU_sum@2"),
+                contrasts=pl.DataFrame(),
+                conditions={"A": axes},
+                primary_metric="span_IoU@2",
+            )
+        )

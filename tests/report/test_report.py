@@ -315,8 +315,9 @@ def test_every_table_is_written_for_a_complete_input():
     built = build_tables(synthetic_inputs())
     assert [t.spec.name for t in built] == list(TABLES)
     omitted = {t.spec.name for t in built if isinstance(t, Omitted)}
-    # no LLM step, and no size curve (tests/test_sizes.py builds that table from size-keyed conditions)
-    assert omitted == {"induction", "situating_contexts", "llm_calls", "query_generation", "size_curve"}
+    # no LLM step, no size curve (tests/test_sizes.py builds that table from size-keyed conditions) and no span
+    # metric under both rules (tests/metrics/test_spans.py builds that table)
+    assert omitted == {"induction", "situating_contexts", "llm_calls", "query_generation", "size_curve", "span_rules"}
     for table in built:
         if isinstance(table, Table):
             assert table.content.data.height > 0, table.spec.name
