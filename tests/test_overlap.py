@@ -372,3 +372,17 @@ def test_peer_chunkers_overlap_through_their_own_parameter_and_cover_the_text(li
     assert chunks.height > tiling.height and report["overlap"] == str(next(iter(options.values())))
     shared = [a - b for a, b in zip(chunks["end"].to_list()[:-1], chunks["start"].to_list()[1:])]
     assert max(shared) > 0  # consecutive chunks share text
+
+
+@pytest.mark.parametrize(
+    ("end", "kind"),
+    [(9, "sentence"), (8, "sentence"), (20, "paragraph"), (22, "paragraph"), (3, "word"), (4, "word"), (2, "token")],
+)
+def test_an_overlapping_chunk_ending_before_whitespace_is_cut_where_a_tiling_one_would_end(end, kind):
+    from structbench.chunking.external.locate import _cut_kind
+    from structbench.chunking.external.markdown import _Document
+
+    # an overlapping chunk ends at its last non-space character (8, 20, 3); a tiling one after the whitespace
+    text = "One two. Three four.\n\nFive six."
+    doc = _Document("d", "T", text, [0, 22], [20, 31], [0], [0], [[]], [])
+    assert _cut_kind(doc, end) == kind
