@@ -799,3 +799,17 @@ def test_embedder_input_notes_name_repeats_and_truncations():
         "q · e · induced-tiling (segmentation): 2 of 40 texts truncated.",
     )
     assert embedder_input_notes(frame.with_columns(n_truncated=pl.lit(0)))[-1] == "No text was truncated."
+
+
+def test_table1_metric_sections_come_primary_first_then_cutoffs_as_numbers():
+    from structbench.metrics.registry import metric_order
+
+    names = ["budget_cov@2048", "budget_cov@512", "MRR", "budget_cov@1024", "cov_nDCG@10"]
+    assert metric_order(names, "cov_nDCG@10") == [
+        "cov_nDCG@10",
+        "MRR",
+        "budget_cov@512",
+        "budget_cov@1024",
+        "budget_cov@2048",
+    ]
+    assert metric_order(names, "budget_cov@1024")[:2] == ["budget_cov@1024", "cov_nDCG@10"]

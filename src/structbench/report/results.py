@@ -17,7 +17,7 @@ import polars as pl
 from structbench.cells import CELL
 from structbench.conditions import AXES, FAMILIES, retrieval_kind, routed_kinds
 from structbench.defaults import ALPHA
-from structbench.metrics.registry import metric_columns, metric_label
+from structbench.metrics.registry import metric_columns, metric_label, metric_order
 from structbench.report.formatting import (
     cell_heading,
     comparison_labels,
@@ -64,15 +64,20 @@ def conditions_table(inputs: ReportInputs) -> TableContent:
     return TableContent(pl.DataFrame(rows, schema=schema))
 
 
-def contrast_rows(contrasts: pl.DataFrame, contrast_specs: Sequence[dict]) -> pl.DataFrame:
-    """Table 1's data: one row per (contrast, corpus, embedder, reranker, metric), contrasts in
+def contrast_rows(
+    contrasts: pl.DataFrame, contrast_specs: Sequence[dict], primary_metric: str | None = None
+) -> pl.DataFrame:
+    """Table 1's data: one row per (contrast, corpus, embedder, reranker, metric), metrics in reading order
+    (:func:`~structbench.metrics.registry.metric_order`: the primary first, cutoffs as numbers), contrasts in
     declared order, with what each compares and whether it is Holm-significant (``p_holm`` < ALPHA
     within a Holm family; exploratory rows never are)."""
     order = {spec["name"]: i for i, spec in enumerate(contrast_specs)}
+    metrics = {name: i for i, name in enumerate(metric_order(contrasts["metric"].unique().to_list(), primary_metric))}
     labels = comparison_labels(list(contrast_specs))
     frame = contrasts.join(labels, on="contrast", how="left").with_columns(
         pl.coalesce("comparison", pl.col("treatment") + " − " + pl.col("control")).alias("comparison"),
         pl.col("contrast").replace_strict(order, default=len(order), return_dtype=pl.Int64).alias("_order"),
+        pl.col("metric").replace_strict(metrics, return_dtype=pl.Int64).alias("_metric_order"),
     )
     significant = (
         pl.col("label").is_in(list(HOLM_FAMILIES)) & pl.col("p_holm").is_not_nan() & (pl.col("p_holm") < ALPHA)
@@ -107,7 +112,7 @@ def contrast_rows(contrasts: pl.DataFrame, contrast_specs: Sequence[dict]) -> pl
         "n_clusters",
         "few_clusters",
     ]
-    return frame.sort("embedder", "reranker", "_order", "contrast", "corpus", "metric").select(
+    return frame.sort("embedder", "reranker", "_metric_order", "_order", "contrast", "corpus").select(
         [c for c in columns if not isinstance(c, str) or c in frame.columns]
     )
 
@@ -136,7 +141,7 @@ def contrasts_table(inputs: ReportInputs) -> TableContent:
         if inputs.dropped_contrasts:
             raise Omit("no declared contrast was run: " + "; ".join(dropped_notes(inputs.dropped_contrasts)))
         raise Omit("no contrast is declared")
-    data = contrast_rows(inputs.contrasts, inputs.contrast_specs)
+    data = contrast_rows(inputs.contrasts, inputs.contrast_specs, inputs.primary_metric)
     B = inputs.bootstrap_iters
 
     def holm_text(p_holm, family, significant):
