@@ -142,6 +142,7 @@ unprefixed_vectors = asks(STUDY.unprefixed_vectors, "corpus", "embedder", "condi
 retrieve_inputs = asks(STUDY.retrieve_inputs, "corpus", "embedder", "condition")
 fusion_inputs = asks(STUDY.fusion_inputs, "corpus", "embedder", "condition")
 score_inputs = asks(STUDY.score_inputs, "corpus", "embedder", "reranker", "condition")
+bm25_score_inputs = asks(STUDY.bm25_score_inputs, "corpus", "boundaries", "structure")
 contrast_inputs = asks(STUDY.cell_scores, "corpus", "embedder", "reranker")
 retrieval_layer_runs = asks(STUDY.retrieval_layer_runs, "corpus", "embedder", "reranker")
 context_shards = asks(STUDY.context_shards, "corpus", "boundaries", "structure")

@@ -17,10 +17,7 @@ rule score:
 
 rule score_bm25:
     input:
-        runs=paths.bm25_runs("{corpus}", "{boundaries}/{structure}"),
-        queries=scored_queries,
-        chunks=paths.chunks("{corpus}", "{boundaries}/{structure}"),
-        texts=paths.texts("{corpus}", "{boundaries}/{structure}/none"),
+        unpack(bm25_score_inputs),
     output:
         paths.bm25_scores("{corpus}", "{boundaries}/{structure}"),
     log:

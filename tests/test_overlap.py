@@ -303,7 +303,7 @@ def test_index_cost_counts_chunks_tokens_and_vector_bytes_per_text_set():
     chunk_sets = {("kb", "fixed/gold"): tiling, ("kb", "fixed_overlap-0.5/gold"): overlapping}
     bounds = {
         ("kb", "fixed/gold"): {"tiles": True},
-        ("kb", "fixed_overlap-0.5/gold"): {"tiles": False, "overlap": "0.5"},
+        ("kb", "fixed_overlap-0.5/gold"): {"tiles": False, "overlap": "0.5", "t_max": 41},
     }
     texts = [
         {"corpus": "kb", "boundaries": "fixed", "structure": "gold", "prefix": "path:3", "mean_prefix_tokens": 4.5},
@@ -326,6 +326,18 @@ def test_index_cost_counts_chunks_tokens_and_vector_bytes_per_text_set():
         ("fixed_overlap-0.5/gold/none", "overlap 0.5", 3, 24, 4608),  # repeated tokens embedded again
     ]
     assert [r["indexed / text"] for r in rows] == [1.0, 1.4]  # (60 + 60 + 20) / 100
+    # declared floor(0.5 · 41) = 20 tokens; realized: pairs share 20 and 20 characters at 24/140 tokens per character
+    assert [(r["declared tokens"], r["no share"]) for r in rows] == [(0, 1.0), (20, 0.0)]
+    assert [r["shared tokens"] for r in rows] == [0.0, pytest.approx(20 * 24 / 140)]
+
+
+def test_realized_overlap_counts_pairs_that_share_nothing():
+    from structbench.report.index_cost import realized_overlap
+
+    # d: [0,50) [40,90) [90,100) share 10 and 0 characters; e: one chunk, no pair; 1 token per 2 characters
+    chunks = make_chunks([(0, "d", 0, 50, 25), (1, "d", 40, 90, 25), (2, "d", 90, 100, 5), (3, "e", 0, 20, 10)])
+    assert realized_overlap(chunks) == (pytest.approx(5 * 65 / 130), 0.5)
+    assert realized_overlap(make_chunks([(0, "d", 0, 50, 25)])) == (None, None)
 
 
 def test_an_overlapping_chunk_in_repeated_text_is_placed_where_it_overlaps_the_one_before():
@@ -360,3 +372,17 @@ def test_peer_chunkers_overlap_through_their_own_parameter_and_cover_the_text(li
     assert chunks.height > tiling.height and report["overlap"] == str(next(iter(options.values())))
     shared = [a - b for a, b in zip(chunks["end"].to_list()[:-1], chunks["start"].to_list()[1:])]
     assert max(shared) > 0  # consecutive chunks share text
+
+
+@pytest.mark.parametrize(
+    ("end", "kind"),
+    [(9, "sentence"), (8, "sentence"), (20, "paragraph"), (22, "paragraph"), (3, "word"), (4, "word"), (2, "token")],
+)
+def test_an_overlapping_chunk_ending_before_whitespace_is_cut_where_a_tiling_one_would_end(end, kind):
+    from structbench.chunking.external.locate import _cut_kind
+    from structbench.chunking.external.markdown import _Document
+
+    # an overlapping chunk ends at its last non-space character (8, 20, 3); a tiling one after the whitespace
+    text = "One two. Three four.\n\nFive six."
+    doc = _Document("d", "T", text, [0, 22], [20, 31], [0], [0], [[]], [])
+    assert _cut_kind(doc, end) == kind

@@ -88,6 +88,26 @@ def test_a_bm25_condition_reads_its_chunk_sets_one_bm25_run_unless_reranked():
     }
 
 
+def test_chromas_chunk_extents_bring_the_documents_to_both_score_steps():
+    plain = small()
+    assert "documents" not in plain.score_inputs("kb", "minilm", "none", "G2")
+    assert "documents" not in plain.bm25_score_inputs("kb", "structural", "gold")
+    placed = study(
+        conditions=CONDITIONS,
+        contrasts=CONTRASTS,
+        metrics=DEFAULT["metrics"] | {"extra": ["span_IoU_sum@5", "span_precision_omega_chroma"]},
+    )
+    documents = "results/kb/corpus/documents.parquet"
+    assert placed.score_inputs("kb", "minilm", "none", "G2")["documents"] == documents
+    assert placed.bm25_score_inputs("kb", "structural", "gold") == {
+        "runs": "results/kb/runs/bm25/structural/gold.parquet",
+        "queries": "results/kb/corpus/queries.parquet",
+        "chunks": "results/kb/chunks/structural/gold.parquet",
+        "texts": "results/kb/texts/structural/gold/none.parquet",
+        "documents": documents,
+    }
+
+
 def test_fusion_reads_the_partner_text_sets_vectors_and_the_chunk_sets_bm25_run():
     plan = small()
     assert plan.fusion_inputs("kb", "minilm", "H3") == {

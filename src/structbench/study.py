@@ -32,7 +32,7 @@ from structbench.conditions import (
 from structbench.config import check_config_plan, truncation_warnings, validate_config
 from structbench.corpus import generates_queries, has_queries, source_files
 from structbench.layout import QUERIES, Layout, chunkset
-from structbench.metrics import metrics_from_config
+from structbench.metrics import metrics_from_config, parse_metrics
 from structbench.metrics.diagnostics import retrieval_layer_pairs
 from structbench.querygen.settings import QuerygenSettings
 from structbench.report.registry import report_inputs
@@ -336,7 +336,8 @@ class Study:
 
     def score_inputs(self, corpus: str, embedder: str, reranker: str, condition: str) -> dict[str, str]:
         """A run, its queries, chunks and texts; a read-time run's spans and units table; a routed condition's
-        routing table (section recall)."""
+        routing table (section recall); the documents when a metric places chunks as Chroma does
+        (``span_precision_omega_chroma``)."""
         retrieval = self.conditions[condition].retrieval
         inputs = {
             "runs": self.runs(corpus, embedder, reranker, condition),
@@ -349,7 +350,25 @@ class Study:
             inputs["units"] = self.paths.readtime_units(corpus, embedder, reranker, condition)
         if retrieval_kind(retrieval).metrics:
             inputs["routing"] = self.paths.routing(corpus, embedder, condition)
-        return inputs
+        return inputs | self.placement_inputs(corpus)
+
+    def bm25_score_inputs(self, corpus: str, boundaries: str, structure: str) -> dict[str, str]:
+        """A chunk set's BM25 run, its queries, chunks and unprefixed texts (the non-lexicality probe), and the
+        documents when a metric places chunks as Chroma does."""
+        chunks = chunkset(boundaries, structure)
+        inputs = {
+            "runs": self.paths.bm25_runs(corpus, chunks),
+            "queries": self.scored_queries(corpus),
+            "chunks": self.paths.chunks(corpus, chunks),
+            "texts": self.paths.texts(corpus, f"{chunks}/none"),
+        }
+        return inputs | self.placement_inputs(corpus)
+
+    def placement_inputs(self, corpus: str) -> dict[str, str]:
+        """``{"documents": ...}`` when a scored metric needs the chunk set placed as Chroma places it (its
+        ``chroma_chunks`` input: chunk text found in the documents), else nothing."""
+        needs = {needed.name for metric in parse_metrics(self.score_metrics) for needed in metric.requires}
+        return {"documents": self.paths.documents(corpus)} if "chroma_chunks" in needs else {}
 
     def late_inputs(self, corpus: str, boundaries: str, structure: str, prefix: str) -> dict[str, str]:
         """A late prefix pools chunks from their documents (structbench.embedding.late): both tables; else none."""

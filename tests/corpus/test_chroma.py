@@ -16,7 +16,7 @@ from structbench.corpus import has_queries, load_corpus, source_files
 from structbench.corpus.markdown import load_markdown_folder, parse_markdown_lines
 from structbench.corpus.sourcemap import SourceMap, SourceRangeError
 from structbench.metrics import align_run, precision_omega, score_run
-from structbench.metrics.spans import precision_omega_touching
+from structbench.metrics.spans import chroma_extents, precision_omega_touching
 
 CHROMA = REPO.parent / "shared" / "data" / "chroma"
 SOURCE = (
@@ -226,3 +226,89 @@ def test_dry_run_of_the_chroma_config_plans_chromas_grid_beside_the_study_arms(t
     # sizes, F0 and F0's windows overlapping by half: eighteen conditions, each its own chunk set
     assert jobs["corpus"] == 1 and jobs["external_chunks"] == 13 and jobs["score"] == 18 and jobs["embed_texts"] == 18
     assert jobs["structural_chunks"] == 3 and jobs["fixed_chunks"] == 2 and "induce_structure" not in jobs
+
+
+def word_tiles(text: str, size: int) -> list[tuple[int, int]]:
+    """Tiles of about ``size`` characters cut after a run of whitespace, each holding the whitespace after it
+    (structbench's extents)."""
+    cuts, at = [0], size
+    while at < len(text):
+        while at < len(text) and not text[at].isspace():
+            at += 1
+        while at < len(text) and text[at].isspace():
+            at += 1
+        if at < len(text):
+            cuts.append(at)
+        at += size
+    return list(zip(cuts, cuts[1:] + [len(text)]))
+
+
+def chroma_ranges(text: str, chunks: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Chroma's _get_chunks_and_metadata, written out: the chunk's text stripped, then str.find in the document."""
+    placed = []
+    for a, b in chunks:
+        stripped = text[a:b].strip()
+        placed.append((text.find(stripped), text.find(stripped) + len(stripped)))
+    return placed
+
+
+def chroma_iou_precision(retrieved: list[tuple[str, int, int]], doc_id: str, spans) -> tuple[float, float]:
+    """Chroma's _scores_from_dataset_and_retrievals for one question, on character sets: the numerator is the
+    merged intersections (intersect_two_ranges: start <= end), the denominators sum the retrieved ranges."""
+    gold = {x for a, b in spans for x in range(a, b)}
+    numerator = set()
+    for doc, c0, c1 in retrieved:
+        for a, b in spans:
+            if doc == doc_id and max(c0, a) <= min(c1, b):
+                numerator |= set(range(max(c0, a), min(c1, b)))
+    summed = sum(c1 - c0 for _, c0, c1 in retrieved)
+    return len(numerator) / (summed + len(gold - numerator)), len(numerator) / summed
+
+
+@pytest.mark.skipif(not CHROMA.exists(), reason="Chroma's benchmark is not in ../shared/data")
+def test_span_metrics_reproduce_chromas_code_on_its_benchmark():
+    """Chroma's own questions and documents, tiles of ~1,500 characters (structbench extents: whitespace after)
+    and overlapping pairs of them; 60 questions. precision-Ω with Chroma's extents and the sum rule equal Chroma's
+    formulas (written out above) per question; the own-extents touching rule and the union rule do not."""
+    tables = load_corpus({"kind": "chroma", "path": str(CHROMA)})
+    texts = dict(zip(tables.documents["doc_id"], tables.documents["text"]))
+    rng = np.random.default_rng(43)
+    queries = tables.queries.sort("qid")[np.sort(rng.choice(472, 60, replace=False)).tolist()]
+    tiles = {doc: word_tiles(text, 1500) for doc, text in texts.items()}
+    pairs = {doc: [(a, b) for (a, _), (_, b) in zip(ranges, ranges[1:])] for doc, ranges in tiles.items()}
+    for extents, overlapping in ((tiles, False), (pairs, True)):
+        rows = [(doc, a, b) for doc in sorted(extents) for a, b in extents[doc]]
+        chunks = make_chunks([(i, doc, a, b) for i, (doc, a, b) in enumerate(rows)])
+        placed = chroma_extents(chunks, tables.documents)
+        placed_start, placed_end = placed["start"].to_list(), placed["end"].to_list()
+        first = {doc: rows.index((doc, *extents[doc][0])) for doc in extents}
+        rankings = {}
+        for query in queries.iter_rows(named=True):  # the chunk holding the gold, its successor, another document's
+            own = [first[query["doc_id"]] + i for i, (a, b) in enumerate(extents[query["doc_id"]])]
+            hold = next(c for c in own if rows[c][1] <= query["spans"][0][0] < rows[c][2])
+            other = first[sorted(set(texts) - {query["doc_id"]})[0]]
+            rankings[query["qid"]] = list(dict.fromkeys([hold, min(hold + 1, own[-1]), other, own[0]]))
+        names = ["span_IoU_sum@4", "span_precision_sum@4", "span_IoU@4", "span_precision_omega_touching"]
+        scores = score_run(
+            make_runs(rankings),
+            queries,
+            placed,
+            metrics=[*names, "span_precision_omega_chroma"],
+            inputs={"chroma_chunks": placed},
+        )
+        own_extents = score_run(make_runs(rankings), queries, chunks, metrics=["span_precision_omega_touching"])
+        expected_omega, expected_iou, expected_precision = [], [], []
+        for query in queries.iter_rows(named=True):
+            doc = query["doc_id"]
+            chroma_chunks = chroma_ranges(texts[doc], extents[doc])
+            expected_omega.append(chroma_omega(chroma_chunks, query["spans"]))
+            retrieved = [(rows[c][0], placed_start[c], placed_end[c]) for c in rankings[query["qid"]]]
+            iou, precision = chroma_iou_precision(retrieved, doc, query["spans"])
+            expected_iou.append(iou)
+            expected_precision.append(precision)
+        np.testing.assert_allclose(scores["span_precision_omega_chroma"], expected_omega, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(scores["span_IoU_sum@4"], expected_iou, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(scores["span_precision_sum@4"], expected_precision, rtol=0, atol=1e-12)
+        # the whitespace after a chunk makes the touching rule fire: own extents are not Chroma's
+        assert (own_extents["span_precision_omega_touching"] < scores["span_precision_omega_chroma"]).any()
+        assert (scores["span_IoU@4"] != scores["span_IoU_sum@4"]).any() == overlapping

@@ -25,10 +25,11 @@ from structbench.metrics import (
     score_run,
 )
 from structbench.metrics import reference as ref
-from structbench.metrics.spans import span_overlap
+from structbench.metrics.spans import chroma_extents, chroma_placement, span_overlap
 from structbench.metrics.synthetic import synthetic_cell
-from structbench.report.registry import ReportInputs
+from structbench.report.registry import Omit, ReportInputs
 from structbench.report.results import ladder_table
+from structbench.report.spans import span_rules_table
 
 SPAN_METRICS = ["span_IoU@{k}", "span_precision@{k}", "span_recall@{k}"]
 
@@ -117,6 +118,69 @@ def test_an_adjacent_chunk_is_not_in_precision_omegas_set():
     assert (intersection[0], retrieved[0], gold[0]) == (0, 100, 50)
 
 
+def test_the_sum_rule_pays_shared_characters_once_per_chunk():
+    # chunks [0,100), [50,150) of f against a span [25,125), both retrieved: ∩ = 100, union 150, sum 200
+    #  union: P 100/150, IoU 100/(100+150-100); sum: P 100/200, IoU 100/(100+200-100)
+    chunks = make_chunks([(0, "f", 0, 100), (1, "f", 50, 150), (2, "e", 0, 50)])
+    queries = make_queries([("a", "f", [(25, 125)]), ("b", "f", [(0, 10)])])
+    names = ["span_IoU@2", "span_IoU_sum@2", "span_precision@2", "span_precision_sum@2", "span_IoU_sum@1"]
+    scores = score_run(make_runs({"a": [0, 1], "b": [2, 0]}), queries, chunks, metrics=names)
+    a, b = scores.row(0, named=True), scores.row(1, named=True)
+    assert (a["span_IoU@2"], a["span_precision@2"]) == pytest.approx((2 / 3, 2 / 3), abs=1e-15)
+    assert (a["span_IoU_sum@2"], a["span_precision_sum@2"]) == pytest.approx((0.5, 0.5), abs=1e-15)
+    assert a["span_IoU_sum@1"] == pytest.approx(75 / 125, abs=1e-15)  # one chunk: the rules agree
+    # chunks of other documents add their length under both rules: [0,50) of e, then [0,100): 10/150
+    assert b["span_precision_sum@2"] == b["span_precision@2"] == pytest.approx(10 / 150, abs=1e-15)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_sum_rule_equals_chromas_formula_on_overlapping_chunks(seed):
+    cell = overlapping_cell(seed)
+    scores = score_run(
+        cell["runs"], cell["queries"], cell["chunks"], metrics=["span_IoU_sum@10", "span_precision_sum@10"]
+    )
+    extent = {
+        row["chunk_id"]: (row["doc_id"], row["start"], row["end"]) for row in cell["chunks"].iter_rows(named=True)
+    }
+    top = cell["runs"].filter(pl.col("rank") <= 10).group_by("qid").agg(pl.col("chunk_id").sort_by("rank"))
+    retrieved = dict(zip(top["qid"], top["chunk_id"].to_list()))
+    for row, query in zip(scores.iter_rows(named=True), cell["queries"].sort("qid").iter_rows(named=True)):
+        gold = {x for a, b in query["spans"] for x in range(a, b)}
+        ranked = [extent[c] for c in retrieved.get(query["qid"], [])]
+        found = {x for doc, a, b in ranked if doc == query["doc_id"] for x in range(a, b)} & gold
+        summed = sum(b - a for _, a, b in ranked)  # Chroma's sum_of_ranges, never merged
+        iou = len(found) / (summed + len(gold) - len(found)) if summed else 0.0
+        precision = len(found) / summed if summed else 0.0
+        assert (row["span_IoU_sum@10"], row["span_precision_sum@10"]) == pytest.approx((iou, precision), abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    "text, chunk, placed",
+    [
+        ("aaaa bbbb", (0, 5), (0, 4)),  # the whitespace after a chunk is not Chroma's
+        ("ab ab", (3, 5), (0, 2)),  # repeated text lands on its first occurrence
+        ("  x  y ", (0, 7), (2, 6)),
+    ],
+)
+def test_chroma_placement_finds_the_stripped_text(text, chunk, placed):
+    assert chroma_placement(text, *chunk) == placed
+
+
+def test_precision_omega_with_chromas_extents_hand_worked():
+    # "aaaa bbbb": own chunks [0,5) [5,9), span [5,9): touching on own extents 4/9, on Chroma's [0,4) [5,9) 4/4
+    documents = pl.DataFrame({"doc_id": ["d"], "text": ["aaaa bbbb"]})
+    chunks = make_chunks([(0, "d", 0, 5), (1, "d", 5, 9)])
+    placed = chroma_extents(chunks, documents)
+    assert placed.select("start", "end").rows() == [(0, 4), (5, 9)] and placed["chunk_id"].to_list() == [0, 1]
+    names = ["span_precision_omega_touching", "span_precision_omega_chroma"]
+    scores = score_run(
+        make_runs({}), make_queries([("q", "d", [(5, 9)])]), chunks, metrics=names, inputs={"chroma_chunks": placed}
+    )
+    assert scores.row(0)[3:] == pytest.approx((4 / 9, 1.0))
+    with pytest.raises(ValueError, match="needs input 'chroma_chunks'"):
+        score_run(make_runs({}), make_queries([("q", "d", [(5, 9)])]), chunks, metrics=names)
+
+
 def test_union_length_kernel_equals_character_sets():
     rng = np.random.default_rng(4)
     group = rng.integers(0, 7, 300)
@@ -180,13 +244,17 @@ def test_precision_omega_ignores_the_run():
 
 
 def test_registered_with_labels_outside_the_default_set():
-    assert registered_metrics()[-5:] == [
+    assert registered_metrics()[-8:] == [
         "span_IoU",
         "span_precision",
+        "span_IoU_sum",
+        "span_precision_sum",
         "span_recall",
         "span_precision_omega",
         "span_precision_omega_touching",
+        "span_precision_omega_chroma",
     ]
+    assert metric_label("span_IoU_sum@5") == "span IoU@5 (sum: Chroma's rule)"
     assert not set(metric_names()) & set(span_names(10))
     assert metric_label("span_IoU@5") == "span IoU@5" and metric_label("span_precision_omega") == "precision-Ω"
     assert "Smith & Troynikov" in parse_metric("span_recall@3").definition.formula
@@ -253,3 +321,30 @@ def test_the_ladder_shows_span_metrics_with_labels_and_legend():
     assert frame["span IoU@3"].to_list() == pytest.approx([0.2, 0.2])
     assert frame["precision-Ω"].to_list() == pytest.approx([0.3, 0.3])
     assert any(line.startswith("**precision-Ω** (`span_precision_omega`)") for line in ladder.notes)
+
+
+def test_the_span_table_sets_each_rule_beside_the_other():
+    # a = [0,100), b = [50,150) of f, span [25,125), ranking a, b: union 2/3, sum 1/2 at k = 2; k = 1 agrees
+    chunks = make_chunks([(0, "f", 0, 100), (1, "f", 50, 150)])
+    queries = make_queries([("q", "f", [(25, 125)])])
+    names = ["span_precision_sum@2", "span_IoU@2", "span_IoU_sum@2", "span_IoU@1", "span_precision_omega"]
+    scores = score_run(make_runs({"q": [0, 1]}), queries, chunks, metrics=names).with_columns(
+        condition=pl.lit("A"), corpus=pl.lit("c"), embedder=pl.lit("e"), reranker=pl.lit("none")
+    )
+    axes = {"boundaries": "structural", "structure": "gold", "prefix": "none", "retrieval": "flat"}
+    table = span_rules_table(
+        ReportInputs(scores=scores, contrasts=pl.DataFrame(), conditions={"A": axes}, primary_metric="span_IoU@2")
+    )
+    frame = table.blocks[0].frame
+    # IoU@1 has no sum twin and span_precision@2 no union twin: neither is shown
+    assert frame.columns == ["condition", "span IoU@2 (union)", "span IoU@2 (sum: Chroma's rule)", "precision-Ω"]
+    assert frame.row(0)[1:] == pytest.approx((2 / 3, 0.5, 2 / 3))
+    with pytest.raises(Omit, match="sum rule"):
+        span_rules_table(
+            ReportInputs(
+                scores=scores.drop("span_IoU_sum@2"),
+                contrasts=pl.DataFrame(),
+                conditions={"A": axes},
+                primary_metric="span_IoU@2",
+            )
+        )

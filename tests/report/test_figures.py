@@ -99,6 +99,7 @@ def test_tables_are_written_as_parquet_and_csv_with_the_same_content(bundle):
         "llm_calls",
         "query_generation",
         "size_curve",  # no size curve in the synthetic inputs (tests/test_sizes.py builds it)
+        "span_rules",  # no span metric scored in the synthetic inputs (tests/metrics/test_spans.py)
     }
     for table in written:
         parquet = pl.read_parquet(bundle / "tables" / f"{table['name']}.parquet")
@@ -159,7 +160,7 @@ def test_run_summary_names_the_report_cells_and_cache_use():
     assert "\n" not in line
     assert line.startswith("structbench report: results/report/index.html (Markdown: results/report/report.md); ")
     assert "12 cells (2 corpora × 6 conditions × 1 embedder × 1 reranker)" in line
-    assert f"{len(TABLES) - 5} tables and {len(FIGURES) - 1} figures written, 5 tables and 1 figure omitted" in line
+    assert f"{len(TABLES) - 6} tables and {len(FIGURES) - 1} figures written, 6 tables and 1 figure omitted" in line
     assert line.endswith("served from cache: 3 of 8 embedded texts, no LLM requests")
     llm = synthetic_inputs(induction_stats=[{"llm": {"requests": 10, "served_from_cache": 4}}])
     assert run_summary(llm, ReportPaths.under("r"), tables, figures).endswith("4 of 10 LLM requests")

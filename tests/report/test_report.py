@@ -357,8 +357,9 @@ def test_every_table_is_written_for_a_complete_input():
     built = build_tables(synthetic_inputs())
     assert [t.spec.name for t in built] == list(TABLES)
     omitted = {t.spec.name for t in built if isinstance(t, Omitted)}
-    # no LLM step, and no size curve (tests/test_sizes.py builds that table from size-keyed conditions)
-    assert omitted == {"induction", "situating_contexts", "llm_calls", "query_generation", "size_curve"}
+    # no LLM step, no size curve (tests/test_sizes.py builds that table from size-keyed conditions) and no span
+    # metric under both rules (tests/metrics/test_spans.py builds that table)
+    assert omitted == {"induction", "situating_contexts", "llm_calls", "query_generation", "size_curve", "span_rules"}
     for table in built:
         if isinstance(table, Table):
             assert table.content.data.height > 0, table.spec.name
@@ -869,3 +870,17 @@ def test_the_prefixes_table_shows_the_largest_prefix_against_the_allowed():
     row = table.filter(table["prefix"] == "path:9").row(0, named=True)
     assert (row["max_prefix_tokens"], row["max_prefix_tokens_allowed"]) == (6, 6)
     assert (row["shortened_prefixes"], row["dropped_ancestors"]) == (7, 5)
+
+
+def test_table1_metric_sections_come_primary_first_then_cutoffs_as_numbers():
+    from structbench.metrics.registry import metric_order
+
+    names = ["budget_cov@2048", "budget_cov@512", "MRR", "budget_cov@1024", "cov_nDCG@10"]
+    assert metric_order(names, "cov_nDCG@10") == [
+        "cov_nDCG@10",
+        "MRR",
+        "budget_cov@512",
+        "budget_cov@1024",
+        "budget_cov@2048",
+    ]
+    assert metric_order(names, "budget_cov@1024")[:2] == ["budget_cov@1024", "cov_nDCG@10"]

@@ -4,7 +4,7 @@ import polars as pl
 
 from structbench.datamodel import read_table, write_table
 from structbench.logs import step_log
-from structbench.metrics import score_run
+from structbench.metrics import chroma_extents, score_run
 from structbench.metrics.units import score_units
 
 with step_log(snakemake.log[0], "score") as log:
@@ -19,13 +19,17 @@ with step_log(snakemake.log[0], "score") as log:
             metrics=list(snakemake.params.metrics),
         )
     else:
+        chunks = read_table(snakemake.input.chunks, "chunks")
+        inputs = {"kept_sections": read_table(snakemake.input.routing, "routing")} if routed else {}
+        if "documents" in snakemake.input.keys():  # noqa: SIM118 (Chroma's chunk extents: span_precision_omega_chroma)
+            inputs["chroma_chunks"] = chroma_extents(chunks, read_table(snakemake.input.documents, "documents"))
         scores = score_run(
             read_table(snakemake.input.runs, "runs"),
             read_table(snakemake.input.queries, "queries"),
-            read_table(snakemake.input.chunks, "chunks"),
+            chunks,
             read_table(snakemake.input.texts, "texts"),
             metrics=list(snakemake.params.metrics),
-            inputs={"kept_sections": read_table(snakemake.input.routing, "routing")} if routed else None,
+            inputs=inputs,
         )
     cell = dict(snakemake.params.cell)
     scores = scores.with_columns([pl.lit(value).alias(key) for key, value in cell.items()])

@@ -5,9 +5,10 @@ documented function per metric (the docstring is the definition) plus :func:`sco
 entry every caller uses; :mod:`.registry` names every metric (``cov_nDCG@10``, ``R@50``, ``MRR``, ...)
 with its label and description, and turns config into the list of names ``score_run`` computes;
 :mod:`.evidence` validates and aligns the tables once per run; :mod:`.diagnostics` holds section
-recall and the title-chain study's run comparison; :mod:`.spans` holds Chroma's character-overlap metrics (span
-IoU, precision, recall, precision-Ω); :mod:`.reference` is a plain-Python implementation used only to
-check and benchmark the kernels.
+recall and the title-chain study's run comparison; :mod:`.spans` holds Chroma's character-overlap metrics
+(span IoU and precision under the union and under Chroma's sum, recall, precision-Ω on the condition's and
+on Chroma's chunk extents); :mod:`.reference` is a plain-Python implementation used only to check and
+benchmark the kernels.
 """
 
 # measures before diagnostics: modules register their metrics on import, and the registry lists them
@@ -35,10 +36,14 @@ from structbench.metrics.diagnostics import (  # isort: skip
     toc_fallback,
 )
 from structbench.metrics.spans import (  # isort: skip
+    chroma_extents,
     precision_omega,
+    precision_omega_chroma,
     span_char_recall,
     span_iou,
+    span_iou_sum,
     span_precision,
+    span_precision_sum,
 )
 from structbench.metrics.evidence import RunEvidence, align_run
 from structbench.metrics.registry import (
@@ -62,6 +67,7 @@ __all__ = [
     "RunEvidence",
     "align_run",
     "binary_ndcg",
+    "chroma_extents",
     "budget_coverage",
     "chunk_judgments",
     "compare_runs",
@@ -79,6 +85,7 @@ __all__ = [
     "parse_metric",
     "parse_metrics",
     "precision_omega",
+    "precision_omega_chroma",
     "reciprocal_rank",
     "register",
     "registered_metrics",
@@ -87,7 +94,9 @@ __all__ = [
     "section_recall_per_query",
     "span_char_recall",
     "span_iou",
+    "span_iou_sum",
     "span_precision",
+    "span_precision_sum",
     "span_recall",
     "summarize_run_comparison",
     "toc_fallback",

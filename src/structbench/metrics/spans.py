@@ -22,7 +22,8 @@ What this module follows, and where it differs (each difference is on purpose):
   document do not overlap (every tiling chunk set; chunks of different documents never share a
   character) and differ only for an overlapping chunk set (``fixed_overlap``, a peer chunker with an
   overlap), where Chroma's denominator is larger by the repeated characters: on such a set these
-  numbers are not Chroma's, by that rule.
+  numbers are not Chroma's, by that rule. Chroma's rule is scored beside it, by name:
+  ``span_IoU_sum@k`` and ``span_precision_sum@k`` (:func:`span_iou_sum`, :func:`span_precision_sum`).
 - Rankings span the corpus: a chunk of another document counts its characters in |t_r| and
   intersects nothing (Chroma likewise skips other corpora only in the numerator).
 - Several gold spans per question: t_e is the union of the query's spans, a character set. Chroma
@@ -32,7 +33,10 @@ What this module follows, and where it differs (each difference is on purpose):
   (a chunk ending where a span starts), which puts a merely adjacent chunk in the set; the default
   (``span_precision_omega``) does not, and ``span_precision_omega_touching`` follows Chroma's rule
   (on Chroma's benchmark, LangChain's recursive splitter at 200 tokens, they differ on 116 of 472
-  questions, mean 0.297 against 0.265: benchmarks/chroma_acceptance.py, docs/method.md §10). As in Chroma's
+  questions, mean 0.297 against 0.265: benchmarks/chroma_acceptance.py, docs/method.md §10). Most of that gap
+  is the chunk extents, not the rule: the condition's chunks hold the whitespace after them, Chroma's do not
+  (it places each chunk's stripped text with ``str.find``), so ``span_precision_omega_chroma`` takes both
+  Chroma's rule and Chroma's extents (:func:`chroma_extents`; 0.2942 there, Chroma's code 0.2943). As in Chroma's
   code, Ω's denominator is the MERGED union of those chunks plus any gold
   characters no chunk covers (so it is the IoU of t_e with that union; with chunks that tile the
   document it is |t_e| / |∪ chunks|), and does not depend on the run or the embedder. Chroma calls
@@ -46,11 +50,13 @@ What this module follows, and where it differs (each difference is on purpose):
 from __future__ import annotations
 
 import numpy as np
+import polars as pl
 
+from structbench.datamodel import document_texts
 from structbench.defaults import NDCG_K
 from structbench.metrics import kernels
-from structbench.metrics.evidence import RunEvidence
-from structbench.metrics.registry import register
+from structbench.metrics.evidence import RunEvidence, align_run
+from structbench.metrics.registry import ExtraInput, register
 
 
 def union_length_by(group: np.ndarray, lo: np.ndarray, hi: np.ndarray, n: int, disjoint: bool) -> np.ndarray:
@@ -80,6 +86,15 @@ def retrieved_characters(evidence: RunEvidence, k: int) -> np.ndarray:
     chunk = ev.row_chunk[keep]
     start = ev.chunk_key[chunk]
     return kernels.union_length_by(row_query[keep], start, start + ev.chunk_length[chunk], ev.n_queries)
+
+
+def summed_retrieved_characters(evidence: RunEvidence, k: int) -> np.ndarray:
+    """Σ_{i<=k} |c_i| per query: the lengths of the top k chunks' content ranges summed, never merged (Chroma's
+    ``sum_of_ranges`` of the retrieved chunks), so a character two overlapping chunks share counts twice."""
+    ev = evidence
+    row_query = np.repeat(ev.block_query, ev.block_len)
+    keep = ev.row_rank <= k
+    return kernels.sum_by(row_query[keep], ev.chunk_length[ev.row_chunk[keep]], ev.n_queries)
 
 
 def span_overlap(evidence: RunEvidence, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -139,6 +154,48 @@ def span_precision(evidence: RunEvidence, k: int = NDCG_K) -> np.ndarray:
     """
     intersection, retrieved, _ = span_overlap(evidence, k)
     return _ratio(intersection, retrieved)
+
+
+@register(
+    "span_IoU_sum",
+    cutoff="k",
+    label="span IoU@{cutoff} (sum: Chroma's rule)",
+    description="span IoU with Chroma's denominator: the top k chunks' lengths summed, not merged (a character two "
+    "overlapping chunks share counts twice); equal to span IoU on a chunk set that tiles.",
+)
+def span_iou_sum(evidence: RunEvidence, k: int = NDCG_K) -> np.ndarray:
+    """span IoU@k under Chroma's sum rule (``chunking_evaluation``'s ``iou_denominator``: the
+    ``sum_of_ranges`` of the retrieved chunks plus the gold characters they miss)::
+
+        IoU_sum@k = |t_e ∩ t_r| / (Σ_{i<=k} |c_i| + |t_e| - |t_e ∩ t_r|)
+
+    with t_e, t_r as in :func:`span_iou` and |c_i| the content length of the chunk at rank i (other
+    documents' chunks included). Σ|c_i| >= |t_r|, with equality when no two retrieved chunks overlap, so
+    IoU_sum@k <= IoU@k. Worked example: chunks [0,100), [50,150) against a span [25,125), both
+    retrieved: IoU_sum@2 = 100 / (200 + 100 - 100) = 0.5 (IoU@2 = 100/150 = 2/3).
+    """
+    intersection, _, gold = span_overlap(evidence, k)
+    return _ratio(intersection, summed_retrieved_characters(evidence, k) + gold - intersection)
+
+
+@register(
+    "span_precision_sum",
+    cutoff="k",
+    label="span precision@{cutoff} (sum: Chroma's rule)",
+    description="span precision with Chroma's denominator: the top k chunks' lengths summed, not merged (a "
+    "character two overlapping chunks share counts twice); equal to span precision on a chunk set that tiles.",
+)
+def span_precision_sum(evidence: RunEvidence, k: int = NDCG_K) -> np.ndarray:
+    """span precision@k under Chroma's sum rule (``chunking_evaluation``'s ``precision_denominator``,
+    the ``sum_of_ranges`` of the retrieved chunks)::
+
+        precision_sum@k = |t_e ∩ t_r| / Σ_{i<=k} |c_i|,   0 when the run is empty
+
+    Worked example: chunks [0,100), [50,150) against a span [25,125), both retrieved:
+    precision_sum@2 = 100/200 = 0.5 (precision@2 = 100/150 = 2/3: the 50 shared characters paid once).
+    """
+    intersection, _, _ = span_overlap(evidence, k)
+    return _ratio(intersection, summed_retrieved_characters(evidence, k))
 
 
 @register(
@@ -217,3 +274,84 @@ def precision_omega_touching(evidence: RunEvidence) -> np.ndarray:
         pair_query, ev.pair_lo, ev.pair_hi, ev.n_queries, ev.chunks_disjoint and spans_disjoint
     )
     return _ratio(intersection, chunks_union + gold - intersection)
+
+
+# ---- Chroma's chunk extents -----------------------------------------------------------------------
+
+
+def chroma_placement(document_text: str, start: int, end: int) -> tuple[int, int]:
+    """Where Chroma's code puts the chunk ``document_text[start:end]``: its text without surrounding whitespace,
+    found by ``str.find`` (``chunking_evaluation``'s ``_get_chunks_and_metadata``)::
+
+        placed_start = document_text.find(stripped),   placed_end = placed_start + len(stripped)
+
+    so the whitespace after a chunk is never part of it, and text that occurs twice lands on its first occurrence
+    whatever the chunk's own offsets (``"ab ab"``: the chunk ``[3, 5)`` is placed at ``[0, 2)``).
+    """
+    stripped = document_text[start:end].strip()
+    placed_start = document_text.find(stripped)
+    return placed_start, placed_start + len(stripped)
+
+
+def chroma_extents(chunks: pl.DataFrame, documents: pl.DataFrame) -> pl.DataFrame:
+    """The chunk set with every chunk's ``start, end`` replaced by :func:`chroma_placement` in its document's
+    text (``documents``: doc_id, text); ids, order and every other column kept. A chunk of whitespace only has
+    no extent and is an error naming it."""
+    texts = document_texts(documents)
+    placed = [
+        chroma_placement(texts[doc], start, end)
+        for doc, start, end in chunks.select("doc_id", "start", "end").iter_rows()
+    ]
+    starts, ends = (list(column) for column in zip(*placed)) if placed else ([], [])
+    empty = [chunk for chunk, a, b in zip(chunks["chunk_id"], starts, ends) if b <= a]
+    if empty:
+        raise ValueError(f"chunks without non-space text cannot be placed as Chroma places them: chunk_id {empty[:5]}")
+    return chunks.with_columns(
+        pl.Series("start", starts, dtype=chunks.schema["start"]), pl.Series("end", ends, dtype=chunks.schema["end"])
+    )
+
+
+def gold_queries(evidence: RunEvidence) -> pl.DataFrame:
+    """The queries of ``evidence`` as a queries table (qid, doc_id, qtype, spans), to align them with another
+    placement of the chunk set."""
+    ev = evidence
+    spans = [[] for _ in range(ev.n_queries)]
+    for query, start, end in zip(ev.span_query.tolist(), ev.span_start.tolist(), ev.span_end.tolist()):
+        spans[query].append([start, end])
+    return pl.DataFrame(
+        {"qid": ev.qid, "doc_id": ev.doc_id, "qtype": ev.qtype, "spans": spans},
+        schema={"qid": pl.String, "doc_id": pl.String, "qtype": pl.String, "spans": pl.List(pl.List(pl.Int64))},
+    )
+
+
+_NO_RUN = pl.DataFrame(schema={"qid": pl.String, "rank": pl.Int64, "chunk_id": pl.Int64})
+
+
+@register(
+    "span_precision_omega_chroma",
+    label="precision-Ω (Chroma's rule and chunk extents)",
+    description="precision-Ω as Chroma's code computes it: touching counts, and each chunk is its text without "
+    "surrounding whitespace placed by str.find (repeated text on its first occurrence).",
+    requires=(
+        ExtraInput(
+            "chroma_chunks",
+            "the condition's chunk set placed as Chroma places it (structbench.metrics.spans.chroma_extents)",
+        ),
+    ),
+)
+def precision_omega_chroma(evidence: RunEvidence, chroma_chunks: pl.DataFrame) -> np.ndarray:
+    """precision-Ω as Chroma's ``_full_precision_score`` computes it: :func:`precision_omega_touching` over the
+    chunk set with Chroma's extents (:func:`chroma_extents`), not the condition's own::
+
+        c'     = [find(strip(c)), find(strip(c)) + |strip(c)|)      for each chunk c of the query's document
+        C_Ω    = {c' : |c' ∩ g| > 0 or c' meets g, for a gold span g}
+        Ω      = |t_e ∩ U| / (|U| + |t_e| - |t_e ∩ U|),   U = ∪ C_Ω
+
+    The condition's chunks include the whitespace after them (a tiling set covers every character), so a
+    span that starts after a chunk's final space touches that chunk there, and under the touching rule the
+    whole chunk joins U; with Chroma's extents the space lies between chunks and only a span starting exactly
+    at a chunk's stripped end touches it. Worked example: text ``"aaaa bbbb"``, chunks [0,5) (``"aaaa "``)
+    and [5,9), span [5,9): :func:`precision_omega_touching` = 4/9, this = 4/4 = 1 (the first chunk ends at
+    4 here). Does not read the run.
+    """
+    return precision_omega_touching(align_run(_NO_RUN, gold_queries(evidence), chroma_chunks))

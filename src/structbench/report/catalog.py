@@ -1,16 +1,16 @@
 """The report's tables in report order (docs/method.md §15): one tuple, :data:`TABLE_ORDER`.
 
-The builders declare themselves in :mod:`.results`, :mod:`.diagnostics` and :mod:`.index_cost`
-(:func:`~structbench.report.registry.report_table`); where each appears is written here once, so moving a
-table is an edit of this tuple, never of import order. A declared table missing from the tuple, or a name
-in it that nothing declares, is an error at import.
+The builders declare themselves in :mod:`.results`, :mod:`.diagnostics`, :mod:`.index_cost`, :mod:`.spans`
+and :mod:`.size_curve` (:func:`~structbench.report.registry.report_table`); where each appears is written
+here once, so moving a table is an edit of this tuple, never of import order. A declared table missing from
+the tuple, or a name in it that nothing declares, is an error at import.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from structbench.report import diagnostics, index_cost, results, size_curve  # noqa: F401  (importing them declares their tables)
+from structbench.report import diagnostics, index_cost, results, size_curve, spans  # noqa: F401  (importing them declares their tables)
 from structbench.report.registry import DECLARED, Omitted, ReportInputs, Table, TableSpec, build_specs
 
 TABLE_ORDER = (
@@ -19,6 +19,7 @@ TABLE_ORDER = (
     "table2_condition_means",
     "condition_means_ci",
     "metric_ladder",
+    "span_rules",
     "dose_response",
     "size_curve",
     "section_recall",

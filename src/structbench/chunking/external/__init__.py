@@ -65,7 +65,9 @@ chunk over ``t_max`` is kept as the library made it and counted (``over_t_max``)
 non-empty section starting at or before it), so path prefixes and two-stage routing work unchanged.
 ``cut`` is the strongest boundary at the chunk's end, one of :data:`structbench.chunking.tiling.CUT_KINDS`:
 ``end``, ``section``, ``paragraph``, ``sentence`` (a sentence start by :mod:`structbench.sentences`),
-``line`` (whitespace with a line break precedes it), ``word`` (whitespace precedes it), else ``token``.
+``line`` (whitespace with a line break precedes it), ``word`` (whitespace precedes it), else ``token``;
+a chunk of an overlapping set that ends where whitespace follows is read at the end of that whitespace, as
+a tiling chunk holding it would end.
 
 **Size matching** (``size_match: true``): per document, the library size ``s`` in ``1..t_max`` whose
 realized mean ``n_tokens`` is closest to that document's mean in ``reference`` (its structural

@@ -221,8 +221,13 @@ def matched_size(
 
 
 def _cut_kind(doc: _Document, char: int) -> str:
-    """The strongest boundary at ``char``, a chunk end (module docstring, Columns)."""
+    """The strongest boundary at ``char``, a chunk end (module docstring, Columns).
+
+    An overlapping set's chunk ends at its last non-space character (the next chunk starts inside it, so no
+    whitespace is added after it, as a tiling set's is): the boundary is then read past the whitespace that
+    follows, where a tiling chunk would have ended."""
     text = doc.text
+    char = _past_whitespace(text, char)
     if char >= len(text):
         return "end"
     index = bisect.bisect_left(doc.section_starts, char)
@@ -242,6 +247,13 @@ def _cut_kind(doc: _Document, char: int) -> str:
         if char - start in sentence_starts:
             return "sentence"
     return "line" if "\n" in text[lo:char] else "word"
+
+
+def _past_whitespace(text: str, char: int) -> int:
+    """``char`` moved past the whitespace that starts there (unchanged when ``text[char]`` is not a space)."""
+    while char < len(text) and text[char].isspace():
+        char += 1
+    return char
 
 
 # --------------------------------------------------------------------------------------------------
