@@ -29,8 +29,9 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-QASPER_50 = ["corpora={qasper: {max_docs: 50}}"]
 SHARED_QASPER = "../shared/data/qasper/qasper-{}-v0.3.rebuilt.json"
+SHARED_DEV = f"corpora={{qasper: {{paths: [{SHARED_QASPER.format('dev')}]}}}}"  # config/qasper.yaml's release file
+QASPER_50 = [f"corpora={{qasper: {{max_docs: 50, paths: [{SHARED_QASPER.format('dev')}]}}}}"]
 PAPER_QASPER = f"corpora={{qasper: {{paths: [{SHARED_QASPER.format('train')}, {SHARED_QASPER.format('dev')}]}}}}"
 # name -> (config files layered over config/config.yaml, --config overrides): each as its file's header runs it.
 CASES = {
@@ -43,7 +44,7 @@ CASES = {
     "model_free": (["config/model_free.yaml"], []),
     # the official tarballs are not here: the rebuilt train and dev files stand in (the plan is per corpus, not per paper)
     "paper": (["config/paper.yaml"], [PAPER_QASPER]),
-    "qasper": (["config/qasper.yaml"], []),
+    "qasper": (["config/qasper.yaml"], [SHARED_DEV]),
     "qasper_knobs": (["config/qasper.yaml", "config/sizes.yaml", "config/qasper_knobs.yaml"], QASPER_50),
     "readtime": (["config/qasper.yaml", "config/readtime.yaml"], QASPER_50),
     "sizes": (["config/sizes.yaml"], []),
@@ -51,7 +52,7 @@ CASES = {
         ["config/wikitext.yaml"],
         ["corpora={wikitext: {path: ../shared/data/wikitext/wikitext-2-raw-test/wiki.test.raw}}"],
     ),
-    "fidelity": (["tests/fidelity/qasper.yaml"], [f"corpora={{qasper: {{paths: [{SHARED_QASPER.format('dev')}]}}}}"]),
+    "fidelity": (["tests/fidelity/qasper.yaml"], [SHARED_DEV]),
 }
 # Planning asks no endpoint (the API's plan is not a dry run, so a parse-time probe would send requests).
 NO_PROBE = ["probe_endpoints=false"]

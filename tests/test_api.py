@@ -104,6 +104,30 @@ def test_file_api_and_cli(tmp_path, capsys):
     assert "error" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("heading", ["", "# Pet Notes\n\n"])
+def test_depth_three_on_a_file_is_condition_g3_of_the_workflow(tmp_path, capsys, heading):
+    """The README's recipe, ``chunk_markdown_file(path, depth=3)``, embeds the texts of the study's G3
+    (gold structural chunks, ``path:3``) as the workflow renders them from the Markdown loader, and an
+    untitled page (no H1) is titled by its file name alike in the workflow, the CLI and the API."""
+    from structbench.chunking.structural import structural_chunks
+    from structbench.corpus.markdown import load_markdown_folder
+    from structbench.prefixes import render_texts
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    path = folder / "pet-notes.md"
+    path.write_text(heading + GUIDE.split("\n", 1)[1])
+    tables = load_markdown_folder(folder)
+    chunks = structural_chunks(tables.documents, tables.paragraphs, tables.sections, TOK, t_max=350, t_min=60)
+    g3, _ = render_texts(tables.documents, chunks, "path:3", TOK, separator=" > ", max_prefix_tokens=350 // 2)
+    api = chunk_markdown_file(path, depth=3)
+    assert [c.text for c in api] == g3["text_for_embedding"].to_list()
+    title = "Pet Notes" if heading else "pet notes"
+    assert api.title == tables.documents["title"][0] == title
+    assert main(["chunk", str(path)]) == 0
+    assert capsys.readouterr().out.startswith(f"{path}: {title!r}")
+
+
 @pytest.mark.parametrize("bad, named", [(None, "got NoneType"), (b"# T\n\ntext", "not bytes"), (3, "got int")])
 def test_chunk_markdown_names_a_wrong_input_type(bad, named):
     with pytest.raises(TypeError, match=named):

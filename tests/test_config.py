@@ -69,10 +69,27 @@ def test_the_shipped_configs_validate_and_check():
         "chunkers.yaml",
         "late.yaml",
         "sizes.yaml",
+        "own_corpus.yaml",
     ):
         config = layered(extra)
         conditions, contrasts = check_config(config, metrics_from_config(config["metrics"]))
         assert conditions and contrasts
+
+
+def test_the_own_corpus_preset_runs_gold_model_free_bm25_a_peer_chunker_and_hybrid_without_an_llm():
+    """config/own_corpus.yaml (the README's own-corpus recipe): no selected condition needs an LLM (no
+    LLM-induced structure, no situating context, no TOC routing), and each arm it promises is there."""
+    config = layered("own_corpus.yaml")
+    conditions, contrasts = check_config(config, metrics_from_config(config["metrics"]))
+    assert config["select"]["corpora"] == ["mydocs"] and config["corpora"]["mydocs"]["kind"] == "markdown"
+    chosen = [config["conditions"][name] for name in conditions]
+    assert not [
+        c for c in chosen if c["structure"] == "induced:llm" or c["prefix"] == "context" or c["retrieval"] == "toc"
+    ]
+    assert {"gold", "induced:tiling"} == {c["structure"] for c in chosen}
+    assert {"bm25", "rrf:bm25", "flat"} == {c["retrieval"] for c in chosen}
+    assert any(c["boundaries"].startswith("external:") for c in chosen)
+    assert {"G3-G2", "G3-M3", "M3-MP", "G3-B2", "G2-F0", "LCm3-G3", "H3-G3"} == set(contrasts)
 
 
 PAPER_CONDITIONS = ["A0", "A1", "A2", "A3-d1", "A3-d2", "A3", "P", "A4", "G2", "G3", "G4"]

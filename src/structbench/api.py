@@ -24,10 +24,16 @@ its start lies in. ``t_max`` and ``t_min`` are the workflow's ``chunking.t_max``
 condition's own size), so the same numbers give the same chunks as ``structural_chunks`` and
 ``fixed_chunks`` of the workflow.
 
-A document that names no title (no front matter ``title:``, no single H1) and gets no ``title``
-argument is untitled: nothing is invented in the title's place. Its paths start at the first real
-heading, a chunk before any heading has the empty path and no prefix, and ``depth`` counts the same
-levels as with a title (``depth=2`` is ``[Section]``, the top-level section alone; ``depth=1`` no prefix).
+``depth=3`` on a file is the study's condition G3 (gold structural chunks, prefix ``path:3``): the
+same texts the workflow embeds for it (tests/test_api.py checks this against the Markdown loader).
+
+A page without a title of its own (no front matter ``title:``, no single H1) is titled by its file
+name, ``-``/``_`` read as spaces (``corpus.markdown.title_from_stem``), alike by the workflow's loader,
+``structbench chunk`` and :func:`chunk_markdown_file`. :func:`chunk_markdown` sees text, not a file: pass
+``title=`` for the same result. Text alone without ``title=`` is untitled: nothing is invented in the
+title's place. Its paths start at the first real heading, a chunk before any heading has the empty path
+and no prefix, and ``depth`` counts the same levels as with a title (``depth=2`` is ``[Section]``, the
+top-level section alone; ``depth=1`` no prefix).
 """
 
 from __future__ import annotations

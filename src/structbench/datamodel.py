@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
 PARAGRAPH_SEPARATOR = "\n\n"
 MAX_LEVEL = 4  # stored levels are clamped to 1..MAX_LEVEL; paths keep the true depth
+# A question's ``qtype`` in a questions file and in generated queries (querygen samples one target kind each).
+QUERY_TYPES = ("factoid", "underspecified", "multihop", "structural")
 
 DOCUMENTS = {
     "corpus": pl.String,

@@ -176,6 +176,29 @@ def test_quote_not_in_text_names_question_file_and_quote(tmp_path):
         load_markdown_folder(folder, questions_path=questions)
 
 
+def test_quotes_are_source_text_with_whitespace_runs_read_as_one_space(tmp_path):
+    """A quote is the Markdown as written: a run of whitespace (spaces, tabs, line breaks, the blank line
+    between two paragraphs) matches any other run, but markup removed as on the rendered page does not
+    match, and neither does a heading line (headings are not body text)."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "page.md").write_text("# Page\n\n## Install\n\nRun `pip install x`   then\nstart it.\n\nNext part.\n")
+
+    def load(quote, qtype=None):
+        record = {"qid": "q", "doc_id": "page", "question": "?", "evidence": [quote]}
+        if qtype is not None:
+            record["qtype"] = qtype
+        (folder.parent / "q.jsonl").write_text(json.dumps(record) + "\n")
+        return load_markdown_folder(folder, questions_path=folder.parent / "q.jsonl").queries
+
+    queries = load("Run `pip install x` then start it. Next part.", "structural")
+    assert json.loads(queries["meta"][0])["span_steps"] == ["normalized"] and queries["qtype"][0] == "structural"
+    assert load("Run `pip install x`")["qtype"][0] == "factoid"  # no qtype: factoid
+    for rendered_or_heading in ("Run pip install x", "Install"):
+        with pytest.raises(ValueError, match="not found in"):
+            load(rendered_or_heading)
+
+
 @pytest.mark.parametrize(
     "line, message",
     [
@@ -190,6 +213,11 @@ def test_quote_not_in_text_names_question_file_and_quote(tmp_path):
         ('{"qid": "x", "doc_id": "gamma", "question": null, "evidence": ["Detail text."]}', r"'x'.*no text"),
         ('{"qid": "x", "doc_id": "gamma", "question": "\\u200b", "evidence": ["Detail text."]}', r"'x'.*no text"),
         ('{"qid": "x", "doc_id": "gamma", "question": 7, "evidence": ["Detail text."]}', r"'x'.*not a string"),
+        (
+            '{"qid": "x", "doc_id": "gamma", "question": "?", "qtype": "how-to", "evidence": ["Detail text."]}',
+            r"'x': qtype 'how-to' is not one of \['factoid', 'underspecified', 'multihop', 'structural'\]",
+        ),
+        ('{"qid": "x", "doc_id": "gamma", "question": "?", "qtype": 3, "evidence": ["Detail text."]}', r"qtype 3 is"),
     ],
 )
 def test_malformed_question_lines_are_errors_naming_file_and_line(tmp_path, line, message):

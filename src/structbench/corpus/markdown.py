@@ -52,13 +52,18 @@ step ``offsets``). A range outside the file, one that does not match its quote, 
 front-matter or thematic-break characters (not flat text) or only whitespace is a
 ``SourceRangeError`` (a ``ValueError``) naming the file, line and question.
 
-``qtype`` is optional (default ``"factoid"``). Each quote maps to content offsets by exact substring
-search in the document's flat text (first occurrence; the count is kept in ``meta``), then by
-whitespace-normalized search mapped back to original offsets. A quote found neither way, an unknown
-``doc_id``, a duplicate ``qid``, a missing key, a question whose text is empty, whitespace, null or
-not a string, or a line that is not JSON is a ``ValueError`` naming the file, the line and the
-question. ``spans`` is the union of the quotes' spans; ``meta`` holds ``span_steps`` (``exact`` or
-``normalized`` per span) and the quotes.
+``qtype`` is optional (default ``"factoid"``) and one of ``QUERY_TYPES`` (``factoid``, ``underspecified``,
+``multihop``, ``structural``: the kinds query generation samples, so the report's per-type tables line up);
+any other value is a ``ValueError`` naming the question and listing them. A quote is verbatim *source*
+text: the Markdown as written (inline markup, link syntax and escapes included), not the rendered page;
+a heading line is not body text and is never found. Each quote maps to content offsets by exact
+substring search in the document's flat text (first occurrence; the count is kept in ``meta``), then by
+whitespace-normalized search mapped back to original offsets: every run of whitespace (spaces, tabs,
+line breaks, the blank line between two paragraphs) in the quote and the text reads as one space.
+A quote found neither way, an unknown ``doc_id``, a duplicate ``qid``, a missing key, a question whose
+text is empty, whitespace, null or not a string, or a line that is not JSON is a ``ValueError`` naming
+the file, the line and the question. ``spans`` is the union of the quotes' spans; ``meta`` holds
+``span_steps`` (``exact`` or ``normalized`` per span) and the quotes.
 
 Bad input: a file that is not UTF-8 is a ``ValueError`` naming the file and byte offset (decoding
 with replacement would silently break verbatim quotes); a file with no body paragraphs (empty, or
@@ -88,7 +93,7 @@ from structbench.corpus.build import (
 )
 from structbench.corpus.sourcemap import SourceMap, SourceRangeError
 from structbench.corpus.verify import assert_verified
-from structbench.datamodel import ParsedDocument, document_texts
+from structbench.datamodel import QUERY_TYPES, ParsedDocument, document_texts
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
@@ -478,6 +483,15 @@ def _locate_evidence(
     return located, occurrences
 
 
+def question_type(value, where: str) -> str:
+    """A question's ``qtype``: ``"factoid"`` when absent or null, else one of ``QUERY_TYPES`` (a named error)."""
+    if value is None:
+        return "factoid"
+    if value not in QUERY_TYPES:
+        raise ValueError(f"{where}: qtype {value!r} is not one of {list(QUERY_TYPES)}")
+    return value
+
+
 def question_rows(
     records: Iterable[tuple[str, dict]],
     corpus: str,
@@ -521,7 +535,7 @@ def question_rows(
                 "corpus": corpus,
                 "doc_id": doc_id,
                 "text": question,
-                "qtype": str(record.get("qtype") or "factoid"),
+                "qtype": question_type(record.get("qtype"), where),
                 "spans": [(start, end) for start, end, _ in spans],
                 "meta": {
                     "span_steps": [step for _, _, step in spans],

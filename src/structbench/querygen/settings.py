@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+from structbench.datamodel import QUERY_TYPES
 from structbench.defaults import NGRAM_BLOCK, QUERIES_PER_DOCUMENT, QUERIES_PER_TYPE, ROUGE_MAX, SEED
 
-QUERY_TYPES = ("factoid", "underspecified", "multihop", "structural")
+__all__ = ["QUERY_TYPES", "QuerygenSettings"]
 
 
 @dataclass(frozen=True)

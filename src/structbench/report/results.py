@@ -147,7 +147,7 @@ def contrasts_table(inputs: ReportInputs) -> TableContent:
     require_scores(inputs)
     if inputs.contrasts.is_empty():
         if inputs.dropped_contrasts:
-            raise Omit("no declared contrast was run: " + "; ".join(dropped_notes(inputs.dropped_contrasts)))
+            raise Omit("no declared contrast was run: " + dropped_note(inputs.dropped_contrasts))
         raise Omit("no contrast is declared")
     data = contrast_rows(inputs.contrasts, inputs.contrast_specs, inputs.primary_metric)
     B = inputs.bootstrap_iters
@@ -203,7 +203,7 @@ def contrasts_table(inputs: ReportInputs) -> TableContent:
     counts = family_counts(inputs.contrast_specs, inputs.dropped_contrasts, inputs.contrasts)
     families = "; ".join(f"{family} {declared} / {run} / {holm}" for family, declared, run, holm in counts.iter_rows())
     notes += (f"Contrasts per family (declared / run / Holm over, per cell and metric): {families}.",)
-    notes += tuple(dropped_notes(inputs.dropped_contrasts))
+    notes += (dropped_note(inputs.dropped_contrasts),) if inputs.dropped_contrasts else ()
     return TableContent(data, blocks, notes)
 
 
@@ -256,14 +256,18 @@ def _cluster_notes(data: pl.DataFrame) -> tuple[str, ...]:
     return tuple(notes)
 
 
-def dropped_notes(dropped: Sequence[dict]) -> list[str]:
-    """One sentence per declared contrast the selection left out, naming the conditions it misses."""
-    labels = comparison_labels(list(dropped))["comparison"].to_list() if dropped else []
-    return [
-        f"Not run: {spec['name']} ({spec['family']}; {label}): "
-        f"{', '.join(spec['missing'])} not selected (select.conditions)"
-        for spec, label in zip(dropped, labels)
-    ]
+def dropped_note(dropped: Sequence[dict]) -> str:
+    """One line for every declared contrast the selection left out, by family, each naming the conditions it
+    misses ("" when none): a narrowed selection can leave out most of the declared contrasts, and a line each
+    would bury the table."""
+    if not dropped:
+        return ""
+    families: dict[str, list[str]] = {}
+    for spec in dropped:
+        families.setdefault(spec["family"], []).append(f"{spec['name']} (missing {', '.join(spec['missing'])})")
+    listed = "; ".join(f"{family}: {', '.join(names)}" for family, names in families.items())
+    count = f"{len(dropped)} declared contrast{'' if len(dropped) == 1 else 's'}"
+    return f"Not run, {count} whose conditions are not selected (select.conditions): {listed}."
 
 
 def family_counts(run: Sequence[dict], dropped: Sequence[dict], contrasts: pl.DataFrame) -> pl.DataFrame:
