@@ -33,6 +33,10 @@ SHIPPED = {
     "ladder.yaml": (["ladder.yaml"], []),
     "late.yaml": (["late.yaml"], []),
     "model_free.yaml": (["model_free.yaml"], []),
+    "own_corpus.yaml": (
+        ["own_corpus.yaml"],
+        ["corpora={mydocs: {path: data/kb/docs, questions: data/kb/questions.jsonl}}"],
+    ),
     "paper.yaml": (["paper.yaml"], []),
     "qasper.yaml": (["qasper.yaml"], []),
     "qasper_knobs.yaml": (["qasper.yaml", "sizes.yaml", "qasper_knobs.yaml"], ["corpora={qasper: {max_docs: 50}}"]),

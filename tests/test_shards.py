@@ -141,6 +141,7 @@ def test_induction_summary_by_hand():
         "repaired": 0,
         "failed": 1,
         "corrected": 1,
+        "shortened_titles": 0,
         "windows": 4,
         "mean_sections_induced": 1.5,
         "mean_sections_gold": 1.5,

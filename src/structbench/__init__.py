@@ -1,15 +1,15 @@
 """structbench: does document structure help dense retrieval? A reproducible experiment system."""
 
 __version__ = "0.1.0"
-__all__ = ["__version__", "chunk_markdown"]
+__all__ = ["__version__", "chunk_markdown", "chunk_markdown_file"]
 
 
 def __getattr__(name):
     # The study's winning recipe as one call (structbench.api.chunk_markdown), loaded on first use: importing
     # the package (every workflow job does) loads no chunking code, and a job's code version
     # (structbench.provenance) follows only what its script imports.
-    if name == "chunk_markdown":
-        from structbench.api import chunk_markdown
+    if name in ("chunk_markdown", "chunk_markdown_file"):
+        from structbench import api
 
-        return chunk_markdown
+        return getattr(api, name)
     raise AttributeError(f"module 'structbench' has no attribute {name!r}")

@@ -348,7 +348,7 @@ def test_the_readme_endpoint_configs_validate_and_a_short_limit_is_warned():
     from structbench.config import check_config, truncation_warnings, validate_config
     from structbench.metrics import metrics_from_config
 
-    section = (REPO / "README.md").read_text().split("## Your own embedder")[1].split("\n## ")[0]
+    section = (REPO / "docs/usage.md").read_text().split("## Your own embedder")[1].split("\n## ")[0]
     blocks = re.findall(r"```yaml\n(.*?)```", section, flags=re.S)
     assert len(blocks) == 2
     default = yaml.safe_load((REPO / "config/config.yaml").read_text())

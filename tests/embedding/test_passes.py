@@ -56,9 +56,10 @@ def test_pass_arrays_pad_to_a_width_longer_than_the_calls_longest_text():
     tokenized = passes.Tokenized(
         {"input_ids": np.array([[1, 2, 3], [4, 5, 0]]), "attention_mask": np.array([[1, 1, 1], [1, 1, 0]])},
         np.array([3, 2]),
+        pad_id=9,
     )
     arrays = passes.pass_arrays(tokenized, Pass(width=4, rows=3, members=(1, 0)))
-    assert arrays["input_ids"].tolist() == [[4, 5, 0, 0], [1, 2, 3, 0], [1, 2, 3, 0]]
+    assert arrays["input_ids"].tolist() == [[4, 5, 0, 9], [1, 2, 3, 9], [1, 2, 3, 9]]
     assert arrays["attention_mask"].tolist() == [[1, 1, 0, 0], [1, 1, 1, 0], [1, 1, 1, 0]]
 
 

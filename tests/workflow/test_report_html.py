@@ -79,6 +79,8 @@ OMITTED_BY_DEFAULT = {
     "dose_response": "no dose-response contrast and no three or more conditions that differ only in "
     "heading-path depth in this config",
     "size_curve": "no size curve (a contrast with sizes) in this config",
+    "span_rules": "no span metric is scored under Chroma's sum rule (metrics.extra: span_IoU_sum@k, "
+    "span_precision_sum@k)",
 }
 
 

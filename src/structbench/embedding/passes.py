@@ -103,6 +103,7 @@ class Tokenized:
 
     arrays: dict[str, np.ndarray]  # input_ids, attention_mask, token_type_ids when the model uses them
     lengths: np.ndarray
+    pad_id: int = 0  # the tokenizer's padding id, for input_ids widened past the call's longest row
 
     def __len__(self) -> int:
         return len(self.lengths)
@@ -121,7 +122,7 @@ def tokenize(model, inputs: Sequence) -> Tokenized:
     if not getattr(tokenizer, "is_fast", False) or getattr(model[0], "do_lower_case", False):
         features = model.preprocess(list(inputs))
         arrays = {name: value.numpy() for name, value in features.items() if hasattr(value, "dim") and value.dim() == 2}
-        return Tokenized(arrays, arrays["attention_mask"].sum(axis=1))
+        return Tokenized(arrays, arrays["attention_mask"].sum(axis=1), tokenizer.pad_token_id or 0)
     encodings = truncating_backend(tokenizer, model.max_seq_length).encode_batch(list(inputs), add_special_tokens=True)
     lengths = np.fromiter((len(encoding.ids) for encoding in encodings), dtype=np.int64, count=len(encodings))
     longest = int(lengths.max(initial=0))
@@ -133,7 +134,7 @@ def tokenize(model, inputs: Sequence) -> Tokenized:
     arrays = {"input_ids": ids, "attention_mask": (np.arange(longest) < lengths[:, None]).astype(np.int64)}
     if "token_type_ids" in tokenizer.model_input_names:
         arrays["token_type_ids"] = types
-    return Tokenized(arrays, lengths)
+    return Tokenized(arrays, lengths, tokenizer.pad_token_id or 0)
 
 
 def truncating_backend(tokenizer, max_length: int):
@@ -157,7 +158,7 @@ def tokenized_windows(tokenizer, windows: Sequence[Sequence[int]]) -> Tokenized:
     arrays = {"input_ids": ids, "attention_mask": (np.arange(longest) < lengths[:, None]).astype(np.int64)}
     if "token_type_ids" in tokenizer.model_input_names:
         arrays["token_type_ids"] = np.zeros_like(ids)
-    return Tokenized(arrays, lengths)
+    return Tokenized(arrays, lengths, tokenizer.pad_token_id or 0)
 
 
 def pass_arrays(tokenized: Tokenized, one_pass: Pass) -> dict[str, np.ndarray]:
@@ -167,7 +168,7 @@ def pass_arrays(tokenized: Tokenized, one_pass: Pass) -> dict[str, np.ndarray]:
     for name, values in tokenized.arrays.items():
         block = values[sources, : one_pass.width]
         if block.shape[1] < one_pass.width:  # the call's longest text is shorter than the bucket width
-            pad_value = 0
+            pad_value = tokenized.pad_id if name == "input_ids" else 0
             block = np.pad(block, ((0, 0), (0, one_pass.width - block.shape[1])), constant_values=pad_value)
         arrays[name] = np.ascontiguousarray(block)
     return arrays

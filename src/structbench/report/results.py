@@ -140,7 +140,7 @@ def contrast_rows(
     "W/T/L counts the paired queries where the treatment scored above, "
     "exactly equal to and below the control (PyTerrier's and ranx's convention; none for a dose-response "
     'slope). clusters: the units the bootstrap resampled (stats.cluster), "few" below 20. n.s.: not '
-    "Holm-significant at 0.05. MC s.e. (p): the bootstrap p's Monte-Carlo standard error, √(p(2 − p)/B); "
+    "Holm-significant at 0.05. MC s.e. (p): the bootstrap p's Monte-Carlo standard error, sqrt(p(2 − p)/B); "
     "fragile: a Holm decision within two such errors (times the Holm multiplier) of 0.05.",
 )
 def contrasts_table(inputs: ReportInputs) -> TableContent:
@@ -234,7 +234,7 @@ def _fragile_notes(data: pl.DataFrame) -> tuple[str, ...]:
     fragile = data.filter(pl.col("holm_fragile").fill_null(False))
     return (
         f"fragile: the Holm decision at {ALPHA:g} lies within two Monte-Carlo standard errors of the adjusted p "
-        "(|p (Holm) − α| < 2 · MCSE, the MCSE of a bootstrap p being √(p(2 − p)/B), times the Holm multiplier); "
+        "(|p (Holm) − α| < 2 · MCSE, the MCSE of a bootstrap p being sqrt(p(2 − p)/B), times the Holm multiplier); "
         f"another bootstrap seed could flip it. {fragile.height} of {data.height} rows are fragile.",
     )
 
