@@ -75,3 +75,16 @@ def parse_overlap(value, where: str) -> Overlap | None:
             "leaving no stride); a token count is a whole number (e.g. 50)"
         )
     return Overlap(share=float(number))
+
+
+def shared_characters(chunks):
+    """A chunks table's realized overlap, per pair of consecutive chunks of a document (chunk_id order): the
+    characters they share, ``max(0, end_{i-1} - start_i)``, as a polars Series (empty for a set without a
+    pair). Polars is imported here, not at module level: the config check imports this module."""
+    import polars as pl
+
+    return (
+        chunks.sort("chunk_id")
+        .select((pl.col("end").shift(1).over("doc_id") - pl.col("start")).clip(lower_bound=0).alias("shared"))["shared"]
+        .drop_nulls()
+    )

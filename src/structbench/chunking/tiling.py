@@ -8,6 +8,7 @@ import polars as pl
 
 from structbench.datamodel import document_texts
 from structbench.defaults import SIZE_MATCH_TOLERANCE, T_MAX, T_MIN
+from structbench.overlap import shared_characters
 
 CUT_KINDS = ("section", "paragraph", "sentence", "line", "word", "token", "end")
 """Values of the CHUNKS column ``cut``, strongest boundary first (definitions in the module docstring)."""
@@ -178,9 +179,7 @@ def overlap_report(chunks: pl.DataFrame) -> dict:
     and ``indexed_chars`` (the characters of every chunk, repeats included) against ``document_chars`` (their
     union, each document's text once): their ratio is what the index pays for the overlap."""
     ordered = chunks.sort("chunk_id")
-    shared = ordered.select(
-        (pl.col("end").shift(1).over("doc_id") - pl.col("start")).clip(lower_bound=0).alias("shared")
-    )["shared"].drop_nulls()
+    shared = shared_characters(ordered)
     indexed = int((ordered["end"] - ordered["start"]).sum()) if ordered.height else 0
     document = int(ordered.group_by("doc_id").agg(pl.col("end").max())["end"].sum()) if ordered.height else 0
     return {

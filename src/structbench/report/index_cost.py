@@ -10,7 +10,7 @@ from __future__ import annotations
 import polars as pl
 
 from structbench.conditions import to_token
-from structbench.overlap import parse_overlap
+from structbench.overlap import parse_overlap, shared_characters
 from structbench.report.registry import Omit, ReportInputs, TableContent, report_table
 
 
@@ -111,11 +111,7 @@ def realized_overlap(chunks: pl.DataFrame) -> tuple[float | None, float | None]:
         no share      = #{i : shared_i = 0} / #pairs
 
     Both None for a set without a pair (one chunk per document)."""
-    shared = (
-        chunks.sort("chunk_id")
-        .select((pl.col("end").shift(1).over("doc_id") - pl.col("start")).clip(lower_bound=0).alias("shared"))["shared"]
-        .drop_nulls()
-    )
+    shared = shared_characters(chunks)
     characters = int((chunks["end"] - chunks["start"]).sum())
     if shared.is_empty() or not characters:
         return None, None
