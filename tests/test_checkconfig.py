@@ -173,3 +173,24 @@ def test_a_config_the_workflow_refuses_is_refused_by_check_config_with_the_same_
     (tmp_path / "my.yaml").write_text(yaml.safe_dump(config))
     status, lines = check_config(tmp_path / "my.yaml")
     assert calls and status == 1 and lines[0].startswith(f"{tmp_path / 'my.yaml'}:"), lines
+
+
+def test_a_missing_configfile_is_named_where_snakemake_gives_a_traceback(tmp_path):
+    """Snakemake 9 reads ``--configfile`` before the Snakefile runs (a traceback ending in FileNotFoundError), so
+    check-config, which ``make dryrun`` and ``make run`` call first, is where the file is named."""
+    missing = tmp_path / "missing.yaml"
+    status, lines = check_config("--snakemake-args", "-n", "--configfile", missing)
+    assert (status, lines) == (1, [f"{missing}: no such file"])
+
+
+def test_t_min_zero_is_a_named_error_not_a_division_by_zero(tmp_path):
+    """``t_min: 0`` promises chunks of no tokens, so no ``top_k`` is sure to fill a token budget: the budget metric
+    is named with the remedy (the message once divided by ``t_min``)."""
+    (tmp_path / "zero.yaml").write_text("chunking: {t_max: 50, t_min: 0}\n")
+    status, lines = check_config(tmp_path / "zero.yaml")
+    assert status == 1 and len(lines) == 1, lines
+    assert "chunking.t_min = 0 tokens" in lines[0] and "raise chunking.t_min above 0" in lines[0], lines
+    # without a budget metric, t_min 0 loads
+    (tmp_path / "plain.yaml").write_text("chunking: {t_max: 50, t_min: 0}\nmetrics: {budgets: []}\n")
+    status, lines = check_config(tmp_path / "plain.yaml")
+    assert status == 0, lines

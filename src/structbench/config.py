@@ -255,10 +255,15 @@ def check_metric_depth(config: dict, metric_names: list[str], conditions: dict |
                 f"raise retrieval.top_k to at least {metric.cutoff} or lower the cutoff"
             )
         if kind == "budget" and metric.cutoff > top_k * t_min:
+            # t_min 0 promises no tokens per chunk: no top_k is sure to fill the budget
+            remedy = (
+                f"raise retrieval.top_k to at least {-(-metric.cutoff // t_min)} or lower the budget"
+                if t_min > 0
+                else "raise chunking.t_min above 0 (at 0 no top_k is sure to fill it) or drop the budget metric"
+            )
             raise ConfigError(
                 f"metric {name}: retrieval.top_k = {top_k} chunks of at least chunking.t_min = {t_min} tokens "
-                f"are sure to hold only {top_k * t_min} tokens, less than the budget {metric.cutoff}: "
-                f"raise retrieval.top_k to at least {-(-metric.cutoff // t_min)} or lower the budget"
+                f"are sure to hold only {top_k * t_min} tokens, less than the budget {metric.cutoff}: {remedy}"
             )
 
 
