@@ -69,6 +69,9 @@ rule embed_titles:
         runtime=60,
     params:
         embedder=embedder_spec,
+        # TOC routing's titles, bounded as its contents are (the smallest budget of the conditions reading them)
+        max_title_tokens=structure_title_budget,
+        tokenizer=config["tokenizer"],
         cache=EMBEDDING_CACHE,
         code=script_code("embed_titles"),
     script:

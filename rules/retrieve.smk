@@ -50,6 +50,9 @@ rule route_toc:
         llm_name=config["retrieval"]["toc_llm"],
         candidate_hits=config["retrieval"]["toc_candidate_hits"],
         use_gpu=config["retrieval"]["use_gpu"],
+        # A title never takes more than half the condition's t_max, as a prefix (structbench.prefixes.budget).
+        max_title_tokens=title_budget,
+        tokenizer=config["tokenizer"],
         cache=LLM_CACHE,
         code=script_code("route_toc"),
     script:
@@ -196,6 +199,9 @@ rule inject_query_titles:
         retrieval=condition_retrieval,
         depth=title_depth,
         separator=config["prefix"]["separator"],
+        # The injected title chain is held to a path:d prefix's budget (structbench.prefixes.budget).
+        max_title_tokens=title_budget,
+        tokenizer=config["tokenizer"],
         top_k=config["retrieval"]["top_k"],
         use_gpu=config["retrieval"]["use_gpu"],
         candidates=config["retrieval"]["candidates"],

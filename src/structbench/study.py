@@ -199,6 +199,19 @@ class Study:
         """A prefix never takes more than half its chunk set's t_max (structbench.prefixes.budget)."""
         return chunkset_size(boundaries, self.config["chunking"])[0] // 2
 
+    def title_budget(self, condition: str) -> int:
+        """The tokens a title read by a condition's retrieval may take (TOC contents, query-side titles): its chunk
+        set's prefix budget, half of the condition's own t_max (structbench.prefixes.budget)."""
+        return self.prefix_budget(self.conditions[condition].boundaries_token)
+
+    def structure_title_budget(self, structure: str) -> int:
+        """The title budget of a structure's title vectors (TOC routing's fallback): the smallest
+        :meth:`title_budget` of the TOC conditions reading them (the run's half of t_max when none does)."""
+        readers = [
+            name for name in self.conditions_retrieved_by("toc") if self.conditions[name].structure_token == structure
+        ]
+        return min((self.title_budget(name) for name in readers), default=self.chunk_t_max("") // 2)
+
     @staticmethod
     def window_overlap(windows: str) -> str | None:
         """The overlap a fixed-window token declares, as written (``"0.5"``, ``"50"``), or None (tiling)."""

@@ -7,7 +7,11 @@ from structbench.logs import step_log
 from structbench.retrieval.routing import section_units
 
 with step_log(snakemake.log[0], "embed_titles"):
-    titles = section_units(read_table(snakemake.input[0], "sections"))["title"].to_list()
+    titles = section_units(
+        read_table(snakemake.input[0], "sections"),
+        max_title_tokens=snakemake.params.max_title_tokens,
+        tokenizer=snakemake.params.tokenizer,
+    )["title"].to_list()
     embed_with_cache(
         titles,
         dict(snakemake.params.embedder),

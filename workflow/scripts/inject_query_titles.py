@@ -24,7 +24,11 @@ with step_log(snakemake.log[0], "inject_query_titles") as log:
         use_gpu=snakemake.params.use_gpu,
         query_texts=query_texts(queries),
         titles=title_blocks(
-            read_table(snakemake.input.chunks, "chunks"), snakemake.params.depth, snakemake.params.separator
+            read_table(snakemake.input.chunks, "chunks"),
+            snakemake.params.depth,
+            snakemake.params.separator,
+            max_tokens=snakemake.params.max_title_tokens,
+            tokenizer=snakemake.params.tokenizer,
         ),
         encode_queries=encode_queries,
         candidates=snakemake.params.candidates,

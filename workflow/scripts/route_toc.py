@@ -17,6 +17,8 @@ with step_log(snakemake.log[0], "route_toc") as log:
         llm=llm,
         candidate_hits=snakemake.params.candidate_hits,
         use_gpu=snakemake.params.use_gpu,
+        max_title_tokens=snakemake.params.max_title_tokens,
+        tokenizer=snakemake.params.tokenizer,
     )
     log.info("%d queries routed, LLM usage %s", routing.height, llm.usage())
     write_table(routing, snakemake.output[0])

@@ -24,6 +24,11 @@ budget that cannot hold ``[…]`` itself is a :class:`PrefixBudgetError`; the co
 (``structbench.config.check_prefix_budget_config``) names it before any job runs. Shortened prefixes are
 counted per text set (``shortened_prefixes``, and ``dropped_ancestors`` for rules 2 and 3), and the
 report shows the largest prefix against the allowed.
+
+Titles read elsewhere follow the same rule with the same budget (half of the condition's ``t_max``,
+:func:`bounded_titles`): the "Document > Section" entries of TOC routing's contents and the title
+vectors its fallback compares (:func:`structbench.retrieval.routing.section_units`), and the title chain
+``query_titles:<d>`` puts before a query (:func:`structbench.retrieval.rescoring.title_blocks`).
 """
 
 from __future__ import annotations
@@ -65,6 +70,17 @@ def fit_prefix(items: Sequence[str], render: Render, budget: int, tokenizer: Tok
     """``render(items)`` within ``budget`` tokens (module docstring): the prefix and whether it was cut."""
     prefix, rule = shortened_prefix(items, render, budget, tokenizer)
     return prefix, rule > 0
+
+
+def bounded_titles(paths: Sequence[Sequence[str]], render: Render, budget: int, tokenizer: TokenCounter) -> list[str]:
+    """Each title path rendered within ``budget`` tokens by :func:`shortened_prefix` (the module docstring's
+    rule, leaf kept), once per distinct path: the TOC contents and the query-side titles take it as the
+    chunk prefixes do."""
+    fitted: dict[tuple[str, ...], str] = {}
+    for path in map(tuple, paths):
+        if path not in fitted:
+            fitted[path] = shortened_prefix(path, render, budget, tokenizer)[0]
+    return [fitted[tuple(path)] for path in paths]
 
 
 def shortened_prefix(items: Sequence[str], render: Render, budget: int, tokenizer: TokenCounter) -> tuple[str, int]:

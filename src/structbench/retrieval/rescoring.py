@@ -46,6 +46,8 @@ from structbench.datamodel import conform
 from structbench.defaults import RESCORE_CANDIDATES
 from structbench.defaults import SEPARATOR as DEFAULT_SEPARATOR
 from structbench.prefixes import render_prefix
+from structbench.prefixes.budget import bounded_titles
+from structbench.tokens import DEFAULT_TOKENIZER, TokenCounter, load_tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -73,14 +75,27 @@ def rescored_first(run: pl.DataFrame, rescored: pl.DataFrame, top_k: int) -> pl.
     return conform(ranked, "runs")
 
 
-def title_blocks(chunks: pl.DataFrame, depth: int, separator: str = DEFAULT_SEPARATOR) -> dict[int, str]:
-    """chunk_id -> the chunk's title chain cut to ``depth``, rendered as a ``path:d`` prefix renders it."""
+def title_blocks(
+    chunks: pl.DataFrame,
+    depth: int,
+    separator: str = DEFAULT_SEPARATOR,
+    max_tokens: int | None = None,
+    tokenizer: TokenCounter | str = DEFAULT_TOKENIZER,
+) -> dict[int, str]:
+    """chunk_id -> the chunk's title chain cut to ``depth``, rendered as a ``path:d`` prefix renders it; with
+    ``max_tokens`` (the workflow passes half of the condition's ``t_max``, as for a ``path:d`` prefix), a
+    chain over that many ``tokenizer`` tokens shortened by the prefixes' rule (:mod:`structbench.prefixes.budget`,
+    the leaf title kept)."""
     if depth < 1:
         raise ValueError(f"title depth must be >= 1, got {depth}")
-    return {
-        chunk_id: render_prefix(path[:depth], separator)
-        for chunk_id, path in zip(chunks["chunk_id"].to_list(), chunks["path"].to_list())
-    }
+    paths = [tuple(path[:depth]) for path in chunks["path"].to_list()]
+    render = lambda items: render_prefix(items, separator)  # noqa: E731
+    blocks = (
+        [render(path) for path in paths]
+        if max_tokens is None
+        else bounded_titles(paths, render, max_tokens, load_tokenizer(tokenizer))
+    )
+    return dict(zip(chunks["chunk_id"].to_list(), blocks))
 
 
 def inject_query_titles(

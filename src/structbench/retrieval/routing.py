@@ -36,6 +36,8 @@ import polars as pl
 
 from structbench.datamodel import ROUTING
 from structbench.defaults import HIER_TOP_SECTIONS, SEPARATOR
+from structbench.prefixes.budget import bounded_titles
+from structbench.tokens import DEFAULT_TOKENIZER, TokenCounter, load_tokenizer
 
 SOURCES = ("centroid", "llm", "fallback")  # two-stage stage 1; TOC reply in range; TOC embedding fallback
 # Which kinds are routed, and the registered metrics their scores carry beyond the configured set (each
@@ -43,27 +45,41 @@ SOURCES = ("centroid", "llm", "fallback")  # two-stage stage 1; TOC reply in ran
 # ``Kind.routed`` and ``Kind.metrics`` in structbench.conditions.AXES.
 
 
-def section_units(sections: pl.DataFrame, separator: str = SEPARATOR) -> pl.DataFrame:
+def section_units(
+    sections: pl.DataFrame,
+    separator: str = SEPARATOR,
+    max_title_tokens: int | None = None,
+    tokenizer: TokenCounter | str = DEFAULT_TOKENIZER,
+) -> pl.DataFrame:
     """The routing units of one structure (a SECTIONS table), one row per (doc_id, top_section_id), in that order.
 
     Columns: ``unit`` (0-based ordinal in that order: row i of a title-vector file is unit i), ``doc_id``,
     ``top_section_id``, ``title`` (the top-level section's path joined by ``separator``,
     "Document > Section"; the document title alone for lead text), ``start``/``end`` (the unit's content
-    span: from its first section's start to its last section's end, subsections included)."""
+    span: from its first section's start to its last section's end, subsections included).
+
+    With ``max_title_tokens`` (the workflow passes half of the condition's ``t_max``) a title over that many
+    ``tokenizer`` tokens is shortened by the chunk prefixes' rule (:mod:`structbench.prefixes.budget`:
+    ancestors cut or dropped first, the section's own title kept)."""
     if sections.is_empty():
         raise ValueError("sections table is empty: no section to route to")
     spans = sections.group_by("doc_id", "top_section_id").agg(pl.col("start").min(), pl.col("end").max())
-    tops = sections.filter(pl.col("section_id") == pl.col("top_section_id")).select(
-        "doc_id", "top_section_id", pl.col("path").list.join(separator).alias("title")
-    )
+    tops = sections.filter(pl.col("section_id") == pl.col("top_section_id")).select("doc_id", "top_section_id", "path")
     units = spans.join(tops, on=["doc_id", "top_section_id"], how="left").sort("doc_id", "top_section_id")
-    orphans = units.filter(pl.col("title").is_null())
+    orphans = units.filter(pl.col("path").is_null())
     if orphans.height:
         first = orphans.row(0, named=True)
         raise ValueError(
             f"sections of document {first['doc_id']!r} name top_section_id {first['top_section_id']}, "
             "which is no section of that document"
         )
+    paths = units["path"].to_list()
+    titles = (
+        [separator.join(path) for path in paths]
+        if max_title_tokens is None
+        else bounded_titles(paths, separator.join, max_title_tokens, load_tokenizer(tokenizer))
+    )
+    units = units.with_columns(pl.Series("title", titles, dtype=pl.String))
     return units.with_row_index("unit").select(
         pl.col("unit").cast(pl.Int64), "doc_id", pl.col("top_section_id").cast(pl.Int32), "title", "start", "end"
     )

@@ -43,6 +43,7 @@ from structbench.retrieval.routing import (
     toc_schema,
 )
 from structbench.retrieval.search import flat_search
+from structbench.tokens import DEFAULT_TOKENIZER, TokenCounter
 
 log = logging.getLogger(__name__)
 
@@ -63,15 +64,19 @@ def route_toc(
     llm: LLM,
     candidate_hits: int = TOC_CANDIDATE_HITS,
     use_gpu: bool = False,
+    max_title_tokens: int | None = None,
+    tokenizer: TokenCounter | str = DEFAULT_TOKENIZER,
 ) -> pl.DataFrame:
     """The TOC router's routing table: one row per query (row i of ``query_vectors`` is query i of
     ``queries``), the unit it routed to, ``score`` the cosine of the query and the unit's title vector.
 
     ``title_vectors`` row u embeds the title of unit u of :func:`structbench.retrieval.routing.section_units`
-    (``sections``), with the embedder of ``query_vectors``."""
+    (``sections``), with the embedder of ``query_vectors``. ``max_title_tokens`` bounds each contents entry
+    in ``tokenizer`` tokens by the chunk prefixes' rule (:func:`structbench.retrieval.routing.section_units`);
+    the workflow passes half of the condition's ``t_max``."""
     if candidate_hits < 1:
         raise ValueError(f"candidate_hits must be >= 1, got {candidate_hits}")
-    units = section_units(sections)
+    units = section_units(sections, max_title_tokens=max_title_tokens, tokenizer=tokenizer)
     chunk_unit = chunk_units(chunks, sections, units)
     if title_vectors.shape[0] != units.height:
         raise ValueError(
