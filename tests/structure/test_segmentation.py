@@ -133,6 +133,7 @@ def test_compose_title_is_bounded_and_skips_overlapping_phrases():
 THAI = "รถไฟฟ้าสายใหม่เปิดให้บริการแล้ววันนี้ ผู้โดยสารจำนวนมากเดินทางไปทำงานด้วยรถไฟฟ้าสายสีม่วง"
 DEVANAGARI = "नई मेट्रो लाइन आज से यात्रियों के लिए खुल गई है और स्टेशनों पर भीड़ है"
 KHMER = "រថភ្លើងអគ្គិសនីថ្មីបើកដំណើរការនៅថ្ងៃនេះ"
+LAO = "ລົດໄຟຟ້າສາຍໃໝ່ເປີດໃຫ້ບໍລິການແລ້ວມື້ນີ້ ຜູ້ໂດຍສານຈຳນວນຫຼາຍເດີນທາງໄປເຮັດວຽກ"
 
 
 def clusters(text: str) -> list[str]:
@@ -151,7 +152,7 @@ def marks(text: str) -> int:
     return len(regex.findall(r"\p{M}", text))
 
 
-@pytest.mark.parametrize("text", [THAI, DEVANAGARI, KHMER])
+@pytest.mark.parametrize("text", [THAI, DEVANAGARI, KHMER, LAO])
 def test_candidate_words_are_runs_of_whole_grapheme_clusters(text):
     candidates = candidate_phrases(text)
     assert candidates
@@ -163,7 +164,7 @@ def test_candidate_words_are_runs_of_whole_grapheme_clusters(text):
         assert text in {candidate.surface for candidate in candidates.values()}
 
 
-@pytest.mark.parametrize("text", [THAI.replace(" ", ""), DEVANAGARI.replace(" ", ""), KHMER * 3])
+@pytest.mark.parametrize("text", [THAI.replace(" ", ""), DEVANAGARI.replace(" ", ""), KHMER * 3, LAO.replace(" ", "")])
 def test_a_title_cut_to_its_character_bound_keeps_whole_grapheme_clusters(text):
     title = bounded_words([text], 2)
     assert title.endswith("…") and grapheme_count(title) == TITLE_CHARS_PER_WORD * 2 + 1
