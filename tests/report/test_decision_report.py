@@ -108,9 +108,20 @@ def test_the_decision_ranks_with_costs_ties_and_the_leader_as_a_call():
     notes = "\n".join(table.content.notes)
     assert "leader G3: `structbench.chunk_markdown_file(path, depth=3)`; tied with it: CX." in notes
     assert "with 24 queries over 24 documents" in notes
-    assert "MDE = 2.80 × SE" in notes
+    assert "MDE = 2.80 × SE" in notes and "Only" not in notes  # 24 documents: enough clusters
     assert "ceiling: 25.0% of the leader's queries score the maximum (1)" in notes
     assert "T's LLM usage is not recorded for the TOC router's query-time calls" in notes
+
+
+def test_the_power_note_warns_of_few_clusters():
+    inputs = decision_inputs()
+    cell = scores().filter(pl.col("doc_id") < "d08")
+    inputs.scores = cell
+    inputs.decisions = decision_table(cell, CONDITIONS, "cov_nDCG@10", n_boot=B, seed=0)
+    (table,) = build_tables(inputs, [TABLES["decision"]])
+    notes = "\n".join(table.content.notes)
+    assert "with 8 queries over 8 documents" in notes
+    assert "Only 8 documents were resampled: below 20 clusters" in notes
 
 
 def test_a_leader_the_api_cannot_express_names_the_axes_that_need_the_workflow():

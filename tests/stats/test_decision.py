@@ -96,6 +96,7 @@ def test_a_cell_is_ranked_with_ties_said_as_ties():
     leader, c, b = decision.rows(named=True)
     assert leader["delta"] == 0.0 and leader["tied"] is None and leader["p_holm"] is None
     assert leader["at_ceiling"] == 0.25 and leader["n_queries"] == 20 and leader["n_docs"] == 20
+    assert (leader["cluster"], leader["n_clusters"]) == ("document", 20)
     assert b["delta"] == pytest.approx(0.1) and b["p"] == 0.0 and b["tied"] is False
     assert b["se"] == pytest.approx(0.0, abs=1e-12)  # the same difference on every query
     assert c["delta"] == pytest.approx(0.001) and c["p_holm"] > 0.5 and c["tied"] is True

@@ -19,6 +19,7 @@ from structbench.metrics.registry import metric_label
 from structbench.report.formatting import cell_heading, format_p
 from structbench.report.index_cost import index_cost_rows
 from structbench.report.registry import Block, Omit, ReportInputs, TableContent, report_table, require_scores
+from structbench.stats.contrasts import MIN_CLUSTERS
 from structbench.stats.decision import MDE_MULTIPLIER, METRIC_MAXIMUM, leader_call, needs_workflow
 
 COST = {
@@ -146,6 +147,17 @@ def decision_report(inputs: ReportInputs) -> TableContent:
     return TableContent(data, tuple(blocks), tuple(notes))
 
 
+def _few_clusters(leader: dict) -> str:
+    """A warning when the bootstrap resampled fewer than MIN_CLUSTERS units ("" otherwise)."""
+    n, unit = leader.get("n_clusters"), leader.get("cluster") or "document"
+    if n is None or n >= MIN_CLUSTERS:
+        return ""
+    return (
+        f" Only {n} {unit}s were resampled: below {MIN_CLUSTERS} clusters the clustered bootstrap's CIs are too "
+        "narrow and its p too small, so the ties, ranks and MDE here are optimistic."
+    )
+
+
 def cell_notes(cell: pl.DataFrame, heading: str) -> list[str]:
     """The leader as a call, the power note and the ceiling note of one cell (rows in rank order), and where an
     LLM's usage is missing."""
@@ -164,7 +176,7 @@ def cell_notes(cell: pl.DataFrame, heading: str) -> list[str]:
             f"{heading}: power: with {leader['n_queries']} queries over {leader['n_docs']} documents, the smallest "
             f"difference from the leader this run detects with 80% power (two-sided α = {ALPHA:g}) is "
             f"{runner['mde']:.3f} for {runner['condition']} (MDE = {MDE_MULTIPLIER:.2f} × SE, SE = "
-            f"{runner['se']:.4f} from the bootstrap){spread}."
+            f"{runner['se']:.4f} from the bootstrap){spread}." + _few_clusters(leader)
         )
     notes.append(
         f"{heading}: ceiling: {leader['at_ceiling']:.1%} of the leader's queries score the maximum "

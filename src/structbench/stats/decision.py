@@ -60,6 +60,8 @@ DECISION = {
     "at_ceiling": pl.Float64,  # share of the condition's queries at METRIC_MAXIMUM
     "n_queries": pl.Int64,
     "n_docs": pl.Int64,
+    "cluster": pl.String,  # the unit the bootstrap resampled (stats.cluster: document or query)
+    "n_clusters": pl.Int64,
 }
 
 
@@ -194,6 +196,8 @@ def cell_decision(
                 "at_ceiling": ceiling_share(group[metric].to_numpy()),
                 "n_queries": group.height,
                 "n_docs": group["doc_id"].n_unique(),
+                "cluster": cluster,
+                "n_clusters": group[unit].n_unique(),
             }
         )
     return pl.DataFrame(rows, schema={k: v for k, v in DECISION.items() if k not in CELL})
