@@ -103,7 +103,7 @@ def _ci(low: float | None, high: float | None) -> str:
     f"leader when the Holm-adjusted paired bootstrap p of leader − condition is at least {ALPHA:g} (Holm over "
     "the cell's comparisons with the leader). The power note gives the minimum detectable effect, "
     f"{MDE_MULTIPLIER:.2f} × the bootstrap standard error of the paired difference (80% power, two-sided "
-    f"α = {ALPHA:g}); the ceiling note the share of the leader's queries at the metric's maximum.",
+    f"alpha = {ALPHA:g}); the ceiling note the share of the leader's queries at the metric's maximum.",
 )
 def decision_report(inputs: ReportInputs) -> TableContent:
     require_scores(inputs)
