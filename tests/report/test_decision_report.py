@@ -124,6 +124,14 @@ def test_the_power_note_warns_of_few_clusters():
     assert "Only 8 documents were resampled: below 20 clusters" in notes
 
 
+def test_the_call_carries_the_size_its_chunk_set_was_held_to():
+    inputs = decision_inputs()
+    chunks = inputs.chunk_sets[("kb", "structural/gold")]
+    inputs.chunk_bounds = {("kb", "structural/gold"): bounds_file(chunks, t_max=500, t_min=60)}
+    (table,) = build_tables(inputs, [TABLES["decision"]])
+    assert "leader G3: `structbench.chunk_markdown_file(path, depth=3, t_max=500)`" in "\n".join(table.content.notes)
+
+
 def test_a_leader_the_api_cannot_express_names_the_axes_that_need_the_workflow():
     inputs = decision_inputs()
     decisions = inputs.decisions.with_columns(

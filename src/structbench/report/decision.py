@@ -14,7 +14,7 @@ import polars as pl
 
 from structbench.cells import CELL
 from structbench.conditions import AXES, Condition
-from structbench.defaults import ALPHA
+from structbench.defaults import ALPHA, T_MAX, T_MIN
 from structbench.metrics.registry import metric_label
 from structbench.report.formatting import cell_heading, format_p
 from structbench.report.index_cost import index_cost_rows
@@ -32,6 +32,22 @@ COST = {
     "llm_tokens": pl.Int64,
     "llm_missing": pl.String,  # what uses an LLM whose usage the run did not record ("" when none)
 }
+
+
+def as_condition(name: str, axes: dict) -> Condition:
+    """A condition entry (its axes, and its own size where it has one) as a :class:`Condition`."""
+    return Condition(name, **{axis: str(axes[axis]) for axis in AXES}, t_max=axes.get("t_max"), t_min=axes.get("t_min"))
+
+
+def recipe(inputs: ReportInputs, corpus: str, name: str) -> str:
+    """The condition as one call of the public API (:func:`structbench.stats.decision.leader_call`, at the
+    ``t_max`` / ``t_min`` its chunk set was held to: its bounds report), else the axes that need the workflow."""
+    axes = inputs.conditions.get(name)
+    if axes is None:
+        return "needs the workflow"
+    bounds = inputs.chunk_bounds.get((corpus, as_condition(name, axes).chunkset), {})
+    call = leader_call(axes, t_max=bounds.get("t_max", T_MAX), t_min=bounds.get("t_min", T_MIN))
+    return call or f"needs the workflow: {needs_workflow(axes)}"
 
 
 def _llm_usage(stats: dict) -> tuple[int, int]:
@@ -57,8 +73,7 @@ def condition_costs(inputs: ReportInputs, cells: pl.DataFrame) -> pl.DataFrame:
         axes = inputs.conditions.get(name)
         if axes is None:
             continue
-        sizes = {key: axes.get(key) for key in ("t_max", "t_min")}
-        condition = Condition(name, **{axis: str(axes[axis]) for axis in AXES}, **sizes)
+        condition = as_condition(name, axes)
         tokens, vectors = by_set.get((corpus, embedder, condition.textset), (None, None))
         calls, llm_tokens, missing = 0, 0, []
         if condition.kind("structure") == "induced":
@@ -114,12 +129,8 @@ def decision_report(inputs: ReportInputs) -> TableContent:
     data = ranked.join(costs, on=["corpus", "embedder", "condition"], how="left", maintain_order="left").sort(
         CELL + ["rank"], maintain_order=True
     )
-    calls = []
-    for name in data["condition"]:
-        axes = inputs.conditions.get(name)
-        call = leader_call(axes, t_max=inputs.t_max, t_min=inputs.t_min) if axes else None
-        calls.append(call or (f"needs the workflow: {needs_workflow(axes)}" if axes else "needs the workflow"))
-    data = data.with_columns(pl.Series("recipe", calls, dtype=pl.String))
+    recipes = [recipe(inputs, corpus, name) for corpus, name in data.select("corpus", "condition").rows()]
+    data = data.with_columns(pl.Series("recipe", recipes, dtype=pl.String))
     B = inputs.bootstrap_iters
     blocks, notes = [], []
     for (corpus, embedder, reranker), cell in data.group_by(CELL, maintain_order=True):
