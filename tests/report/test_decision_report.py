@@ -122,6 +122,18 @@ def test_the_power_note_warns_of_few_clusters():
     notes = "\n".join(table.content.notes)
     assert "with 8 queries over 8 documents" in notes
     assert "Only 8 documents were resampled: below 20 clusters" in notes
+    assert "reads the smallest token budget" not in notes  # no read-time condition
+
+
+def test_a_budget_reading_is_said_under_the_table():
+    inputs = decision_inputs()
+    cell = scores().with_columns(pl.col("cov_nDCG@10").alias("budget_cov@512"))
+    conditions = CONDITIONS | {"T": AXES | {"retrieval": "parent:2"}}
+    inputs.scores, inputs.conditions = cell, conditions
+    inputs.decisions = decision_table(cell, conditions, "cov_nDCG@10", n_boot=B, seed=0)
+    (table,) = build_tables(inputs, [TABLES["decision"]])
+    assert table.content.blocks[0].heading.endswith("ranked on budget coverage@512")
+    assert "a unit longer than 512 tokens cannot be read within it" in "\n".join(table.content.notes)
 
 
 def test_the_call_carries_the_size_its_chunk_set_was_held_to():

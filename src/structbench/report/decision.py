@@ -21,6 +21,7 @@ from structbench.report.index_cost import index_cost_rows
 from structbench.report.registry import Block, Omit, ReportInputs, TableContent, report_table, require_scores
 from structbench.stats.contrasts import MIN_CLUSTERS
 from structbench.stats.decision import MDE_MULTIPLIER, METRIC_MAXIMUM, leader_call, needs_workflow
+from structbench.stats.readings import budget_of
 
 COST = {
     "corpus": pl.String,
@@ -178,6 +179,13 @@ def cell_notes(cell: pl.DataFrame, heading: str) -> list[str]:
     said = f"`{recipe}`" if recipe.startswith("structbench.") else recipe
     ties = f"; tied with it: {', '.join(tied)}" if tied else ""
     notes = [f"{heading}: leader {leader['condition']}: {said}{ties}."]
+    budget = budget_of(leader["metric"])
+    if budget is not None:
+        notes.append(
+            f"{heading}: a read-time condition runs, so the ranking reads the smallest token budget: whole units "
+            f"only, the walk stopping at the first that does not fit, so a unit longer than {budget} tokens cannot "
+            "be read within it; the larger budgets and coverage-nDCG are in Table 1 and the metric ladder."
+        )
     compared = cell.filter(pl.col("mde").is_not_null() & pl.col("mde").is_not_nan())
     if compared.height:
         runner = compared.row(0, named=True)  # the closest comparison, the next in rank
