@@ -36,7 +36,7 @@ rule report:
             caption="../workflow/report/figure.rst",
             labels={"figure": "{name}"},
         ),
-        # Table 1 and Table 2 as booktabs LaTeX, and tables.tex that inputs both (structbench.report.latex)
+        # the decision, Table 1 and Table 2 as booktabs LaTeX, and tables.tex that inputs them (structbench.report.latex)
         latex=directory(paths.report("latex")),
         manifest=paths.report("manifest.json"),
         summary=paths.report("summary.txt"),

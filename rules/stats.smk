@@ -26,12 +26,14 @@ rule condition_stats:
     output:
         means=paths.cell_statistics("{corpus}", "{embedder}", "{reranker}", "condition_means"),
         dose_response=paths.cell_statistics("{corpus}", "{embedder}", "{reranker}", "dose_response"),
+        decision=paths.cell_statistics("{corpus}", "{embedder}", "{reranker}", "decision"),
     log:
         f"{LOGS}/contrasts/{{corpus}}/{{embedder}}-{{reranker}}-condition_stats.log",
     conda:
         "../envs/cpu.yaml"
     params:
         series=STUDY.dose_series(),
+        conditions=STUDY.condition_entries(),
         primary_metric=config["stats"]["primary_metric"],
         bootstrap_iters=config["stats"]["bootstrap_iters"],
         cluster=config["stats"]["cluster"],

@@ -16,6 +16,7 @@ from structbench.defaults import T_MAX, T_MIN
 from structbench.metrics.diagnostics import retrieval_layer_pairs, retrieval_layer_table
 from structbench.report.registry import ReportInputs
 from structbench.stats import contrast_table
+from structbench.stats.decision import decision_table
 from structbench.stats.means import condition_mean_cis, dose_response_slopes, dose_series
 
 CONDITIONS = {
@@ -106,8 +107,9 @@ def chunk_table(n_tokens: list[int], n_docs: int = 4) -> pl.DataFrame:
 
 def condition_statistics(scores: pl.DataFrame, conditions=CONDITIONS, contrast_specs=CONTRAST_SPECS, b=B, seed=SEED):
     """What the statistics step writes per cell (workflow rule condition_stats), for every cell of ``scores``:
-    ``condition_means`` and ``dose_response`` of the primary metric."""
+    ``condition_means`` and ``dose_response`` of the primary metric, and the ``decisions`` ranking."""
     return {
+        "decisions": decision_table(scores, conditions, "cov_nDCG@10", n_boot=b, seed=seed),
         "condition_means": condition_mean_cis(scores, "cov_nDCG@10", b, seed),
         "dose_response": dose_response_slopes(scores, dose_series(conditions, contrast_specs), "cov_nDCG@10", b, seed),
     }

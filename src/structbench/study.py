@@ -448,6 +448,9 @@ class Study:
     def all_dose_responses(self) -> list[str]:
         return [self.paths.cell_statistics(*cell, "dose_response") for cell in self.cells()]
 
+    def all_decisions(self) -> list[str]:
+        return [self.paths.cell_statistics(*cell, "decision") for cell in self.cells()]
+
     def all_bm25_scores(self) -> list[str]:
         """The non-lexicality probe on every chunk set a scored condition uses (docs/method.md §8)."""
         chunksets = plan.used_chunk_sets(self.conditions.values())

@@ -163,6 +163,10 @@ def test_synthetic_report_latex_compiles_with_the_csv_numbers_and_escaped_names(
     check_table2(table2, pl.read_csv(tables / "table2_condition_means.csv"))
     document = (latex / LATEX_DOCUMENT).read_text()
     assert "\\input{table1.tex}" in document and "\\input{table2.tex}" in document
+    # the decision, the report's first table, is the document's first input
+    assert document.index("\\input{decision.tex}") < document.index("\\input{table1.tex}")
+    decision = (latex / "decision.tex").read_text()
+    assert decision.isascii() and "tied with the leader" in decision and "below the leader (p $<$ 0.0025)" in decision
 
 
 def test_latex_of_a_report_without_scores_still_compiles(pdflatex, tmp_path):

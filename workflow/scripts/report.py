@@ -1,4 +1,4 @@
-"""Write the report folder (Markdown, HTML, tables as Parquet + CSV, Tables 1-2 as LaTeX, figures, manifest,
+"""Write the report folder (Markdown, HTML, tables as Parquet + CSV, the decision and Tables 1-2 as LaTeX, figures, manifest,
 summary line)."""
 
 from structbench.logs import step_log

@@ -4,7 +4,8 @@
     index.html            the same as one standalone page (opens from disk, no server)
     tables/<name>.parquet every built table's data, and tables/<name>.csv for readers without Arrow
     figures/<name>.png    every drawn figure
-    latex/                Table 1 and Table 2 as booktabs tabulars (table1.tex, table2.tex) and a
+    latex/                the decision, Table 1 and Table 2 as booktabs tabulars (decision.tex, table1.tex,
+                          table2.tex) and a
                           standalone tables.tex that inputs them (:mod:`structbench.report.latex`)
     manifest.json         each table and figure: written (with its files) or omitted (with the reason)
     summary.txt           the one-line end-of-run summary (:func:`run_summary`)
@@ -253,8 +254,8 @@ def write_report_bundle(inputs: ReportInputs, paths: ReportPaths) -> str:
 
 
 def write_latex(tables: Sequence[Table | Omitted], folder: str) -> dict[str, str]:
-    """Write Table 1 and Table 2 as LaTeX into ``folder`` (an omitted one as the reason), and the standalone
-    document that inputs them; returns each written (not omitted) table's name -> its .tex path."""
+    """Write the decision, Table 1 and Table 2 as LaTeX into ``folder`` (an omitted one as the reason), and the
+    standalone document that inputs them; returns each written (not omitted) table's name -> its .tex path."""
     Path(folder).mkdir(parents=True, exist_ok=True)
     chosen = [table for table in tables if table.spec.name in LATEX_TABLES]
     missing = sorted(set(LATEX_TABLES) - {table.spec.name for table in chosen})

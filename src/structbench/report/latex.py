@@ -1,4 +1,4 @@
-"""Table 1 and Table 2 as LaTeX (booktabs), for pasting into a paper (docs/method.md §15).
+"""The decision, Table 1 and Table 2 as LaTeX (booktabs), for pasting into a paper (docs/method.md §15).
 
 A table's LaTeX is drawn from the same formatted blocks the Markdown and HTML reports show
 (:class:`structbench.report.registry.TableContent`), so its rounding, its signs and its significance marks
@@ -23,7 +23,7 @@ from structbench.report.formatting import format_cell
 from structbench.report.registry import Block, Omitted, Table
 
 # The registered tables written as LaTeX, and their file names in the report's latex/ folder.
-LATEX_TABLES = {"table1_contrasts": "table1.tex", "table2_condition_means": "table2.tex"}
+LATEX_TABLES = {"decision": "decision.tex", "table1_contrasts": "table1.tex", "table2_condition_means": "table2.tex"}
 LATEX_DOCUMENT = "tables.tex"
 
 # TeX's special characters, and the non-ASCII ones the report writes, as text pdflatex sets with its

@@ -4,8 +4,8 @@ The conditions, Table 1 (contrasts; Kuehlkamp et al.'s layout: one row per contr
 95% CI, Holm p, dz, MixedLM p's, win/tie/loss query counts, its family as label), Table 2 (one row per
 corpus, one column per condition), the means with CIs, the metric ladder, the dose-response slopes,
 section recall, the title-chain study's run comparison and the per-query scores. Each builder is a pure
-function of :class:`~structbench.report.registry.ReportInputs`; :mod:`.latex` writes Tables 1 and 2 as
-booktabs LaTeX from the same shown frames.
+function of :class:`~structbench.report.registry.ReportInputs`; :mod:`.latex` writes Tables 1 and 2 (and the
+decision) as booktabs LaTeX from the same shown frames.
 """
 
 from __future__ import annotations
