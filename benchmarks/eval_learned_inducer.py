@@ -112,6 +112,7 @@ def main() -> None:
     encoder([text for paper in sample for text in paper.paragraphs])
     embedding_seconds = time.perf_counter() - started
     model = train_learned_inducer(*train_tables, encoder, seed=20260710)
+    fit_seconds = model.training["fit_seconds"]  # a model read back from its file has no timings
     with tempfile.TemporaryDirectory() as folder:
         model.save(Path(folder) / "model.bin")
         size = (Path(folder) / "model.bin").stat().st_size
@@ -148,7 +149,7 @@ def main() -> None:
         print(row(baseline, agreement_summary(baseline_sections(gold, doc_ids, baseline), gold, doc_ids)))
     print(
         f"embedding the training paragraphs: {embedding_seconds:.1f} s (0 when cached); learner fit "
-        f"(features, models, thresholds, titles; no embedding): {model.training['fit_seconds']:.1f} s"
+        f"(features, models, thresholds, titles; no embedding): {fit_seconds:.1f} s"
     )
     print(
         f"inference on the {len(evaluated)} papers (vectors cached, titles included): learned "
