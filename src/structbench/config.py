@@ -225,6 +225,7 @@ def check_config_plan(config: dict, metric_names: list[str]) -> CheckedCondition
     check_overlap_config(config, conditions)
     check_prefix_budget_config(config, conditions)
     check_readtime_config(config, conditions)
+    check_learned_config(config, conditions)
     selected, selected_contrasts = select_conditions(
         conditions, contrasts, (config.get("select") or {}).get("conditions")
     )
@@ -408,6 +409,36 @@ def known_tree_depth(config: dict, condition) -> int | None:
     return entry.get("max_levels") if entry.get("kind") == "segmentation" else None
 
 
+def check_learned_config(config: dict, conditions: dict) -> None:
+    """A learned inducer's training is defined before any job runs: a declared ``model`` file exists;
+    ``train.corpus`` is ``self`` or a declared corpus; and a corpus never trains the model that states its
+    own sections (a used inducer whose training corpus is one of the run's corpora would be graded on its
+    training documents: ``self`` cross-fits instead, docs/method.md §5)."""
+    used = set(plan.used_inducers(conditions.values()))
+    run_corpora = (config.get("select") or {}).get("corpora") or list(config["corpora"])
+    for name, entry in (config.get("inducers") or {}).items():
+        if entry["kind"] != "learned":
+            continue
+        if entry["model"] is not None:
+            if not Path(entry["model"]).is_file():
+                raise ConfigError(f"inducers.{name}.model = {entry['model']!r}: no such file")
+            continue
+        corpus = entry["train"]["corpus"]
+        if corpus == "self":
+            continue
+        if corpus not in config["corpora"]:
+            raise ConfigError(
+                f"inducers.{name}.train.corpus = {corpus!r} names no corpora entry (declared: "
+                f"{sorted(config['corpora'])}); 'self' cross-fits on the corpus the inducer is applied to"
+            )
+        if name in used and corpus in run_corpora:
+            raise ConfigError(
+                f"inducers.{name}.train.corpus = {corpus!r} is also a corpus of this run, so the inducer would "
+                f"state the sections of its own training documents: leave {corpus!r} out of select.corpora "
+                "(it is built for training only), or use train.corpus: self (cross-fitted)"
+            )
+
+
 def check_readtime_config(config: dict, conditions: dict) -> None:
     """A read-time condition (docs/method.md §18) is defined before any job runs:
 
@@ -542,14 +573,14 @@ def check_llm_config(config: dict, conditions: dict) -> None:
     declared = f"(declared: {sorted(llms)})"
     embedders = config.get("embedders") or {}
     for name, inducer in (config.get("inducers") or {}).items():
-        # the schema gives each kind its own keys: llm names an LLM, segmentation an embedder
+        # the schema gives each kind its own keys: llm names an LLM, segmentation and learned an embedder
         if inducer["kind"] == "llm":
             if inducer["llm"] not in llms:
                 raise ConfigError(f"inducers.{name}.llm = {inducer['llm']!r} names no llms entry {declared}")
         elif inducer["embedder"] not in embedders:
             raise ConfigError(
                 f"inducers.{name}.embedder = {inducer['embedder']!r} names no embedders entry "
-                f"(declared: {sorted(embedders)}); a segmentation inducer compares that embedder's vectors"
+                f"(declared: {sorted(embedders)}); a {inducer['kind']} inducer reads that embedder's vectors"
             )
     context_llm = (config.get("contexts") or {}).get("llm")
     if context_llm is not None and context_llm not in llms:

@@ -60,6 +60,11 @@ class Layout:
         """An induced structure's ``status.parquet`` (per document), ``usage.json`` or ``stats.json``."""
         return f"{self.structure(corpus, structure)}/{name}"
 
+    def inducer_model(self, inducer: str, name: str) -> str:
+        """A learned inducer's trained ``model.bin`` and ``training.json`` (its training step's), trained on the
+        corpus its ``train.corpus`` names and applied to every corpus of the run."""
+        return f"{self.results}/models/{inducer}/{name}"
+
     def induction_shard(self, corpus: str, structure: str, shard, name: str) -> str:
         """One LLM shard's ``sections.parquet``, ``status.parquet`` or ``usage.json`` of an induced structure."""
         return f"{self.structure(corpus, structure)}/shards/{shard}.{name}"

@@ -41,6 +41,7 @@ from structbench.retrieval.readtime_runs import is_readtime
 from structbench.retrieval.search import kind_inputs
 from structbench.sizes import chunkset_size, parse_size_token
 from structbench.stats.means import dose_series
+from structbench.structure.learned import OPTIONS as LEARNED_OPTIONS
 from structbench.structure.segmentation import OPTIONS as SEGMENTATION_OPTIONS
 
 # The keyword arguments of structbench.structure.induction.induce_structure an LLM inducer's entry sets.
@@ -102,6 +103,13 @@ class Study:
         return self.selected("corpora")
 
     @property
+    def built_corpora(self) -> list[str]:
+        """The corpora whose corpus step runs: the selected ones, then the corpora learned inducers train on
+        (built, never scored or reported as study corpora)."""
+        training = [self.training_corpus(inducer) for inducer in self.used_inducers()]
+        return list(dict.fromkeys(self.corpora + [corpus for corpus in training if corpus is not None]))
+
+    @property
     def scored_corpora(self) -> list[str]:
         """The selected corpora with queries (their own or generated): the ones retrieval is scored on."""
         return [name for name in self.corpora if has_queries(self.config["corpora"][name])]
@@ -159,7 +167,8 @@ class Study:
         return [name for name, c in self.conditions.items() if is_readtime(c.retrieval)]
 
     def inducers_of_kind(self, kind: str) -> list[str]:
-        """The declared inducers of ``kind`` (``llm``, ``segmentation``), which decides the rule inducing them."""
+        """The declared inducers of ``kind`` (``llm``, ``segmentation``, ``learned``): the kind decides the rule
+        inducing them."""
         return [name for name, inducer in self.config["inducers"].items() if inducer["kind"] == kind]
 
     def used_inducers(self) -> list[str]:
@@ -245,16 +254,57 @@ class Study:
         """The ``llms`` entry an LLM inducer runs."""
         return self.config["llms"][self.config["inducers"][inducer]["llm"]]
 
-    def segmentation_embedder(self, inducer: str) -> dict:
-        """The ``embedders`` entry whose vectors a segmentation inducer compares."""
+    def inducer_embedder(self, inducer: str) -> dict:
+        """The ``embedders`` entry whose vectors a segmentation or learned inducer reads."""
         return self.config["embedders"][self.config["inducers"][inducer]["embedder"]]
 
     def inducer_options(self, inducer: str) -> dict:
         """An inducer's keyword arguments: of structbench.structure.induction.induce_structure for an LLM
-        inducer, of structbench.structure.segmentation.induce_segmentation for a segmentation one."""
+        inducer, of structbench.structure.segmentation.induce_segmentation for a segmentation one, of
+        structbench.structure.learned.induce_learned for a learned one."""
         entry = self.config["inducers"][inducer]
-        keys = LLM_INDUCER_OPTIONS if entry["kind"] == "llm" else SEGMENTATION_OPTIONS
-        return {key: entry[key] for key in keys}
+        keys = {"llm": LLM_INDUCER_OPTIONS, "segmentation": SEGMENTATION_OPTIONS, "learned": LEARNED_OPTIONS}
+        return {key: entry[key] for key in keys[entry["kind"]] if key in entry}
+
+    def training_corpus(self, inducer: str) -> str | None:
+        """The corpus a learned inducer's training step reads (``train.corpus``); None where no training step
+        runs: another kind, a declared ``model`` file, or ``self`` (cross-fitted inside the induction job)."""
+        entry = self.config["inducers"][inducer]
+        if entry["kind"] != "learned" or entry["model"] is not None or entry["train"]["corpus"] == "self":
+            return None
+        return entry["train"]["corpus"]
+
+    def training_tables(self, inducer: str) -> dict[str, str]:
+        """The training step's inputs: the training corpus's documents, paragraphs and gold sections."""
+        corpus = self.training_corpus(inducer)
+        return {
+            "documents": self.paths.documents(corpus),
+            "paragraphs": self.paths.paragraphs(corpus),
+            "sections": self.paths.sections(corpus, "gold"),
+        }
+
+    def learned_inputs(self, corpus: str, inducer: str) -> dict[str, str]:
+        """What a learned induction job reads besides the corpus's documents and paragraphs: the model (its
+        training step's, or the declared file), or, for ``train.corpus: self``, the corpus's own gold
+        sections to cross-fit on."""
+        entry = self.config["inducers"][inducer]
+        if entry["model"] is not None:
+            return {"model": entry["model"]}
+        if entry["train"]["corpus"] == "self":
+            return {"gold_sections": self.paths.sections(corpus, "gold")}
+        return {"model": self.paths.inducer_model(inducer, "model.bin")}
+
+    def learned_training(self, inducer: str) -> dict:
+        """A learned inducer's ``train`` settings with the study's seed (the learner's and the folds')."""
+        return {**self.config["inducers"][inducer]["train"], "seed": self.config["seed"]}
+
+    def crossfit_training(self, inducer: str) -> dict | None:
+        """The training settings a learned induction job uses itself: :meth:`learned_training` where it
+        cross-fits (``train.corpus: self``), None where it reads a model, so that a training setting reruns
+        the induction only through the model file it changes."""
+        entry = self.config["inducers"][inducer]
+        cross_fitted = entry["model"] is None and entry["train"]["corpus"] == "self"
+        return self.learned_training(inducer) if cross_fitted else None
 
     def chunker_entry(self, chunker: str) -> dict:
         """The ``chunkers.<name>`` entry an external chunk set runs, with its name."""
@@ -482,8 +532,8 @@ class Study:
     def all_embed_reports(self) -> dict[tuple[str, str, str], str]:
         """(corpus, embedder, text set) -> the embedding step's report, for every text the embedding cache
         received (docs/method.md §15): the conditions' text sets and the queries per scored cell, the semantic
-        merge's paragraphs as ``<chunk set> (merge paragraphs)`` and a segmentation inducer's paragraphs and
-        title candidates (its usage report) as ``induced-<inducer> (segmentation)``."""
+        merge's paragraphs as ``<chunk set> (merge paragraphs)`` and a segmentation or learned inducer's paragraphs
+        and title candidates (its usage report) as ``induced-<inducer> (segmentation)`` / ``(learned)``."""
         textsets = plan.embedded_text_sets(self.conditions.values())
         reports = {
             (corpus, embedder, textset): self.paths.embed_report(corpus, embedder, textset)
@@ -499,13 +549,17 @@ class Study:
             for corpus in self.corpora
             for chunkset in plan.semantic_chunk_sets(self.conditions.values())
         }
-        segmentation = [name for name in self.used_inducers() if name in self.inducers_of_kind("segmentation")]
+        embedding_inducers = [
+            (name, self.config["inducers"][name]["kind"])
+            for name in self.used_inducers()
+            if self.config["inducers"][name]["kind"] != "llm"
+        ]
         reports |= {
-            (corpus, self.config["inducers"][inducer]["embedder"], f"induced-{inducer} (segmentation)"): (
+            (corpus, self.config["inducers"][inducer]["embedder"], f"induced-{inducer} ({kind})"): (
                 self.paths.induction_file(corpus, f"induced-{inducer}", "usage.json")
             )
             for corpus in self.corpora
-            for inducer in segmentation
+            for inducer, kind in embedding_inducers
         }
         return reports | {
             (corpus, embedder, QUERIES): self.paths.query_embed_report(corpus, embedder)

@@ -408,7 +408,9 @@ def test_the_config_schema_states_the_inducers_defaults():
     from structbench.structure.segmentation import OPTIONS, induce_segmentation
 
     schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
-    keys = schema["properties"]["inducers"]["additionalProperties"]["then"]["properties"]
+    branches = schema["properties"]["inducers"]["additionalProperties"]["allOf"]
+    branch = next(b for b in branches if b["if"]["properties"]["kind"] == {"const": "segmentation"})
+    keys = branch["then"]["properties"]
     signature = inspect.signature(induce_segmentation).parameters
     assert set(keys) - {"embedder"} == set(OPTIONS)
     assert {name: keys[name]["default"] for name in OPTIONS} == {name: signature[name].default for name in OPTIONS}
