@@ -1,5 +1,7 @@
 """Cross-fitting a learned inducer on a corpus's own headings (structbench.structure.crossfit)."""
 
+import hashlib
+
 import polars as pl
 import pytest
 from segmentation_testing import TOPICS, HashedBagOfWords, topic_paragraph
@@ -24,9 +26,23 @@ def test_folds_depend_on_the_seed_and_ids_alone():
 def test_training_documents_need_min_sections_and_keep_corpus_order():
     documents = pl.DataFrame({"doc_id": ["c", "a", "b", "d"]})
     sections = pl.DataFrame({"doc_id": ["a", "a", "b", "c", "c", "c", "d", "d"]})
-    assert crossfit.training_documents(documents, sections, 2, None) == ["c", "a", "d"]
-    assert crossfit.training_documents(documents, sections, 3, None) == ["c"]
-    assert crossfit.training_documents(documents, sections, 2, 2) == ["c", "a"]
+    assert crossfit.training_documents(documents, sections, 2, None, 0) == ["c", "a", "d"]
+    assert crossfit.training_documents(documents, sections, 3, None, 0) == ["c"]
+    assert crossfit.training_documents(documents, sections, 2, 5, 0) == ["c", "a", "d"]
+
+
+def test_max_docs_keeps_a_seeded_sample_not_the_head_of_the_file():
+    doc_ids = [f"doc{i:02d}" for i in range(40)]
+    documents = pl.DataFrame({"doc_id": doc_ids})
+    sections = pl.DataFrame({"doc_id": [doc_id for doc_id in doc_ids for _ in range(2)]})
+    kept = crossfit.training_documents(documents, sections, 2, 10, 7)
+    # the ten smallest sha256("7:<id>"), listed in corpus order; not the first ten ids
+    expected = sorted(doc_ids, key=lambda d: hashlib.sha256(f"7:{d}".encode()).hexdigest())[:10]
+    assert kept == sorted(expected, key=doc_ids.index)
+    assert kept != doc_ids[:10]
+    # a document's membership follows its id and the seed, not the corpus order
+    assert crossfit.training_documents(documents.reverse(), sections, 2, 10, 7) == kept[::-1]
+    assert crossfit.training_documents(documents, sections, 2, 10, 8) != kept
 
 
 def topic_corpus(n_docs: int):

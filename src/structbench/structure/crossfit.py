@@ -4,8 +4,10 @@ from models that never saw them (docs/method.md §5, the learned inducer).
 A learned inducer (:mod:`structbench.structure.learned`) trains on documents with their gold headings and
 states the sections of documents without. Its training documents are chosen by one rule,
 :func:`training_documents`: a document qualifies when its gold tree has at least ``min_sections`` sections
-(a document with one section teaches no boundary); the first ``max_docs`` qualifying documents in corpus
-order are kept (all when None).
+(a document with one section teaches no boundary); where ``max_docs`` caps them, the ``max_docs`` qualifying
+documents first in the order of ``sha256(seed:doc_id)`` are kept, a seeded sample that depends on no file order
+(a corpus file's head can be unlike its rest: QASPER's first 300 train papers have no subsection at all),
+listed in corpus order.
 
 Where the training corpus is the corpus the inducer is applied to (``train.corpus: self``: a Markdown
 folder whose documents have headings, the default run's knowledge base), training on a document and then
@@ -28,13 +30,21 @@ from structbench.structure.learned import TRAIN_OPTIONS, induce_learned, train_l
 Encode = Callable[[Sequence[str]], np.ndarray]
 
 
+def seeded_order(doc_ids: Sequence[str], seed: int) -> list[str]:
+    """``doc_ids`` in the order of ``sha256(seed:doc_id)``: a document's place depends on the seed and its id alone."""
+    return sorted(doc_ids, key=lambda doc_id: hashlib.sha256(f"{seed}:{doc_id}".encode()).hexdigest())
+
+
 def training_documents(
-    documents: pl.DataFrame, sections: pl.DataFrame, min_sections: int, max_docs: int | None
+    documents: pl.DataFrame, sections: pl.DataFrame, min_sections: int, max_docs: int | None, seed: int
 ) -> list[str]:
     """The ids of the documents a learned inducer trains on (module docstring), in corpus order."""
     counts = dict(sections.group_by("doc_id").len().iter_rows())
     qualifying = [doc_id for doc_id in documents["doc_id"] if counts.get(doc_id, 0) >= min_sections]
-    return qualifying if max_docs is None else qualifying[:max_docs]
+    if max_docs is None or max_docs >= len(qualifying):
+        return qualifying
+    kept = set(seeded_order(qualifying, seed)[:max_docs])
+    return [doc_id for doc_id in qualifying if doc_id in kept]
 
 
 def restrict(documents: pl.DataFrame, paragraphs: pl.DataFrame, sections: pl.DataFrame, doc_ids: Sequence[str]):
@@ -48,7 +58,7 @@ def document_folds(doc_ids: Sequence[str], folds: int, seed: int) -> list[list[s
     document's fold depends on the seed and on its id alone, never on the corpus order."""
     if folds < 2:
         raise ValueError(f"cross-fitting needs at least 2 folds, got {folds}")
-    ordered = sorted(doc_ids, key=lambda doc_id: hashlib.sha256(f"{seed}:{doc_id}".encode()).hexdigest())
+    ordered = seeded_order(doc_ids, seed)
     n_folds = min(folds, len(ordered))
     return [ordered[fold::n_folds] for fold in range(n_folds)]
 
@@ -68,7 +78,9 @@ def train_on(
 ):
     """Train one model on the qualifying documents of the tables (:func:`training_documents` with the
     ``train`` ``settings``); a named ValueError, naming ``label``, when none qualifies."""
-    doc_ids = training_documents(documents, sections, settings["min_sections"], settings["max_docs"])
+    doc_ids = training_documents(
+        documents, sections, settings["min_sections"], settings["max_docs"], settings["seed"]
+    )
     if not doc_ids:
         raise ValueError(
             f"{label}: no training document has at least {settings['min_sections']} gold sections "
