@@ -32,6 +32,7 @@ SHIPPED = {
     "chunkers.yaml": (["chunkers.yaml"], []),
     "ladder.yaml": (["ladder.yaml"], []),
     "late.yaml": (["late.yaml"], []),
+    "learned.yaml": (["qasper.yaml", "learned.yaml"], ["corpora={qasper: {max_docs: 50}}"]),
     "model_free.yaml": (["model_free.yaml"], []),
     "own_corpus.yaml": (
         ["own_corpus.yaml"],

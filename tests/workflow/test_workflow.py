@@ -31,6 +31,10 @@ DEFAULT_CONDITIONS = (
     "M3",
     "MP",
     "M4",
+    "L2",
+    "L3",
+    "LP",
+    "L4",
     "B2",
     "F0",
     "GL",
@@ -58,15 +62,17 @@ def test_dry_run_of_the_default_lists_every_cell(tmp_path):
         assert f"results/kb/scores/minilm/none/{condition}.parquet" in out
     jobs = planned_jobs(out)
     # B2 (retrieval: bm25) is scored from its chunk set's BM25 run: a score job, no retrieve job
-    assert jobs["score"] == 20 and jobs["retrieve"] == 19 and jobs["contrasts"] == 1
-    # Sixteen text sets (A4, G4 and M4 rank A3's, G3's and M3's vectors; F0 and the late arm GL, GLP, FL add four)
-    # on five chunk sets (gold, LLM-induced and model-free structural, fixed windows matched to the gold and to
-    # the LLM-induced chunks); the LLM steps run once per shard (llm_shards: 2) and are merged; the model-free
-    # inducer is one embedding job for the corpus.
-    assert jobs["embed_texts"] == 16 and jobs["structural_chunks"] == 3 and jobs["fixed_chunks"] == 2
+    assert jobs["score"] == 24 and jobs["retrieve"] == 23 and jobs["contrasts"] == 1
+    # Nineteen text sets (A4, G4, M4 and L4 rank A3's, G3's, M3's and L3's vectors; F0 and the late arm GL, GLP,
+    # FL add four) on six chunk sets (gold, LLM-induced, tiling and learned structural, fixed windows matched to
+    # the gold and to the LLM-induced chunks); the LLM steps run once per shard (llm_shards: 2) and are merged;
+    # each model-free inducer is one embedding job for the corpus (the learned one cross-fitted on the
+    # knowledge base's own headings: no training job).
+    assert jobs["embed_texts"] == 19 and jobs["structural_chunks"] == 4 and jobs["fixed_chunks"] == 2
     assert jobs["induce_structure"] == 2 and jobs["chunk_contexts"] == 2 and jobs["segment_structure"] == 1
-    assert jobs["merge_structure"] == 1 and jobs["merge_contexts"] == 1 and jobs["route_sections"] == 3
-    assert jobs["induction_stats"] == 2
+    assert jobs["learned_structure"] == 1 and "train_inducer" not in jobs
+    assert jobs["merge_structure"] == 1 and jobs["merge_contexts"] == 1 and jobs["route_sections"] == 4
+    assert jobs["induction_stats"] == 3
 
 
 def test_dry_run_of_the_paper_grid_scores_every_cell_of_both_corpora(tmp_path, shared_data):

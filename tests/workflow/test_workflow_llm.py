@@ -165,9 +165,9 @@ def test_the_default_plans_one_llm_job_per_shard(tmp_path):
         jobs = planned_jobs(result.stdout + result.stderr)
         assert jobs["induce_structure"] == jobs["chunk_contexts"] == shards
         assert jobs["merge_structure"] == jobs["merge_contexts"] == 1
-        # the LLM inducer and the model-free one (one segmentation job, not sharded: it runs no LLM)
-        assert jobs["induction_stats"] == 2 and jobs["segment_structure"] == 1
-        # The twenty conditions of the default: sixteen text sets (A4, G4 and M4 rank the vectors of A3, G3
-        # and M3 by two-stage routing; B2 ranks G2's texts by BM25), twenty cells, three stage-1 routing jobs.
-        assert jobs["texts"] == jobs["embed_texts"] == 16 and jobs["score"] == 20
-        assert jobs["route_sections"] == 3
+        # the LLM inducer and the two model-free ones (one job each, not sharded: they run no LLM)
+        assert jobs["induction_stats"] == 3 and jobs["segment_structure"] == jobs["learned_structure"] == 1
+        # The twenty-four conditions of the default: nineteen text sets (A4, G4, M4 and L4 rank the vectors of
+        # A3, G3, M3 and L3 by two-stage routing; B2 ranks G2's texts by BM25), 24 cells, four stage-1 routing jobs.
+        assert jobs["texts"] == jobs["embed_texts"] == 19 and jobs["score"] == 24
+        assert jobs["route_sections"] == 4
