@@ -1,5 +1,5 @@
-"""Write the report folder (Markdown, HTML, tables as Parquet + CSV, the decision and Tables 1-2 as LaTeX, figures, manifest,
-summary line)."""
+"""Write the report folder (Markdown, HTML, tables as Parquet + CSV, the decision and Tables 1-2 as LaTeX,
+figures, manifest, summary line)."""
 
 from structbench.logs import step_log
 from structbench.report.bundle import ReportPaths, load_inputs, rule_input_paths, write_report_bundle

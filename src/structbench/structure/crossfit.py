@@ -78,9 +78,7 @@ def train_on(
 ):
     """Train one model on the qualifying documents of the tables (:func:`training_documents` with the
     ``train`` ``settings``); a named ValueError, naming ``label``, when none qualifies."""
-    doc_ids = training_documents(
-        documents, sections, settings["min_sections"], settings["max_docs"], settings["seed"]
-    )
+    doc_ids = training_documents(documents, sections, settings["min_sections"], settings["max_docs"], settings["seed"])
     if not doc_ids:
         raise ValueError(
             f"{label}: no training document has at least {settings['min_sections']} gold sections "
