@@ -80,17 +80,17 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from structbench.corpus.verify import verify_sections
-from structbench.datamodel import MAX_LEVEL, SectionSpec
+from structbench.datamodel import SectionSpec
 from structbench.structure.agreement import match_boundaries, pk, section_boundaries, windowdiff
-from structbench.structure.sections import STATUS, InducedSection, check_sections, paragraph_texts, sections_table
+from structbench.structure.sections import InducedSection, check_sections, paragraph_texts
 from structbench.structure.segmentation import (
     STOPWORDS,
     depth_scores,
     gap_similarities,
-    normalise_rows,
+    induced_tables,
+    keyphrase_titles,
     paragraph_vectors,
-    section_titles,
+    status_row,
     subtree_ends,
     tiling,
 )
@@ -672,41 +672,24 @@ def induce_learned(
         if problems:  # legal by construction; reaching this is a bug
             raise AssertionError(f"{doc_id}: learned sections are not a legal tiling: {problems[:3]}")
         ends = subtree_ends(sections)
-        learned = _canonical_titles(model, vectors, sections, ends, title_confidence)
-        open_ = [i for i, name in enumerate(learned) if name is None]
-        titles = list(learned)
-        if open_:
-            section_texts = ["\n\n".join(texts[sections[i].first - 1 : ends[i]]) for i in open_]
-            section_vectors = normalise_rows(
-                np.stack([vectors[sections[i].first - 1 : ends[i]].sum(axis=0) for i in open_])
-            )
-            keyphrases = section_titles(
-                section_texts,
-                section_vectors,
-                encode,
-                title_words=title_words,
-                max_candidates=max_candidates,
-                diversity=diversity,
-            )
-            for i, title in zip(open_, keyphrases):
-                titles[i] = title
+        titles = _canonical_titles(model, vectors, sections, ends, title_confidence)
+        open_ = [i for i, name in enumerate(titles) if name is None]
+        keyphrases = keyphrase_titles(
+            texts,
+            vectors,
+            [sections[i] for i in open_],
+            [ends[i] for i in open_],
+            encode,
+            title_words=title_words,
+            max_candidates=max_candidates,
+            diversity=diversity,
+        )
+        for i, title in zip(open_, keyphrases):
+            titles[i] = title
         sections = [replace(s, title=title) for s, title in zip(sections, titles)]
         specs[doc_id] = [SectionSpec(s.title, s.level, s.first - 1, s.last) for s in sections]
-        status = "usable" if len(sections) > 1 else "failed"
-        status_rows.append(
-            (doc_id, status, reason, 1, 1, len(sections), 0, 0, sum(s.level > MAX_LEVEL for s in sections), 0, 0)
-        )
-    induced = sections_table(documents, texts_by_doc, specs)
-    violations = verify_sections(paragraphs.filter(pl.col("doc_id").is_in(list(texts_by_doc))), induced)
-    if violations:
-        raise AssertionError("learned sections fail verification:\n" + "\n".join(violations[:20]))
-    status_table = pl.DataFrame(status_rows, schema=STATUS, orient="row")
-    log.info(
-        "learned inducer: %d documents, %d usable",
-        status_table.height,
-        status_table.filter(pl.col("status") == "usable").height,
-    )
-    return induced, status_table
+        status_rows.append(status_row(doc_id, sections, reason))
+    return induced_tables(documents, paragraphs, texts_by_doc, specs, status_rows, "learned inducer")
 
 
 # The inducer's options, as config keys (inducers.<name> of kind learned; the schema states the same

@@ -460,14 +460,11 @@ def induce_segmentation(
         problems = check_sections(sections, 1, len(texts))
         if problems:  # legal by construction; reaching this is a bug
             raise AssertionError(f"{doc_id}: segmentation is not a legal tiling: {problems[:3]}")
-        ends = subtree_ends(sections)
-        section_texts = ["\n\n".join(texts[s.first - 1 : end]) for s, end in zip(sections, ends)]
-        section_vectors = normalise_rows(
-            np.stack([vectors[s.first - 1 : end].sum(axis=0) for s, end in zip(sections, ends)])
-        )
-        titles = section_titles(
-            section_texts,
-            section_vectors,
+        titles = keyphrase_titles(
+            texts,
+            vectors,
+            sections,
+            subtree_ends(sections),
             encode,
             title_words=title_words,
             max_candidates=max_candidates,
@@ -475,17 +472,52 @@ def induce_segmentation(
         )
         sections = [replace(s, title=title) for s, title in zip(sections, titles)]
         specs[doc_id] = [SectionSpec(s.title, s.level, s.first - 1, s.last) for s in sections]
-        status = "usable" if len(sections) > 1 else "failed"
-        status_rows.append(
-            (doc_id, status, reason, 1, 1, len(sections), 0, 0, sum(s.level > MAX_LEVEL for s in sections), 0, 0)
-        )
+        status_rows.append(status_row(doc_id, sections, reason))
+    return induced_tables(documents, paragraphs, texts_by_doc, specs, status_rows, "segmentation")
+
+
+def keyphrase_titles(
+    texts: Sequence[str],
+    vectors: np.ndarray,
+    sections: Sequence[InducedSection],
+    ends: Sequence[int],
+    encode: Encode,
+    **title_options,
+) -> list[str]:
+    """Keyphrase titles (:func:`section_titles`) of ``sections`` of one document, each read over its subtree
+    (first paragraph to its ``ends`` entry): the section's text and the renormalised sum of its paragraph vectors."""
+    if not sections:
+        return []
+    section_texts = ["\n\n".join(texts[s.first - 1 : end]) for s, end in zip(sections, ends)]
+    sums = [vectors[s.first - 1 : end].sum(axis=0) for s, end in zip(sections, ends)]
+    section_vectors = normalise_rows(np.stack(sums))
+    return section_titles(section_texts, section_vectors, encode, **title_options)
+
+
+def status_row(doc_id: str, sections: Sequence[InducedSection], reason: str) -> tuple:
+    """A model-free inducer's ``STATUS`` row of one document (module docstring, "Status")."""
+    status = "usable" if len(sections) > 1 else "failed"
+    return (doc_id, status, reason, 1, 1, len(sections), 0, 0, sum(s.level > MAX_LEVEL for s in sections), 0, 0)
+
+
+def induced_tables(
+    documents: pl.DataFrame,
+    paragraphs: pl.DataFrame,
+    texts_by_doc: dict[str, list[str]],
+    specs: dict[str, list[SectionSpec]],
+    status_rows: list[tuple],
+    inducer: str,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``(sections, status)`` of a model-free inducer: the sections table built like gold's and verified (a
+    violation is a bug of ``inducer`` and raises), and the status table."""
     induced = sections_table(documents, texts_by_doc, specs)
     violations = verify_sections(paragraphs.filter(pl.col("doc_id").is_in(list(texts_by_doc))), induced)
     if violations:
-        raise AssertionError("segmented sections fail verification:\n" + "\n".join(violations[:20]))
+        raise AssertionError(f"{inducer} sections fail verification:\n" + "\n".join(violations[:20]))
     status_table = pl.DataFrame(status_rows, schema=STATUS, orient="row")
     log.info(
-        "segmented %d documents: %d usable",
+        "%s: %d documents, %d usable",
+        inducer,
         status_table.height,
         status_table.filter(pl.col("status") == "usable").height,
     )
