@@ -63,8 +63,9 @@ def test_a_selection_drops_the_contrasts_it_halves_and_names_what_each_misses():
 def test_the_default_config_runs_every_declared_contrast():
     plan = study()
     assert list(plan.contrasts) == list(DEFAULT["contrasts"]) and plan.dropped_contrasts == []
-    assert plan.conditions_retrieved_by("two_stage") == ["A4", "G4", "M4"]
-    assert plan.used_inducers() == ["llm", "tiling"] and plan.inducers_of_kind("segmentation") == ["tiling"]
+    assert plan.conditions_retrieved_by("two_stage") == ["A4", "G4", "M4", "L4"]
+    assert plan.used_inducers() == ["learned", "llm", "tiling"]
+    assert plan.inducers_of_kind("segmentation") == ["tiling"] and plan.inducers_of_kind("learned") == ["learned"]
 
 
 def test_a_bad_config_fails_when_the_study_is_built():
@@ -166,7 +167,7 @@ def test_each_artifact_has_a_path_of_its_own():
     layout = Layout("out")
     keys = {"corpus": "kb", "chunkset": "structural/gold", "textset": "structural/gold/none", "embedder": "e"}
     keys |= {"reranker": "r", "condition": "c", "structure": "gold", "shard": 0, "table": "t", "report": "bounds"}
-    keys |= {"name": "n", "suffix": "s"}
+    keys |= {"name": "n", "suffix": "s", "inducer": "i"}
     found = {}
     for name, method in inspect.getmembers(layout, inspect.ismethod):
         if name.startswith("_"):

@@ -119,14 +119,15 @@ def assert_cold_default_run(workdir):
     """The default run's LLM steps and embeddings, on empty caches: every step computed something."""
     usages = [json.loads(p.read_text()) for p in (workdir / "results").rglob("shards/*.usage.json")]
     embeds = [json.loads(p.read_text()) for p in (workdir / "results").rglob("*.embed.json")]
-    # the model-free inducer's embedding (paragraphs and title candidates) reports like an embedding step
-    embeds.append(json.loads((workdir / "results/kb/structure/induced-tiling/usage.json").read_text()))
-    # 2 induction + 2 context shards; sixteen text sets (twelve, F0's and the late arm's three), the queries and
-    # the segmentation step (B2, BM25, embeds nothing)
-    assert len(usages) == 4 and len(embeds) == 18
+    # the model-free inducers' embeddings (paragraphs and title candidates) report like an embedding step
+    for inducer in ("tiling", "learned"):
+        embeds.append(json.loads((workdir / f"results/kb/structure/induced-{inducer}/usage.json").read_text()))
+    # 2 induction + 2 context shards; nineteen text sets (twelve, the learned arm's three, F0's and the late arm's
+    # three), the queries and the two model-free inducers (B2, BM25, embeds nothing)
+    assert len(usages) == 4 and len(embeds) == 22
     generated, embedded = sum(u["generated"] for u in usages), sum(e["n_encoded"] for e in embeds)
     assert generated > 0 and embedded > 0
-    for inducer in ("llm", "tiling"):
+    for inducer in ("llm", "tiling", "learned"):
         stats = json.loads((workdir / f"results/kb/structure/induced-{inducer}/stats.json").read_text())
         assert stats["documents"] == 8 == stats["usable"] + stats["repaired"] + stats["failed"]
 
