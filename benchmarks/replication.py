@@ -2,8 +2,11 @@
 
     PYTHONPATH=src .venv/bin/python benchmarks/replication.py \\
         --discovery results/findings-dev --replication results/findings-train [--metric cov_nDCG@10]
+    PYTHONPATH=src .venv/bin/python benchmarks/replication.py --discovery results/qasper_full \\
+        --discovery-corpus qasper_train --replication results/qasper_full --replication-corpus qasper_dev
 
-Reads each run's ``contrasts/<corpus>/<embedder>/<reranker>/contrasts.parquet`` (the statistics step's table:
+Reads each run's ``contrasts/<corpus>/<embedder>/<reranker>/contrasts.parquet`` (of the named corpus where a run
+has several) (the statistics step's table:
 Δ, 95% bootstrap CI, Holm p with its Monte-Carlo error) and prints, per contrast, the discovery's numbers, the
 replication's, and a verdict: **replicates** when both Holm p are below α with the same sign, **does not
 replicate** when the discovery's is and the replication's is not (or the sign flips), **no finding** when the
@@ -20,8 +23,8 @@ import polars as pl
 ALPHA = 0.05
 
 
-def contrast_table(results: Path, metric: str) -> pl.DataFrame:
-    files = sorted(results.glob("contrasts/*/*/*/contrasts.parquet"))
+def contrast_table(results: Path, metric: str, corpus: str = "*") -> pl.DataFrame:
+    files = sorted(results.glob(f"contrasts/{corpus}/*/*/contrasts.parquet"))
     if len(files) != 1:
         raise SystemExit(f"{results}: expected one contrasts table, found {[str(f) for f in files]}")
     table = pl.read_parquet(files[0]).filter(pl.col("metric") == metric)
@@ -52,10 +55,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--discovery", type=Path, required=True)
     parser.add_argument("--replication", type=Path, required=True)
+    parser.add_argument("--discovery-corpus", default="*", help="the discovery run's corpus, where it has several")
+    parser.add_argument("--replication-corpus", default="*", help="the replication run's corpus, likewise")
     parser.add_argument("--metric", default="cov_nDCG@10")
     args = parser.parse_args()
-    discovery = {row["contrast"]: row for row in contrast_table(args.discovery, args.metric).iter_rows(named=True)}
-    replication = {row["contrast"]: row for row in contrast_table(args.replication, args.metric).iter_rows(named=True)}
+    discovery = contrast_table(args.discovery, args.metric, args.discovery_corpus)
+    replication = contrast_table(args.replication, args.metric, args.replication_corpus)
+    discovery = {row["contrast"]: row for row in discovery.iter_rows(named=True)}
+    replication = {row["contrast"]: row for row in replication.iter_rows(named=True)}
     print(
         "| contrast | discovery Δ [95% CI] | Holm p ± MC s.e. | W/T/L | sample "
         "| replication Δ [95% CI] | Holm p ± MC s.e. | W/T/L | sample | verdict |"

@@ -40,6 +40,8 @@ SHIPPED = {
     ),
     "paper.yaml": (["paper.yaml"], []),
     "qasper.yaml": (["qasper.yaml"], []),
+    "qasper_full.yaml": (["qasper_full.yaml"], []),
+    "qasper_full_model_free.yaml": (["qasper_full_model_free.yaml"], []),
     "qasper_knobs.yaml": (["qasper.yaml", "sizes.yaml", "qasper_knobs.yaml"], ["corpora={qasper: {max_docs: 50}}"]),
     "readtime.yaml": (["readtime.yaml"], []),
     "sizes.yaml": (["sizes.yaml"], []),
