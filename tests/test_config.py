@@ -304,14 +304,58 @@ def test_select_conditions_keeps_only_contrasts_whose_conditions_all_run():
     assert checked()[1].keys() == checked(select={"conditions": None})[1].keys()
 
 
+def test_a_condition_left_out_by_select_conditions_is_not_checked():
+    """A declared condition the selection leaves out asks nothing of the run: a per-condition check that would
+    refuse it (a toc router without its LLM, a prefixed read-time mode, an undeclared chunker, a budget its own
+    t_min 0 cannot promise) refuses only a run that selects it."""
+    broken = {
+        "T": {"boundaries": "structural", "structure": "gold", "prefix": "none", "retrieval": "toc"},
+        "R": {"boundaries": "structural", "structure": "gold", "prefix": "path:3", "retrieval": "parent:2"},
+        "X": {"boundaries": "external:nowhere", "structure": "gold", "prefix": "none", "retrieval": "flat"},
+        "Z": {"boundaries": "structural", "structure": "gold", "prefix": "none", "retrieval": "flat", "t_min": 0},
+    }
+    conditions = GOLD["conditions"] | broken
+    selected, contrasts = checked(GOLD, conditions=conditions, select={"conditions": ["G2", "G3"]})
+    assert list(selected) == ["G2", "G3"] and list(contrasts) == ["G3-G2"]
+    for name, named in (
+        ("T", r"conditions\.T\.retrieval = 'toc' needs retrieval\.toc_llm"),
+        ("R", r"conditions\.R\.prefix = 'path:3' with retrieval = 'parent:2'"),
+        ("X", r"conditions\.X\.boundaries = 'external:nowhere' names chunker 'nowhere'"),
+        ("Z", r"conditions\.Z\.t_min = 0 tokens: metric budget_cov@\d+"),
+    ):
+        with pytest.raises(ConfigError, match=named):
+            checked(GOLD, conditions=conditions, select={"conditions": ["G2", "G3", name]})
+
+
+def test_a_run_comparison_of_a_condition_left_out_is_named():
+    with pytest.raises(ConfigError, match=r"report\.compare_runs\[0\] .* names \['G3'\], which select\.conditions"):
+        checked(GOLD, select={"conditions": ["G2", "F0"]}, report={"compare_runs": [["G3", "G2"]]})
+
+
 def test_every_violation_is_listed_with_its_key():
     config = copy.deepcopy(DEFAULT)
     config["chunking"]["t_maxx"] = 3
     config["retrieval"]["top_k"] = 0
     with pytest.raises(ConfigError) as error:
         validate_config(config, SCHEMA)
-    assert "chunking: Additional properties are not allowed ('t_maxx' was unexpected)" in str(error.value)
+    assert "chunking.t_maxx: unknown key; did you mean 't_max'?" in str(error.value)
     assert "retrieval.top_k: 0 is less than the minimum of 1" in str(error.value)
+    assert (("chunking", "t_maxx"), "unknown key; did you mean 't_max'? (config/README.md lists every key)") in (
+        error.value.problems
+    )
+
+
+def test_an_unknown_key_is_named_at_its_own_path_and_a_key_of_another_kind_as_such():
+    config = copy.deepcopy(DEFAULT)
+    config["retreival"] = {"top_k": 10}
+    config["inducers"]["tiling"] |= {"llm": "smollm2", "zzz": 1}
+    with pytest.raises(ConfigError) as error:
+        validate_config(config, SCHEMA)
+    problems = dict(error.value.problems)
+    assert problems[("retreival",)] == "unknown key; did you mean 'retrieval'? (config/README.md lists every key)"
+    assert problems[("inducers", "tiling", "llm")].startswith("not a key of this kind of entry")
+    assert problems[("inducers", "tiling", "zzz")] == "unknown key (config/README.md lists every key)"
+    assert () not in problems and ("inducers", "tiling") not in problems
 
 
 def test_nan_and_infinite_numbers_are_named_wherever_they_sit():
@@ -384,10 +428,10 @@ def test_a_segmentation_inducer_gets_its_own_keys_and_defaults_only():
         ({"kind": "segmentation"}, r"inducers\.seg: 'embedder' is a required property"),
         (
             {"kind": "segmentation", "embedder": "minilm", "llm": "small"},
-            r"inducers\.seg: Unevaluated properties are not allowed \('llm' was unexpected\)",
+            r"inducers\.seg\.llm: not a key of this kind of entry",
         ),
         ({"kind": "segmentation", "embedder": "minilm", "max_levels": 9}, r"inducers\.seg\.max_levels: 9 is greater"),
-        ({"llm": "small", "window": 3}, r"inducers\.seg: Unevaluated properties are not allowed \('window'"),
+        ({"llm": "small", "window": 3}, r"inducers\.seg\.window: not a key of this kind of entry"),
         ({"kind": "tiling", "embedder": "minilm"}, r"inducers\.seg\.kind: 'tiling' is not one of"),
     ],
 )
@@ -716,9 +760,15 @@ def test_a_learned_inducer_gets_its_training_keys_and_defaults():
     "inducer, named",
     [
         ({"kind": "learned"}, r"inducers\.lrn: 'embedder' is a required property"),
-        ({"kind": "learned", "embedder": "minilm", "depth_cutoff": 0.5}, r"\('depth_cutoff' was unexpected\)"),
+        (
+            {"kind": "learned", "embedder": "minilm", "depth_cutoff": 0.5},
+            r"inducers\.lrn\.depth_cutoff: not a key of this kind",
+        ),
         ({"kind": "learned", "embedder": "minilm", "train": {"folds": 1}}, r"inducers\.lrn\.train\.folds: 1 is less"),
-        ({"kind": "learned", "embedder": "minilm", "train": {"split": 2}}, r"\('split' was unexpected\)"),
+        (
+            {"kind": "learned", "embedder": "minilm", "train": {"split": 2}},
+            r"inducers\.lrn\.train\.split: unknown key \(config",
+        ),
     ],
 )
 def test_learned_inducer_keys_are_checked(inducer, named):

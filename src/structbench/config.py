@@ -18,6 +18,7 @@ key (``chunking.t_min``, ``contrasts.C1``), never minutes into it.
 from __future__ import annotations
 
 import copy
+import difflib
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -143,6 +144,48 @@ def _coerce_command_line_strings(validator, config: dict) -> None:
             parent[error.absolute_path[-1]] = value
 
 
+UNEXPECTED_KEYS = ("additionalProperties", "unevaluatedProperties")
+
+
+def schema_problems(error, paths: list[tuple] = ()) -> list[tuple[tuple, str]]:
+    """``(key path, problem)`` for one schema violation. A key the schema does not allow is named at its own
+    path (so check-config gives the line that wrote it), with the nearest allowed key when one is close (a
+    typo); any other violation at the path it sits at, in jsonschema's words. ``paths`` are every violation's
+    path: a kind's branch that fails deeper (``paths`` below this entry) leaves all its keys unevaluated, so
+    then only keys no kind declares are named (the deeper violation says what is wrong)."""
+    path = tuple(error.absolute_path)
+    if error.validator not in UNEXPECTED_KEYS or not isinstance(error.instance, dict):
+        return [(path, error.message)]
+    unexpected = [key for key in error.instance if repr(key) in error.message]  # the message lists each repr
+    here = set(error.schema.get("properties") or {})
+    elsewhere = _branch_keys(error.schema) - here
+    branch_failed = any(len(other) > len(path) and other[: len(path)] == path for other in paths)
+    problems = []
+    for key in unexpected:
+        if key in elsewhere:  # a key of another kind of entry (then / else, allOf branches)
+            if not branch_failed:
+                problems.append(
+                    ((*path, key), "not a key of this kind of entry (its kind takes other keys: config/README.md)")
+                )
+            continue
+        close = difflib.get_close_matches(str(key), sorted(map(str, here | elsewhere)), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        problems.append(((*path, key), f"unknown key{hint} (config/README.md lists every key)"))
+    return problems if problems or branch_failed else [(path, error.message)]
+
+
+def _branch_keys(schema: dict) -> set:
+    """The property names a schema node and its conditional branches (``then``, ``else``, ``allOf``, ``anyOf``,
+    ``oneOf``) declare: the keys some entry of its kind may hold."""
+    keys = set(schema.get("properties") or {})
+    branches = [schema.get(name) for name in ("then", "else")]
+    branches += [item for name in ("allOf", "anyOf", "oneOf") for item in schema.get(name) or []]
+    for branch in branches:
+        if isinstance(branch, dict):
+            keys |= _branch_keys(branch)
+    return keys
+
+
 def validate_config(config: dict, schema_path: str | Path) -> dict:
     """Validate ``config`` in place against the schema and fill its defaults; return it.
 
@@ -150,7 +193,8 @@ def validate_config(config: dict, schema_path: str | Path) -> dict:
     validator = _validator_with_defaults(load_schema(schema_path))
     _coerce_command_line_strings(validator, config)
     errors = sorted(validator.iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path])
-    problems = [(tuple(error.absolute_path), error.message) for error in errors]
+    paths = [tuple(error.absolute_path) for error in errors]
+    problems = [problem for error in errors for problem in schema_problems(error, paths)]
     problems += [(path, f"{value!r} is not a finite number") for path, value in non_finite_numbers(config)]
     if problems:
         lines = [f"  {_key(path)}: {problem}" for path, problem in problems]
@@ -205,11 +249,6 @@ def check_config_plan(config: dict, metric_names: list[str]) -> CheckedCondition
                 f"stats.contrast_metrics names {extra!r}, which is not computed under this config; "
                 f"the metrics are {metric_names}"
             )
-    semantic = config["chunking"]["semantic_embedder"]
-    if any(c.boundaries == "semantic" for c in conditions.values()) and semantic not in config["embedders"]:
-        raise ConfigError(
-            f"chunking.semantic_embedder = {semantic!r} names no declared embedder ({list(config['embedders'])})"
-        )
     for kind in ("corpora", "embedders", "rerankers"):
         chosen = (config.get("select") or {}).get(kind) or []
         unknown = [name for name in chosen if name not in config[kind]]
@@ -217,19 +256,25 @@ def check_config_plan(config: dict, metric_names: list[str]) -> CheckedCondition
             raise ConfigError(
                 f"select.{kind} names {unknown}, which config.{kind} does not declare ({list(config[kind])})"
             )
-    check_metric_depth(config, metric_names, conditions)
-    check_llm_config(config, conditions)
-    check_querygen_config(config)
-    check_retrieval_config(config, conditions)
-    check_chunker_config(config, conditions)
-    check_overlap_config(config, conditions)
-    check_prefix_budget_config(config, conditions)
-    check_readtime_config(config, conditions)
-    check_learned_config(config, conditions)
+    # a declared condition that select.conditions leaves out asks nothing of this run: only the selected are checked
     selected, selected_contrasts = select_conditions(
         conditions, contrasts, (config.get("select") or {}).get("conditions")
     )
-    check_late_config(config, selected)  # a late condition left out of the run asks nothing of its embedders
+    semantic = config["chunking"]["semantic_embedder"]
+    if any(c.boundaries == "semantic" for c in selected.values()) and semantic not in config["embedders"]:
+        raise ConfigError(
+            f"chunking.semantic_embedder = {semantic!r} names no declared embedder ({list(config['embedders'])})"
+        )
+    check_metric_depth(config, metric_names, selected)
+    check_llm_config(config, selected)
+    check_querygen_config(config)
+    check_retrieval_config(config, selected)
+    check_chunker_config(config, selected)
+    check_overlap_config(config, selected)
+    check_prefix_budget_config(config, selected)
+    check_readtime_config(config, selected)
+    check_learned_config(config, selected)
+    check_late_config(config, selected)
     require_chunker_libraries(config, selected)
     check_metric_inputs(selected, metric_names)
     return CheckedConditions(selected, selected_contrasts, axes.dropped_contrasts(contrasts, selected))
@@ -242,11 +287,15 @@ def check_metric_depth(config: dict, metric_names: list[str], conditions: dict |
     says. A token budget is filled from the ranking too: every chunk holds at least ``chunking.t_min``
     content tokens (a document shorter than that is its one chunk), so ``top_k * t_min`` tokens is the
     most a budget can be sure to find; a larger budget could silently stop at the ranking's end. A condition
-    with its own smaller ``t_min`` (docs/method.md §6a) lowers that floor: the smallest of ``conditions`` counts."""
+    with its own smaller ``t_min`` (docs/method.md §6a) lowers that floor: the smallest of ``conditions`` counts,
+    and the error names the key that sets it (``conditions.<name>.t_min``, ``chunkers.<name>.t_min``)."""
     from structbench.metrics.registry import parse_metric
 
-    top_k, t_min = config["retrieval"]["top_k"], config["chunking"]["t_min"]
-    t_min = min([t_min] + [c.size(config["chunking"])[1] for c in (conditions or {}).values()])
+    top_k = config["retrieval"]["top_k"]
+    t_min, t_min_key = config["chunking"]["t_min"], "chunking.t_min"
+    for name, condition in (conditions or {}).items():
+        if condition.size(config["chunking"])[1] < t_min:
+            t_min, t_min_key = condition.size(config["chunking"])[1], size_source(config, name, condition, "t_min")
     for name in metric_names:
         metric = parse_metric(name)
         kind = metric.definition.cutoff
@@ -256,15 +305,16 @@ def check_metric_depth(config: dict, metric_names: list[str], conditions: dict |
                 f"raise retrieval.top_k to at least {metric.cutoff} or lower the cutoff"
             )
         if kind == "budget" and metric.cutoff > top_k * t_min:
-            # t_min 0 promises no tokens per chunk: no top_k is sure to fill the budget
-            remedy = (
-                f"raise retrieval.top_k to at least {-(-metric.cutoff // t_min)} or lower the budget"
-                if t_min > 0
-                else "raise chunking.t_min above 0 (at 0 no top_k is sure to fill it) or drop the budget metric"
-            )
+            if t_min == 0:  # t_min 0 promises no tokens per chunk: no top_k is sure to fill the budget
+                raise ConfigError(
+                    f"{t_min_key} = 0 tokens: metric {name}'s budget of {metric.cutoff} tokens is filled from "
+                    f"retrieval.top_k = {top_k} chunks, and chunks of at least 0 tokens are sure to hold none of it: "
+                    f"raise {t_min_key} above 0 (at 0 no top_k is sure to fill it) or drop the budget metric"
+                )
             raise ConfigError(
-                f"metric {name}: retrieval.top_k = {top_k} chunks of at least chunking.t_min = {t_min} tokens "
-                f"are sure to hold only {top_k * t_min} tokens, less than the budget {metric.cutoff}: {remedy}"
+                f"metric {name}: retrieval.top_k = {top_k} chunks of at least {t_min_key} = {t_min} tokens "
+                f"are sure to hold only {top_k * t_min} tokens, less than the budget {metric.cutoff}: "
+                f"raise retrieval.top_k to at least {-(-metric.cutoff // t_min)} or lower the budget"
             )
 
 
@@ -323,15 +373,16 @@ def chunkset_overlap(condition, chunkers: dict):
     return axes.fixed_overlap(condition.boundaries)
 
 
-def t_max_source(config: dict, name: str, condition) -> str:
-    """The key a condition's effective ``t_max`` comes from (docs/method.md §6a): its own ``conditions.<name>.t_max``,
-    its external chunker's ``chunkers.<chunker>.t_max``, else the run's ``chunking.t_max``."""
-    if (config["conditions"].get(name) or {}).get("t_max") is not None:
-        return f"conditions.{name}.t_max"
+def size_source(config: dict, name: str, condition, bound: str = "t_max") -> str:
+    """The key a condition's effective ``t_max`` or ``t_min`` (``bound``) comes from (docs/method.md §6a): its own
+    ``conditions.<name>.<bound>``, its external chunker's ``chunkers.<chunker>.<bound>``, else the run's
+    ``chunking.<bound>``."""
+    if (config["conditions"].get(name) or {}).get(bound) is not None:
+        return f"conditions.{name}.{bound}"
     kind, chunker = axes.parse_value("boundaries", condition.boundaries)
-    if kind.name == "external" and ((config.get("chunkers") or {}).get(chunker) or {}).get("t_max") is not None:
-        return f"chunkers.{chunker}.t_max"
-    return "chunking.t_max"
+    if kind.name == "external" and ((config.get("chunkers") or {}).get(chunker) or {}).get(bound) is not None:
+        return f"chunkers.{chunker}.{bound}"
+    return f"chunking.{bound}"
 
 
 def check_overlap_config(config: dict, conditions: dict) -> None:
@@ -352,7 +403,7 @@ def check_overlap_config(config: dict, conditions: dict) -> None:
                 continue
             overlap.check_size(t_max, f"conditions.{name}.boundaries = {condition.boundaries!r}, overlap")
         except OverlapError as error:
-            raise ConfigError(f"{error} ({t_max_source(config, name, condition)} = {t_max})") from None
+            raise ConfigError(f"{error} ({size_source(config, name, condition)} = {t_max})") from None
         uses = "late chunking (prefix " if axes.is_late(condition.prefix) else None
         if uses is None and is_readtime(condition.retrieval):
             uses = "a read-time mode (retrieval "
@@ -543,9 +594,17 @@ def check_retrieval_config(config: dict, conditions: dict) -> None:
                 )
     for position, pair in enumerate((config.get("report") or {}).get("compare_runs") or []):
         where = f"report.compare_runs[{position}] = {pair}"
-        unknown = [member for member in pair if member not in conditions]
+        unknown = [member for member in pair if member not in config["conditions"]]
         if unknown:
-            raise ConfigError(f"{where} names {unknown}, no declared condition (declared: {sorted(conditions)})")
+            raise ConfigError(
+                f"{where} names {unknown}, no declared condition (declared: {sorted(config['conditions'])})"
+            )
+        unselected = [member for member in pair if member not in conditions]
+        if unselected:
+            raise ConfigError(
+                f"{where} names {unselected}, which select.conditions leaves out of this run: the comparison "
+                f"reads both runs (selected: {sorted(conditions)})"
+            )
         first, second = (conditions[member] for member in pair)
         if first.name == second.name:
             raise ConfigError(f"{where} compares a condition with itself")
