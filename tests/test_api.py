@@ -1,5 +1,6 @@
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -178,10 +179,56 @@ def test_cli_and_api_name_bad_inputs_and_read_standard_input(tmp_path, capsys, m
     deep = chunk_markdown("# T\n\n## A\n\nSome text here.", depth=100, t_min=0)
     assert [c.prefix for c in deep] == ["[T > A]\n\n"]
     # "-" reads standard input.
-    monkeypatch.setattr("sys.stdin", io.StringIO("# Piped\n\n## Part\n\nPiped text here.\n"))
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"# Piped\n\n## Part\n\nPiped text here.\n")))
     assert main(["chunk", "-", "--json", "--t-min", "0"]) == 0
     (line,) = [json.loads(text) for text in capsys.readouterr().out.splitlines()]
     assert line["path"] == ["Piped", "Part"] and line["content"] == "Piped text here."
+
+
+def test_standard_input_that_is_not_utf8_is_named_with_its_byte_and_line(capsys, monkeypatch):
+    """The bytes are decoded strictly, whatever the locale (whose decoder may pass a bad byte on as a surrogate)."""
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"# T\n\nab\xffc\n"), errors="surrogateescape"))
+    assert main(["chunk", "-"]) == 2
+    assert capsys.readouterr().err == (
+        "structbench chunk: error: standard input: not valid UTF-8 (byte 7: b'\\xffc\\n', line 3); "
+        "re-encode it as UTF-8 (iconv -f <its encoding> -t utf-8)\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "options, named",
+    [
+        ({"text": "# T\n\nab\ud800c"}, "text holds a lone surrogate U+D800 at character 7"),
+        ({"title": "caf\udce9"}, "title holds a lone surrogate U+DCE9 at character 3"),
+        ({"separator": " \udfff "}, "separator holds a lone surrogate U+DFFF at character 1"),
+    ],
+)
+def test_a_lone_surrogate_in_an_argument_is_named_before_the_tokenizer_sees_it(options, named):
+    text = options.pop("text", "# T\n\nSome text.")
+    with pytest.raises(ValueError, match=re.escape(named + ", which no UTF-8 text can hold")):
+        chunk_markdown(text, **options)
+
+
+LONG_HEADING = "## " + "Quarterly revenue by region and product line " * 5  # 225 characters of heading text
+
+
+def test_a_heading_demoted_for_length_is_reported_by_the_api_and_the_cli(tmp_path, capsys):
+    from structbench.api import DemotedHeadingWarning
+
+    text = f"# Report\n\n{LONG_HEADING}\n\nBody text under it.\n\n## Short\n\nMore body text.\n"
+    with pytest.warns(DemotedHeadingWarning, match=r"^notes: 1 heading line longer than 200 characters kept as body"):
+        chunks = chunk_markdown(text, name="notes", t_min=0)
+    assert len(chunks.warnings) == 1 and "headings / demoted / too_long" in chunks.warnings[0]
+    assert [chunk.path for chunk in chunks] == [("Report",), ("Report", "Short")]  # the long line is body text
+    path = tmp_path / "report.md"
+    path.write_text(text)
+    assert main(["chunk", str(path), "--t-min", "0", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == f"structbench chunk: warning: {chunks.warnings[0].replace('notes', str(path), 1)}\n"
+    assert len(captured.out.splitlines()) == 2
+    assert chunk_markdown("# Report\n\n## Short\n\nBody.\n", t_min=0).warnings == []
 
 
 def test_cli_missing_file_is_named(tmp_path, capsys):

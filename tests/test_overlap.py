@@ -16,10 +16,11 @@ from test_metrics import make_chunks, make_queries, make_runs, one
 from structbench.chunking.fixed import fixed_chunks
 from structbench.chunking.tiling import assert_covering, assert_tiling, bounds_file, check_chunk_set
 from structbench.conditions import fixed_overlap, parse_conditions
-from structbench.config import ConfigError, check_config
+from structbench.config import ConfigError
 from structbench.metrics import align_run, score_run
 from structbench.metrics.measures import coverage_dcg
 from structbench.overlap import Overlap, OverlapError, parse_overlap
+from structbench.study import Study
 
 RIVER = " ".join(["river"] * 30)  # 30 one-token words, no sentence boundary: word i starts at character 6i
 
@@ -220,9 +221,8 @@ def test_a_chunker_overlap_at_or_above_t_max_is_refused():
 
 def test_the_chroma_config_declares_its_overlap_grid_points():
     config = layered("chroma.yaml")
-    conditions, contrasts = check_config(
-        config, __import__("structbench.metrics").metrics.metrics_from_config(config["metrics"])
-    )
+    study = Study.from_config(config)
+    conditions, contrasts = study.conditions, study.contrasts
     assert conditions["F0o"].boundaries == "fixed_overlap:0.5"
     overlap_contrasts = {name for name, c in contrasts.items() if c.family == "overlap"}
     assert overlap_contrasts == {"F0o-F0"} | {

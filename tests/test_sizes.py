@@ -14,7 +14,8 @@ from test_config import layered
 from test_figures import png_chunks
 
 from structbench.conditions import parse_conditions, parse_contrasts, wildcard_constraints
-from structbench.config import ConfigError, check_config, validate_config
+from structbench.config import ConfigError, validate_config
+from structbench.crosskeys import check_cross_keys
 from structbench.metrics.diagnostics import retrieval_layer_pairs
 from structbench.report.catalog import TABLES, build_tables
 from structbench.report.figures import FIGURES, RenderedFigure, render_figures
@@ -168,13 +169,14 @@ def test_the_config_checks_sizes_before_any_job_and_sizes_yaml_validates():
     config = layered(None)
     config["conditions"]["G2-50"] = gold(t_max=50)
     with pytest.raises(ConfigError, match=r"conditions.G2-50: t_min = 60 \(chunking.t_min\) exceeds t_max = 50"):
-        check_config(config, ["cov_nDCG@10"])
+        check_cross_keys(config, ["cov_nDCG@10"])
     config = layered(None)
     config["conditions"]["G2-0"] = gold(t_max=0)
     with pytest.raises(ConfigError, match="conditions.G2-0.t_max: 0 is less than the minimum of 1"):
         validate_config(config, REPO / "workflow/schemas/config.schema.yaml")
     sizes = layered("sizes.yaml")
-    conditions, contrasts = check_config(sizes, ["cov_nDCG@10"])
+    checked = check_cross_keys(sizes, ["cov_nDCG@10"])
+    conditions, contrasts = checked.selected, checked.selected_contrasts
     assert sorted(c.chunkset for c in conditions.values()) == [
         "fixed-t200/gold",
         "fixed-t800/gold",

@@ -38,7 +38,8 @@ top-level section alone; ``depth=1`` no prefix).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -92,12 +93,35 @@ class Chunk:
 
 
 class ChunkList(list):
-    """A ``list[Chunk]`` that also carries the document's ``flat_text`` (headings removed) and ``title``."""
+    """A ``list[Chunk]`` that also carries the document's ``flat_text`` (headings removed), ``title`` and
+    ``warnings``: what the call found worth saying about the document, each also issued as a Python warning
+    (the CLI prints them to stderr)."""
 
-    def __init__(self, chunks=(), *, flat_text: str = "", title: str = ""):
+    def __init__(self, chunks=(), *, flat_text: str = "", title: str = "", warnings: Sequence[str] = ()):
         super().__init__(chunks)
         self.flat_text = flat_text
         self.title = title
+        self.warnings = list(warnings)
+
+
+class DemotedHeadingWarning(UserWarning):
+    """A heading line longer than ``MAX_HEADING_CHARS`` was kept as body text (structbench.corpus.markdown)."""
+
+
+def demoted_heading_warnings(name: str, parsed) -> list[str]:
+    """The warning for a parsed document's demoted headings, in the words of the workflow's funnel row
+    (``headings / demoted / too_long``): a heading line over ``MAX_HEADING_CHARS`` characters is body text, so a
+    paragraph never becomes a title every chunk carries in its path; [] when there is none."""
+    from structbench.corpus.markdown import MAX_HEADING_CHARS
+
+    demoted = parsed.meta.get("demoted_headings", 0)
+    if not demoted:
+        return []
+    lines = "heading line" if demoted == 1 else "heading lines"
+    return [
+        f"{name}: {demoted} {lines} longer than {MAX_HEADING_CHARS} characters kept as body text, not as headings "
+        "(the workflow counts them in its funnel: headings / demoted / too_long); shorten a heading to keep it"
+    ]
 
 
 def chunk_markdown(
@@ -167,8 +191,11 @@ def chunk_markdown(
     arguments.text("name", name)
     counter = load_tokenizer(tokenizer)
     parsed = parse_markdown(text, name, title if title is not None else "")
+    found = demoted_heading_warnings(name, parsed)
+    for warning in found:
+        warnings.warn(warning, DemotedHeadingWarning, stacklevel=2)
     if not parsed.paragraphs:
-        return ChunkList(flat_text="", title=parsed.title)
+        return ChunkList(flat_text="", title=parsed.title, warnings=found)
     documents, paragraphs, sections = build_tables("api", [parsed])
     if induce == "segmentation":
         from structbench.structure.segmentation import induce_segmentation
@@ -198,7 +225,7 @@ def chunk_markdown(
         max_prefix_tokens=t_max // 2,  # a prefix never takes more than half the chunk bound
     )
     flat = documents["text"][0]
-    result = ChunkList(flat_text=flat, title=parsed.title)
+    result = ChunkList(flat_text=flat, title=parsed.title, warnings=found)
     for start, end, n_tokens, path, prefix, embed_text, prefix_tokens in zip(
         chunks["start"].to_list(),
         chunks["end"].to_list(),
@@ -237,6 +264,7 @@ def _check_document(text) -> None:
         )
     if not isinstance(text, str):
         raise TypeError(f"chunk_markdown takes the document as str, got {type(text).__name__}")
+    arguments.encodable("text", text)
 
 
 def _check_tokenizer(tokenizer) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numbers
 import os
+import re
 from collections.abc import Collection, Mapping
 
 from structbench.overlap import Overlap, parse_overlap
@@ -52,6 +53,25 @@ def text(name: str, value, *, optional: bool = False, visible: bool = False) -> 
         raise TypeError(f"{name} must be {expected}, got {_shown(value)}")
     if visible and not value.strip():
         raise ValueError(f"{name} must be visible text such as ' > ', got {value!r}")
+    return encodable(name, value)
+
+
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def encodable(name: str, value: str) -> str:
+    """``value`` when UTF-8 can encode it, else a ``ValueError`` naming the first lone surrogate and its position.
+
+    A ``str`` may hold a lone surrogate (U+D800..U+DFFF): bytes decoded with ``errors="surrogateescape"`` (how
+    Python reads undecodable file names and arguments) or half of a UTF-16 pair. The tokenizer cannot encode it
+    and would fail with a bare ``UnicodeEncodeError`` naming no argument."""
+    found = LONE_SURROGATE.search(value)
+    if found:
+        raise ValueError(
+            f"{name} holds a lone surrogate U+{ord(found.group()):04X} at character {found.start()}, which no UTF-8 "
+            "text can hold (bytes decoded with errors='surrogateescape', or half of a UTF-16 pair): decode the "
+            "source with errors='strict' to find the bad bytes, or with errors='replace' to drop them"
+        )
     return value
 
 

@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 
 from structbench import arguments, defaults
@@ -114,7 +115,7 @@ def _add_chunk(subparsers) -> None:
 
 
 def _run_chunk(args: argparse.Namespace) -> int:
-    from structbench.api import chunk_markdown, chunk_markdown_file
+    from structbench.api import DemotedHeadingWarning, chunk_markdown, chunk_markdown_file
 
     options = {
         "depth": args.depth,
@@ -128,10 +129,14 @@ def _run_chunk(args: argparse.Namespace) -> int:
     }
     if args.title:
         options["title"] = args.title
-    if args.file == "-":  # standard input: untitled unless --title or the text names one
-        chunks = chunk_markdown(sys.stdin.read(), name="<stdin>", **options)
-    else:
-        chunks = chunk_markdown_file(args.file, **options)
+    with warnings.catch_warnings():  # said once below, as a line of this command's stderr
+        warnings.simplefilter("ignore", DemotedHeadingWarning)
+        if args.file == "-":  # standard input: untitled unless --title or the text names one
+            chunks = chunk_markdown(_read_stdin(), name="<stdin>", **options)
+        else:
+            chunks = chunk_markdown_file(args.file, **options)
+    for warning in chunks.warnings:
+        print(f"structbench chunk: warning: {warning}", file=sys.stderr)
     out = sys.stdout
     if args.json:
         for index, chunk in enumerate(chunks):
@@ -149,6 +154,16 @@ def _run_chunk(args: argparse.Namespace) -> int:
             out.write(f"    prefix: {chunk.prefix.strip()}\n")
         out.write(f"    {preview}\n")
     return 0
+
+
+def _read_stdin() -> str:
+    """Standard input as UTF-8 text, whatever the locale: its bytes, decoded strictly, so a byte that is not UTF-8
+    is named with its offset (the locale's decoder would pass it on as a surrogate that fails far from here)."""
+    from structbench.corpus.markdown import decode_utf8
+
+    return decode_utf8(
+        sys.stdin.buffer.read(), "standard input", "re-encode it as UTF-8 (iconv -f <its encoding> -t utf-8)"
+    )
 
 
 def _add_train_inducer(subparsers) -> None:

@@ -181,7 +181,7 @@ def named_key_path(message: str, config: Mapping) -> KeyPath | None:
     """The first key path of ``config`` that ``message`` names (``chunking.t_min = 200 exceeds ...`` ->
     ``("chunking", "t_min")``), cut to the part that exists; None when it names none.
 
-    The cross-key checks (``structbench.config``) name the key they refuse at the start of their message;
+    The cross-key checks (``structbench.crosskeys``) name the key they refuse at the start of their message;
     a key holding a dot of its own is matched whole, so ``a.b`` as one key is not read as ``a`` then ``b``."""
     for mention in KEY_MENTION.finditer(message):
         path = _existing_prefix(mention.group(0).rstrip(":"), config)

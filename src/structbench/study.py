@@ -1,7 +1,7 @@
 """The study a config describes, decided once: what runs, what is left out and why, and which files each step reads.
 
 :meth:`Study.from_config` takes a validated config (:func:`structbench.config.validate_config`), runs the cross-key
-checks (:func:`structbench.config.check_config`) and holds their answer: the selected conditions, the contrasts
+checks (:func:`structbench.crosskeys.check_cross_keys`) and holds their answer: the selected conditions, the contrasts
 that run and the declared ones the selection drops (with the conditions each misses), the metrics the scoring
 step computes. Everything else is a question asked of it: the cells (corpus x embedder x reranker), the runs a
 condition's scores read (a BM25 condition reads its chunk set's one BM25 run), the runs an ``rrf`` condition
@@ -29,8 +29,10 @@ from structbench.conditions import (
     parse_value,
     retrieval_kind,
 )
-from structbench.config import check_config_plan, truncation_warnings, validate_config
+from structbench.config import validate_config
 from structbench.corpus import generates_queries, has_queries, source_files
+from structbench.crosskeys import check_cross_keys
+from structbench.embedding.checks import truncation_warnings
 from structbench.layout import QUERIES, Layout, chunkset
 from structbench.metrics import metrics_from_config, parse_metrics
 from structbench.metrics.diagnostics import retrieval_layer_pairs
@@ -85,7 +87,7 @@ class Study:
         """The study of a validated config (schema defaults filled); raises
         :class:`structbench.config.ConfigError` naming the key of a config that cannot run."""
         score_metrics = metrics_from_config(config["metrics"])
-        checked = check_config_plan(config, score_metrics)
+        checked = check_cross_keys(config, score_metrics)
         return cls(config, checked.selected, checked.selected_contrasts, checked.dropped_contrasts, score_metrics)
 
     @cached_property
@@ -184,7 +186,7 @@ class Study:
         return parse_value("retrieval", self.conditions[condition].retrieval)[1]
 
     def candidate_reranker(self, condition: str) -> dict:
-        """The cross-encoder a ``per_candidate:<reranker>`` condition names (check_config: a declared one)."""
+        """The cross-encoder a ``per_candidate:<reranker>`` condition names (check_cross_keys: a declared one)."""
         return self.config["rerankers"][self.retrieval_parameter(condition)]
 
     def title_depth(self, condition: str) -> int:

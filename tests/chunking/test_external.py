@@ -513,8 +513,8 @@ def test_an_unknown_option_is_a_config_error_at_load(monkeypatch):
 
     import yaml
 
-    from structbench.config import ConfigError, check_config, validate_config
-    from structbench.metrics import metrics_from_config
+    from structbench.config import ConfigError, validate_config
+    from structbench.study import Study
 
     repo = REPO
     config = yaml.safe_load((repo / "config" / "config.yaml").read_text())
@@ -527,13 +527,13 @@ def test_an_unknown_option_is_a_config_error_at_load(monkeypatch):
     config["select"] = {}
     validate_config(config, repo / "workflow" / "schemas" / "config.schema.yaml")
     with pytest.raises(ConfigError, match=r"chunkers\.lc\.options\.separatorz: .* did you mean 'separators'\?"):
-        check_config(copy.deepcopy(config), metrics_from_config(config["metrics"]))
+        Study.from_config(copy.deepcopy(config))
     # An unused chunker's options are not checked (its library is not imported); a used one's library
     # that is missing is named.
     unused = copy.deepcopy(config)
     unused["conditions"].pop("LC0")
     unused["contrasts"] = {}
-    check_config(unused, metrics_from_config(config["metrics"]))
+    Study.from_config(unused)
     library = specs.LIBRARIES["langchain"]
     monkeypatch.setitem(specs.LIBRARIES, "langchain", library._replace(module="structbench_no_such_library"))
     with pytest.raises(ExternalChunkerError, match="chunkers.lc: library langchain is not installed, so its options"):

@@ -5,6 +5,8 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 from conftest import REPO, SHARED_DATA
@@ -40,3 +42,23 @@ def test_the_smoke_mode_runs_every_path_and_its_exactness_checks_pass(tmp_path):
     assert all(line["n_differ"] == 0 for line in lines if line["check"] == "exact")
     speed = next(line for line in lines if line["check"] == "speed")
     assert speed["project"] > 0 and speed["plain"] > 0 and speed["st32"] > 0
+
+
+def test_the_json_goes_where_the_options_say_never_the_working_directory(tmp_path, monkeypatch):
+    """``--out`` when given; else a temporary folder for ``--smoke`` and the checkout's ignored results/ for a
+    measurement: the working directory is never written silently."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_embed_gpu", REPO / "benchmarks" / "bench_embed_gpu.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    monkeypatch.chdir(tmp_path)
+    folders = {}
+    for name, argv in (("smoke", ["--smoke"]), ("run", []), ("given", ["--smoke", "--out", "mine"])):
+        args = bench.build_parser().parse_args(argv)
+        folders[name] = bench.output_folder(args.out, args.smoke)
+    assert folders["smoke"] == bench.SMOKE_RESULTS and folders["smoke"].is_relative_to(tempfile.gettempdir())
+    assert folders["run"] == REPO / "results" / "benchmarks"
+    assert folders["given"] == Path("mine")
+    assert all(folder.resolve() != tmp_path for folder in folders.values())
+    assert "results/" in (REPO / ".gitignore").read_text().splitlines()

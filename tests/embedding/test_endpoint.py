@@ -345,8 +345,9 @@ def test_the_readme_endpoint_configs_validate_and_a_short_limit_is_warned():
 
     import yaml
 
-    from structbench.config import check_config, truncation_warnings, validate_config
-    from structbench.metrics import metrics_from_config
+    from structbench.config import validate_config
+    from structbench.embedding.checks import truncation_warnings
+    from structbench.study import Study
 
     section = (REPO / "docs/usage.md").read_text().split("## Your own embedder")[1].split("\n## ")[0]
     blocks = re.findall(r"```yaml\n(.*?)```", section, flags=re.S)
@@ -359,6 +360,6 @@ def test_the_readme_endpoint_configs_validate_and_a_short_limit_is_warned():
         validate_config(config, REPO / "workflow/schemas/config.schema.yaml")
     assert config["embedders"]["minilm_served"]["concurrency"] == 4  # the schema's default filled in
     config["embedders"]["minilm_served"]["max_input_tokens"] = 300
-    conditions, _ = check_config(config, metrics_from_config(config["metrics"]))
+    conditions = Study.from_config(config).conditions
     (warning,) = truncation_warnings(config, conditions)
     assert "embedders.minilm_served: max_input_tokens 300 < chunking.t_max 350" in warning

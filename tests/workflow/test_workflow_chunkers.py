@@ -12,7 +12,8 @@ from test_config import layered
 from test_workflow import planned_jobs
 
 from structbench.chunking.tiling import assert_tiling
-from structbench.config import ConfigError, check_config
+from structbench.config import ConfigError
+from structbench.crosskeys import check_cross_keys
 
 pytestmark = pytest.mark.workflow
 
@@ -61,10 +62,10 @@ def test_a_missing_chunker_library_stops_at_start_up_with_the_install_command(mo
     }
     config["select"] = {"conditions": ["X0"]}
     with pytest.raises(ConfigError, match="chunkers.lc: not installed"):
-        check_config(config, ["cov_nDCG@10"])
+        check_cross_keys(config, ["cov_nDCG@10"])
     # Declared but not selected: nothing to install.
     config["select"] = {"conditions": ["G2"]}
-    check_config(config, ["cov_nDCG@10"])
+    check_cross_keys(config, ["cov_nDCG@10"])
 
 
 RUN = """

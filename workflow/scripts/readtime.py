@@ -9,7 +9,7 @@ with step_log(snakemake.log[0], "readtime") as log:
     sections = read_table(snakemake.input.sections, "sections")
     documents = read_table(snakemake.input.documents, "documents")
     shallower, n_documents = shallower_documents(snakemake.params.retrieval, sections, documents)
-    if shallower:  # their level-L blocks are their deepest level's (structbench.config.check_readtime_config)
+    if shallower:  # their level-L blocks are their deepest level's (structbench.retrieval.checks.check_readtime_config)
         log.warning(
             "%s: %d of %d documents have no section that deep; they get their deepest level's blocks",
             snakemake.params.retrieval,

@@ -121,13 +121,19 @@ class _Block:
 def read_utf8(path: str | Path) -> str:
     """A file's text; ``ValueError`` naming the file and byte offset when it is not UTF-8."""
     path = Path(path)
-    data = path.read_bytes()
+    return decode_utf8(path.read_bytes(), str(path), "re-encode the file as UTF-8")
+
+
+def decode_utf8(data: bytes, where: str, remedy: str) -> str:
+    """``data`` as UTF-8 text; a ``ValueError`` naming ``where`` (a file, standard input), the offset and line of
+    the first byte that is not UTF-8, and the ``remedy``."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
         raise ValueError(
-            f"{path}: not valid UTF-8 (byte {error.start}: {data[error.start : error.start + 4]!r}); "
-            "re-encode the file as UTF-8"
+            f"{where}: not valid UTF-8 (byte {error.start}: {data[error.start : error.start + 4]!r}, line {line}); "
+            f"{remedy}"
         ) from None
 
 

@@ -44,6 +44,7 @@ import numpy as np
 from structbench.cache import VectorCache
 from structbench.datamodel import document_texts
 from structbench.embedding.local import (
+    SPECIAL_TOKENS,
     EmbedderSpec,
     embedder_namespace,
     embedding_dimension,
@@ -58,7 +59,6 @@ LOG = logging.getLogger(__name__)
 
 LATE_SCHEME = "late-windows-v1"
 MODES = ("late", "late_placebo")
-SPECIAL_TOKENS = 2  # [CLS] and [SEP] around every window
 
 
 # ---- pure planning -----------------------------------------------------------------------------------------

@@ -65,6 +65,7 @@ FILE_HASH_INDEX = "file-hashes.json"
 
 DTYPES = ("float32", "bfloat16")  # bfloat16: the CPU's bf16 matrix units (AMX, AVX512-BF16) or a GPU's
 LIBRARIES = ("torch", "transformers", "sentence-transformers")
+SPECIAL_TOKENS = 2  # [CLS] and [SEP]: what a BERT-style encoder adds to every text inside its max_seq_length
 
 
 @dataclass(frozen=True)

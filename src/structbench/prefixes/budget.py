@@ -21,7 +21,7 @@ deterministically, by the first of these that fits; every one keeps the leaf tit
 Cuts fall between grapheme clusters (:mod:`structbench.graphemes`): a cut at a tokenizer's offset is
 moved back to the cluster boundary before it, so a Thai or Devanagari mark never loses its letter. A
 budget that cannot hold ``[…]`` itself is a :class:`PrefixBudgetError`; the config check
-(``structbench.config.check_prefix_budget_config``) names it before any job runs. Shortened prefixes are
+(``structbench.crosskeys.check_prefix_budget_config``) names it before any job runs. Shortened prefixes are
 counted per text set (``shortened_prefixes``, and ``dropped_ancestors`` for rules 2 and 3), and the
 report shows the largest prefix against the allowed.
 

@@ -40,7 +40,7 @@ def shallower_documents(value: str, sections: pl.DataFrame, documents: pl.DataFr
     ``value`` names (``parent:4`` on a document whose deepest section is level 2), of how many; ``(0, n)``
     for a kind without a level. Their level-L blocks are their deepest level's (the level partition repeats
     its last cuts), so the read-time step reports the count rather than run ``parent:4`` as ``parent:2``
-    unnoticed; where config bounds the depth, ``structbench.config.check_readtime_config`` refuses it."""
+    unnoticed; where config bounds the depth, ``structbench.retrieval.checks.check_readtime_config`` refuses it."""
     kind, parameter = parse_value("retrieval", value)
     n_documents = documents.height
     if kind.name not in LEVEL_KINDS:
