@@ -84,7 +84,8 @@ def train_on(
             f"{label}: no training document has at least {settings['min_sections']} gold sections "
             f"({documents.height} documents offered): a learned inducer learns boundaries from headings"
         )
-    return train_learned_inducer(*restrict(documents, paragraphs, sections, doc_ids), encode, **train_options(settings))
+    tables = restrict(documents, paragraphs, sections, doc_ids)
+    return train_learned_inducer(*tables, encode, label, **train_options(settings))
 
 
 def cross_fitted_induction(

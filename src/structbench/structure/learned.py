@@ -56,37 +56,44 @@ position (relative start and end, first and last section, level). A section take
 most frequent spelling in training) when its probability is at least ``title_confidence``, at most once per
 document (the most probable section wins); otherwise the keyphrase title.
 
-**Model file.** A pickle (format :data:`FORMAT`) of the fitted estimators, the feature names, the chosen
-thresholds and the training summary without its timings; its fingerprint is the sha256 of these bytes.
-Same training data, options and seed give a byte-identical file (same scikit-learn and numpy versions).
-Unpickling runs code: load only model files you trained or trust.
+**Model file.** Arrays and JSON, never a pickle (:mod:`.learned_model`): the trees' node arrays, the title
+classifier's coefficients, the thresholds and the training summary without its timings, checked against
+their sha256 (the model's fingerprint) before use. Same training data, options and seed give a
+byte-identical file (same scikit-learn and numpy versions).
 """
 
 from __future__ import annotations
 
 import hashlib
 import inspect
-import io
 import logging
 import math
-import pickle
-import re
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from dataclasses import replace
 
 import numpy as np
 import polars as pl
 
 from structbench.datamodel import SectionSpec
 from structbench.structure.agreement import match_boundaries, pk, section_boundaries, windowdiff
+from structbench.structure.learned_features import (
+    FEATURES,
+    gap_features,
+    normal_title,
+    title_features,
+    title_without_numbering,
+)
+from structbench.structure.learned_model import (
+    ConstantProbability,
+    LearnedInducer,
+    Probability,
+    TitleClassifier,
+    TreeEnsemble,
+)
 from structbench.structure.sections import InducedSection, check_sections, paragraph_texts
 from structbench.structure.segmentation import (
-    STOPWORDS,
-    depth_scores,
-    gap_similarities,
     induced_tables,
     keyphrase_titles,
     paragraph_vectors,
@@ -99,138 +106,9 @@ log = logging.getLogger(__name__)
 
 Encode = Callable[[list[str]], np.ndarray]
 
-FORMAT = "structbench-learned-inducer/1"
 INNER_FOLDS = 3  # out-of-fold probabilities for choosing the thresholds
 THRESHOLD_GRID = tuple(round(0.05 * i, 2) for i in range(2, 19))  # 0.10 .. 0.90
-SHORT_WORDS = 25  # a paragraph of fewer words is "short" (a caption, a list item, a heading-like line)
 MAX_TITLE_CLASSES = 50  # the most frequent recurring titles a model learns
-
-FEATURES = (
-    "cos_adjacent",
-    "cos_window2",
-    "cos_window3",
-    "cos_adjacent_z",
-    "cos_local_valley",
-    "depth_window2",
-    "novelty_max_cos3",
-    "lexical_jaccard",
-    "lexical_jaccard2",
-    "log_chars_before",
-    "log_chars_after",
-    "short_before",
-    "short_after",
-    "relative_position",
-    "gap_index",
-    "gaps_to_end",
-    "log_paragraphs",
-    "after_opens_digit",
-    "after_opening_phrase",
-    "after_concluding_phrase",
-    "after_connective",
-    "before_ends_colon",
-    "before_list_item",
-    "after_list_item",
-    "before_table_or_float",
-    "after_table_or_float",
-)
-
-_WORDS = re.compile(r"[^\W\d_][\w'-]+")
-_OPENING = re.compile(
-    r"(in this (section|chapter|part|paper|work|study|article)|this (section|chapter|paper|work)|we |our |"
-    r"here,? we|in order to|the (goal|aim) of)",
-    re.IGNORECASE,
-)
-_CONCLUDING = re.compile(
-    r"(in this (paper|work|study|article),? we (have )?(presented|proposed|introduced|described|studied|showed)|"
-    r"in conclusion|to conclude|to summari[sz]e|in summary|we (have )?presented|future work)",
-    re.IGNORECASE,
-)
-_CONNECTIVE = re.compile(
-    r"(however|moreover|furthermore|in addition|additionally|also|then|for example|for instance|similarly|"
-    r"therefore|thus|hence|besides|finally|specifically|instead|in contrast|on the other hand|note that)\b",
-    re.IGNORECASE,
-)
-_LIST_ITEM = re.compile(r"([-*•]\s|\(?\d{1,2}[.)]\s|\(?[a-z][.)]\s)")
-_FLOAT = re.compile(r"(table|figure|fig\.|algorithm)\s*\d", re.IGNORECASE)
-_TITLE_NUMBER = re.compile(r"^\s*([0-9ivxIVX]+[.)]?)+(\.[0-9]+)*\s+")
-
-
-# ------------------------------------------------------------------------------------------- features
-
-
-def _content_words(text: str) -> frozenset[str]:
-    return frozenset(word for word in (w.lower() for w in _WORDS.findall(text)) if word not in STOPWORDS)
-
-
-def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
-    union = len(a | b)
-    return len(a & b) / union if union else 0.0
-
-
-def _is_list_item(text: str) -> bool:
-    return bool(_LIST_ITEM.match(text))
-
-
-def _is_table_or_float(text: str) -> bool:
-    return text.count("|") >= 2 or bool(_FLOAT.match(text))
-
-
-def gap_features(texts: Sequence[str], vectors: np.ndarray) -> np.ndarray:
-    """The :data:`FEATURES` of a document's ``n - 1`` gaps (row ``g - 1``: the gap before paragraph ``g``),
-    float64; an empty array of shape ``(0, len(FEATURES))`` for one paragraph."""
-    n = len(texts)
-    if n < 2:
-        return np.zeros((0, len(FEATURES)))
-    adjacent = np.einsum("ij,ij->i", vectors[:-1], vectors[1:]).astype(np.float64)
-    window2 = gap_similarities(vectors, 2)
-    window3 = gap_similarities(vectors, 3)
-    spread = adjacent.std()
-    z = (adjacent - adjacent.mean()) / spread if spread > 1e-9 else np.zeros_like(adjacent)
-    padded = np.concatenate([[-np.inf], adjacent, [-np.inf]])
-    neighbours = np.maximum(padded[:-2], padded[2:])
-    valley = np.where(np.isfinite(neighbours), adjacent - neighbours, 0.0)
-    depth = depth_scores(window2)
-    words = [_content_words(text) for text in texts]
-    lengths = np.array([len(text) for text in texts], np.float64)
-    n_words = np.array([len(text.split()) for text in texts])
-    rows = []
-    for g in range(1, n):
-        before, after = texts[g - 1], texts[g]
-        novelty = float(np.max(vectors[max(0, g - 3) : g] @ vectors[g]))
-        pair_before = words[g - 1] | (words[g - 2] if g >= 2 else frozenset())
-        pair_after = words[g] | (words[g + 1] if g + 1 < n else frozenset())
-        stripped = after.lstrip()
-        rows.append(
-            (
-                adjacent[g - 1],
-                window2[g - 1],
-                window3[g - 1],
-                z[g - 1],
-                valley[g - 1],
-                depth[g - 1],
-                novelty,
-                _jaccard(words[g - 1], words[g]),
-                _jaccard(pair_before, pair_after),
-                math.log1p(lengths[g - 1]),
-                math.log1p(lengths[g]),
-                float(n_words[g - 1] < SHORT_WORDS),
-                float(n_words[g] < SHORT_WORDS),
-                g / n,
-                g,
-                n - g,
-                math.log(n),
-                float(stripped[:1].isdigit()),
-                float(bool(_OPENING.match(stripped))),
-                float(bool(_CONCLUDING.search(stripped[:200]))),
-                float(bool(_CONNECTIVE.match(stripped))),
-                float(before.rstrip().endswith(":")),
-                float(_is_list_item(before.lstrip())),
-                float(_is_list_item(stripped)),
-                float(_is_table_or_float(before.lstrip())),
-                float(_is_table_or_float(stripped)),
-            )
-        )
-    return np.asarray(rows, np.float64)
 
 
 def _gold_starts(sections: pl.DataFrame) -> dict[str, tuple[set[int], set[int]]]:
@@ -244,111 +122,6 @@ def _gold_starts(sections: pl.DataFrame) -> dict[str, tuple[set[int], set[int]]]
     return result
 
 
-# -------------------------------------------------------------------------------------------- titles
-
-
-def normal_title(title: str) -> str:
-    """A section title as a class: numbering stripped ("3.1 Results" -> "results"), lower case, spaces
-    collapsed."""
-    return " ".join(_TITLE_NUMBER.sub("", title).lower().split())
-
-
-def title_features(vectors: np.ndarray, spans: Sequence[tuple[int, int, int]], n_paragraphs: int) -> np.ndarray:
-    """One row per section ``(first, end, level)`` (0-based paragraph range ``first..end - 1`` of its own and
-    its subsections' paragraphs): first-paragraph vector, mean vector, relative start and end, first and
-    last section, level."""
-    rows = []
-    for index, (first, end, level) in enumerate(spans):
-        mean = vectors[first:end].sum(axis=0)
-        norm = np.linalg.norm(mean)
-        extra = [first / n_paragraphs, end / n_paragraphs, float(index == 0), float(index == len(spans) - 1)]
-        extra.append(float(level > 1))
-        rows.append(np.concatenate([vectors[first], mean / norm if norm > 0 else mean, extra]))
-    return np.asarray(rows, np.float64)
-
-
-# ---------------------------------------------------------------------------------------------- model
-
-
-@dataclass
-class LearnedInducer:
-    """A trained learned inducer: the fitted estimators (``boundary``, ``level``: a classifier or a
-    constant probability; ``titles``: a classifier or None), the canonical ``title_names`` of its classes,
-    the chosen thresholds, and the JSON-able ``training`` summary. :attr:`fingerprint` is the sha256 of
-    the model file's bytes."""
-
-    boundary: object
-    level: object
-    titles: object | None
-    title_names: list[str]
-    threshold: float
-    level_threshold: float
-    training: dict
-    features: tuple[str, ...] = FEATURES
-    _payload: bytes = field(default=b"", repr=False)
-
-    @property
-    def fingerprint(self) -> str:
-        return hashlib.sha256(self.payload()).hexdigest()
-
-    def payload(self) -> bytes:
-        """The model file's bytes: the pickle of the estimators, settings and the summary without timings."""
-        if not self._payload:
-            state = {
-                "format": FORMAT,
-                "features": list(self.features),
-                "boundary": self.boundary,
-                "level": self.level,
-                "titles": self.titles,
-                "title_names": list(self.title_names),
-                "threshold": self.threshold,
-                "level_threshold": self.level_threshold,
-                "training": {k: v for k, v in self.training.items() if k not in TIMING_KEYS},
-            }
-            buffer = io.BytesIO()
-            pickle.Pickler(buffer, protocol=4).dump(state)
-            self._payload = buffer.getvalue()
-        return self._payload
-
-    def save(self, path: str | Path) -> None:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_bytes(self.payload())
-
-
-TIMING_KEYS = ("seconds", "fit_seconds", "embedding_seconds")
-
-
-def load_learned_inducer(path: str | Path) -> LearnedInducer:
-    """A model file written by :meth:`LearnedInducer.save`. It is a pickle: load only files you trust."""
-    data = Path(path).read_bytes()
-    state = pickle.loads(data)  # noqa: S301 - a model file is trusted input (module docstring)
-    if not isinstance(state, dict) or state.get("format") != FORMAT:
-        found = state.get("format") if isinstance(state, dict) else type(state).__name__
-        raise ValueError(f"{path}: not a learned inducer model of format {FORMAT!r} (found {found!r})")
-    if tuple(state["features"]) != FEATURES:
-        raise ValueError(f"{path}: trained on features {state['features']}, this code computes {list(FEATURES)}")
-    return LearnedInducer(
-        boundary=state["boundary"],
-        level=state["level"],
-        titles=state["titles"],
-        title_names=state["title_names"],
-        threshold=state["threshold"],
-        level_threshold=state["level_threshold"],
-        training=state["training"],
-        _payload=data,
-    )
-
-
-@dataclass(frozen=True)
-class ConstantProbability:
-    """A stand-in classifier for a label with one class in training: ``predict_proba`` gives ``p`` for 1."""
-
-    p: float
-
-    def predict_proba(self, x: np.ndarray) -> np.ndarray:
-        return np.tile([1.0 - self.p, self.p], (len(x), 1))
-
-
 def one_thread():
     """scikit-learn's OpenMP (and BLAS) pools held to one thread: on shared cores OpenMP's busy waiting made a
     boosting fit 15-35x slower than one thread (0.19 s against 7 s for 150 gaps, 3.8 s against 58 s for 40,000)."""
@@ -357,9 +130,8 @@ def one_thread():
     return threadpool_limits(limits=1)
 
 
-def _fit_binary(x: np.ndarray, y: np.ndarray, seed: int):
-    if len(y) == 0 or y.min() == y.max():
-        return ConstantProbability(float(y[0]) if len(y) else 0.0)
+def fit_boosted_trees(x: np.ndarray, y: np.ndarray, seed: int):
+    """scikit-learn's fitted ``HistGradientBoostingClassifier`` of ``y`` (0/1, both present) on ``x``."""
     from sklearn.ensemble import HistGradientBoostingClassifier
 
     model = HistGradientBoostingClassifier(
@@ -369,11 +141,16 @@ def _fit_binary(x: np.ndarray, y: np.ndarray, seed: int):
         return model.fit(x, y)
 
 
-def _positive(model, x: np.ndarray) -> np.ndarray:
-    if not len(x):
-        return np.zeros(0)
-    with one_thread():
-        return model.predict_proba(x)[:, 1]
+def _fit_binary(x: np.ndarray, y: np.ndarray, seed: int) -> Probability:
+    """The probability of label 1 learned from ``x``: boosted trees as arrays, or a constant when ``y`` has
+    one class (or none)."""
+    if len(y) == 0 or y.min() == y.max():
+        return ConstantProbability(float(y[0]) if len(y) else 0.0)
+    return TreeEnsemble.from_fitted(fit_boosted_trees(x, y, seed))
+
+
+def _positive(model: Probability, x: np.ndarray) -> np.ndarray:
+    return model.probability(x) if len(x) else np.zeros(0)
 
 
 # ------------------------------------------------------------------------------------------- decoding
@@ -435,6 +212,32 @@ def _best_level_threshold(documents: list[tuple[list[int], np.ndarray, set[int],
 # ------------------------------------------------------------------------------------------- training
 
 
+def check_boundary_classes(
+    texts_by_doc: dict[str, list[str]], starts: dict[str, tuple[set[int], set[int]]], source: str
+) -> None:
+    """A named ValueError when the gaps of ``source`` are all section starts or none is (a boundary model
+    needs both); a warning when their section starts are all top-level or none is (the level model is then
+    that one class: every induced section top-level, or every one deeper)."""
+    gaps = sum(len(texts) - 1 for texts in texts_by_doc.values())
+    every = sum(len(starts.get(d, (set(), set()))[0] & set(range(1, len(t)))) for d, t in texts_by_doc.items())
+    top = sum(len(starts.get(d, (set(), set()))[1] & set(range(1, len(t)))) for d, t in texts_by_doc.items())
+    if every in (0, gaps):
+        raise ValueError(
+            f"{source}: {'every one' if every else 'none'} of the {gaps} gaps between paragraphs of "
+            f"{len(texts_by_doc)} document(s) starts a section, so there is no {'non-' if every else ''}boundary "
+            "to learn from: train on documents whose sections have several paragraphs"
+        )
+    if top in (0, every):
+        log.warning(
+            "%s: %s of the %d section starts is top-level, so the model learns one level: every section it "
+            "induces is %s",
+            source,
+            "every one" if top else "none",
+            every,
+            "top-level" if top else "deeper than the first",
+        )
+
+
 def _inner_folds(doc_ids: Sequence[str], seed: int) -> list[int]:
     """Each document's inner fold, by ``sha256(seed:inner:doc_id)`` rank (independent of corpus order)."""
     ranked = sorted(doc_ids, key=lambda d: hashlib.sha256(f"{seed}:inner:{d}".encode()).hexdigest())
@@ -447,6 +250,7 @@ def train_learned_inducer(
     paragraphs: pl.DataFrame,
     sections: pl.DataFrame,
     encode: Encode,
+    source: str = "the training documents",
     *,
     seed: int = 0,
     min_section_paragraphs: int = 1,
@@ -454,11 +258,14 @@ def train_learned_inducer(
 ) -> LearnedInducer:
     """Fit the boundary, level and title models on documents with their gold ``sections`` (module
     docstring). ``min_section_paragraphs`` is the decoder's, used when choosing the thresholds;
-    ``title_min_docs`` the documents a title must head a section in to become a learned title."""
+    ``title_min_docs`` the documents a title must head a section in to become a learned title. ``source``
+    names the documents in errors and warnings: a ValueError when every gap starts a section or none does
+    (nothing to learn boundaries from), a warning when every boundary is top-level or none is."""
     from sklearn.linear_model import LogisticRegression
 
     started = time.perf_counter()
     texts_by_doc = paragraph_texts(documents, paragraphs)
+    check_boundary_classes(texts_by_doc, _gold_starts(sections), source)
     vectors_by_doc = paragraph_vectors(texts_by_doc, encode, "paragraph")
     embedded = time.perf_counter()
     starts = _gold_starts(sections)
@@ -541,11 +348,12 @@ def train_learned_inducer(
         labels = np.array(title_labels)
         if len(set(labels.tolist())) > 1:
             with one_thread():
-                titles_model = LogisticRegression(C=1.0, max_iter=1000).fit(np.concatenate(title_rows), labels)
+                fitted = LogisticRegression(C=1.0, max_iter=1000).fit(np.concatenate(title_rows), labels)
+            titles_model = TitleClassifier.from_fitted(fitted)
     names = []
     for key in classes:
         spellings = sorted(((-c, s) for (k, s), c in surfaces.items() if k == key))
-        names.append(_TITLE_NUMBER.sub("", spellings[0][1]).strip() if spellings else key)
+        names.append(title_without_numbering(spellings[0][1]) if spellings else key)
     finished = time.perf_counter()
     training = {
         "documents": len(doc_ids),
@@ -566,7 +374,7 @@ def train_learned_inducer(
         "fit_seconds": round(finished - embedded, 3),
     }
     log.info("trained a learned inducer on %d documents, %d gaps (%d boundaries)", len(doc_ids), len(y), y.sum())
-    return LearnedInducer(boundary, level, titles_model, names, threshold, level_threshold, training)
+    return LearnedInducer(boundary, level, titles_model, tuple(names), threshold, level_threshold, training)
 
 
 TRAIN_OPTIONS = tuple(
@@ -607,8 +415,8 @@ def _canonical_titles(
         return [None] * len(sections)
     spans = [(s.first - 1, end, s.level) for s, end in zip(sections, ends)]
     with one_thread():
-        probabilities = model.titles.predict_proba(title_features(vectors, spans, len(vectors)))
-    classes = list(model.titles.classes_)
+        probabilities = model.titles.probabilities(title_features(vectors, spans, len(vectors)))
+    classes = model.titles.classes.tolist()
     best = [None] * len(sections)
     claims = []
     for index, row in enumerate(probabilities):
