@@ -29,8 +29,9 @@ from structbench.corpus.build import build_tables
 from structbench.corpus.qasper import parse_paper, read_qasper_records
 from structbench.embedding.encoders import make_encoder
 from structbench.structure.agreement import BASELINES, agreement_summary, baseline_sections
-from structbench.structure.learned import induce_learned, train_learned_inducer
+from structbench.structure.learned import induce_learned
 from structbench.structure.learned_model import load_learned_inducer
+from structbench.structure.learned_training import train_learned_inducer
 from structbench.structure.sections import paragraph_texts
 from structbench.structure.segmentation import induce_segmentation
 
@@ -70,15 +71,15 @@ def print_importance(model, documents, paragraphs, gold, encoder) -> None:
     import numpy as np
     from sklearn.metrics import roc_auc_score
 
-    from structbench.structure.learned import _gold_starts
     from structbench.structure.learned_features import FEATURES, gap_features
+    from structbench.structure.learned_training import gold_starts
     from structbench.structure.segmentation import paragraph_vectors
 
     texts = paragraph_texts(documents, paragraphs)
     vectors = paragraph_vectors(texts, encoder, "paragraph")
-    starts = _gold_starts(gold)
+    starts = gold_starts(gold)
     x = np.concatenate([gap_features(texts[d], vectors[d]) for d in texts])
-    y = np.concatenate([np.isin(np.arange(1, len(texts[d])), list(starts[d][0])) for d in texts]).astype(int)
+    y = np.concatenate([np.isin(np.arange(1, len(texts[d])), list(starts[d].every)) for d in texts]).astype(int)
     full = roc_auc_score(y, model.boundary.probability(x))
     random = np.random.default_rng(0)
     drops = np.zeros((len(FEATURES), 5))

@@ -15,14 +15,9 @@ from segmentation_testing import HashedBagOfWords, topic_documents, topic_paragr
 from structbench.corpus.build import build_tables
 from structbench.corpus.verify import verify_sections
 from structbench.datamodel import SECTIONS, ParsedDocument, SectionSpec
-from structbench.structure.learned import (
-    OPTIONS,
-    TRAIN_OPTIONS,
-    decode_boundaries,
-    induce_learned,
-    train_learned_inducer,
-)
+from structbench.structure.learned import OPTIONS, decode_boundaries, induce_learned
 from structbench.structure.learned_features import FEATURES, gap_features, normal_title
+from structbench.structure.learned_training import TRAIN_OPTIONS, train_learned_inducer
 from structbench.structure.sections import STATUS
 
 
@@ -131,6 +126,6 @@ def test_training_without_both_boundary_classes_is_named_and_one_level_is_warned
     ]
     with pytest.raises(ValueError, match=r"^notes/: every one of the 2 gaps .* 1 document\(s\) starts a section"):
         train_learned_inducer(*build_tables("test", one_paragraph_sections), HashedBagOfWords(), "notes/")
-    with caplog.at_level(logging.WARNING, logger="structbench.structure.learned"):
+    with caplog.at_level(logging.WARNING, logger="structbench.structure.learned_training"):
         train_learned_inducer(*topic_documents(range(3)), HashedBagOfWords(), "flat/")
     assert "flat/: every one of the 6 section starts is top-level" in caplog.text

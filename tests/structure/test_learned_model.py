@@ -16,7 +16,7 @@ from conftest import SHARED_DATA, absolute_pythonpath
 from segmentation_testing import HashedBagOfWords, topic_documents
 
 from structbench.corpus.qasper import load_qasper
-from structbench.structure.learned import _gold_starts, fit_boosted_trees, induce_learned, train_learned_inducer
+from structbench.structure.learned import induce_learned
 from structbench.structure.learned_features import gap_features
 from structbench.structure.learned_model import (
     FORMAT,
@@ -28,6 +28,7 @@ from structbench.structure.learned_model import (
     load_learned_inducer,
     npz_bytes,
 )
+from structbench.structure.learned_training import fit_boosted_trees, gold_starts, train_learned_inducer
 from structbench.structure.sections import paragraph_texts
 from structbench.structure.segmentation import paragraph_vectors
 
@@ -94,10 +95,10 @@ def test_the_arrays_predict_the_bytes_scikit_learn_predicts_on_qasper_papers():
     tables = load_qasper([QASPER10])
     texts = paragraph_texts(tables.documents, tables.paragraphs)
     vectors = paragraph_vectors(texts, HashedBagOfWords(), "paragraph")
-    starts = _gold_starts(tables.sections)
+    starts = gold_starts(tables.sections)
     doc_ids = list(texts)
     rows = {d: gap_features(texts[d], vectors[d]) for d in doc_ids}
-    labels = {d: np.isin(np.arange(1, len(texts[d])), list(starts[d][0])).astype(int) for d in doc_ids}
+    labels = {d: np.isin(np.arange(1, len(texts[d])), list(starts[d].every)).astype(int) for d in doc_ids}
     x = np.concatenate([rows[d] for d in doc_ids[:7]])
     y = np.concatenate([labels[d] for d in doc_ids[:7]])
     held = np.concatenate([rows[d] for d in doc_ids[7:]])

@@ -19,20 +19,15 @@ model that never saw it; the folds' training summaries say what each model learn
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Sequence
 
 import numpy as np
 import polars as pl
 
-from structbench.structure.learned import TRAIN_OPTIONS, induce_learned, train_learned_inducer
+from structbench.structure.learned import induce_learned
+from structbench.structure.learned_training import TRAIN_OPTIONS, seeded_order, train_learned_inducer
 
 Encode = Callable[[Sequence[str]], np.ndarray]
-
-
-def seeded_order(doc_ids: Sequence[str], seed: int) -> list[str]:
-    """``doc_ids`` in the order of ``sha256(seed:doc_id)``: a document's place depends on the seed and its id alone."""
-    return sorted(doc_ids, key=lambda doc_id: hashlib.sha256(f"{seed}:{doc_id}".encode()).hexdigest())
 
 
 def training_documents(

@@ -1,5 +1,9 @@
 """A learned structure inducer: boundaries, levels and recurring titles learned from documents with headings.
 
+This module decodes a trained model's probabilities into sections and induces documents' section trees; the
+gap and section features are in :mod:`.learned_features`, training in :mod:`.learned_training`, the trained
+model and its file in :mod:`.learned_model`.
+
 docs/method.md §5's learned arm, beside the LLM inducer and TextTiling (:mod:`.segmentation`): no LLM, and
 the same ``(sections, status)`` tables. It trains on documents whose gold section trees are known (QASPER's
 train papers; a Markdown folder's documents that have headings) and states the sections of documents
@@ -64,12 +68,8 @@ byte-identical file (same scikit-learn and numpy versions).
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import logging
-import math
-import time
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
@@ -77,21 +77,11 @@ import numpy as np
 import polars as pl
 
 from structbench.datamodel import SectionSpec
-from structbench.structure.agreement import match_boundaries, pk, section_boundaries, windowdiff
 from structbench.structure.learned_features import (
-    FEATURES,
     gap_features,
-    normal_title,
     title_features,
-    title_without_numbering,
 )
-from structbench.structure.learned_model import (
-    ConstantProbability,
-    LearnedInducer,
-    Probability,
-    TitleClassifier,
-    TreeEnsemble,
-)
+from structbench.structure.learned_model import LearnedInducer, one_thread
 from structbench.structure.sections import InducedSection, check_sections, paragraph_texts
 from structbench.structure.segmentation import (
     induced_tables,
@@ -105,53 +95,6 @@ from structbench.structure.segmentation import (
 log = logging.getLogger(__name__)
 
 Encode = Callable[[list[str]], np.ndarray]
-
-INNER_FOLDS = 3  # out-of-fold probabilities for choosing the thresholds
-THRESHOLD_GRID = tuple(round(0.05 * i, 2) for i in range(2, 19))  # 0.10 .. 0.90
-MAX_TITLE_CLASSES = 50  # the most frequent recurring titles a model learns
-
-
-def _gold_starts(sections: pl.DataFrame) -> dict[str, tuple[set[int], set[int]]]:
-    """Per document: the paragraphs where any gold section starts, and where a level-1 section starts."""
-    result: dict[str, tuple[set[int], set[int]]] = {}
-    for doc_id, start, level in sections.select("doc_id", "para_start", "level").iter_rows():
-        every, top = result.setdefault(doc_id, (set(), set()))
-        every.add(int(start))
-        if level == 1:
-            top.add(int(start))
-    return result
-
-
-def one_thread():
-    """scikit-learn's OpenMP (and BLAS) pools held to one thread: on shared cores OpenMP's busy waiting made a
-    boosting fit 15-35x slower than one thread (0.19 s against 7 s for 150 gaps, 3.8 s against 58 s for 40,000)."""
-    from threadpoolctl import threadpool_limits
-
-    return threadpool_limits(limits=1)
-
-
-def fit_boosted_trees(x: np.ndarray, y: np.ndarray, seed: int):
-    """scikit-learn's fitted ``HistGradientBoostingClassifier`` of ``y`` (0/1, both present) on ``x``."""
-    from sklearn.ensemble import HistGradientBoostingClassifier
-
-    model = HistGradientBoostingClassifier(
-        max_iter=200, learning_rate=0.1, max_leaf_nodes=31, min_samples_leaf=20, early_stopping=False, random_state=seed
-    )
-    with one_thread():
-        return model.fit(x, y)
-
-
-def _fit_binary(x: np.ndarray, y: np.ndarray, seed: int) -> Probability:
-    """The probability of label 1 learned from ``x``: boosted trees as arrays, or a constant when ``y`` has
-    one class (or none)."""
-    if len(y) == 0 or y.min() == y.max():
-        return ConstantProbability(float(y[0]) if len(y) else 0.0)
-    return TreeEnsemble.from_fitted(fit_boosted_trees(x, y, seed))
-
-
-def _positive(model: Probability, x: np.ndarray) -> np.ndarray:
-    return model.probability(x) if len(x) else np.zeros(0)
-
 
 # ------------------------------------------------------------------------------------------- decoding
 
@@ -171,215 +114,6 @@ def decode_boundaries(probabilities: np.ndarray, threshold: float, min_section_p
         if boundary - before >= min_section_paragraphs and after - boundary >= min_section_paragraphs:
             chosen.insert(position, boundary)
     return chosen
-
-
-def _score(gold: set[int], ours: set[int], n: int) -> float:
-    """One document's decoding objective: ``1 - Pk - WindowDiff`` plus boundary F1 (tolerance one)."""
-    return 1 - pk(gold, ours, n) - windowdiff(gold, ours, n) + match_boundaries(gold, ours).f1
-
-
-def _best_threshold(documents: list[tuple[np.ndarray, set[int], int]], min_section_paragraphs: int) -> float:
-    """The :data:`THRESHOLD_GRID` value maximising the mean :func:`_score` (ties: the lower threshold)."""
-    best, best_value = THRESHOLD_GRID[0], -math.inf
-    for threshold in THRESHOLD_GRID:
-        values = [
-            _score(gold, set(decode_boundaries(p, threshold, min_section_paragraphs)), n)
-            for p, gold, n in documents
-            if n > 1
-        ]
-        value = float(np.mean(values)) if values else 0.0
-        if value > best_value + 1e-12:
-            best, best_value = threshold, value
-    return best
-
-
-def _best_level_threshold(documents: list[tuple[list[int], np.ndarray, set[int], int]]) -> float:
-    """The level threshold maximising the mean top-level :func:`_score` over documents decoded with the
-    boundary threshold (``(boundaries, level probabilities, gold top-level starts, n)``)."""
-    best, best_value = THRESHOLD_GRID[0], -math.inf
-    for threshold in THRESHOLD_GRID:
-        values = []
-        for boundaries, q, gold_top, n in documents:
-            sections = tiling(boundaries, [1 if p >= threshold else 2 for p in q], n)
-            top = {s.first - 1 for s in sections if s.level == 1}
-            values.append(_score(gold_top, section_boundaries(top, n), n))
-        value = float(np.mean(values)) if values else 0.0
-        if value > best_value + 1e-12:
-            best, best_value = threshold, value
-    return best
-
-
-# ------------------------------------------------------------------------------------------- training
-
-
-def check_boundary_classes(
-    texts_by_doc: dict[str, list[str]], starts: dict[str, tuple[set[int], set[int]]], source: str
-) -> None:
-    """A named ValueError when the gaps of ``source`` are all section starts or none is (a boundary model
-    needs both); a warning when their section starts are all top-level or none is (the level model is then
-    that one class: every induced section top-level, or every one deeper)."""
-    gaps = sum(len(texts) - 1 for texts in texts_by_doc.values())
-    every = sum(len(starts.get(d, (set(), set()))[0] & set(range(1, len(t)))) for d, t in texts_by_doc.items())
-    top = sum(len(starts.get(d, (set(), set()))[1] & set(range(1, len(t)))) for d, t in texts_by_doc.items())
-    if every in (0, gaps):
-        raise ValueError(
-            f"{source}: {'every one' if every else 'none'} of the {gaps} gaps between paragraphs of "
-            f"{len(texts_by_doc)} document(s) starts a section, so there is no {'non-' if every else ''}boundary "
-            "to learn from: train on documents whose sections have several paragraphs"
-        )
-    if top in (0, every):
-        log.warning(
-            "%s: %s of the %d section starts is top-level, so the model learns one level: every section it "
-            "induces is %s",
-            source,
-            "every one" if top else "none",
-            every,
-            "top-level" if top else "deeper than the first",
-        )
-
-
-def _inner_folds(doc_ids: Sequence[str], seed: int) -> list[int]:
-    """Each document's inner fold, by ``sha256(seed:inner:doc_id)`` rank (independent of corpus order)."""
-    ranked = sorted(doc_ids, key=lambda d: hashlib.sha256(f"{seed}:inner:{d}".encode()).hexdigest())
-    folds = {doc_id: position % INNER_FOLDS for position, doc_id in enumerate(ranked)}
-    return [folds[doc_id] for doc_id in doc_ids]
-
-
-def train_learned_inducer(
-    documents: pl.DataFrame,
-    paragraphs: pl.DataFrame,
-    sections: pl.DataFrame,
-    encode: Encode,
-    source: str = "the training documents",
-    *,
-    seed: int = 0,
-    min_section_paragraphs: int = 1,
-    title_min_docs: int = 5,
-) -> LearnedInducer:
-    """Fit the boundary, level and title models on documents with their gold ``sections`` (module
-    docstring). ``min_section_paragraphs`` is the decoder's, used when choosing the thresholds;
-    ``title_min_docs`` the documents a title must head a section in to become a learned title. ``source``
-    names the documents in errors and warnings: a ValueError when every gap starts a section or none does
-    (nothing to learn boundaries from), a warning when every boundary is top-level or none is."""
-    from sklearn.linear_model import LogisticRegression
-
-    started = time.perf_counter()
-    texts_by_doc = paragraph_texts(documents, paragraphs)
-    check_boundary_classes(texts_by_doc, _gold_starts(sections), source)
-    vectors_by_doc = paragraph_vectors(texts_by_doc, encode, "paragraph")
-    embedded = time.perf_counter()
-    starts = _gold_starts(sections)
-    doc_ids = list(texts_by_doc)
-    per_doc = []  # (doc_id, features, boundary labels, top labels)
-    for doc_id in doc_ids:
-        texts, vectors = texts_by_doc[doc_id], vectors_by_doc[doc_id]
-        every, top = starts.get(doc_id, (set(), set()))
-        gaps = np.arange(1, len(texts))
-        per_doc.append(
-            (doc_id, gap_features(texts, vectors), np.isin(gaps, list(every)).astype(int), np.isin(gaps, list(top)))
-        )
-    x = np.concatenate([f for _, f, _, _ in per_doc]) if per_doc else np.zeros((0, len(FEATURES)))
-    y = np.concatenate([b for _, _, b, _ in per_doc]).astype(int) if per_doc else np.zeros(0, int)
-    y_top = np.concatenate([t for _, _, _, t in per_doc]).astype(int) if per_doc else np.zeros(0, int)
-    owner = np.concatenate([[i] * len(b) for i, (_, _, b, _) in enumerate(per_doc)]).astype(int)
-    positive = y == 1
-
-    # out-of-fold probabilities choose the thresholds; with fewer than INNER_FOLDS documents, in-sample ones
-    fold_of_doc = np.array(_inner_folds(doc_ids, seed))
-    p_oof, q_oof = np.zeros(len(y)), np.zeros(len(y))
-    if len(doc_ids) >= INNER_FOLDS:
-        fold = fold_of_doc[owner] if len(owner) else np.zeros(0, int)
-        for k in range(INNER_FOLDS):
-            train, held = fold != k, fold == k
-            p_oof[held] = _positive(_fit_binary(x[train], y[train], seed), x[held])
-            level_rows = train & positive
-            q_oof[held] = _positive(_fit_binary(x[level_rows], y_top[level_rows], seed), x[held])
-    boundary = _fit_binary(x, y, seed)
-    level = _fit_binary(x[positive], y_top[positive], seed)
-    if len(doc_ids) < INNER_FOLDS:
-        p_oof, q_oof = _positive(boundary, x), _positive(level, x)
-    oof_docs, offset = [], 0
-    for _, _, labels, top_labels in per_doc:
-        rows = slice(offset, offset + len(labels))
-        gold = {int(g) + 1 for g in np.flatnonzero(labels)}
-        gold_top = {int(g) + 1 for g in np.flatnonzero(top_labels)}
-        oof_docs.append((p_oof[rows], q_oof[rows], gold, gold_top, len(labels) + 1))
-        offset += len(labels)
-    threshold = _best_threshold([(p, gold, n) for p, _, gold, _, n in oof_docs], min_section_paragraphs)
-    level_docs = []
-    for p, q, _, gold_top, n in oof_docs:
-        bounds = decode_boundaries(p, threshold, min_section_paragraphs)
-        level_docs.append((bounds, [q[b - 1] for b in bounds], gold_top, n))
-    level_threshold = _best_level_threshold(level_docs)
-
-    # recurring titles
-    title_rows, title_labels, surfaces = [], [], Counter()
-    heads = Counter()
-    per_doc_sections = {doc_id: [] for doc_id in doc_ids}
-    for doc_id, title, level_of, start, end in (
-        sections.sort("doc_id", "section_id").select("doc_id", "title", "level", "para_start", "para_end").iter_rows()
-    ):
-        if doc_id in per_doc_sections:
-            per_doc_sections[doc_id].append((title or "", int(level_of), int(start), int(end)))
-    for doc_id in doc_ids:
-        heads.update({normal_title(t) for t, _, s, e in per_doc_sections[doc_id] if normal_title(t) and e > s})
-    frequent = [
-        name for name, count in sorted(heads.items(), key=lambda kv: (-kv[1], kv[0])) if count >= title_min_docs
-    ]
-    classes = frequent[:MAX_TITLE_CLASSES]
-    class_index = {name: i + 1 for i, name in enumerate(classes)}  # 0: any other title
-    for doc_id in doc_ids:
-        own = [(t, lv, s, e) for t, lv, s, e in per_doc_sections[doc_id] if e > s]
-        if not own:
-            continue
-        n = len(texts_by_doc[doc_id])
-        spans = []
-        for index, (_, lv, s, _) in enumerate(own):
-            end = next((s2 for _, lv2, s2, _ in own[index + 1 :] if lv2 <= lv), n)
-            spans.append((s, end, lv))
-        title_rows.append(title_features(vectors_by_doc[doc_id], spans, n))
-        for t, *_ in own:
-            key = normal_title(t)
-            title_labels.append(class_index.get(key, 0))
-            if key in class_index:
-                surfaces[(key, t.strip())] += 1
-    titles_model = None
-    if classes and title_rows:
-        labels = np.array(title_labels)
-        if len(set(labels.tolist())) > 1:
-            with one_thread():
-                fitted = LogisticRegression(C=1.0, max_iter=1000).fit(np.concatenate(title_rows), labels)
-            titles_model = TitleClassifier.from_fitted(fitted)
-    names = []
-    for key in classes:
-        spellings = sorted(((-c, s) for (k, s), c in surfaces.items() if k == key))
-        names.append(title_without_numbering(spellings[0][1]) if spellings else key)
-    finished = time.perf_counter()
-    training = {
-        "documents": len(doc_ids),
-        "paragraphs": int(sum(len(t) for t in texts_by_doc.values())),
-        "gaps": len(y),
-        "positives": int(y.sum()),
-        "top_level_positives": int(y_top.sum()),
-        "skipped": 0,
-        "features": list(FEATURES),
-        "threshold": threshold,
-        "level_threshold": level_threshold,
-        "min_section_paragraphs": min_section_paragraphs,
-        "recurring_titles": names,
-        "title_min_docs": title_min_docs,
-        "seed": seed,
-        "seconds": round(finished - started, 3),
-        "embedding_seconds": round(embedded - started, 3),
-        "fit_seconds": round(finished - embedded, 3),
-    }
-    log.info("trained a learned inducer on %d documents, %d gaps (%d boundaries)", len(doc_ids), len(y), y.sum())
-    return LearnedInducer(boundary, level, titles_model, tuple(names), threshold, level_threshold, training)
-
-
-TRAIN_OPTIONS = tuple(
-    name for name, p in inspect.signature(train_learned_inducer).parameters.items() if p.kind == p.KEYWORD_ONLY
-)
 
 
 # ------------------------------------------------------------------------------------------- inference
@@ -461,7 +195,7 @@ def induce_learned(
     vectors_by_doc = paragraph_vectors(texts_by_doc, encode, "paragraph")
     features = {doc_id: gap_features(texts, vectors_by_doc[doc_id]) for doc_id, texts in texts_by_doc.items()}
     stacked = np.concatenate(list(features.values()))
-    p_all, q_all = _positive(model.boundary, stacked), _positive(model.level, stacked)
+    p_all, q_all = model.boundary.probability(stacked), model.level.probability(stacked)
     specs, status_rows, offset = {}, [], 0
     for doc_id, texts in texts_by_doc.items():
         vectors, n = vectors_by_doc[doc_id], len(texts)

@@ -180,6 +180,15 @@ class TitleClassifier:
 Probability = TreeEnsemble | ConstantProbability
 
 
+def one_thread():
+    """scikit-learn's OpenMP and BLAS pools held to one thread, for fitting and for the title classifier's
+    product: on shared cores OpenMP's busy waiting made boosting fits many times slower than one thread
+    (docs/benchmarks.md)."""
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=1)
+
+
 # ---------------------------------------------------------------------------------------------- model
 
 
