@@ -73,7 +73,7 @@ def print_importance(model, documents, paragraphs, gold, encoder) -> None:
 
     from structbench.structure.learned_features import FEATURES, gap_features
     from structbench.structure.learned_training import gold_starts
-    from structbench.structure.segmentation import paragraph_vectors
+    from structbench.structure.model_free import paragraph_vectors
 
     texts = paragraph_texts(documents, paragraphs)
     vectors = paragraph_vectors(texts, encoder, "paragraph")

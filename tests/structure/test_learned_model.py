@@ -29,8 +29,8 @@ from structbench.structure.learned_model import (
     npz_bytes,
 )
 from structbench.structure.learned_training import fit_boosted_trees, gold_starts, train_learned_inducer
+from structbench.structure.model_free import paragraph_vectors
 from structbench.structure.sections import paragraph_texts
-from structbench.structure.segmentation import paragraph_vectors
 
 QASPER10 = SHARED_DATA / "qasper" / "sample-train10" / "qasper-train-first10.official-format.json"
 

@@ -17,8 +17,8 @@ title candidates. scikit-learn is imported inside the functions that fit or pred
 gold section starts after the gap (any level; an empty parent heading starts where its first child does),
 and, for those, a second label: the section starting there is top-level (level 1) or deeper.
 
-**Features** (:data:`FEATURES`, per gap before paragraph ``g`` of ``n``), chosen because each measures a
-cue a reader or TextTiling uses, all cheap given the paragraph vectors:
+**Features** (:data:`.learned_features.FEATURES`, per gap before paragraph ``g`` of ``n``), chosen because
+each measures a cue a reader or TextTiling uses, all cheap given the paragraph vectors:
 
 - vector similarity: cosine of the adjacent paragraphs; of the renormalised means of 2 and 3 paragraphs on
   each side; the adjacent cosine standardised within the document, and minus the larger of its two
@@ -47,12 +47,12 @@ segmentation's rule). A boundary is top-level when its level probability reaches
 else level 2 (``max_levels: 1`` keeps every section top-level); a level never rises by more than one over
 the section before, the first section is level 1 (:func:`.segmentation.tiling`). Both thresholds default
 to the model's own, chosen at training on out-of-fold probabilities (``INNER_FOLDS`` document folds by a
-seeded hash of the ids) from :data:`THRESHOLD_GRID`: the boundary threshold maximising the training
+seeded hash of the ids) from :data:`.learned_training.THRESHOLD_GRID`: the boundary threshold maximising the training
 documents' mean ``1 - Pk - WindowDiff`` plus boundary F1 (all levels), the level threshold the same over
 top-level boundaries (:mod:`.agreement`'s conventions). In-sample probabilities of boosted trees are
 overconfident, so thresholds chosen on them would cut too few sections.
 
-**Titles.** Each section is titled from its own words by segmentation's keyphrase titler (bounded in
+**Titles.** Each section is titled from its own words by the keyphrase titler (:mod:`.model_free`) (bounded in
 words and characters), unless the training corpus has recurring section names: titles (lower-cased,
 numbering stripped) that head sections in at least ``title_min_docs`` training documents become classes
 of a multinomial logistic regression over the section's first-paragraph and mean vectors and its
@@ -70,7 +70,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -82,19 +82,18 @@ from structbench.structure.learned_features import (
     title_features,
 )
 from structbench.structure.learned_model import LearnedInducer, one_thread
-from structbench.structure.sections import InducedSection, check_sections, paragraph_texts
-from structbench.structure.segmentation import (
+from structbench.structure.model_free import (
+    Encode,
     induced_tables,
     keyphrase_titles,
     paragraph_vectors,
     status_row,
     subtree_ends,
-    tiling,
 )
+from structbench.structure.sections import InducedSection, check_sections, paragraph_texts
+from structbench.structure.segmentation import tiling
 
 log = logging.getLogger(__name__)
-
-Encode = Callable[[list[str]], np.ndarray]
 
 # ------------------------------------------------------------------------------------------- decoding
 

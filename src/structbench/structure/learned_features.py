@@ -10,7 +10,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from structbench.structure.segmentation import STOPWORDS, depth_scores, gap_similarities
+from structbench.structure.model_free import STOPWORDS
+from structbench.structure.segmentation import depth_scores, gap_similarities
 
 SHORT_WORDS = 25  # a paragraph of fewer words is "short" (a caption, a list item, a heading-like line)
 

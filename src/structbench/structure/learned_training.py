@@ -34,12 +34,11 @@ from structbench.structure.learned_model import (
     TreeEnsemble,
     one_thread,
 )
+from structbench.structure.model_free import Encode, paragraph_vectors
 from structbench.structure.sections import paragraph_texts
-from structbench.structure.segmentation import paragraph_vectors, tiling
+from structbench.structure.segmentation import tiling
 
 log = logging.getLogger(__name__)
-
-Encode = Callable[[list[str]], np.ndarray]
 
 INNER_FOLDS = 3  # out-of-fold probabilities for choosing the thresholds
 THRESHOLD_GRID = tuple(round(0.05 * i, 2) for i in range(2, 19))  # 0.10 .. 0.90
