@@ -36,8 +36,8 @@ each measures a cue a reader or TextTiling uses, all cheap given the paragraph v
 
 **Learner.** scikit-learn's ``HistGradientBoostingClassifier``: the features are tabular and of mixed
 scales (cosines, counts, flags), their interactions matter (a low cosine matters less between two list
-items), and boosted trees need neither scaling nor tuning to do well on such data; it fits tens of
-thousands of gaps in seconds on a CPU, is deterministic with early stopping off and a fixed
+items), and boosted trees need neither scaling nor tuning to do well on such data; it fits quickly on a
+CPU (fit times: docs/benchmarks.md), is deterministic with early stopping off and a fixed
 ``random_state``, and is already a dependency (no LightGBM). One model scores boundaries, a second, fitted
 on the boundary gaps only, scores "top-level" against "deeper".
 
@@ -46,14 +46,14 @@ the earlier gap) whenever every section keeps at least ``min_section_paragraphs`
 segmentation's rule). A boundary is top-level when its level probability reaches ``level_threshold``,
 else level 2 (``max_levels: 1`` keeps every section top-level); a level never rises by more than one over
 the section before, the first section is level 1 (:func:`.segmentation.tiling`). Both thresholds default
-to the model's own, chosen at training on out-of-fold probabilities (``INNER_FOLDS`` document folds by a
-seeded hash of the ids) from :data:`.learned_training.THRESHOLD_GRID`: the boundary threshold maximising the training
-documents' mean ``1 - Pk - WindowDiff`` plus boundary F1 (all levels), the level threshold the same over
+to the model's own, chosen at training on out-of-fold probabilities (``INNER_FOLDS`` document folds by
+a seeded hash of the ids) from :data:`.learned_training.THRESHOLD_GRID`: the boundary threshold maximising
+the training documents' mean ``1 - Pk - WindowDiff`` plus boundary F1 (all levels), the level threshold the same over
 top-level boundaries (:mod:`.agreement`'s conventions). In-sample probabilities of boosted trees are
 overconfident, so thresholds chosen on them would cut too few sections.
 
-**Titles.** Each section is titled from its own words by the keyphrase titler (:mod:`.model_free`) (bounded in
-words and characters), unless the training corpus has recurring section names: titles (lower-cased,
+**Titles.** Each section is titled from its own words by the keyphrase titler of :mod:`.model_free`
+(bounded in words and characters), unless the training corpus has recurring section names: titles (lower-cased,
 numbering stripped) that head sections in at least ``title_min_docs`` training documents become classes
 of a multinomial logistic regression over the section's first-paragraph and mean vectors and its
 position (relative start and end, first and last section, level). A section takes the learned name (its
