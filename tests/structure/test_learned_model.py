@@ -220,3 +220,10 @@ def test_a_crafted_archive_with_a_matching_checksum_is_checked_member_by_member(
     assert not (tmp_path / "ran").exists()
     loaded = load_learned_inducer(write(tmp_path, "same.bin", with_header(npz_bytes(members))))
     assert loaded.fingerprint == trained.fingerprint  # the members as written pass the same checks
+
+
+def test_a_title_classifier_given_vectors_of_another_size_is_named():
+    classifier = TitleClassifier(np.zeros((3, 4)), np.zeros(3), np.arange(3))
+    assert classifier.probabilities(np.ones((2, 4))).tolist() == [[1 / 3] * 3] * 2
+    with pytest.raises(ValueError, match=r"reads 4 features per section and was given 5: .* \(another embedder\)"):
+        classifier.probabilities(np.ones((2, 5)))

@@ -92,7 +92,9 @@ class TreeEnsemble:
 
     @classmethod
     def from_fitted(cls, estimator) -> TreeEnsemble:
-        """The arrays of a fitted binary ``HistGradientBoostingClassifier`` on numeric features."""
+        """The arrays of a fitted binary ``HistGradientBoostingClassifier`` on numeric features (read from its
+        predictors' node records and baseline, private attributes: the byte-identity test on QASPER papers
+        fails if a scikit-learn release changes them)."""
         if estimator.n_trees_per_iteration_ != 1 or [int(c) for c in estimator.classes_] != [0, 1]:
             raise ValueError(f"a tree ensemble is a binary 0/1 classifier, got classes {list(estimator.classes_)}")
         trees = [predictor.nodes for iteration in estimator._predictors for predictor in iteration]
@@ -164,6 +166,11 @@ class TitleClassifier:
         for two classes, a softmax above two; byte-identical)."""
         from scipy.special import expit
 
+        if x.shape[1] != self.coef.shape[1]:
+            raise ValueError(
+                f"the learned title classifier reads {self.coef.shape[1]} features per section and was given "
+                f"{x.shape[1]}: the model was trained with vectors of another size (another embedder)"
+            )
         scores = x @ self.coef.T + self.intercept
         if len(self.classes) <= 2:
             p = expit(scores.reshape(-1))
