@@ -29,7 +29,9 @@ from structbench.corpus.build import build_tables
 from structbench.corpus.qasper import parse_paper, read_qasper_records
 from structbench.embedding.encoders import make_encoder
 from structbench.structure.agreement import BASELINES, agreement_summary, baseline_sections
-from structbench.structure.learned import induce_learned, load_learned_inducer, train_learned_inducer
+from structbench.structure.learned import induce_learned
+from structbench.structure.learned_model import load_learned_inducer
+from structbench.structure.learned_training import train_learned_inducer
 from structbench.structure.sections import paragraph_texts
 from structbench.structure.segmentation import induce_segmentation
 
@@ -67,20 +69,27 @@ def print_importance(model, documents, paragraphs, gold, encoder) -> None:
     """Permutation importance (drop in ROC AUC, 5 repeats) of each feature for the boundary model on the
     evaluated papers' gaps."""
     import numpy as np
-    from sklearn.inspection import permutation_importance
+    from sklearn.metrics import roc_auc_score
 
-    from structbench.structure.learned import FEATURES, _gold_starts, gap_features, one_thread
-    from structbench.structure.segmentation import paragraph_vectors
+    from structbench.structure.learned_features import FEATURES, gap_features
+    from structbench.structure.learned_training import gold_starts
+    from structbench.structure.model_free import paragraph_vectors
 
     texts = paragraph_texts(documents, paragraphs)
     vectors = paragraph_vectors(texts, encoder, "paragraph")
-    starts = _gold_starts(gold)
+    starts = gold_starts(gold)
     x = np.concatenate([gap_features(texts[d], vectors[d]) for d in texts])
-    y = np.concatenate([np.isin(np.arange(1, len(texts[d])), list(starts[d][0])) for d in texts]).astype(int)
-    with one_thread():
-        result = permutation_importance(model.boundary, x, y, scoring="roc_auc", n_repeats=5, random_state=0)
-    for index in np.argsort(-result.importances_mean):
-        print(f"  {FEATURES[index]:<26} {result.importances_mean[index]:+.4f} ± {result.importances_std[index]:.4f}")
+    y = np.concatenate([np.isin(np.arange(1, len(texts[d])), list(starts[d].every)) for d in texts]).astype(int)
+    full = roc_auc_score(y, model.boundary.probability(x))
+    random = np.random.default_rng(0)
+    drops = np.zeros((len(FEATURES), 5))
+    for feature in range(len(FEATURES)):
+        for repeat in range(5):
+            shuffled = x.copy()
+            shuffled[:, feature] = random.permutation(shuffled[:, feature])
+            drops[feature, repeat] = full - roc_auc_score(y, model.boundary.probability(shuffled))
+    for index in np.argsort(-drops.mean(axis=1)):
+        print(f"  {FEATURES[index]:<26} {drops[index].mean():+.4f} ± {drops[index].std():.4f}")
 
 
 def row(name: str, summary: dict) -> str:

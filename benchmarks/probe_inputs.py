@@ -10,6 +10,7 @@ cores (most of it MiniLM and the chunking-time case).
 from __future__ import annotations
 
 import copy
+import functools
 import io
 import json
 import os
@@ -897,6 +898,130 @@ def bench_out() -> str:
     if smoke.resolve() == Path.cwd() or measured.resolve() == Path.cwd() or smoke != bench.SMOKE_RESULTS:
         raise Fail(f"--smoke -> {smoke}, a measurement -> {measured}")
     return f"--smoke -> {smoke}; a measurement -> {measured.relative_to(REPO)}; --out overrides both"
+
+
+# ---- learned inducer ------------------------------------------------------------------------------
+
+LEARNED_TOPICS = {
+    "Volcanoes": "Lava and magma rise through the crater of the volcano, and ash falls over the basalt slopes.",
+    "Violins": "The violin leads the orchestra in the concerto, its bow drawing the melody from the strings.",
+    "Compilers": "The compiler's lexer and parser turn syntax into bytecode, then optimise register use.",
+}
+
+
+@functools.cache
+def trained_model_file() -> bytes:
+    """The bytes of a model that ``structbench train-inducer`` writes for six small Markdown documents."""
+    with tempfile.TemporaryDirectory() as folder:
+        for number in range(6):
+            names = list(LEARNED_TOPICS)[number % 3 :] + list(LEARNED_TOPICS)[: number % 3]
+            body = "".join(
+                f"## {name}\n\n" + "".join(f"{LEARNED_TOPICS[name]} Note {number}.{k}.\n\n" for k in range(3))
+                for name in names
+            )
+            (Path(folder) / f"doc{number}.md").write_text(f"# Document {number}\n\n{body}")
+        out = Path(folder) / "model.bin"
+        result = structbench("train-inducer", folder, "--out", str(out))
+        if result.returncode:
+            raise Fail(f"train-inducer: exit {result.returncode}, {result.stderr.strip()[-200:]!r}")
+        return out.read_bytes()
+
+
+def chunk_with_model(data: bytes, name: str = "model.bin") -> tuple[subprocess.CompletedProcess, Path]:
+    """``structbench chunk --induce learned --model F`` where F holds ``data``; the result and F's folder."""
+    folder = Path(tempfile.mkdtemp())
+    (folder / name).write_bytes(data)
+    (folder / "doc.md").write_text("Lava rises through the crater.\n\nThe violin leads the orchestra.\n")
+    return structbench("chunk", str(folder / "doc.md"), "--induce", "learned", "--model", str(folder / name)), folder
+
+
+def named_model_error(result: subprocess.CompletedProcess, *says: str) -> str:
+    """The one-line error of a refused model file (exit 2, no traceback): its text after the file name."""
+    error = result.stderr.strip()
+    if result.returncode != 2 or "Traceback" in error or "\n" in error or not all(text in error for text in says):
+        raise Fail(f"exit {result.returncode}, stderr {error[-200:]!r}")
+    return error.split("': ", 1)[-1][:110]
+
+
+class CreatesMarker:
+    """Unpickling this runs ``open(marker, "w")``."""
+
+    def __init__(self, marker: Path):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+@case("model file: a crafted pickle payload is refused before it runs (no marker file)")
+def model_crafted_pickle() -> str:
+    import pickle
+
+    marker = Path(tempfile.mkdtemp()) / "ran"
+    result, _ = chunk_with_model(pickle.dumps(CreatesMarker(marker)))
+    said = named_model_error(result, "learned-inducer model file", "it is a pickle")
+    if marker.exists():
+        raise Fail("the payload ran: the marker file exists")
+    return f"exit 2, no marker: {said}"
+
+
+@case("model file: truncated at 1/3, 2/3 and 99% is a named error")
+def model_truncated() -> str:
+    data = trained_model_file()
+    said = []
+    for fraction in (1 / 3, 2 / 3, 0.99):
+        result, _ = chunk_with_model(data[: int(len(data) * fraction)])
+        said.append(named_model_error(result, "learned-inducer model file", "truncated"))
+    return f"exit 2 each; {said[0]}"
+
+
+@case("model file: 8 flipped bytes at 30 offsets (1/3 and 2/3 among them) are each a named error")
+def model_flipped_bytes() -> str:
+    from structbench.api import chunk_markdown
+    from structbench.structure.learned_model import ModelFileError
+
+    data = trained_model_file()
+    offsets = sorted({*np.linspace(0, len(data) - 8, 28).astype(int).tolist(), len(data) // 3, 2 * len(data) // 3})
+    folder = Path(tempfile.mkdtemp())
+    problems = set()
+    for offset in offsets:
+        flipped = bytearray(data)
+        flipped[offset : offset + 8] = bytes(b ^ 0xFF for b in flipped[offset : offset + 8])
+        (folder / "flipped.bin").write_bytes(bytes(flipped))
+        said = refused(
+            lambda: chunk_markdown("Some text.", induce="learned", model=folder / "flipped.bin"),
+            ModelFileError,
+            "learned-inducer model file",
+        )
+        problems.add(said.split("': ", 1)[-1].split(":")[0])
+    result, _ = chunk_with_model(bytes(flipped))
+    named_model_error(result, "corrupted")
+    return f"{len(offsets)} offsets refused ({', '.join(sorted(problems))}); the CLI: exit 2, one line"
+
+
+@case("model file: a JSON file renamed .bin is a named error, not a traceback")
+def model_json_renamed() -> str:
+    result, _ = chunk_with_model(json.dumps({"fingerprint": "0" * 64, "training": {}}).encode())
+    return f"exit 2: {named_model_error(result, 'learned-inducer model file', 'it is JSON')}"
+
+
+@case("parent:3 deeper than a learned tree is a named config error")
+def readtime_level_learned() -> str:
+    return config_error(
+        readtime_condition("none", "parent:3", "induced:learned"), "level 3 is deeper", "inducers.learned.max_levels"
+    )[:140]
+
+
+@case("train-inducer on one file whose sections are single paragraphs is a named error")
+def train_inducer_one_file() -> str:
+    with tempfile.TemporaryDirectory() as folder:
+        text = "".join(f"## {name}\n\n{sentence}\n\n" for name, sentence in LEARNED_TOPICS.items())
+        (Path(folder) / "one.md").write_text(text)
+        result = structbench("train-inducer", folder, "--out", str(Path(folder) / "model.bin"))
+        error = result.stderr.strip()
+        if result.returncode != 2 or "Traceback" in error or "starts a section" not in error or folder not in error:
+            raise Fail(f"exit {result.returncode}, stderr {error[-200:]!r}")
+        return f"exit 2: {error.split(': ', 2)[-1][:120]}"
 
 
 def main() -> int:

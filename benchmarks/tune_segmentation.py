@@ -28,8 +28,9 @@ from structbench.corpus.build import build_tables
 from structbench.corpus.qasper import parse_paper, read_qasper_records
 from structbench.datamodel import ParsedDocument
 from structbench.structure.agreement import agreement_summary
+from structbench.structure.model_free import paragraph_vectors
 from structbench.structure.sections import paragraph_texts
-from structbench.structure.segmentation import induce_segmentation, paragraph_vectors, segment
+from structbench.structure.segmentation import induce_segmentation, segment
 
 TRAIN = Path("/work/shared/data/qasper/qasper-train-v0.3.rebuilt.json")
 

@@ -5,6 +5,9 @@ import re
 
 import numpy as np
 
+from structbench.corpus.build import build_tables
+from structbench.datamodel import ParsedDocument, SectionSpec
+
 DIMENSION = 512
 
 
@@ -41,6 +44,24 @@ def topic_paragraph(topic: str, variant: int) -> str:
 
 def three_topic_document(per_topic: int = 4) -> list[str]:
     return [topic_paragraph(topic, variant) for topic in TOPICS for variant in range(per_topic)]
+
+
+NAMES = list(TOPICS)
+
+
+def topic_documents(doc_numbers, per_topic=(3, 4, 5)):
+    """Corpus tables of documents of three topic sections (rotated topic order, varying lengths), each headed
+    by its topic's name."""
+    parsed = []
+    for d in doc_numbers:
+        topics = NAMES[d % 3 :] + NAMES[: d % 3]
+        texts, specs = [], []
+        for i, topic in enumerate(topics):
+            count = per_topic[(d + i) % len(per_topic)]
+            specs.append(SectionSpec(f"{i + 1} {topic.title()}", 1, len(texts), len(texts) + count))
+            texts += [topic_paragraph(topic, d + v) for v in range(count)]
+        parsed.append(ParsedDocument(f"doc{d}", f"Document {d}", texts, specs))
+    return build_tables("test", parsed)
 
 
 # ----------------------------------------------------------------------------------------- curve steps

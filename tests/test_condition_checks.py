@@ -83,6 +83,18 @@ def test_a_level_deeper_than_a_segmentation_tree_is_refused_and_gold_is_counted(
     assert shallower_documents("automerge:0.5", sections, documents) == (0, 4)
 
 
+def test_a_level_deeper_than_a_learned_tree_is_refused():
+    learned = {
+        "R": {"boundaries": "structural", "structure": "induced:learned", "prefix": "none", "retrieval": "parent:3"}
+    }
+    with pytest.raises(
+        ConfigError,
+        match=r"conditions\.R\.retrieval = 'parent:3': level 3 is deeper .*inducers\.learned\.max_levels = 2",
+    ):
+        started(learned)
+    assert started({"R": learned["R"] | {"retrieval": "parent:2"}}).study.conditions
+
+
 def test_ratios_are_compared_as_numbers():
     merge = {"boundaries": "structural", "structure": "gold", "prefix": "none"}
     conditions = started({"A": merge | {"retrieval": "automerge:1.0"}, "B": merge | {"retrieval": "automerge:1"}})

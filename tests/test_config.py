@@ -819,3 +819,10 @@ def test_a_declared_learned_model_file_must_exist(tmp_path):
     config = learned_config(model=str(tmp_path / "missing.bin"))
     with pytest.raises(ConfigError, match=r"inducers\.lrn\.model = '.*missing\.bin': no such file"):
         cross_checked(config)
+
+
+def test_a_declared_learned_model_file_that_is_not_an_intact_model_is_named_at_load(tmp_path):
+    (tmp_path / "model.bin").write_text('{"fingerprint": "0"}')
+    config = learned_config(model=str(tmp_path / "model.bin"))
+    with pytest.raises(ConfigError, match=r"inducers\.lrn\.model: learned-inducer model file '.*model\.bin': .* JSON"):
+        cross_checked(config)

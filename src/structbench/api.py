@@ -55,7 +55,7 @@ from structbench.tokens import TokenCounter, load_tokenizer
 if TYPE_CHECKING:
     import numpy as np
 
-    from structbench.structure.learned import LearnedInducer
+    from structbench.structure.learned_model import LearnedInducer
 
 INDUCERS = (None, "segmentation", "learned")  # None: the document's own headings
 
@@ -155,8 +155,9 @@ def chunk_markdown(
 
     ``induce="learned"`` induces it with a learned inducer instead (:mod:`structbench.structure.learned`):
     ``model`` is its model file (written by :func:`train_inducer` or ``structbench train-inducer`` from
-    documents that have headings; a pickle, so only a file you trust) or the loaded
-    :class:`~structbench.structure.learned.LearnedInducer`; ``encode`` must be the embedder it was trained
+    documents that have headings: data, checked before use, a ``ModelFileError`` naming it when it is not
+    an intact model of this version) or the loaded
+    :class:`~structbench.structure.learned_model.LearnedInducer`; ``encode`` must be the embedder it was trained
     with (default: the packaged MiniLM); ``induce_options`` are :func:`~structbench.structure.learned.
     induce_learned`'s (``threshold``, ``title_confidence``, ...).
 
@@ -308,7 +309,7 @@ def _segmentation_options() -> tuple[str, ...]:
 def _checked_model(model, induce: str | None):
     """The learned inducer ``induce="learned"`` needs, loaded from a path when given one; a ``ValueError``
     for a model without ``induce="learned"`` or the reverse, a ``TypeError`` for another type."""
-    from structbench.structure.learned import LearnedInducer, load_learned_inducer
+    from structbench.structure.learned_model import LearnedInducer, load_learned_inducer
 
     if induce != "learned":
         if model is not None:

@@ -107,8 +107,7 @@ def _add_chunk(subparsers) -> None:
     parser.add_argument(
         "--model",
         metavar="FILE",
-        help="the learned inducer's model file (structbench train-inducer) for --induce learned; a pickle: "
-        "only a file you trust",
+        help="the learned inducer's model file (structbench train-inducer) for --induce learned",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object per chunk (JSON lines)")
     parser.set_defaults(run=_run_chunk)

@@ -244,7 +244,8 @@ def check_prefix_budget_config(config: dict, conditions: dict) -> None:
 
 
 def check_learned_config(config: dict, conditions: dict) -> None:
-    """A learned inducer's training is defined before any job runs: a declared ``model`` file exists;
+    """A learned inducer's training is defined before any job runs: a declared ``model`` file exists and is
+    an intact model of this version (read and checked, never run: ``structure.learned_model``);
     ``train.corpus`` is ``self`` or a declared corpus; and a corpus never trains the model that states its
     own sections (a used inducer whose training corpus is one of the run's corpora would be graded on its
     training documents: ``self`` cross-fits instead, docs/method.md §5)."""
@@ -256,6 +257,12 @@ def check_learned_config(config: dict, conditions: dict) -> None:
         if entry["model"] is not None:
             if not Path(entry["model"]).is_file():
                 raise ConfigError(f"inducers.{name}.model = {entry['model']!r}: no such file")
+            from structbench.structure.learned_model import ModelFileError, load_learned_inducer
+
+            try:
+                load_learned_inducer(entry["model"])
+            except ModelFileError as error:
+                raise ConfigError(f"inducers.{name}.model: {error}") from None
             continue
         corpus = entry["train"]["corpus"]
         if corpus == "self":

@@ -62,9 +62,9 @@ def test_every_document_is_induced_by_a_model_that_never_saw_it(monkeypatch):
     trained_on = []
     real_train = crossfit.train_learned_inducer
 
-    def recording_train(documents, paragraphs, sections, encode, **options):
+    def recording_train(documents, paragraphs, sections, encode, source, **options):
         trained_on.append(set(documents["doc_id"]))
-        return real_train(documents, paragraphs, sections, encode, **options)
+        return real_train(documents, paragraphs, sections, encode, source, **options)
 
     monkeypatch.setattr(crossfit, "train_learned_inducer", recording_train)
     settings = {"corpus": "self", "folds": 3, "min_sections": 2, "max_docs": None, "seed": 1}

@@ -1,9 +1,8 @@
 """The learned inducer (structbench.structure.learned): training, the model file, decoding, the tables."""
 
-import hashlib
 import inspect
+import logging
 import os
-import pickle
 import subprocess
 import sys
 
@@ -11,39 +10,15 @@ import numpy as np
 import pytest
 import yaml
 from conftest import REPO, absolute_pythonpath
-from segmentation_testing import TOPICS, HashedBagOfWords, topic_paragraph
+from segmentation_testing import HashedBagOfWords, topic_documents, topic_paragraph
 
 from structbench.corpus.build import build_tables
 from structbench.corpus.verify import verify_sections
 from structbench.datamodel import SECTIONS, ParsedDocument, SectionSpec
-from structbench.structure import learned
-from structbench.structure.learned import (
-    OPTIONS,
-    TRAIN_OPTIONS,
-    decode_boundaries,
-    gap_features,
-    induce_learned,
-    load_learned_inducer,
-    normal_title,
-    train_learned_inducer,
-)
+from structbench.structure.learned import OPTIONS, decode_boundaries, induce_learned
+from structbench.structure.learned_features import FEATURES, gap_features, normal_title
+from structbench.structure.learned_training import TRAIN_OPTIONS, train_learned_inducer
 from structbench.structure.sections import STATUS
-
-NAMES = list(TOPICS)
-
-
-def topic_documents(doc_numbers, per_topic=(3, 4, 5)):
-    """Documents of three topic sections (rotated topic order, varying lengths), headed by the topic's name."""
-    parsed = []
-    for d in doc_numbers:
-        topics = NAMES[d % 3 :] + NAMES[: d % 3]
-        texts, specs = [], []
-        for i, topic in enumerate(topics):
-            count = per_topic[(d + i) % len(per_topic)]
-            specs.append(SectionSpec(f"{i + 1} {topic.title()}", 1, len(texts), len(texts) + count))
-            texts += [topic_paragraph(topic, d + v) for v in range(count)]
-        parsed.append(ParsedDocument(f"doc{d}", f"Document {d}", texts, specs))
-    return build_tables("test", parsed)
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +31,7 @@ def test_training_summary_and_options(trained):
     summary = trained.training
     assert summary["documents"] == 12 and summary["positives"] == 24
     assert summary["gaps"] == summary["paragraphs"] - 12
-    assert summary["features"] == list(learned.FEATURES)
+    assert summary["features"] == list(FEATURES)
     assert {"seconds", "fit_seconds", "embedding_seconds", "threshold", "level_threshold"} <= set(summary)
     assert sorted(summary["recurring_titles"]) == ["Compiler", "Violin", "Volcano"]
     assert "seed" in TRAIN_OPTIONS
@@ -81,29 +56,6 @@ def test_keyphrase_titles_when_learned_titles_are_off(trained):
     assert all(title and title not in {"Volcano", "Violin", "Compiler"} for title in sections["title"])
 
 
-def test_save_load_and_retrain_are_byte_identical(trained, tmp_path):
-    trained.save(tmp_path / "a" / "model.bin")
-    data = (tmp_path / "a" / "model.bin").read_bytes()
-    assert hashlib.sha256(data).hexdigest() == trained.fingerprint
-    documents, paragraphs, gold = topic_documents(range(12))
-    again = train_learned_inducer(documents, paragraphs, gold, HashedBagOfWords(), seed=3)
-    again.save(tmp_path / "b.bin")
-    assert (tmp_path / "b.bin").read_bytes() == data
-    loaded = load_learned_inducer(tmp_path / "a" / "model.bin")
-    assert loaded.fingerprint == trained.fingerprint
-    assert "seconds" not in loaded.training and loaded.training["documents"] == 12
-    held = topic_documents(range(100, 103))
-    first = induce_learned(*held[:2], HashedBagOfWords(), trained)
-    second = induce_learned(*held[:2], HashedBagOfWords(), loaded)
-    assert first[0].equals(second[0]) and first[1].equals(second[1])
-
-
-def test_a_file_of_another_kind_is_refused(tmp_path):
-    (tmp_path / "other.bin").write_bytes(pickle.dumps({"format": "something else"}))
-    with pytest.raises(ValueError, match="not a learned inducer model"):
-        load_learned_inducer(tmp_path / "other.bin")
-
-
 def test_one_paragraph_and_unsplittable_documents(trained):
     parsed = [
         ParsedDocument("one", "One", ["A single volcano paragraph."], [SectionSpec("", 1, 0, 1)]),
@@ -120,7 +72,7 @@ def test_one_paragraph_and_unsplittable_documents(trained):
     assert status["status"].to_list() == ["failed", "failed"]
     assert status["reason"][0].startswith("one paragraph")
     assert status["reason"][1].startswith("2 paragraphs: too short")
-    assert gap_features(["only"], np.ones((1, 4))).shape == (0, len(learned.FEATURES))
+    assert gap_features(["only"], np.ones((1, 4))).shape == (0, len(FEATURES))
 
 
 def test_a_flat_training_set_gives_level_one_sections_only(trained):
@@ -160,3 +112,20 @@ def test_the_config_schema_states_the_inducers_defaults():
 def test_planning_imports_no_scikit_learn():
     code = "import sys, structbench.study; assert 'sklearn' not in sys.modules, 'sklearn imported'"
     subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, **absolute_pythonpath()})
+
+
+def test_training_without_both_boundary_classes_is_named_and_one_level_is_warned(caplog):
+    topics = ["volcano", "violin", "compiler"]
+    one_paragraph_sections = [
+        ParsedDocument(
+            "d",
+            "D",
+            [topic_paragraph(t, 0) for t in topics],
+            [SectionSpec(t, 1, i, i + 1) for i, t in enumerate(topics)],
+        )
+    ]
+    with pytest.raises(ValueError, match=r"^notes/: every one of the 2 gaps .* 1 document\(s\) starts a section"):
+        train_learned_inducer(*build_tables("test", one_paragraph_sections), HashedBagOfWords(), "notes/")
+    with caplog.at_level(logging.WARNING, logger="structbench.structure.learned_training"):
+        train_learned_inducer(*topic_documents(range(3)), HashedBagOfWords(), "flat/")
+    assert "flat/: every one of the 6 section starts is top-level" in caplog.text

@@ -15,23 +15,25 @@ from structbench.corpus.build import build_tables
 from structbench.corpus.qasper import parse_paper, read_qasper_records
 from structbench.corpus.verify import verify_sections
 from structbench.datamodel import SECTIONS, ParsedDocument, SectionSpec
+from structbench.graphemes import grapheme_count
 from structbench.structure.agreement import agreement_summary
-from structbench.structure.sections import STATUS
-from structbench.structure.segmentation import (
+from structbench.structure.model_free import (
     STOPWORDS,
     TITLE_CHARS_PER_WORD,
-    boundary_levels,
     bounded_words,
     candidate_phrases,
     compose_title,
-    depth_scores,
     fallback_title,
-    gap_similarities,
-    grapheme_count,
-    induce_segmentation,
     mmr_order,
-    select_boundaries,
     shortlist,
+)
+from structbench.structure.sections import STATUS
+from structbench.structure.segmentation import (
+    boundary_levels,
+    depth_scores,
+    gap_similarities,
+    induce_segmentation,
+    select_boundaries,
     tiling,
 )
 

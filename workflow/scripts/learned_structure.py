@@ -6,7 +6,8 @@ from structbench.datamodel import read_table, write_table
 from structbench.embedding.encoders import make_encoder
 from structbench.logs import step_log
 from structbench.structure.crossfit import cross_fitted_induction
-from structbench.structure.learned import induce_learned, load_learned_inducer
+from structbench.structure.learned import induce_learned
+from structbench.structure.learned_model import load_learned_inducer
 
 with step_log(snakemake.log[0], "learned_structure") as log:
     encoder = make_encoder(dict(snakemake.params.embedder), snakemake.params.cache, snakemake.threads)

@@ -61,13 +61,14 @@ def check_retrieval_config(config: dict, conditions: dict) -> None:
 
 
 def known_tree_depth(config: dict, condition) -> int | None:
-    """The deepest section level a condition's structure can have, where config says it: a segmentation
-    inducer's ``max_levels``. None for gold headings and an LLM inducer, whose depth only the data shows."""
+    """The deepest section level a condition's structure can have, where config says it: a segmentation or
+    learned inducer's ``max_levels``. None for gold headings and an LLM inducer, whose depth only the data
+    shows."""
     kind, inducer = axes.parse_value("structure", condition.structure)
     if kind.name != "induced":
         return None
     entry = (config.get("inducers") or {}).get(inducer) or {}
-    return entry.get("max_levels") if entry.get("kind") == "segmentation" else None
+    return entry.get("max_levels") if entry.get("kind") in ("segmentation", "learned") else None
 
 
 def check_readtime_config(config: dict, conditions: dict) -> None:
@@ -79,8 +80,8 @@ def check_readtime_config(config: dict, conditions: dict) -> None:
     - a level ``L`` (``parent:<L>``, ``placebo_parent:<L>``, ``matched_window:<L>``) no deeper than the tree
       can be: on a tree of depth 2, level 4 cuts where level 2 does (structbench.retrieval.readtime's level
       partition), so ``parent:4`` would silently run as ``parent:2``. Refused where config bounds the depth
-      (a segmentation inducer's ``max_levels``); for gold headings and LLM inducers the depth is the data's,
-      and the read-time step counts the documents shallower than L in its log
+      (a segmentation or learned inducer's ``max_levels``); for gold headings and LLM inducers the depth is the
+      data's, and the read-time step counts the documents shallower than L in its log
       (structbench.retrieval.readtime_runs.shallower_documents)."""
     from structbench.retrieval.readtime_runs import LEVEL_KINDS, is_readtime
 

@@ -19,20 +19,15 @@ model that never saw it; the folds' training summaries say what each model learn
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Sequence
 
 import numpy as np
 import polars as pl
 
-from structbench.structure.learned import TRAIN_OPTIONS, induce_learned, train_learned_inducer
+from structbench.structure.learned import induce_learned
+from structbench.structure.learned_training import TRAIN_OPTIONS, seeded_order, train_learned_inducer
 
 Encode = Callable[[Sequence[str]], np.ndarray]
-
-
-def seeded_order(doc_ids: Sequence[str], seed: int) -> list[str]:
-    """``doc_ids`` in the order of ``sha256(seed:doc_id)``: a document's place depends on the seed and its id alone."""
-    return sorted(doc_ids, key=lambda doc_id: hashlib.sha256(f"{seed}:{doc_id}".encode()).hexdigest())
 
 
 def training_documents(
@@ -84,7 +79,8 @@ def train_on(
             f"{label}: no training document has at least {settings['min_sections']} gold sections "
             f"({documents.height} documents offered): a learned inducer learns boundaries from headings"
         )
-    return train_learned_inducer(*restrict(documents, paragraphs, sections, doc_ids), encode, **train_options(settings))
+    tables = restrict(documents, paragraphs, sections, doc_ids)
+    return train_learned_inducer(*tables, encode, label, **train_options(settings))
 
 
 def cross_fitted_induction(
