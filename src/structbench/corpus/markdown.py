@@ -2,29 +2,30 @@
 
 Parsing decisions (``parse_markdown``):
 
-- **Blocks.** A paragraph is a block of non-blank lines. Its text is the source lines with trailing
-  whitespace removed and inner line breaks kept as in the source, so verbatim evidence quotes of
-  up to a paragraph match exactly. Tables, block quotes, HTML blocks and comments, and indented
-  (four-space) code are paragraphs like any other block; inline markup is kept as written.
-- **Comments.** An HTML comment block (a line starting with ``<!--``, up to three spaces in, through
-  the first line containing ``-->``, or the end of the file) is one paragraph, blank lines inside
-  kept; ``#`` lines and fences inside it are neither headings nor fences. It interrupts a paragraph
-  or list, and the line after its closing line starts a new block (a heading there is a heading).
-- **Lists.** The items of one list form one paragraph, even when blank lines separate them (a
-  "loose" list): its text is the item lines joined by single line breaks (the blank lines between
-  items are dropped). A list ends at a blank line followed by a line that is neither a list item
-  nor indented by at least two spaces, or at a heading, fence or thematic break.
-- **Code.** A fenced block (three or more backticks or tildes, closed by a fence of the same
-  character at least as long, or by the end of the file) is one paragraph, fences included and
-  kept verbatim (blank lines inside too); ``#`` lines inside it are not headings.
-- **Headings.** ATX (``#`` to ``######`` followed by a space or the end of the line, closing ``#``
-  run removed) and setext (a paragraph underlined by ``===`` for level 1 or ``---`` for level 2).
-  A ``---`` line that does not underline a paragraph is a thematic break and is dropped, as are
-  ``***`` and ``___``. Heading text is kept as written (inline markup included). A heading whose text
-  is longer than ``MAX_HEADING_CHARS`` (200) characters is not one: it stays body text (a setext
-  underline under a long paragraph — e.g. an equation line `` =`` — is kept as the paragraph's last
-  line), counted in ``meta["demoted_headings"]`` and in the funnel (``headings / demoted / too_long``),
-  so a paragraph never silently becomes a title that every chunk then carries in its path.
+- **Blocks.** The block structure is CommonMark's (0.31.2; markdown-it-py's block parser, inline parsing
+  skipped): fences, HTML blocks, block quotes, indented code and list items open, close and nest as the
+  spec says, so a fence opened inside a list item ends with the item and ``<div>`` then ``# Name`` is
+  one HTML block. Every top-level block is one paragraph: a paragraph, a block quote (headings inside
+  it included), an HTML block or comment, a code block, a list. Its text is its source lines with
+  trailing whitespace removed (code keeps it) and inner line breaks kept as in the source, so verbatim
+  evidence quotes of up to a paragraph match exactly; inline markup is kept as written. A run of link
+  reference definitions (which render as nothing) is a paragraph too, so no source text is lost.
+- **Lists.** The items of one top-level list form one paragraph, even when blank lines separate them
+  (a "loose" list): its text is the list's non-blank lines joined by single line breaks. A line belongs
+  to an item when CommonMark says so (indented to the item's content, or a lazy continuation line).
+- **Code and HTML.** A fenced block (closed by a fence of the same character at least as long, or by
+  the end of its container: the file, or the list item or block quote it opened in), an indented code
+  block and an HTML block (a comment through its ``-->``, ``<div>`` and its kin through the next blank
+  line) are one paragraph each, blank lines inside kept (an unclosed one's trailing blank lines
+  dropped); ``#`` lines inside are not headings.
+- **Headings.** Top-level ATX (``#`` to ``######`` followed by a space or the end of the line, closing
+  ``#`` run removed) and setext (a paragraph underlined by ``===`` for level 1 or ``---`` for level 2; its
+  lines joined by single spaces). A thematic break (``---`` that underlines no paragraph, ``***``,
+  ``___``) is dropped. Heading text is kept as written (inline markup included). A heading whose text
+  is longer than ``MAX_HEADING_CHARS`` (200) characters is not one: its lines stay body text as a
+  paragraph (a setext underline under a long paragraph — e.g. an equation line `` =`` — is kept as the
+  paragraph's last line), counted in ``meta["demoted_headings"]`` and in the funnel (``headings / demoted /
+  too_long``), so a paragraph never silently becomes a title that every chunk then carries in its path.
 - **Title.** YAML front matter (a ``---`` block on the first line) gives the title when it has
   ``title:``. When the first heading is an H1 and the only H1, it is the document's title heading
   (the title when front matter has none), not a section; then ``##`` is level 1, ``###`` level 2
@@ -76,10 +77,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
+from markdown_it import MarkdownIt
 
 from structbench.corpus.build import (
     CorpusTables,
@@ -95,27 +96,11 @@ from structbench.corpus.sourcemap import SourceMap, SourceRangeError
 from structbench.corpus.verify import assert_verified
 from structbench.datamodel import QUERY_TYPES, ParsedDocument, document_texts
 
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
-_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
-_ATX_CLOSING = re.compile(r"(?:^|[ \t]+)#+$")
 MAX_HEADING_CHARS = 200  # longer "heading" text is a paragraph that happens to be underlined or start with #
-_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
-_THEMATIC = re.compile(r"^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
-_LIST_ITEM = re.compile(r"^ {0,3}(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)")
-_CONTINUATION = re.compile(r"^(?: {2,}|\t)\S")
-_COMMENT_OPEN = re.compile(r"^ {0,3}<!--")
-
-
-@dataclass
-class _Block:
-    kind: str  # "para", "list", "code" or "comment"
-    lines: list[str]
-    fence: str = ""
-    rows: list[int] = field(default_factory=list)  # the source line of each of ``lines``
-
-    def add(self, line: str, row: int) -> None:
-        self.lines.append(line)
-        self.rows.append(row)
+# CommonMark's block structure only: inline markup is kept as written, so its parsing is skipped.
+_BLOCKS = MarkdownIt("commonmark").disable("inline")
+_VERBATIM = {"fence", "code_block"}  # blocks whose lines keep their trailing whitespace
+_LISTS = {"bullet_list", "ordered_list"}  # one paragraph each, the blank lines between items dropped
 
 
 def read_utf8(path: str | Path) -> str:
@@ -145,6 +130,47 @@ def _front_matter(lines: list[str], doc_id: str) -> tuple[dict, int]:
     return {}, 0
 
 
+def markdown_blocks(lines: list[str], first_line: int = 0) -> list[tuple[str, int, int, int, str]]:
+    """The top-level blocks of the Markdown ``lines[first_line:]`` as CommonMark nests them, in order:
+    ``(kind, start, end, heading level, heading text)`` with ``[start, end)`` rows of ``lines``.
+
+    ``kind`` is markdown-it's block name (``heading``, ``paragraph``, ``bullet_list``, ``ordered_list``,
+    ``blockquote``, ``fence``, ``code_block``, ``html_block``, ``hr``); a heading inside a block quote or list
+    item belongs to that block. Level and text are a heading's (an ATX heading's closing ``#`` run removed,
+    a setext heading's lines joined by single spaces), else ``0`` and ``""``. A run of non-blank lines that
+    no block holds (link reference definitions, which CommonMark renders as nothing) is a ``reference``
+    block, so every non-blank line is in exactly one block."""
+    tokens = _BLOCKS.parse("\n".join(lines[first_line:]))
+    blocks: list[tuple[str, int, int, int, str]] = []
+    row = first_line
+    for index, token in enumerate(tokens):
+        if token.level or token.map is None:
+            continue  # nested blocks and closing tokens
+        start, end = token.map[0] + first_line, token.map[1] + first_line
+        blocks += _unclaimed_runs(lines, row, start)
+        kind, level, heading_text = token.type.removesuffix("_open"), 0, ""
+        if kind == "heading":
+            level = len(token.markup) if token.markup[0] == "#" else 1 if token.markup[0] == "=" else 2
+            heading_text = " ".join(part.strip() for part in tokens[index + 1].content.split("\n"))
+        blocks.append((kind, start, end, level, heading_text))
+        row = end
+    return blocks + _unclaimed_runs(lines, row, len(lines))
+
+
+def _unclaimed_runs(lines: list[str], start: int, end: int) -> list[tuple[str, int, int, int, str]]:
+    """``reference`` blocks of the runs of non-blank lines among rows ``[start, end)``."""
+    runs: list[tuple[str, int, int, int, str]] = []
+    run_start = None
+    for row in range(start, end + 1):
+        blank = row == end or not lines[row].strip()
+        if blank and run_start is not None:
+            runs.append(("reference", run_start, row, 0, ""))
+            run_start = None
+        elif not blank and run_start is None:
+            run_start = row
+    return runs
+
+
 def parse_markdown(text: str, doc_id: str, title: str | None = None) -> ParsedDocument:
     """Parse one Markdown document; ``title`` is the fallback title (default: ``doc_id``; ``""``: none, the
     document is untitled unless it names a title itself)."""
@@ -160,97 +186,22 @@ def parse_markdown_lines(text: str, doc_id: str, title: str | None = None) -> tu
     paragraphs: list[str] = []
     paragraph_rows: list[list[int]] = []
     headings: list[tuple[int, str, int]] = []
-    block: _Block | None = None
-    blank_in_list = False
-    demoted = 0  # heading lines over MAX_HEADING_CHARS, kept as body text
-
-    def flush() -> None:
-        nonlocal block, blank_in_list
-        if block is not None:
-            if block.kind == "comment":
-                while block.lines and not block.lines[-1].strip():
-                    block.lines.pop()  # an unclosed comment runs to the end of the file
-                    block.rows.pop()
-            joined = "\n".join(block.lines)
-            if joined.strip():
-                paragraphs.append(joined)
-                paragraph_rows.append(block.rows)
-        block = None
-        blank_in_list = False
-
-    for row, raw in enumerate(lines[first_line:], start=first_line):
-        if block is not None and block.kind == "code":
-            block.add(raw, row)
-            closing = _FENCE.match(raw)
-            if (
-                closing
-                and closing.group(1)[0] == block.fence[0]
-                and len(closing.group(1)) >= len(block.fence)
-                and not closing.group(2).strip()
-            ):
-                flush()
-            continue
-        line = raw.rstrip()
-        if block is not None and block.kind == "comment":
-            block.add(line, row)
-            if "-->" in line:
-                flush()
-            continue
-        if not line.strip():
-            if block is not None and block.kind == "list":
-                blank_in_list = True
-            else:
-                flush()
-            continue
-        if _COMMENT_OPEN.match(line):
-            flush()
-            block = _Block("comment", [line], rows=[row])
-            if "-->" in line:
-                flush()
-            continue
-        fence = _FENCE.match(line)
-        if fence and not (fence.group(1)[0] == "`" and "`" in fence.group(2)):
-            flush()
-            block = _Block("code", [raw], fence=fence.group(1), rows=[row])
-            continue
-        atx = _ATX.match(line)
-        atx_text = _ATX_CLOSING.sub("", atx.group(2) or "").strip() if atx else ""
-        if atx and len(atx_text) <= MAX_HEADING_CHARS:
-            flush()
-            headings.append((len(atx.group(1)), atx_text, len(paragraphs)))
-            continue
-        demoted += bool(atx)  # too long: the line is body text (below)
-        setext = _SETEXT.match(line)
-        if setext and block is not None and block.kind == "para":
-            heading_text = " ".join(part.strip() for part in block.lines)
+    demoted = 0  # headings over MAX_HEADING_CHARS, kept as body text
+    for kind, start, end, level, heading_text in markdown_blocks(lines, first_line):
+        if kind == "hr":
+            continue  # a thematic break is not text
+        if kind == "heading":
             if len(heading_text) <= MAX_HEADING_CHARS:
-                block = None
-                headings.append((1 if setext.group(1)[0] == "=" else 2, heading_text, len(paragraphs)))
+                headings.append((level, heading_text, len(paragraphs)))
                 continue
-            demoted += 1
-            block.add(line, row)  # the underline stays the paragraph's last line
-            continue
-        if _THEMATIC.match(line):
-            flush()
-            continue
-        if _LIST_ITEM.match(line):
-            if block is None or block.kind != "list":
-                flush()
-                block = _Block("list", [])
-            blank_in_list = False
-            block.add(line, row)
-            continue
-        if block is not None and block.kind == "list":
-            if blank_in_list and not _CONTINUATION.match(line):
-                flush()
-            else:
-                blank_in_list = False
-                block.add(line, row)
-                continue
-        if block is None:
-            block = _Block("para", [])
-        block.add(line, row)
-    flush()
+            demoted += 1  # too long: its lines (a setext underline included) are a paragraph
+        rows = [row for row in range(start, end) if kind not in _LISTS or lines[row].strip()]
+        while rows and not lines[rows[-1]].strip():
+            rows.pop()  # an unclosed fence or comment runs to the end of the file, blank lines aside
+        kept = [lines[row] if kind in _VERBATIM else lines[row].rstrip() for row in rows]
+        if any(line.strip() for line in kept):
+            paragraphs.append("\n".join(kept))
+            paragraph_rows.append(rows)
 
     front_title = front.get("title")
     if isinstance(front_title, (list, dict)):
