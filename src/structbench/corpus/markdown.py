@@ -90,7 +90,7 @@ def read_utf8(path: str | Path) -> str:
         ) from None
 
 
-def _front_matter(lines: list[str], doc_id: str) -> tuple[dict, int]:
+def front_matter(lines: list[str], doc_id: str) -> tuple[dict, int]:
     """``(front matter, index of the first body line)``; ``({}, 0)`` when there is none."""
     if not lines or lines[0].strip() != "---":
         return {}, 0
@@ -156,7 +156,7 @@ def parse_markdown_lines(text: str, doc_id: str, title: str | None = None) -> tu
     of each of its lines: what :class:`structbench.corpus.sourcemap.SourceMap` maps offsets with."""
     text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
     lines = text.split("\n")
-    front, first_line = _front_matter(lines, doc_id)
+    front, first_line = front_matter(lines, doc_id)
     paragraphs: list[str] = []
     paragraph_rows: list[list[int]] = []
     headings: list[tuple[int, str, int]] = []
