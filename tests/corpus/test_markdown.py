@@ -15,6 +15,7 @@ from structbench.corpus.build import CorpusTables, build_tables
 from structbench.corpus.markdown import load_markdown_folder, markdown_blocks, parse_markdown, parse_markdown_lines
 from structbench.corpus.sourcemap import SourceMap
 from structbench.corpus.verify import verify_corpus
+from structbench.datamodel import PARAGRAPH_SEPARATOR
 
 FIXTURES = TESTS / "fixtures" / "corpus" / "kb_small"
 KB = REPO / "data" / "kb"
@@ -402,12 +403,11 @@ def test_container_blocks_keep_and_hide_headings_as_commonmark_does(case):
     assert [s.title for s in doc.sections] == titles and doc.paragraphs == paragraphs
     assert [text for _, text in _oracle_headings(source)][-len(titles) :] == titles
     source_map = SourceMap(source, doc.paragraphs, rows)  # every paragraph line is its source line
-    last = doc.paragraphs[-1]
-    flat = "\n\n".join(doc.paragraphs)
-    assert source_map.to_flat(source.rindex(last), source.rindex(last) + len(last)) == (
-        len(flat) - len(last),
-        len(flat),
-    )
+    flat_start = 0
+    for paragraph in doc.paragraphs:  # each occurs once in its source here
+        at = source.index(paragraph)
+        assert source_map.to_flat(at, at + len(paragraph)) == (flat_start, flat_start + len(paragraph))
+        flat_start += len(paragraph) + len(PARAGRAPH_SEPARATOR)
 
 
 def test_an_indented_code_block_keeps_its_blank_lines_and_trailing_spaces():
