@@ -371,6 +371,53 @@ def invisible_question() -> str:
         return refused(lambda: load_markdown_folder(docs, questions_path=questions), ValueError, "'zw'", "no text")
 
 
+def chunk_paths(source: str, want: list[list[str]]) -> str:
+    """The heading paths of ``chunk_markdown(source)``'s chunks, one per section: ``want``, else a ``Fail``."""
+    from structbench.api import chunk_markdown
+
+    paths = [list(chunk.path) for chunk in chunk_markdown(source, t_min=0)]
+    if paths != want:
+        raise Fail(f"paths {paths}, not {want}")
+    return f"paths {paths}"
+
+
+# Markdown whose headings a line-by-line reader loses or invents: (case, source, the chunks' heading paths).
+MARKDOWN_CASES = [
+    (
+        "a fence opened on a list-marker line closes with its item; its # line is code",
+        "# T\n\n## A\n\n- ```python\n  # a comment\n  x = 1\n  ```\n\n## B\n\nLast words here.\n",
+        [["T", "A"], ["T", "B"]],
+    ),
+    (
+        "an unclosed fence in a list item ends where the item ends",
+        "# T\n\n## A\n\n- an item\n  ```\n  code\n\nAfter the list.\n\n## B\n\nLast words here.\n",
+        [["T", "A"], ["T", "B"]],
+    ),
+    (
+        "<div> then '# Name' is one HTML block, not an H1",
+        "# T\n\n## A\n\n<div>\n# Name\n</div>\n\nLast words here.\n",
+        [["T", "A"]],
+    ),
+    (
+        "'---' under a block quote is a thematic break, not a setext underline",
+        "# T\n\n## A\n\n> quoted words\n---\n\nLast words here.\n",
+        [["T", "A"]],
+    ),
+    (
+        "'---' under indented code is a thematic break, not a setext underline",
+        "# T\n\n## A\n\n    indented code\n---\n\nLast words here.\n",
+        [["T", "A"]],
+    ),
+    (
+        "a link reference definition is not setext heading text",
+        "# T\n\n## A\n\nSome words.\n\n[foo]: /url\nBar\n---\n\nLast words here.\n",
+        [["T", "A"], ["T", "Bar"]],
+    ),
+]
+for _name, _source, _paths in MARKDOWN_CASES:
+    case(f"Markdown: {_name}")(functools.partial(chunk_paths, _source, _paths))
+
+
 @case("CJK titles and prefixes are bounded by t_max // 2")
 def cjk_prefixes() -> str:
     from structbench.api import chunk_markdown

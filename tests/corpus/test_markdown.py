@@ -8,11 +8,14 @@ import pytest
 from conftest import REPO, TESTS
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from markdown_it import MarkdownIt
 
 from structbench.corpus import load_corpus
 from structbench.corpus.build import CorpusTables, build_tables
-from structbench.corpus.markdown import load_markdown_folder, parse_markdown
+from structbench.corpus.markdown import load_markdown_folder, markdown_blocks, parse_markdown, parse_markdown_lines
+from structbench.corpus.sourcemap import SourceMap
 from structbench.corpus.verify import verify_corpus
+from structbench.datamodel import PARAGRAPH_SEPARATOR
 
 FIXTURES = TESTS / "fixtures" / "corpus" / "kb_small"
 KB = REPO / "data" / "kb"
@@ -70,7 +73,7 @@ def test_no_heading_several_h1_and_title_fallbacks():
 
 def test_fences_tildes_unclosed_and_setext_rules():
     doc = parse_markdown("~~~\n# no\n```\n~~~\n\n## Real\n\n````\n# still code\n", "d")
-    assert doc.paragraphs == ["~~~\n# no\n```\n~~~", "````\n# still code\n"]
+    assert doc.paragraphs == ["~~~\n# no\n```\n~~~", "````\n# still code"]  # unclosed: to the end of the file
     assert [s.title for s in doc.sections] == ["", "Real"]
     setext = parse_markdown("Title Line\n===\n\ntext\n\n---\n\nmore\n", "d")
     assert setext.title == "Title Line" and setext.paragraphs == ["text", "more"]
@@ -319,3 +322,94 @@ def test_a_heading_longer_than_the_bound_stays_body_text_and_is_counted(tmp_path
     row = funnel.filter(funnel["unit"] == "headings").to_dicts()
     assert [(r["step"], r["reason"], r["count"]) for r in row] == [("demoted", "too_long", 2)]
     assert "demoted_headings" not in parse_markdown("# T\n\n## Short\n\nText.", "t").meta
+
+
+# ---------------------------------------------------------------------------------------------- CommonMark
+
+SPEC_EXAMPLES = TESTS / "fixtures" / "corpus" / "commonmark_block_examples.json"
+ORACLE = MarkdownIt("commonmark")  # a CommonMark-compliant parser, inline rules on: the rendered headings
+
+
+def _oracle_headings(text: str) -> list[tuple[int, str]]:
+    """``(level, text)`` of the top-level headings a CommonMark renderer makes (setext lines joined by spaces)."""
+    tokens = ORACLE.parse(text)
+    return [
+        (int(token.tag[1]), " ".join(line.strip() for line in tokens[index + 1].content.split("\n")))
+        for index, token in enumerate(tokens)
+        if token.type == "heading_open" and token.level == 0
+    ]
+
+
+def _reader_headings(text: str) -> list[tuple[int, str]]:
+    return [(level, heading) for kind, _, _, level, heading in markdown_blocks(text.split("\n")) if kind == "heading"]
+
+
+def test_headings_agree_with_commonmark_on_the_spec_examples_that_decide_them():
+    """Every example of the spec sections on headings, breaks, code, HTML blocks, link reference definitions,
+    paragraphs, block quotes and lists: the reader's headings are the rendered page's top-level headings."""
+    spec = json.loads(SPEC_EXAMPLES.read_text())
+    examples = spec["examples"]
+    assert len(examples) == 283 and {example["section"] for example in examples} == set(spec["sections"])
+    differ = [ex["example"] for ex in examples if _reader_headings(ex["markdown"]) != _oracle_headings(ex["markdown"])]
+    assert differ == []
+    assert sum(len(_oracle_headings(example["markdown"])) for example in examples) == 52
+
+
+def test_headings_agree_with_commonmark_on_real_files():
+    """The knowledge base and, where ../shared/data has them, Chroma's five corpora (no front matter in either)."""
+    files = sorted((KB / "docs").glob("*.md")) + sorted((REPO.parent / "shared/data/chroma/corpora").glob("*.md"))
+    if not files:
+        pytest.skip("neither the default KB nor Chroma's corpora are here")
+    differ = [path.name for path in files if _reader_headings(path.read_text()) != _oracle_headings(path.read_text())]
+    assert differ == [] and sum(len(_oracle_headings(path.read_text())) for path in files) >= 100
+
+
+# Markdown whose headings a line-by-line reader loses or invents: (source, section titles, paragraphs).
+CONTAINER_CASES = {
+    "fence opened on a list-marker line": (
+        "# T\n\n## A\n\n- ```python\n  # comment\n  x = 1\n  ```\n\n## B\n\ntext\n",
+        ["A", "B"],
+        ["- ```python\n  # comment\n  x = 1\n  ```", "text"],
+    ),
+    "unclosed fence in a list item ends with the item": (
+        "# T\n\n## A\n\n- item\n  ```\n  code\n\nafter the list\n\n## B\n\ntext\n",
+        ["A", "B"],
+        ["- item\n  ```\n  code", "after the list", "text"],
+    ),
+    "an HTML block runs to the blank line": (
+        "## A\n\n<div>\n# Name\n</div>\n\n## B\n\ntext\n",
+        ["A", "B"],
+        ["<div>\n# Name\n</div>", "text"],
+    ),
+    "no setext underline under a block quote": ("## A\n\n> quoted\n---\n\ntext\n", ["A"], ["> quoted", "text"]),
+    "no setext underline under indented code": (
+        "## A\n\n    indented code\n---\n\ntext\n",
+        ["A"],
+        ["    indented code", "text"],
+    ),
+    "a link reference definition is not heading text": (
+        "## A\n\n[foo]: /url\nBar\n===\n\ntext\n",
+        ["A", "Bar"],
+        ["[foo]: /url", "text"],
+    ),
+    "a heading in a block quote belongs to the quote": ("## A\n\n> # Quoted\n> text\n", ["A"], ["> # Quoted\n> text"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CONTAINER_CASES))
+def test_container_blocks_keep_and_hide_headings_as_commonmark_does(case):
+    source, titles, paragraphs = CONTAINER_CASES[case]
+    doc, rows = parse_markdown_lines(source, "d")
+    assert [s.title for s in doc.sections] == titles and doc.paragraphs == paragraphs
+    assert [text for _, text in _oracle_headings(source)][-len(titles) :] == titles
+    source_map = SourceMap(source, doc.paragraphs, rows)  # every paragraph line is its source line
+    flat_start = 0
+    for paragraph in doc.paragraphs:  # each occurs once in its source here
+        at = source.index(paragraph)
+        assert source_map.to_flat(at, at + len(paragraph)) == (flat_start, flat_start + len(paragraph))
+        flat_start += len(paragraph) + len(PARAGRAPH_SEPARATOR)
+
+
+def test_an_indented_code_block_keeps_its_blank_lines_and_trailing_spaces():
+    doc = parse_markdown("## A\n\n    one  \n\n    two\n\n\ntext\n", "d")
+    assert doc.paragraphs == ["    one  \n\n    two", "text"]

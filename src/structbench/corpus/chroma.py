@@ -24,7 +24,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from structbench.corpus.build import CorpusTables, build_tables, funnel_frame, queries_frame, skipped_frame
-from structbench.corpus.markdown import parse_folder, question_funnel, question_rows, read_utf8
+from structbench.corpus.markdown import parse_folder, read_utf8
+from structbench.corpus.questions import question_funnel, question_rows
 from structbench.corpus.verify import assert_verified
 from structbench.datamodel import document_texts
 

@@ -1,30 +1,32 @@
-"""The Markdown knowledge base: a folder of ``.md`` files plus an optional questions file.
+"""The Markdown knowledge base: a folder of ``.md`` files read into documents with their heading structure,
+plus an optional questions file (:mod:`structbench.corpus.questions`).
 
 Parsing decisions (``parse_markdown``):
 
-- **Blocks.** A paragraph is a block of non-blank lines. Its text is the source lines with trailing
-  whitespace removed and inner line breaks kept as in the source, so verbatim evidence quotes of
-  up to a paragraph match exactly. Tables, block quotes, HTML blocks and comments, and indented
-  (four-space) code are paragraphs like any other block; inline markup is kept as written.
-- **Comments.** An HTML comment block (a line starting with ``<!--``, up to three spaces in, through
-  the first line containing ``-->``, or the end of the file) is one paragraph, blank lines inside
-  kept; ``#`` lines and fences inside it are neither headings nor fences. It interrupts a paragraph
-  or list, and the line after its closing line starts a new block (a heading there is a heading).
-- **Lists.** The items of one list form one paragraph, even when blank lines separate them (a
-  "loose" list): its text is the item lines joined by single line breaks (the blank lines between
-  items are dropped). A list ends at a blank line followed by a line that is neither a list item
-  nor indented by at least two spaces, or at a heading, fence or thematic break.
-- **Code.** A fenced block (three or more backticks or tildes, closed by a fence of the same
-  character at least as long, or by the end of the file) is one paragraph, fences included and
-  kept verbatim (blank lines inside too); ``#`` lines inside it are not headings.
-- **Headings.** ATX (``#`` to ``######`` followed by a space or the end of the line, closing ``#``
-  run removed) and setext (a paragraph underlined by ``===`` for level 1 or ``---`` for level 2).
-  A ``---`` line that does not underline a paragraph is a thematic break and is dropped, as are
-  ``***`` and ``___``. Heading text is kept as written (inline markup included). A heading whose text
-  is longer than ``MAX_HEADING_CHARS`` (200) characters is not one: it stays body text (a setext
-  underline under a long paragraph — e.g. an equation line `` =`` — is kept as the paragraph's last
-  line), counted in ``meta["demoted_headings"]`` and in the funnel (``headings / demoted / too_long``),
-  so a paragraph never silently becomes a title that every chunk then carries in its path.
+- **Blocks.** The block structure is CommonMark's (0.31.2; markdown-it-py's block parser, inline parsing
+  skipped): fences, HTML blocks, block quotes, indented code and list items open, close and nest as the
+  spec says, so a fence opened inside a list item ends with the item and ``<div>`` then ``# Name`` is
+  one HTML block. Every top-level block is one paragraph: a paragraph, a block quote (headings inside
+  it included), an HTML block or comment, a code block, a list. Its text is its source lines with
+  trailing whitespace removed (code keeps it) and inner line breaks kept as in the source, so verbatim
+  evidence quotes of up to a paragraph match exactly; inline markup is kept as written. A run of link
+  reference definitions (which render as nothing) is a paragraph too, so no source text is lost.
+- **Lists.** The items of one top-level list form one paragraph, even when blank lines separate them
+  (a "loose" list): its text is the list's non-blank lines joined by single line breaks. A line belongs
+  to an item when CommonMark says so (indented to the item's content, or a lazy continuation line).
+- **Code and HTML.** A fenced block (closed by a fence of the same character at least as long, or by
+  the end of its container: the file, or the list item or block quote it opened in), an indented code
+  block and an HTML block (a comment through its ``-->``, ``<div>`` and its kin through the next blank
+  line) are one paragraph each, blank lines inside kept (an unclosed one's trailing blank lines
+  dropped); ``#`` lines inside are not headings.
+- **Headings.** Top-level ATX (``#`` to ``######`` followed by a space or the end of the line, closing
+  ``#`` run removed) and setext (a paragraph underlined by ``===`` for level 1 or ``---`` for level 2; its
+  lines joined by single spaces). A thematic break (``---`` that underlines no paragraph, ``***``,
+  ``___``) is dropped. Heading text is kept as written (inline markup included). A heading whose text
+  is longer than ``MAX_HEADING_CHARS`` (200) characters is not one: its lines stay body text as a
+  paragraph (a setext underline under a long paragraph — e.g. an equation line `` =`` — is kept as the
+  paragraph's last line), counted in ``meta["demoted_headings"]`` and in the funnel (``headings / demoted /
+  too_long``), so a paragraph never silently becomes a title that every chunk then carries in its path.
 - **Title.** YAML front matter (a ``---`` block on the first line) gives the title when it has
   ``title:``. When the first heading is an H1 and the only H1, it is the document's title heading
   (the title when front matter has none), not a section; then ``##`` is level 1, ``###`` level 2
@@ -38,32 +40,8 @@ Parsing decisions (``parse_markdown``):
 Files: every ``*.md`` under the folder, recursively, in path order; ``doc_id`` is the file stem
 (unique, else an error).
 
-Questions file (``questions_path``): JSONL, one object per line (blank lines allowed)::
-
-    {"qid": "kb-001", "doc_id": "<file stem>", "question": "...", "qtype": "factoid",
-     "evidence": ["verbatim quote", ...]}
-
-An evidence item is a verbatim quote or a character range of the document's source file,
-``{"start": 120, "end": 180}`` or ``{"start": 120, "end": 180, "quote": "..."}`` (Python string offsets
-into the file as written, as Chroma's ``start_index``/``end_index``; ``quote``, when given, must equal
-the file's text there). A range places its evidence exactly, where a quote that occurs twice is placed
-at its first occurrence; it maps to the flat text through :mod:`structbench.corpus.sourcemap` (span
-step ``offsets``). A range outside the file, one that does not match its quote, one holding heading,
-front-matter or thematic-break characters (not flat text) or only whitespace is a
-``SourceRangeError`` (a ``ValueError``) naming the file, line and question.
-
-``qtype`` is optional (default ``"factoid"``) and one of ``QUERY_TYPES`` (``factoid``, ``underspecified``,
-``multihop``, ``structural``: the kinds query generation samples, so the report's per-type tables line up);
-any other value is a ``ValueError`` naming the question and listing them. A quote is verbatim *source*
-text: the Markdown as written (inline markup, link syntax and escapes included), not the rendered page;
-a heading line is not body text and is never found. Each quote maps to content offsets by exact
-substring search in the document's flat text (first occurrence; the count is kept in ``meta``), then by
-whitespace-normalized search mapped back to original offsets: every run of whitespace (spaces, tabs,
-line breaks, the blank line between two paragraphs) in the quote and the text reads as one space.
-A quote found neither way, an unknown ``doc_id``, a duplicate ``qid``, a missing key, a question whose
-text is empty, whitespace, null or not a string, or a line that is not JSON is a ``ValueError`` naming
-the file, the line and the question. ``spans`` is the union of the quotes' spans; ``meta`` holds
-``span_steps`` (``exact`` or ``normalized`` per span) and the quotes.
+Questions file (``questions_path``): read by :mod:`structbench.corpus.questions` (its layout, the
+evidence locator and its errors are there).
 
 Bad input: a file that is not UTF-8 is a ``ValueError`` naming the file and byte offset (decoding
 with replacement would silently break verbatim quotes); a file with no body paragraphs (empty, or
@@ -75,47 +53,28 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
+from markdown_it import MarkdownIt
 
 from structbench.corpus.build import (
     CorpusTables,
     build_tables,
     funnel_frame,
-    has_visible_text,
     queries_frame,
     sections_from_headings,
     skipped_frame,
-    union_spans,
 )
-from structbench.corpus.sourcemap import SourceMap, SourceRangeError
+from structbench.corpus.questions import jsonl_records, question_funnel, question_rows
 from structbench.corpus.verify import assert_verified
-from structbench.datamodel import QUERY_TYPES, ParsedDocument, document_texts
+from structbench.datamodel import ParsedDocument, document_texts
 
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
-_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
-_ATX_CLOSING = re.compile(r"(?:^|[ \t]+)#+$")
 MAX_HEADING_CHARS = 200  # longer "heading" text is a paragraph that happens to be underlined or start with #
-_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
-_THEMATIC = re.compile(r"^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
-_LIST_ITEM = re.compile(r"^ {0,3}(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)")
-_CONTINUATION = re.compile(r"^(?: {2,}|\t)\S")
-_COMMENT_OPEN = re.compile(r"^ {0,3}<!--")
-
-
-@dataclass
-class _Block:
-    kind: str  # "para", "list", "code" or "comment"
-    lines: list[str]
-    fence: str = ""
-    rows: list[int] = field(default_factory=list)  # the source line of each of ``lines``
-
-    def add(self, line: str, row: int) -> None:
-        self.lines.append(line)
-        self.rows.append(row)
+# CommonMark's block structure only: inline markup is kept as written, so its parsing is skipped.
+_BLOCKS = MarkdownIt("commonmark").disable("inline")
+_VERBATIM = {"fence", "code_block"}  # blocks whose lines keep their trailing whitespace
+_LISTS = {"bullet_list", "ordered_list"}  # one paragraph each, the blank lines between items dropped
 
 
 def read_utf8(path: str | Path) -> str:
@@ -137,7 +96,7 @@ def decode_utf8(data: bytes, where: str, remedy: str) -> str:
         ) from None
 
 
-def _front_matter(lines: list[str], doc_id: str) -> tuple[dict, int]:
+def front_matter(lines: list[str], doc_id: str) -> tuple[dict, int]:
     """``(front matter, index of the first body line)``; ``({}, 0)`` when there is none."""
     if not lines or lines[0].strip() != "---":
         return {}, 0
@@ -151,6 +110,47 @@ def _front_matter(lines: list[str], doc_id: str) -> tuple[dict, int]:
     return {}, 0
 
 
+def markdown_blocks(lines: list[str], first_line: int = 0) -> list[tuple[str, int, int, int, str]]:
+    """The top-level blocks of the Markdown ``lines[first_line:]`` as CommonMark nests them, in order:
+    ``(kind, start, end, heading level, heading text)`` with ``[start, end)`` rows of ``lines``.
+
+    ``kind`` is markdown-it's block name (``heading``, ``paragraph``, ``bullet_list``, ``ordered_list``,
+    ``blockquote``, ``fence``, ``code_block``, ``html_block``, ``hr``); a heading inside a block quote or list
+    item belongs to that block. Level and text are a heading's (an ATX heading's closing ``#`` run removed,
+    a setext heading's lines joined by single spaces), else ``0`` and ``""``. A run of non-blank lines that
+    no block holds (link reference definitions, which CommonMark renders as nothing) is a ``reference``
+    block, so every non-blank line is in exactly one block."""
+    tokens = _BLOCKS.parse("\n".join(lines[first_line:]))
+    blocks: list[tuple[str, int, int, int, str]] = []
+    row = first_line
+    for index, token in enumerate(tokens):
+        if token.level or token.map is None:
+            continue  # nested blocks and closing tokens
+        start, end = token.map[0] + first_line, token.map[1] + first_line
+        blocks += _unclaimed_runs(lines, row, start)
+        kind, level, heading_text = token.type.removesuffix("_open"), 0, ""
+        if kind == "heading":
+            level = len(token.markup) if token.markup[0] == "#" else 1 if token.markup[0] == "=" else 2
+            heading_text = " ".join(part.strip() for part in tokens[index + 1].content.split("\n"))
+        blocks.append((kind, start, end, level, heading_text))
+        row = end
+    return blocks + _unclaimed_runs(lines, row, len(lines))
+
+
+def _unclaimed_runs(lines: list[str], start: int, end: int) -> list[tuple[str, int, int, int, str]]:
+    """``reference`` blocks of the runs of non-blank lines among rows ``[start, end)``."""
+    runs: list[tuple[str, int, int, int, str]] = []
+    run_start = None
+    for row in range(start, end + 1):
+        blank = row == end or not lines[row].strip()
+        if blank and run_start is not None:
+            runs.append(("reference", run_start, row, 0, ""))
+            run_start = None
+        elif not blank and run_start is None:
+            run_start = row
+    return runs
+
+
 def parse_markdown(text: str, doc_id: str, title: str | None = None) -> ParsedDocument:
     """Parse one Markdown document; ``title`` is the fallback title (default: ``doc_id``; ``""``: none, the
     document is untitled unless it names a title itself)."""
@@ -162,101 +162,26 @@ def parse_markdown_lines(text: str, doc_id: str, title: str | None = None) -> tu
     of each of its lines: what :class:`structbench.corpus.sourcemap.SourceMap` maps offsets with."""
     text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
     lines = text.split("\n")
-    front, first_line = _front_matter(lines, doc_id)
+    front, first_line = front_matter(lines, doc_id)
     paragraphs: list[str] = []
     paragraph_rows: list[list[int]] = []
     headings: list[tuple[int, str, int]] = []
-    block: _Block | None = None
-    blank_in_list = False
-    demoted = 0  # heading lines over MAX_HEADING_CHARS, kept as body text
-
-    def flush() -> None:
-        nonlocal block, blank_in_list
-        if block is not None:
-            if block.kind == "comment":
-                while block.lines and not block.lines[-1].strip():
-                    block.lines.pop()  # an unclosed comment runs to the end of the file
-                    block.rows.pop()
-            joined = "\n".join(block.lines)
-            if joined.strip():
-                paragraphs.append(joined)
-                paragraph_rows.append(block.rows)
-        block = None
-        blank_in_list = False
-
-    for row, raw in enumerate(lines[first_line:], start=first_line):
-        if block is not None and block.kind == "code":
-            block.add(raw, row)
-            closing = _FENCE.match(raw)
-            if (
-                closing
-                and closing.group(1)[0] == block.fence[0]
-                and len(closing.group(1)) >= len(block.fence)
-                and not closing.group(2).strip()
-            ):
-                flush()
-            continue
-        line = raw.rstrip()
-        if block is not None and block.kind == "comment":
-            block.add(line, row)
-            if "-->" in line:
-                flush()
-            continue
-        if not line.strip():
-            if block is not None and block.kind == "list":
-                blank_in_list = True
-            else:
-                flush()
-            continue
-        if _COMMENT_OPEN.match(line):
-            flush()
-            block = _Block("comment", [line], rows=[row])
-            if "-->" in line:
-                flush()
-            continue
-        fence = _FENCE.match(line)
-        if fence and not (fence.group(1)[0] == "`" and "`" in fence.group(2)):
-            flush()
-            block = _Block("code", [raw], fence=fence.group(1), rows=[row])
-            continue
-        atx = _ATX.match(line)
-        atx_text = _ATX_CLOSING.sub("", atx.group(2) or "").strip() if atx else ""
-        if atx and len(atx_text) <= MAX_HEADING_CHARS:
-            flush()
-            headings.append((len(atx.group(1)), atx_text, len(paragraphs)))
-            continue
-        demoted += bool(atx)  # too long: the line is body text (below)
-        setext = _SETEXT.match(line)
-        if setext and block is not None and block.kind == "para":
-            heading_text = " ".join(part.strip() for part in block.lines)
+    demoted = 0  # headings over MAX_HEADING_CHARS, kept as body text
+    for kind, start, end, level, heading_text in markdown_blocks(lines, first_line):
+        if kind == "hr":
+            continue  # a thematic break is not text
+        if kind == "heading":
             if len(heading_text) <= MAX_HEADING_CHARS:
-                block = None
-                headings.append((1 if setext.group(1)[0] == "=" else 2, heading_text, len(paragraphs)))
+                headings.append((level, heading_text, len(paragraphs)))
                 continue
-            demoted += 1
-            block.add(line, row)  # the underline stays the paragraph's last line
-            continue
-        if _THEMATIC.match(line):
-            flush()
-            continue
-        if _LIST_ITEM.match(line):
-            if block is None or block.kind != "list":
-                flush()
-                block = _Block("list", [])
-            blank_in_list = False
-            block.add(line, row)
-            continue
-        if block is not None and block.kind == "list":
-            if blank_in_list and not _CONTINUATION.match(line):
-                flush()
-            else:
-                blank_in_list = False
-                block.add(line, row)
-                continue
-        if block is None:
-            block = _Block("para", [])
-        block.add(line, row)
-    flush()
+            demoted += 1  # too long: its lines (a setext underline included) are a paragraph
+        rows = [row for row in range(start, end) if kind not in _LISTS or lines[row].strip()]
+        while rows and not lines[rows[-1]].strip():
+            rows.pop()  # an unclosed fence or comment runs to the end of the file, blank lines aside
+        kept = [lines[row] if kind in _VERBATIM else lines[row].rstrip() for row in rows]
+        if any(line.strip() for line in kept):
+            paragraphs.append("\n".join(kept))
+            paragraph_rows.append(rows)
 
     front_title = front.get("title")
     if isinstance(front_title, (list, dict)):
@@ -353,7 +278,7 @@ def load_markdown_folder(
     if questions_path is not None:
         texts = document_texts(documents)
         skipped_ids = {record for _, record, _ in skipped}
-        records = _jsonl_records(Path(questions_path))
+        records = jsonl_records(read_utf8(questions_path), questions_path)
         query_rows = question_rows(records, corpus, texts, skipped_ids, stems, sources)
         funnel += question_funnel(query_rows)
     return CorpusTables(
@@ -364,190 +289,3 @@ def load_markdown_folder(
         funnel=funnel_frame(funnel),
         skipped=skipped_frame(skipped),
     )
-
-
-def question_funnel(query_rows: list[dict]) -> list[tuple[str, str, str, int]]:
-    """Funnel rows of loaded questions: counts in and out, and how each span was matched."""
-    steps = [step for row in query_rows for step in row["meta"]["span_steps"]]
-    rows = [
-        ("questions", "in", "", len(query_rows)),
-        ("questions", "out", "", len(query_rows)),
-        ("spans", "out", "", len(steps)),
-        ("spans", "matched", "exact", steps.count("exact")),
-        ("spans", "matched", "normalized", steps.count("normalized")),
-    ]
-    # only where ranges were given: a quotes-only corpus keeps the funnel it always had
-    return rows + ([("spans", "matched", "offsets", steps.count("offsets"))] if "offsets" in steps else [])
-
-
-class _NormalizedText:
-    """A text with whitespace runs collapsed to one space, and the map back to original offsets."""
-
-    def __init__(self, text: str):
-        pieces: list[str] = []
-        positions: list[int] = []
-        for match in re.finditer(r"\s+|\S+", text):
-            if match.group().isspace():
-                pieces.append(" ")
-                positions.append(match.start())
-            else:
-                pieces.append(match.group())
-                positions.extend(range(match.start(), match.end()))
-        self.text = "".join(pieces)
-        self.positions = positions
-
-    def find(self, quote: str) -> tuple[int, int] | None:
-        needle = " ".join(quote.split())
-        at = self.text.find(needle)
-        if at < 0:
-            return None
-        return self.positions[at], self.positions[at + len(needle) - 1] + 1
-
-
-def locate_quote(text: str, quote: str, normalized: _NormalizedText | None = None) -> tuple[int, int, str, int] | None:
-    """``(start, end, step, occurrences)`` of ``quote`` in ``text`` (step ``exact`` or ``normalized``)."""
-    at = text.find(quote)
-    if at >= 0:
-        return at, at + len(quote), "exact", text.count(quote)
-    normalized = normalized or _NormalizedText(text)
-    found = normalized.find(quote)
-    if found is None:
-        return None
-    return found[0], found[1], "normalized", normalized.text.count(" ".join(quote.split()))
-
-
-def _jsonl_records(path: Path) -> Iterator[tuple[str, dict]]:
-    """``(where, record)`` for every non-blank line of a JSONL questions file."""
-    for line_number, line in enumerate(read_utf8(path).splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{path}, line {line_number}: not a JSON object ({error.msg})") from None
-        if not isinstance(record, dict):
-            raise ValueError(f"{path}, line {line_number}: not a JSON object")
-        yield f"{path}, line {line_number}", record
-
-
-def _locate_range(item: dict, source_map: SourceMap, text: str, where: str) -> tuple[int, int, str, int]:
-    """``(start, end, "offsets", 1)`` of a ``{start, end[, quote]}`` evidence item (source offsets)."""
-    unknown = sorted(set(item) - {"start", "end", "quote"})
-    if unknown:
-        raise ValueError(f"{where}: evidence range {item!r} has unknown key(s) {unknown} (start, end, quote)")
-    start, end = item.get("start"), item.get("end")
-    if not all(isinstance(value, int) and not isinstance(value, bool) for value in (start, end)):
-        raise ValueError(f"{where}: evidence range {item!r} needs integer 'start' and 'end' (source offsets)")
-    quote = item.get("quote")
-    if quote is not None:
-        if not isinstance(quote, str):
-            raise ValueError(f"{where}: evidence range {item!r}: 'quote' is not a string")
-        found = source_map.source[start:end] if 0 <= start <= end else ""
-        if found != quote:
-            raise SourceRangeError(
-                f"{where}: evidence range [{start}, {end}) does not match its quote: the source has "
-                f"{found[:120]!r}, the quote is {quote[:120]!r}"
-            )
-    try:
-        flat_start, flat_end = source_map.to_flat(start, end)
-    except SourceRangeError as error:
-        raise SourceRangeError(f"{where}: evidence {error}") from None
-    if not text[flat_start:flat_end].strip():
-        raise SourceRangeError(f"{where}: evidence range [{start}, {end}) holds only whitespace")
-    return flat_start, flat_end, "offsets", 1
-
-
-def _locate_evidence(
-    evidence: list,
-    doc_id: str,
-    where: str,
-    texts: dict[str, str],
-    normalized_cache: dict[str, _NormalizedText],
-    sources: dict[str, tuple[str, list[str], list[list[int]]]],
-    maps: dict[str, SourceMap],
-    files: dict[str, Path],
-) -> tuple[list[tuple[int, int, str]], list[int]]:
-    """Flat ``(start, end, step)`` and occurrence count of every evidence item (quote or source range)."""
-    text = texts[doc_id]
-    located: list[tuple[int, int, str]] = []
-    occurrences: list[int] = []
-    for item in evidence:
-        if isinstance(item, dict):
-            if doc_id not in maps:  # built only for documents with ranges: a map holds ints per character
-                maps[doc_id] = SourceMap(*sources[doc_id])
-            found = _locate_range(item, maps[doc_id], text, where)
-        else:
-            if not isinstance(item, str) or not item.strip():
-                raise ValueError(f"{where}: evidence quote {item!r} is empty or not a string")
-            if doc_id not in normalized_cache and item not in text:
-                normalized_cache[doc_id] = _NormalizedText(text)
-            found = locate_quote(text, item, normalized_cache.get(doc_id))
-            if found is None:
-                raise ValueError(f"{where}: evidence quote not found in {files[doc_id]}: {item[:200]!r}")
-        located.append(found[:3])
-        occurrences.append(found[3])
-    return located, occurrences
-
-
-def question_type(value, where: str) -> str:
-    """A question's ``qtype``: ``"factoid"`` when absent or null, else one of ``QUERY_TYPES`` (a named error)."""
-    if value is None:
-        return "factoid"
-    if value not in QUERY_TYPES:
-        raise ValueError(f"{where}: qtype {value!r} is not one of {list(QUERY_TYPES)}")
-    return value
-
-
-def question_rows(
-    records: Iterable[tuple[str, dict]],
-    corpus: str,
-    texts: dict[str, str],
-    skipped_ids: set[str],
-    files: dict[str, Path],
-    sources: dict[str, tuple[str, list[str], list[list[int]]]],
-) -> list[dict]:
-    """Query rows of ``(where, record)`` question records (the JSONL layout of the module docstring)."""
-    rows: list[dict] = []
-    seen: set[str] = set()
-    normalized_cache: dict[str, _NormalizedText] = {}
-    maps: dict[str, SourceMap] = {}
-    for place, record in records:
-        missing = [key for key in ("qid", "doc_id", "question", "evidence") if key not in record]
-        if missing:
-            raise ValueError(f"{place}: question is missing {missing}")
-        qid, doc_id = str(record["qid"]), str(record["doc_id"])
-        where = f"{place}, question {qid!r}"
-        if qid in seen:
-            raise ValueError(f"{where}: duplicate qid")
-        seen.add(qid)
-        question = record["question"]
-        if question is not None and not isinstance(question, str):
-            raise ValueError(f"{where}: question text is not a string ({question!r})")
-        if question is None or not has_visible_text(question):
-            raise ValueError(
-                f"{where}: question has no text ({question!r}, invisible characters aside); it cannot be embedded"
-            )
-        if doc_id not in texts:
-            why = "was skipped (no paragraphs)" if doc_id in skipped_ids else "is not a file stem in the folder"
-            raise ValueError(f"{where}: doc_id {doc_id!r} {why}")
-        evidence = record["evidence"]
-        if isinstance(evidence, str) or not isinstance(evidence, list) or not evidence:
-            raise ValueError(f"{where}: evidence must be a non-empty list of verbatim quotes or {{start, end}} ranges")
-        located, occurrences = _locate_evidence(evidence, doc_id, where, texts, normalized_cache, sources, maps, files)
-        spans = union_spans(located)
-        rows.append(
-            {
-                "qid": qid,
-                "corpus": corpus,
-                "doc_id": doc_id,
-                "text": question,
-                "qtype": question_type(record.get("qtype"), where),
-                "spans": [(start, end) for start, end, _ in spans],
-                "meta": {
-                    "span_steps": [step for _, _, step in spans],
-                    "evidence": evidence,
-                    "evidence_occurrences": occurrences,
-                },
-            }
-        )
-    return rows
