@@ -295,7 +295,7 @@ def sized_overlap(overlap: int, t_max: int, run_t_max: int) -> Callable[[dict], 
 
 def config_loads(mutate: Callable[[dict], None]) -> dict:
     """The default config, changed by ``mutate``, through the workflow's start-up checks: the checked conditions."""
-    from structbench.study import start_up
+    from structbench.plan.study import start_up
 
     config = copy.deepcopy(DEFAULT)
     mutate(config)
@@ -505,7 +505,7 @@ def bounded_retrieval_titles() -> str:
         }
         config["contrasts"] = {}
 
-    from structbench.study import start_up
+    from structbench.plan.study import start_up
 
     config = copy.deepcopy(DEFAULT)
     toc_at_t_max_40(config)

@@ -28,7 +28,7 @@ LIGHT = {
     "llm_steps": "import structbench.shards, structbench.structure.stats, structbench.llm",
     "querygen": "import structbench.querygen.funnel, structbench.querygen.spans, structbench.querygen.leakage, "
     "structbench.querygen.generate",
-    "config": "import structbench.config, structbench.conditions, structbench.cells;"
+    "config": "import structbench.config, structbench.conditions, structbench.plan.cells;"
     "structbench.config.check_llm_config({'llms': {'m': {'backend': 'transformers', 'model': 'x'}}}, {})",
     "api": "import structbench, structbench.api, structbench.cli;"
     "structbench.chunk_markdown('# T\\n\\n## A\\n\\nSome text here.')",

@@ -25,8 +25,9 @@ from pathlib import Path
 import yaml
 
 from structbench import conditions as axes
-from structbench import plan
 from structbench.defaults import SEED
+from structbench.plan import keys
+from structbench.plan.selection import SelectionError, chosen, select_conditions, selected
 
 
 class ConfigError(ValueError):
@@ -211,8 +212,7 @@ def check_config_plan(config: dict, metric_names: list[str]) -> CheckedCondition
             f"chunking.semantic_embedder = {semantic!r} names no declared embedder ({list(config['embedders'])})"
         )
     for kind in ("corpora", "embedders", "rerankers"):
-        chosen = (config.get("select") or {}).get(kind) or []
-        unknown = [name for name in chosen if name not in config[kind]]
+        unknown = [name for name in chosen(config, kind) if name not in config[kind]]
         if unknown:
             raise ConfigError(
                 f"select.{kind} names {unknown}, which config.{kind} does not declare ({list(config[kind])})"
@@ -226,13 +226,14 @@ def check_config_plan(config: dict, metric_names: list[str]) -> CheckedCondition
     check_prefix_budget_config(config, conditions)
     check_readtime_config(config, conditions)
     check_learned_config(config, conditions)
-    selected, selected_contrasts = select_conditions(
-        conditions, contrasts, (config.get("select") or {}).get("conditions")
-    )
-    check_late_config(config, selected)  # a late condition left out of the run asks nothing of its embedders
-    require_chunker_libraries(config, selected)
-    check_metric_inputs(selected, metric_names)
-    return CheckedConditions(selected, selected_contrasts, axes.dropped_contrasts(contrasts, selected))
+    try:
+        kept, kept_contrasts = select_conditions(conditions, contrasts, chosen(config, "conditions"))
+    except SelectionError as error:
+        raise ConfigError(str(error)) from None
+    check_late_config(config, kept)  # a late condition left out of the run asks nothing of its embedders
+    require_chunker_libraries(config, kept)
+    check_metric_inputs(kept, metric_names)
+    return CheckedConditions(kept, kept_contrasts, axes.dropped_contrasts(contrasts, kept))
 
 
 def check_metric_depth(config: dict, metric_names: list[str], conditions: dict | None = None) -> None:
@@ -287,14 +288,14 @@ def check_metric_inputs(conditions: dict, metric_names: list[str]) -> None:
 
 def external_chunker_names(conditions: dict) -> list[str]:
     """The ``chunkers`` entries that conditions name (``boundaries: external:<name>``), in name order."""
-    return plan.external_chunkers(conditions.values())
+    return keys.external_chunkers(conditions.values())
 
 
 def check_chunker_config(config: dict, conditions: dict) -> None:
     """An ``external:<name>`` condition names a declared ``chunkers`` entry whose library and kind the
     adapters know (structbench.chunking.external.spec.ChunkerSpec.from_config names what is wrong)."""
     declared = config.get("chunkers") or {}
-    if not declared and not plan.external_chunkers(conditions.values()):
+    if not declared and not keys.external_chunkers(conditions.values()):
         return
     from structbench.chunking.external.spec import ChunkerSpec, ExternalChunkerError
 
@@ -414,8 +415,8 @@ def check_learned_config(config: dict, conditions: dict) -> None:
     ``train.corpus`` is ``self`` or a declared corpus; and a corpus never trains the model that states its
     own sections (a used inducer whose training corpus is one of the run's corpora would be graded on its
     training documents: ``self`` cross-fits instead, docs/method.md §5)."""
-    used = set(plan.used_inducers(conditions.values()))
-    run_corpora = (config.get("select") or {}).get("corpora") or list(config["corpora"])
+    used = set(keys.used_inducers(conditions.values()))
+    run_corpora = selected(config, "corpora")
     for name, entry in (config.get("inducers") or {}).items():
         if entry["kind"] != "learned":
             continue
@@ -491,25 +492,6 @@ def require_chunker_libraries(config: dict, conditions: dict) -> None:
             check_options(spec)
         except ExternalChunkerError as error:
             raise ConfigError(str(error)) from None
-
-
-def select_conditions(conditions: dict, contrasts: dict, chosen: list[str] | None) -> tuple[dict, dict]:
-    """The conditions named by ``select.conditions`` (all when None) and the contrasts among them.
-
-    A contrast runs only when every condition it compares is selected: half a contrast is no contrast,
-    and the Holm family is then the selected contrasts of that family (the caller logs the ones left
-    out). A name that is not declared is an error naming it."""
-    if not chosen:
-        return conditions, contrasts
-    unknown = [name for name in chosen if name not in conditions]
-    if unknown:
-        raise ConfigError(
-            f"select.conditions names {unknown}, which config.conditions does not declare ({list(conditions)})"
-        )
-    kept = {name: condition for name, condition in conditions.items() if name in chosen}
-    return kept, {
-        name: contrast for name, contrast in contrasts.items() if all(member in kept for member in contrast.members)
-    }
 
 
 def check_retrieval_config(config: dict, conditions: dict) -> None:
@@ -619,7 +601,7 @@ def check_late_config(config: dict, conditions: dict) -> None:
     from structbench.endpoints.kinds import OPENAI, embedder_kind
 
     overlap = config["late"]["overlap"]
-    for name in (config.get("select") or {}).get("embedders") or list(config["embedders"]):
+    for name in selected(config, "embedders"):
         entry = config["embedders"][name]
         if embedder_kind(entry) == OPENAI:
             raise ConfigError(
@@ -651,8 +633,9 @@ def check_querygen_config(config: dict) -> None:
     llms = config.get("llms") or {}
     if llm is not None and llm not in llms:
         raise ConfigError(f"querygen.llm = {llm!r} names no llms entry (declared: {sorted(llms)})")
-    selected = (config.get("select") or {}).get("corpora") or list(config["corpora"])
-    generated = [name for name in selected if (config["corpora"][name] or {}).get("queries") == "generated"]
+    generated = [
+        name for name in selected(config, "corpora") if (config["corpora"][name] or {}).get("queries") == "generated"
+    ]
     if generated and llm is None:
         raise ConfigError(
             f"corpora.{generated[0]}.queries = 'generated' needs querygen.llm (the llms entry that "
@@ -688,7 +671,7 @@ def truncation_warnings(config: dict, conditions: dict) -> list[str]:
     bound = "chunking.t_max" if t_max == config["chunking"]["t_max"] else "a condition's own t_max"
     prefixed = any(c.prefix != axes.NO_PREFIX for c in conditions.values())
     warnings = []
-    for name in (config.get("select") or {}).get("embedders") or list(config["embedders"]):
+    for name in selected(config, "embedders"):
         entry = config["embedders"][name]
         try:
             # an endpoint's limit is the one its entry states (kind openai: max_input_tokens)

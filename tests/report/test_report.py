@@ -525,7 +525,7 @@ def test_the_conditions_table_lists_the_selected_conditions_only():
     import yaml
 
     from structbench.config import validate_config
-    from structbench.study import Study
+    from structbench.plan.study import Study
 
     config = yaml.safe_load((REPO / "config/config.yaml").read_text())
     config["select"] = {**(config.get("select") or {}), "conditions": selected}
@@ -637,7 +637,7 @@ def test_table1_names_the_contrasts_a_selection_left_out_with_family_counts(tmp_
     (missing G2): Table 1 names each with its missing condition, counts every family (declared / run /
     Holm over), and the run summary says it too."""
     from structbench.conditions import dropped_contrasts, parse_conditions, parse_contrasts
-    from structbench.config import select_conditions
+    from structbench.plan.selection import select_conditions
     from structbench.report.bundle import ReportPaths, run_summary
 
     declared = parse_conditions(CONDITIONS)

@@ -11,9 +11,9 @@ from collections.abc import Callable
 
 import polars as pl
 
-from structbench.cells import lexical_chunkset
 from structbench.defaults import SIZE_MATCH_TOLERANCE
 from structbench.metrics.registry import metric_label
+from structbench.plan.cells import lexical_chunkset
 from structbench.report.formatting import (
     short_number,
 )

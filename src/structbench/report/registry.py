@@ -21,7 +21,7 @@ from structbench.defaults import T_MAX, T_MIN
 
 @dataclass(frozen=True)
 class ReportInput:
-    """How one report input is found and read: ``files`` names the method of :class:`structbench.study.Study`
+    """How one report input is found and read: ``files`` names the method of :class:`structbench.plan.study.Study`
     that lists its files (a list of paths, or a dict key -> path), ``read`` the reader of
     :data:`structbench.report.bundle.READERS` that turns them into the field's value."""
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from structbench.cells import CELL
+from structbench.plan.cells import CELL
 from structbench.report.formatting import cell_heading, slope_columns
 from structbench.report.registry import Omit, ReportInputs, TableContent, blocks_by, report_table
 from structbench.report.results import primary_condition_means

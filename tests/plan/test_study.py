@@ -1,6 +1,6 @@
-"""The study plan as a library object (structbench.study.Study), called without Snakemake: what a config runs and
+"""The study plan as a library object (structbench.plan.study.Study), called without Snakemake: what a config runs and
 drops, which run a BM25 condition reads, what an ``rrf`` condition fuses, the dose-response series and layer pairs,
-the report's file lists; and the artifact paths (structbench.layout.Layout), each spelled once."""
+the report's file lists; and the artifact paths (structbench.plan.layout.Layout), each spelled once."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import yaml
 from conftest import REPO
 
 from structbench.config import ConfigError, validate_config
-from structbench.layout import Layout
+from structbench.plan.layout import Layout
+from structbench.plan.study import Study
 from structbench.report.registry import report_inputs
-from structbench.study import Study
 
 SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
 DEFAULT = yaml.safe_load((REPO / "config/config.yaml").read_text())
@@ -179,5 +179,5 @@ def test_each_artifact_has_a_path_of_its_own():
 
 
 def test_the_study_imports_no_snakemake():
-    code = "import sys, structbench.study, structbench.layout; print('snakemake' in sys.modules)"
+    code = "import sys, structbench.plan.study, structbench.plan.layout; print('snakemake' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
