@@ -336,7 +336,7 @@ def readtime_prefixed() -> str:
 def readtime_level() -> str:
     import polars as pl
 
-    from structbench.retrieval.readtime_runs import shallower_documents
+    from structbench.retrieval.unit_runs import shallower_documents
 
     refused_line = config_error(readtime_condition("none", "parent:3", "induced:tiling"), "level 3 is deeper")
     sections = pl.DataFrame({"doc_id": ["a", "a", "b"], "level": [1, 2, 1]})
@@ -576,7 +576,7 @@ def prefixes_table_largest() -> str:
     from structbench.corpus.markdown import parse_markdown
     from structbench.datamodel import CHUNKS
     from structbench.prefixes import render_texts
-    from structbench.report.diagnostics import prefixes_table
+    from structbench.report.chunk_set_tables import prefixes_table
 
     documents, _, _ = build_tables("probe", [parse_markdown("# T\n\n" + "Body text here. " * 20, "d", "")])
     deep = ["Annual report", "Operations review", "Regional results", "Northern division", "Rail freight"]

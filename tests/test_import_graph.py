@@ -99,11 +99,11 @@ def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
 
 
 def test_the_config_check_and_the_report_stay_off_the_chunkers():
-    """The config check reads a chunker spec (chunking.external.spec), never the adapters; the report
+    """The config check reads a chunker spec (chunking.external.chunker_spec), never the adapters; the report
     presents chunk bounds the chunk rules wrote, importing no chunking code."""
     graph = import_graph()
     config = reachable(graph, "structbench.config")
-    assert "structbench.chunking.external.spec" in config
+    assert "structbench.chunking.external.chunker_spec" in config
     assert not config & {"structbench.chunking.external.adapters", "structbench.chunking.external.locate"}
     for module in ("structbench.report.catalog", "structbench.report.figures", "structbench.report.bundle"):
         assert not {m for m in reachable(graph, module) if m.startswith("structbench.chunking")}, module

@@ -293,11 +293,11 @@ def external_chunker_names(conditions: dict) -> list[str]:
 
 def check_chunker_config(config: dict, conditions: dict) -> None:
     """An ``external:<name>`` condition names a declared ``chunkers`` entry whose library and kind the
-    adapters know (structbench.chunking.external.spec.ChunkerSpec.from_config names what is wrong)."""
+    adapters know (structbench.chunking.external.chunker_spec.ChunkerSpec.from_config names what is wrong)."""
     declared = config.get("chunkers") or {}
     if not declared and not keys.external_chunkers(conditions.values()):
         return
-    from structbench.chunking.external.spec import ChunkerSpec, ExternalChunkerError
+    from structbench.chunking.external.chunker_spec import ChunkerSpec, ExternalChunkerError
 
     for name, condition in conditions.items():
         kind, chunker = axes.parse_value("boundaries", condition.boundaries)
@@ -318,7 +318,7 @@ def chunkset_overlap(condition, chunkers: dict):
     window's, or its peer chunker's ``options.chunk_overlap`` / ``options.overlap``; None when it tiles."""
     kind, parameter = axes.parse_value("boundaries", condition.boundaries)
     if kind.name == "external":
-        from structbench.chunking.external.spec import ChunkerSpec
+        from structbench.chunking.external.chunker_spec import ChunkerSpec
 
         return ChunkerSpec.from_config(parameter, chunkers[parameter]).overlap
     return axes.fixed_overlap(condition.boundaries)
@@ -343,7 +343,7 @@ def check_overlap_config(config: dict, conditions: dict) -> None:
     holding it (§8a) and the read-time modes count a section block's chunks and grow a hit by its
     neighbours (§18)."""
     from structbench.overlap import OverlapError
-    from structbench.retrieval.readtime_runs import is_readtime
+    from structbench.retrieval.unit_runs import is_readtime
 
     for name, condition in conditions.items():
         t_max = condition.size(config["chunking"])[0]
@@ -451,8 +451,8 @@ def check_readtime_config(config: dict, conditions: dict) -> None:
       partition), so ``parent:4`` would silently run as ``parent:2``. Refused where config bounds the depth
       (a segmentation inducer's ``max_levels``); for gold headings and LLM inducers the depth is the data's,
       and the read-time step counts the documents shallower than L in its log
-      (structbench.retrieval.readtime_runs.shallower_documents)."""
-    from structbench.retrieval.readtime_runs import LEVEL_KINDS, is_readtime
+      (structbench.retrieval.unit_runs.shallower_documents)."""
+    from structbench.retrieval.unit_runs import LEVEL_KINDS, is_readtime
 
     for name, condition in conditions.items():
         if not is_readtime(condition.retrieval):
@@ -481,7 +481,12 @@ def require_chunker_libraries(config: dict, conditions: dict) -> None:
     names = external_chunker_names(conditions)
     if not names:
         return
-    from structbench.chunking.external.spec import ChunkerSpec, ExternalChunkerError, check_options, missing_libraries
+    from structbench.chunking.external.chunker_spec import (
+        ChunkerSpec,
+        ExternalChunkerError,
+        check_options,
+        missing_libraries,
+    )
 
     specs = [ChunkerSpec.from_config(name, config["chunkers"][name]) for name in names]
     missing = missing_libraries(specs)

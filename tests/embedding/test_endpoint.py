@@ -30,8 +30,8 @@ from structbench.embedding.encoders import embed_texts, make_encoder
 from structbench.embedding.endpoint import EndpointEncoder, input_token_lengths
 from structbench.embedding.local import EmbedderSpec
 from structbench.endpoints.embeddings import endpoint_namespace, normalized_rows
+from structbench.endpoints.endpoint_spec import EndpointEmbedderSpec, EndpointRerankerSpec
 from structbench.endpoints.rerank import parse_rerank
-from structbench.endpoints.spec import EndpointEmbedderSpec, EndpointRerankerSpec
 from structbench.http import (
     EndpointDimensionError,
     EndpointError,

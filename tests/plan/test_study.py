@@ -16,7 +16,7 @@ from conftest import REPO
 from structbench.config import ConfigError, validate_config
 from structbench.plan.layout import Layout
 from structbench.plan.study import Study
-from structbench.report.registry import report_inputs
+from structbench.report.table_registry import report_inputs
 
 SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
 DEFAULT = yaml.safe_load((REPO / "config/config.yaml").read_text())

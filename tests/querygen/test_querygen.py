@@ -31,7 +31,7 @@ from structbench.querygen.leakage import (
     shared_ngrams,
 )
 from structbench.querygen.settings import QUERY_TYPES, QuerygenSettings
-from structbench.querygen.spans import document_layouts, sample_corpus_targets, sample_targets, top_section_extents
+from structbench.querygen.targets import document_layouts, sample_corpus_targets, sample_targets, top_section_extents
 
 TITLE = "Kellbrook Weir"
 
@@ -399,10 +399,10 @@ def test_settings_reject_bad_thresholds():
 
 
 def querygen_report(stats):
-    """The report's Query generation table (structbench.report.diagnostics), rendered as Markdown."""
+    """The report's Query generation table (structbench.report.corpus_tables), rendered as Markdown."""
     from structbench.report.catalog import TABLES
     from structbench.report.markdown import table_markdown
-    from structbench.report.registry import Omit, ReportInputs, Table
+    from structbench.report.table_registry import Omit, ReportInputs, Table
 
     spec = TABLES["query_generation"]
     inputs = ReportInputs(pl.DataFrame(), pl.DataFrame(), {}, "cov_nDCG@10", querygen_stats=stats)

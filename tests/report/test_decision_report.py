@@ -1,4 +1,4 @@
-"""The report's first table, the decision (structbench.report.decision): the statistics step's ranking with each
+"""The report's first table, the decision (structbench.report.decision_table): the statistics step's ranking with each
 condition's cost beside it, ties said as ties, the leader as a call, the power and ceiling notes."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from report_testing import chunk_table, synthetic_inputs
 from structbench.chunking.tiling import bounds_file
 from structbench.report.catalog import TABLE_ORDER, TABLES, build_tables
 from structbench.report.markdown import render_markdown
-from structbench.report.registry import Omitted, ReportInputs, Table
+from structbench.report.table_registry import Omitted, ReportInputs, Table
 from structbench.stats.decision import decision_table
 
 AXES = {"boundaries": "structural", "structure": "gold", "prefix": "path:3", "retrieval": "flat"}

@@ -13,7 +13,7 @@ from structbench.report.bundle import load_inputs, rule_input_paths
 from structbench.report.catalog import TABLE_ORDER, TABLES, build_tables, ordered_tables
 from structbench.report.formatting import format_p, markdown_table, metric_legend
 from structbench.report.markdown import render_markdown
-from structbench.report.registry import (
+from structbench.report.table_registry import (
     DECLARED,
     Omit,
     Omitted,
@@ -608,7 +608,7 @@ def test_semantic_merge_truncation_is_a_row_of_the_embedder_input_table(tmp_path
 
 def test_the_induction_table_shows_the_baselines_under_its_conventions():
     from structbench.structure.agreement import BASELINES
-    from structbench.structure.stats import induction_summary
+    from structbench.structure.induction_stats import induction_summary
 
     def sections(doc_id, spans):
         return pl.DataFrame(
@@ -847,7 +847,7 @@ def test_embedder_input_notes_name_repeats_and_truncations():
             "n_truncated": [0, 2],
         }
     )
-    from structbench.report.diagnostics import embedder_input_notes
+    from structbench.report.chunk_set_tables import embedder_input_notes
 
     assert embedder_input_notes(frame) == (
         "In all: 365 texts sent to the embedding cache, 359 distinct.",
@@ -860,7 +860,7 @@ def test_embedder_input_notes_name_repeats_and_truncations():
 def test_the_prefixes_table_shows_the_largest_prefix_against_the_allowed():
     from types import SimpleNamespace
 
-    from structbench.report.diagnostics import prefixes_table
+    from structbench.report.chunk_set_tables import prefixes_table
 
     cell = {"corpus": "alpha", "boundaries": "structural", "structure": "gold", "chunks": 8}
     sizes = {"mean_content_tokens": 9.0, "mean_prefix_tokens": 5.5}

@@ -20,7 +20,7 @@ from report_testing import CONDITIONS, CONTRAST_SPECS, synthetic_inputs
 from structbench.report.bundle import ReportPaths, write_report_bundle
 from structbench.report.formatting import format_p
 from structbench.report.latex import LATEX_DOCUMENT, booktabs_tabular, escape_latex, table_latex
-from structbench.report.registry import Omitted, TableSpec
+from structbench.report.table_registry import Omitted, TableSpec
 
 
 def test_escape_latex_sets_specials_literally_and_writes_ascii():

@@ -72,7 +72,7 @@ from __future__ import annotations
 import importlib
 
 # Public entry points, imported on first use so that ``structbench.chunking.tiling`` and
-# ``structbench.chunking.external.spec`` stay light (no tokenizer, sentence segmenter or peer library).
+# ``structbench.chunking.external.chunker_spec`` stay light (no tokenizer, sentence segmenter or peer library).
 _EXPORTS = {
     "structural_chunks": "structural",
     "semantic_chunks": "structural",

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from structbench.cache import VectorCache
 from structbench.endpoints.embeddings import EmbeddingsClient, cached_width, endpoint_namespace
+from structbench.endpoints.endpoint_spec import EndpointEmbedderSpec, EndpointRerankerSpec
 from structbench.endpoints.kinds import ENDPOINT, LOCAL, embedder_kind, is_local, reranker_kind
 from structbench.endpoints.rerank import RerankClient
-from structbench.endpoints.spec import EndpointEmbedderSpec, EndpointRerankerSpec
 from structbench.http import EndpointDimensionError
 from structbench.plan.selection import selected
 

@@ -1,7 +1,7 @@
 """The files the report reads, as lists a run's config decides: every cell's scores and statistics, the BM25
 probe on each used chunk set, the size reports of the size-matched sets, the embedding reports, the induction,
 context and query-generation statistics. Each list is a method :class:`ReportFiles` gives
-:class:`structbench.plan.study.Study`; a report input (:func:`structbench.report.registry.report_inputs`) names
+:class:`structbench.plan.study.Study`; a report input (:func:`structbench.report.table_registry.report_inputs`) names
 its method, so an input is declared in one place and the report rule's inputs are these lists."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from structbench.corpus import generates_queries
 from structbench.plan import keys
 from structbench.plan.layout import QUERIES
-from structbench.report.registry import report_inputs
+from structbench.report.table_registry import report_inputs
 
 
 class ReportFiles:
@@ -123,7 +123,7 @@ class ReportFiles:
 
     def report_files(self) -> dict[str, list[str] | dict]:
         """Report input name -> the files the report reads: the file list (a method of this class) each input
-        of :func:`structbench.report.registry.report_inputs` names, so an input is declared in one place."""
+        of :func:`structbench.report.table_registry.report_inputs` names, so an input is declared in one place."""
         files = {}
         for name, spec in report_inputs().items():
             if not spec.files.startswith("all_") or not callable(getattr(self, spec.files, None)):

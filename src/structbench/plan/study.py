@@ -37,8 +37,8 @@ from structbench.plan.layout import Layout, chunkset
 from structbench.plan.report_files import ReportFiles
 from structbench.querygen.settings import QuerygenSettings
 from structbench.retrieval.fusion import LEXICAL_SOURCE, fusion_sources
-from structbench.retrieval.readtime_runs import is_readtime
 from structbench.retrieval.search import kind_inputs
+from structbench.retrieval.unit_runs import is_readtime
 from structbench.sizes import chunkset_size, parse_size_token
 from structbench.stats.means import dose_series
 from structbench.structure.learned import OPTIONS as LEARNED_OPTIONS

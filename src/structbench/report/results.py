@@ -4,7 +4,7 @@ The conditions, Table 1 (contrasts; Kuehlkamp et al.'s layout: one row per contr
 95% CI, Holm p, dz, MixedLM p's, win/tie/loss query counts, its family as label), Table 2 (one row per
 corpus, one column per condition), the means with CIs, the metric ladder, the dose-response slopes,
 section recall, the title-chain study's run comparison and the per-query scores. Each builder is a pure
-function of :class:`~structbench.report.registry.ReportInputs`; :mod:`.latex` writes Tables 1 and 2 (and the
+function of :class:`~structbench.report.table_registry.ReportInputs`; :mod:`.latex` writes Tables 1 and 2 (and the
 decision) as booktabs LaTeX from the same shown frames.
 """
 
@@ -26,7 +26,7 @@ from structbench.report.formatting import (
     signed,
     slope_columns,
 )
-from structbench.report.registry import (
+from structbench.report.table_registry import (
     Block,
     Omit,
     ReportInputs,

@@ -13,8 +13,8 @@ import polars as pl
 
 from structbench.plan.cells import CELL
 from structbench.report.formatting import cell_heading, slope_columns
-from structbench.report.registry import Omit, ReportInputs, TableContent, blocks_by, report_table
 from structbench.report.results import primary_condition_means
+from structbench.report.table_registry import Omit, ReportInputs, TableContent, blocks_by, report_table
 
 SIZE_CURVE = {
     "corpus": pl.String,

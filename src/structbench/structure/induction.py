@@ -74,7 +74,6 @@ from structbench.structure.sections import (  # noqa: F401  (re-exported: the pr
     paragraph_texts,
     sections_table,
 )
-from structbench.structure.stats import identical_span_share  # noqa: F401  (defined with the other statistics)
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ A table is a function ``build(inputs: ReportInputs) -> TableContent`` declared w
 CSV for readers with and without Arrow) and the ``blocks`` the report shows (formatted frames under
 sub-headings), or raises :class:`Omit` with the reason the table has nothing to show for this
 configuration ("no routed conditions in this config"), which the report states in its place. The
-builders live in :mod:`.results`, :mod:`.diagnostics` and :mod:`.index_cost`; :mod:`.catalog` lists them in
+builders live in :mod:`.results`, :mod:`.chunk_set_tables` and its siblings; :mod:`.catalog` lists them in
 report order; :mod:`.bundle` reads the run's files into :class:`ReportInputs` and writes everything.
 """
 

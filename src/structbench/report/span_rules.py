@@ -6,7 +6,7 @@ once); Chroma's code sums them (``span_IoU_sum@k``, ``span_precision_sum@k``). T
 and part on an overlapping one, where the sign of an overlap effect can flip with the rule. precision-Ω comes
 in up to three readings: a chunk sharing a character (the default), a chunk touching counts (Chroma's rule),
 and Chroma's rule on Chroma's chunk extents (``span_precision_omega_chroma``, Chroma's own number). A pure
-function of :class:`~structbench.report.registry.ReportInputs`, declared like every table.
+function of :class:`~structbench.report.table_registry.ReportInputs`, declared like every table.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import polars as pl
 from structbench.metrics.registry import metric_columns, metric_label, parse_metric
 from structbench.plan.cells import CELL
 from structbench.report.formatting import cell_heading
-from structbench.report.registry import Block, Omit, ReportInputs, TableContent, report_table, require_scores
+from structbench.report.table_registry import Block, Omit, ReportInputs, TableContent, report_table, require_scores
 from structbench.stats.means import condition_means
 
 # each union measure and its sum twin (same cutoff)

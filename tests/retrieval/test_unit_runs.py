@@ -10,7 +10,7 @@ import pytest
 
 from structbench.metrics import score_run
 from structbench.metrics.units import score_units
-from structbench.retrieval.readtime_runs import document_trees, is_readtime, readtime_run
+from structbench.retrieval.unit_runs import document_trees, is_readtime, readtime_run
 from structbench.tokens import load_tokenizer
 
 WORD = "word "  # 5 characters, one token each
