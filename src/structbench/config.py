@@ -343,7 +343,6 @@ def check_overlap_config(config: dict, conditions: dict) -> None:
     holding it (§8a) and the read-time modes count a section block's chunks and grow a hit by its
     neighbours (§18)."""
     from structbench.overlap import OverlapError
-    from structbench.retrieval.unit_runs import is_readtime
 
     for name, condition in conditions.items():
         t_max = condition.size(config["chunking"])[0]
@@ -355,7 +354,7 @@ def check_overlap_config(config: dict, conditions: dict) -> None:
         except OverlapError as error:
             raise ConfigError(f"{error} ({t_max_source(config, name, condition)} = {t_max})") from None
         uses = "late chunking (prefix " if axes.is_late(condition.prefix) else None
-        if uses is None and is_readtime(condition.retrieval):
+        if uses is None and axes.is_readtime(condition.retrieval):
             uses = "a read-time mode (retrieval "
         if uses is not None:
             value = condition.prefix if axes.is_late(condition.prefix) else condition.retrieval
@@ -452,10 +451,10 @@ def check_readtime_config(config: dict, conditions: dict) -> None:
       (a segmentation inducer's ``max_levels``); for gold headings and LLM inducers the depth is the data's,
       and the read-time step counts the documents shallower than L in its log
       (structbench.retrieval.unit_runs.shallower_documents)."""
-    from structbench.retrieval.unit_runs import LEVEL_KINDS, is_readtime
+    from structbench.retrieval.unit_runs import LEVEL_KINDS
 
     for name, condition in conditions.items():
-        if not is_readtime(condition.retrieval):
+        if not axes.is_readtime(condition.retrieval):
             continue
         where = f"conditions.{name}"
         if condition.prefix != axes.NO_PREFIX:

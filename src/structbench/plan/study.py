@@ -25,6 +25,7 @@ from structbench.conditions import (
     from_token,
     is_late,
     is_lexical,
+    is_readtime,
     parse_value,
     retrieval_kind,
 )
@@ -38,7 +39,6 @@ from structbench.plan.report_files import ReportFiles
 from structbench.querygen.settings import QuerygenSettings
 from structbench.retrieval.fusion import LEXICAL_SOURCE, fusion_sources
 from structbench.retrieval.search import kind_inputs
-from structbench.retrieval.unit_runs import is_readtime
 from structbench.sizes import chunkset_size, parse_size_token
 from structbench.stats.means import dose_series
 from structbench.structure.learned import OPTIONS as LEARNED_OPTIONS
