@@ -31,6 +31,7 @@ import re
 import polars as pl
 
 from structbench.datamodel import document_texts
+from structbench.defaults import CLIP_MARK
 from structbench.llm import LLM, ChatRequest, load_prompt
 from structbench.querygen.funnel import CANDIDATES
 from structbench.querygen.leakage import FilterRules, Verdict, screen_question
@@ -41,7 +42,6 @@ log = logging.getLogger(__name__)
 
 PARAPHRASE_PROMPT = "querygen_paraphrase"
 NO_ANSWER = "no_answer"
-CLIP_MARK = " [...]"
 # A label a small model puts before its question: "Question:", "Q1.", "Rewritten question -", "1)", "- ".
 _LABEL = re.compile(
     r"^(?:[-*•>#]+|\d+[.)](?=\s|$)|(?:(?:the\s+)?(?:rewritten|new|paraphrased|reworded)\s+)?"
