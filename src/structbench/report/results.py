@@ -337,12 +337,7 @@ def primary_condition_means(inputs: ReportInputs) -> pl.DataFrame:
 def means_ci_table(inputs: ReportInputs) -> TableContent:
     require_scores(inputs)
     data = primary_condition_means(inputs)
-    order = {name: i for i, name in enumerate(inputs.condition_order(data["condition"].unique().to_list()))}
-    data = (
-        data.with_columns(pl.col("condition").replace_strict(order, return_dtype=pl.Int64).alias("_order"))
-        .sort(CELL + ["_order"])
-        .drop("_order")
-    )
+    data = inputs.by_condition(data)
     shown = data.select(
         *CELL,
         "condition",
@@ -362,12 +357,7 @@ def means_ci_table(inputs: ReportInputs) -> TableContent:
 def ladder_table(inputs: ReportInputs) -> TableContent:
     require_scores(inputs)
     data = condition_means(inputs.scores)
-    order = {name: i for i, name in enumerate(inputs.condition_order(data["condition"].unique().to_list()))}
-    data = (
-        data.with_columns(pl.col("condition").replace_strict(order, return_dtype=pl.Int64).alias("_order"))
-        .sort(CELL + ["_order"])
-        .drop("_order")
-    )
+    data = inputs.by_condition(data)
     metrics = metric_columns(data)
     blocks = []
     for (corpus, embedder, reranker), cell in data.group_by(CELL, maintain_order=True):

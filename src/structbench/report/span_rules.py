@@ -59,11 +59,8 @@ def span_rules_table(inputs: ReportInputs) -> TableContent:
         raise Omit(
             "no span metric is scored under Chroma's sum rule (metrics.extra: span_IoU_sum@k, span_precision_sum@k)"
         )
-    order = {name: i for i, name in enumerate(inputs.condition_order(means["condition"].unique().to_list()))}
-    data = (
-        means.with_columns(pl.col("condition").replace_strict(order, return_dtype=pl.Int64).alias("_order"))
-        .sort(CELL + ["_order"])
-        .select(*CELL, "condition", *[pl.col(name).alias(header) for name, header in columns])
+    data = inputs.by_condition(means).select(
+        *CELL, "condition", *[pl.col(name).alias(header) for name, header in columns]
     )
     blocks = tuple(
         Block(cell_heading(*cell), frame.drop(CELL)) for cell, frame in data.group_by(CELL, maintain_order=True)

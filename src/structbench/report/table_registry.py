@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, fields
 import polars as pl
 
 from structbench.defaults import T_MAX, T_MIN
+from structbench.plan.cells import CELL
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,12 @@ class ReportInputs:
         """``present`` conditions in declared order (any undeclared ones after, by name)."""
         declared = [name for name in self.conditions if name in set(present)]
         return declared + sorted(set(present) - set(declared))
+
+    def by_condition(self, data: pl.DataFrame) -> pl.DataFrame:
+        """``data`` (one row per cell and condition) sorted by cell, then by condition in declared order."""
+        order = {name: i for i, name in enumerate(self.condition_order(data["condition"].unique().to_list()))}
+        rank = pl.col("condition").replace_strict(order, return_dtype=pl.Int64)
+        return data.sort([*CELL, rank])
 
 
 def report_inputs() -> dict[str, ReportInput]:
