@@ -2,9 +2,10 @@
 which are size-matched and to what, which text sets are embedded, which inducers and chunkers run."""
 
 from structbench.conditions import parse_conditions
+from structbench.defaults import T_MAX, T_MIN
 from structbench.plan import keys
 
-CHUNKING = {"t_max": 350, "t_min": 60}
+CHUNKING = {"t_max": T_MAX, "t_min": T_MIN}
 CHUNKERS = {"lc": {"library": "langchain", "kind": "recursive", "size_match": False}}
 CHUNKERS["lc_matched"] = {**CHUNKERS["lc"], "size_match": True}
 

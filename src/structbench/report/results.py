@@ -530,6 +530,3 @@ def per_query_table(inputs: ReportInputs) -> TableContent:
     ]
     data = inputs.scores.select(ids + [c for c in inputs.scores.columns if c not in ids]).sort(ids[:5])
     return TableContent(data, inline=False)
-
-
-# ---- Markdown ---------------------------------------------------------------------------------------------------

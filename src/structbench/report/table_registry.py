@@ -208,6 +208,3 @@ def blocks_by(frame: pl.DataFrame, keys: list[str], heading: Callable[..., str])
     for values, group in frame.group_by(keys, maintain_order=True):
         blocks.append(Block(heading(*values), group.drop(keys)))
     return tuple(blocks)
-
-
-# ---- conditions, contrasts, means ----------------------------------------------------------------
