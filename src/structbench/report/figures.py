@@ -12,6 +12,9 @@ fixed style. Bytes are deterministic: the fonts are the DejaVu fonts matplotlib 
 font), size and dpi are fixed, and the PNG carries no metadata (no Software, no timestamp), so the same
 data gives the same bytes. matplotlib is imported inside the functions (Agg, no pyplot state), so
 importing this module, as the workflow does for the captions, costs nothing.
+
+Past 500 lines as one concern: the figures share one style, palette, marker set and byte-deterministic writer,
+which a split would have to import back into each part.
 """
 
 from __future__ import annotations

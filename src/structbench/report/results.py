@@ -6,6 +6,9 @@ corpus, one column per condition), the means with CIs, the metric ladder, the do
 section recall, the title-chain study's run comparison and the per-query scores. Each builder is a pure
 function of :class:`~structbench.report.table_registry.ReportInputs`; :mod:`.latex` writes Tables 1 and 2 (and the
 decision) as booktabs LaTeX from the same shown frames.
+
+Past 500 lines as one concern: every table here presents the statistics step's per-cell numbers (contrasts,
+means, slopes, per-query scores) with the same cell blocks and condition order; the diagnostics live apart.
 """
 
 from __future__ import annotations
