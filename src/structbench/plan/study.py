@@ -5,7 +5,8 @@ checks (:func:`structbench.config.check_config`) and holds their answer: the sel
 that run and the declared ones the selection drops (with the conditions each misses), the metrics the scoring
 step computes. Everything else is a question asked of it: the cells (corpus x embedder x reranker), the runs a
 condition's scores read (a BM25 condition reads its chunk set's one BM25 run), the runs an ``rrf`` condition
-fuses, the dose-response series, the title-chain study's run pairs, and the file lists the report reads.
+fuses, the dose-response series, the title-chain study's run pairs, and the file lists the report reads (those
+from :class:`structbench.plan.report_files.ReportFiles`).
 
 The workflow (``rules/common.smk``) builds one :class:`Study` and turns Snakemake's wildcards into these calls;
 tests call the same methods with plain names. Paths come from :class:`structbench.plan.layout.Layout`, so each is
