@@ -26,9 +26,11 @@ import time
 
 import numpy as np
 
+from structbench.defaults import BOOTSTRAP_ITERS, SEED
 from structbench.stats import bootstrap_draws, bootstrap_p, bootstrap_replicates, cluster_sums, percentile_ci
 
-N_QUERIES, N_DOCS, N_CONTRASTS, B, SEED = 4303, 1508, 4, 10_000, 20260710
+N_QUERIES, N_DOCS, N_CONTRASTS = 4303, 1508, 4
+B = BOOTSTRAP_ITERS
 
 
 def workload():

@@ -3,9 +3,9 @@
     .venv/bin/python benchmarks/bench_chunk_linear.py [--sentences 4000,16000,64000] [--repeat 1]
 
 Input: one Markdown paragraph of ``n`` sentences of 6-20 words (seeded), no heading, so the whole text is one
-section that the structural chunker must split at sentence boundaries into ``t_max``-sized parts (issue 42,
-item 5). Each size is chunked by the practitioner API at its defaults, with structbench's sentence caches
-cleared before every run (a first call pays segmentation, as a new document does).
+section that the structural chunker must split at sentence boundaries into ``t_max``-sized parts. Each size is
+chunked by the practitioner API at its defaults, with structbench's sentence caches cleared before every run (a
+first call pays segmentation, as a new document does).
 
 Printed per size: CPU seconds of the process (all threads; steadier than wall time on a shared machine),
 wall seconds, the chunk count, and at the end ``time(64k) / time(16k)`` on CPU seconds. A linear chunker

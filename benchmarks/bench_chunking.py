@@ -205,8 +205,8 @@ def run_adapter(library, kind, reference=None):
     """The study's path for a peer: corpus tables -> ``external_chunks`` (verified offsets) -> ``assert_tiling``."""
 
     def run(docs, tokenizer, t_max, t_min):
+        from structbench.chunking.external.chunker_spec import ChunkerSpec
         from structbench.chunking.external.locate import external_chunks
-        from structbench.chunking.external.spec import ChunkerSpec
         from structbench.chunking.tiling import assert_tiling
 
         documents, paragraphs, sections = corpus_tables(docs)
@@ -403,7 +403,7 @@ def main(argv=None) -> int:
             print(f"skipped {name}: {module} is not installed (benchmark-only: see the docstring)")
         else:
             contenders.append((name, run, records))
-    from structbench.chunking.external.spec import LIBRARIES
+    from structbench.chunking.external.chunker_spec import LIBRARIES
 
     reference = None
     if args.size_match:

@@ -56,8 +56,8 @@ def corpus_tables(name: str, docs: int):
 
 
 def chunk_sets(documents, paragraphs, sections, t_max: int) -> dict:
+    from structbench.chunking.external.chunker_spec import ChunkerSpec
     from structbench.chunking.external.locate import external_chunks
-    from structbench.chunking.external.spec import ChunkerSpec
     from structbench.chunking.fixed import fixed_chunks
     from structbench.chunking.structural import structural_chunks
     from structbench.overlap import Overlap

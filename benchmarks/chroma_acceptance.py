@@ -28,8 +28,8 @@ from pathlib import Path
 import numpy as np
 
 from structbench.api import packaged_encoder
+from structbench.chunking.external.chunker_spec import ChunkerSpec
 from structbench.chunking.external.locate import external_chunks
-from structbench.chunking.external.spec import ChunkerSpec
 from structbench.corpus import load_corpus
 from structbench.metrics import chroma_extents, score_run
 from structbench.retrieval.search import flat_search

@@ -1,12 +1,12 @@
 """Whether a change leaves the workflow's plan as it was: every job of every shipped config, compared with a base.
 
-A refactoring of the plan (``structbench.study``, ``structbench.layout``, ``rules/common.smk``) must not change
-what runs. For each case below (a config of ``config/`` or ``tests/fidelity/``, layered as its header says), this
-builds the DAG of the checkout under test and of a base revision (a detached ``git worktree``) through the
-Snakemake API, without running a job, and lists each job as its rule, outputs, named inputs, log, threads, GPU
-count and params. ``snakemake --detailed-summary`` cannot answer this: its inputs column is read from the
-metadata of jobs that already ran, so it is ``-`` for a plan that never ran. The ``code`` param (the hash of the
-library modules a script reaches, ``structbench.provenance``) is left out: it changes with any library edit.
+A refactoring of the plan (``structbench.plan``, ``rules/common.smk``) must not change what runs. For each case
+below (a config of ``config/`` or ``tests/fidelity/``, layered as its header says), this builds the DAG of the
+checkout under test and of a base revision (a detached ``git worktree``) through the Snakemake API, without running
+a job, and lists each job as its rule, outputs, named inputs, log, threads, GPU count and params. ``snakemake
+--detailed-summary`` cannot answer this: its inputs column is read from the metadata of jobs that already ran, so it
+is ``-`` for a plan that never ran. The ``code`` param (the hash of the library modules a script reaches,
+``structbench.provenance``) is left out: it changes with any library edit.
 
 Both plans are built from this checkout's directory (its ``data/`` and the ``../shared/data`` the QASPER and
 Chroma configs read), each with its own ``Snakefile`` and ``src/``::

@@ -27,8 +27,8 @@ def main(argv=None) -> int:
     parser.add_argument("adapters", nargs="*", help="library:kind (default: all)")
     args = parser.parse_args(argv)
 
+    from structbench.chunking.external.chunker_spec import LIBRARIES, ChunkerSpec
     from structbench.chunking.external.locate import external_chunks
-    from structbench.chunking.external.spec import LIBRARIES, ChunkerSpec
     from structbench.chunking.structural import structural_chunks
     from structbench.corpus.qasper import load_qasper
     from structbench.tokens import load_tokenizer

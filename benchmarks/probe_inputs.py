@@ -63,7 +63,7 @@ def refused(call: Callable, error: type[BaseException], *says: str) -> str:
 def config_error(mutate: Callable[[dict], None], *says: str) -> str:
     """The default config, changed by ``mutate``, loaded as the workflow loads it (schema, then cross-key checks)."""
     from structbench.config import ConfigError, validate_config
-    from structbench.study import Study
+    from structbench.plan.study import Study
 
     config = copy.deepcopy(DEFAULT)
     mutate(config)
@@ -296,7 +296,7 @@ def sized_overlap(overlap: int, t_max: int, run_t_max: int) -> Callable[[dict], 
 
 def config_loads(mutate: Callable[[dict], None]) -> dict:
     """The default config, changed by ``mutate``, through the workflow's start-up checks: the checked conditions."""
-    from structbench.study import start_up
+    from structbench.plan.study import start_up
 
     config = copy.deepcopy(DEFAULT)
     mutate(config)
@@ -337,7 +337,7 @@ def readtime_prefixed() -> str:
 def readtime_level() -> str:
     import polars as pl
 
-    from structbench.retrieval.readtime_runs import shallower_documents
+    from structbench.retrieval.unit_runs import shallower_documents
 
     refused_line = config_error(readtime_condition("none", "parent:3", "induced:tiling"), "level 3 is deeper")
     sections = pl.DataFrame({"doc_id": ["a", "a", "b"], "level": [1, 2, 1]})
@@ -553,7 +553,7 @@ def bounded_retrieval_titles() -> str:
         }
         config["contrasts"] = {}
 
-    from structbench.study import start_up
+    from structbench.plan.study import start_up
 
     config = copy.deepcopy(DEFAULT)
     toc_at_t_max_40(config)
@@ -624,7 +624,7 @@ def prefixes_table_largest() -> str:
     from structbench.corpus.markdown import parse_markdown
     from structbench.datamodel import CHUNKS
     from structbench.prefixes import render_texts
-    from structbench.report.diagnostics import prefixes_table
+    from structbench.report.chunk_set_tables import prefixes_table
 
     documents, _, _ = build_tables("probe", [parse_markdown("# T\n\n" + "Body text here. " * 20, "d", "")])
     deep = ["Annual report", "Operations review", "Regional results", "Northern division", "Rail freight"]

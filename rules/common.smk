@@ -1,6 +1,6 @@
 # Config validation, wildcard constraints and named input functions. The library decides what runs and where
-# each file lives (structbench.study.Study, structbench.layout.Layout); the input functions here only hand it
-# the wildcards of a job.
+# each file lives (structbench.plan.study.Study, structbench.plan.layout.Layout); the input functions here only
+# hand it the wildcards of a job.
 import functools
 import os
 import re
@@ -8,18 +8,18 @@ import time
 
 from snakemake.logging import logger
 
-from structbench import cells
 from structbench.conditions import AXES, FIXED_KINDS, TOKEN_SEPARATOR, from_token
 from structbench.conditions import wildcard_constraints as axis_constraints
 from structbench.endpoints import kinds as model_kinds
 from structbench.endpoints.probe import probe_endpoints
+from structbench.plan import cells
+from structbench.plan.study import start_up
 from structbench.provenance import code_version
 from structbench.report.catalog import TABLES
 from structbench.report.figures import FIGURES
-from structbench.study import start_up
 
-# Every start-up check (structbench.study.start_up: the schema and its defaults, then the cross-key checks), the
-# same function `structbench check-config` runs: a bad key or metric name fails the dry run, not a job.
+# Every start-up check (structbench.plan.study.start_up: the schema and its defaults, then the cross-key checks),
+# the same function `structbench check-config` runs: a bad key or metric name fails the dry run, not a job.
 STARTUP = start_up(config, os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml"))
 STUDY = STARTUP.study
 paths = STUDY.paths

@@ -17,7 +17,7 @@ rule retrieval_layer:
 
 rule report:
     input:
-        # every report input declared in structbench.report.registry.ReportInputs (report_inputs)
+        # every report input declared in structbench.report.table_registry.ReportInputs (report_inputs)
         **STUDY.report_input_files(),
     output:
         report=report(REPORT, category="Report", caption="../workflow/report/report.rst"),

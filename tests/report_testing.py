@@ -14,7 +14,7 @@ import polars as pl
 from structbench.chunking.tiling import bounds_file
 from structbench.defaults import T_MAX, T_MIN
 from structbench.metrics.diagnostics import retrieval_layer_pairs, retrieval_layer_table
-from structbench.report.registry import ReportInputs
+from structbench.report.table_registry import ReportInputs
 from structbench.stats import contrast_table
 from structbench.stats.decision import decision_table
 from structbench.stats.means import condition_mean_cis, dose_response_slopes, dose_series

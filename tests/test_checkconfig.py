@@ -1,4 +1,4 @@
-"""`structbench check-config` runs the workflow's start-up checks (structbench.study.start_up) on a config layered
+"""`structbench check-config` runs the workflow's start-up checks (structbench.plan.study.start_up) on a config layered
 as Snakemake layers it, and names the FILE:LINE of each problem (structbench.checkconfig, structbench.configfiles)."""
 
 import copy
@@ -11,7 +11,7 @@ from conftest import REPO
 from snakemake.cli import parse_config
 from snakemake.utils import update_config
 
-from structbench import checkconfig, study
+from structbench import checkconfig
 from structbench.cli import main
 from structbench.config import ConfigError
 from structbench.configfiles import (
@@ -21,6 +21,7 @@ from structbench.configfiles import (
     parse_config_entries,
     snakemake_config_arguments,
 )
+from structbench.plan import study
 
 SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
 DATA = REPO.parent / "shared" / "data"
@@ -164,7 +165,7 @@ REFUSED = {
 
 @pytest.mark.parametrize("kind", sorted(REFUSED))
 def test_a_config_the_workflow_refuses_is_refused_by_check_config_with_the_same_function(tmp_path, monkeypatch, kind):
-    """The workflow (rules/common.smk) and the command call one function, structbench.study.start_up: the command
+    """The workflow (rules/common.smk) and the command call one function, structbench.plan.study.start_up: the command
     fails exactly where that function raises, and names the file."""
     assert "start_up(config, " in (REPO / "rules/common.smk").read_text()
     config = yaml.safe_load((REPO / "config/config.yaml").read_text())

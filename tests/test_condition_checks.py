@@ -10,8 +10,8 @@ from conftest import REPO
 
 from structbench.conditions import parse_conditions, parse_contrasts
 from structbench.config import ConfigError
-from structbench.retrieval.readtime_runs import shallower_documents
-from structbench.study import start_up
+from structbench.plan.study import start_up
+from structbench.retrieval.unit_runs import shallower_documents
 
 SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
 DEFAULT = yaml.safe_load((REPO / "config/config.yaml").read_text())

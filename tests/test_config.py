@@ -11,7 +11,7 @@ from snakemake.utils import update_config
 from structbench import defaults
 from structbench.config import ConfigError, load_schema, validate_config
 from structbench.configfiles import layer_configs
-from structbench.study import Study
+from structbench.plan.study import Study
 
 SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
 DEFAULT = yaml.safe_load((REPO / "config/config.yaml").read_text())
@@ -166,7 +166,7 @@ def test_the_paper_config_is_seed_000s_grid():
     assert config["prefix"]["separator"] == defaults.SEPARATOR
     assert config["retrieval"]["top_k"] == 100 and config["retrieval"]["hier_top_sections"] == 5
     assert config["metrics"] == {"ndcg_k": 10, "recall_k": 50, "budgets": [512, 1024, 2048]}
-    assert config["stats"]["bootstrap_iters"] == 10_000 and config["contexts"]["max_tokens"] == 80
+    assert config["stats"]["bootstrap_iters"] == defaults.BOOTSTRAP_ITERS and config["contexts"]["max_tokens"] == 80
     wikipedia = config["corpora"]["wikipedia"]
     assert [wikipedia[key] for key in ("n_docs", "min_words", "min_depth", "min_sections", "max_per_bucket")] == [
         200,
@@ -207,7 +207,7 @@ def test_the_schema_fills_every_default_from_a_minimal_config():
     }
     assert minimal["report"] == {"compare_runs": []}
     assert minimal["stats"] == {
-        "bootstrap_iters": 10000,
+        "bootstrap_iters": defaults.BOOTSTRAP_ITERS,
         "primary_metric": "cov_nDCG@10",
         "contrast_metrics": [],
         "mixedlm": True,

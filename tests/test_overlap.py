@@ -20,7 +20,7 @@ from structbench.config import ConfigError
 from structbench.metrics import align_run, score_run
 from structbench.metrics.measures import coverage_dcg
 from structbench.overlap import Overlap, OverlapError, parse_overlap
-from structbench.study import Study
+from structbench.plan.study import Study
 
 RIVER = " ".join(["river"] * 30)  # 30 one-token words, no sentence boundary: word i starts at character 6i
 
@@ -360,8 +360,8 @@ def test_an_overlapping_chunk_in_repeated_text_is_placed_where_it_overlaps_the_o
     ],
 )
 def test_peer_chunkers_overlap_through_their_own_parameter_and_cover_the_text(library, kind, options):
+    from structbench.chunking.external.chunker_spec import ChunkerSpec
     from structbench.chunking.external.locate import external_chunks
-    from structbench.chunking.external.spec import ChunkerSpec
 
     sentences = " ".join(f"Sentence number {i} tells the river's story once more." for i in range(60))
     tables = build([("d1", "T", [("A", 1, [sentences, sentences[::-1].capitalize()])])])

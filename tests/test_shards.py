@@ -10,9 +10,9 @@ from structbench.datamodel import SCHEMAS
 from structbench.llm import LLM, ChatRequest, LLMSpec, ResponseCache
 from structbench.prefixes.context_stats import context_summary
 from structbench.report.catalog import TABLES, build_tables
-from structbench.report.registry import Omitted, ReportInputs
+from structbench.report.table_registry import Omitted, ReportInputs
 from structbench.shards import merge_rows, merge_sections, merge_usage, shard_doc_ids
-from structbench.structure.stats import induction_summary
+from structbench.structure.induction_stats import induction_summary
 
 
 @pytest.mark.parametrize("n_docs, n_shards", [(8, 1), (8, 3), (3, 2), (2, 5)])

@@ -19,8 +19,8 @@ from structbench.crosskeys import check_cross_keys
 from structbench.metrics.diagnostics import retrieval_layer_pairs
 from structbench.report.catalog import TABLES, build_tables
 from structbench.report.figures import FIGURES, RenderedFigure, render_figures
-from structbench.report.registry import ReportInputs, Table
 from structbench.report.size_curve import size_curve_rows
+from structbench.report.table_registry import ReportInputs, Table
 from structbench.sizes import chunkset_size, parse_size_token, size_doses, size_token
 from structbench.stats.contrasts import contrast_table
 from structbench.stats.means import condition_mean_cis, dose_series

@@ -3,7 +3,7 @@ problem named at the FILE:LINE that set its key.
 
 :func:`check_command_line` layers the config exactly as Snakemake does (:mod:`structbench.configfiles`: the
 workflow's ``config/config.yaml``, each ``--configfile``, the ``--config`` entries) and runs
-:func:`structbench.study.start_up`, the one function ``rules/common.smk`` runs too, so the command refuses
+:func:`structbench.plan.study.start_up`, the one function ``rules/common.smk`` runs too, so the command refuses
 what the workflow refuses and nothing else. Endpoint probes send requests, so they run only when asked
 (``probe``), as the workflow's ``onstart`` runs them only for a real run.
 """
@@ -69,7 +69,7 @@ def check_command_line(
 ) -> ConfigCheck:
     """Check the config of ``files`` plus a Snakemake command line's ``--configfile``/``--config``, layered
     over ``root``'s default config, with the workflow's start-up checks (and, with ``probe``, its probes)."""
-    from structbench.study import start_up
+    from structbench.plan.study import start_up
 
     root = workflow_root() if root is None else root
     configfiles, entries = snakemake_config_arguments(snakemake_args)

@@ -19,6 +19,9 @@ artifact upstream of it (the workflow builds them once):
 A condition's *size* is its own ``t_max``/``t_min`` (docs/method.md §6a): unset, the run's ``chunking`` bounds.
 A chunk set's path carries the size only where it differs from the run's (``structural-t200/gold``), so a config
 without per-condition sizes keeps every path it had (:func:`size_token`).
+
+Past 500 lines as one concern: :data:`AXES` spells every legal value with the description the schema shows,
+and the parsing of conditions and contrasts checks them against it; one table, its readers beside it.
 """
 
 from __future__ import annotations
@@ -41,8 +44,10 @@ class Kind:
     A retrieval kind also says whether it is ``routed`` (a router keeps sections before chunks are ranked
     and writes a routing table, :mod:`structbench.retrieval.routing`) and which registered ``metrics``
     its scores carry beyond the configured set (each reads that routing table), and whether it is
-    ``lexical`` (its run is the chunk set's BM25 run, docs/method.md §8). The workflow, the scorer and
-    the report take these from here."""
+    ``lexical`` (its run is the chunk set's BM25 run, docs/method.md §8), and whether it is ``readtime`` (its
+    run ranks read-time units of variable length, not chunks, docs/method.md §18). A prefix kind says whether it
+    is ``late`` (its vectors pooled by the late encoder, docs/method.md §8a). The workflow, the scorer, the
+    statistics and the report take these from here."""
 
     name: str
     parameter: str | None = None  # regex of the parameter; None: the kind takes none
@@ -51,6 +56,8 @@ class Kind:
     routed: bool = False
     metrics: tuple[str, ...] = ()
     lexical: bool = False  # the run is the chunk set's BM25 run: no vectors, the same for every embedder
+    readtime: bool = False  # the run ranks read-time units (sections, merged blocks, windows), not chunks
+    late: bool = False  # a prefix whose vectors the late encoder pools from passes over the document
 
     def value_regex(self, separator: str = PARAMETER_SEPARATOR) -> str:
         return self.name if self.parameter is None else f"{self.name}{separator}{self.parameter}"
@@ -112,11 +119,16 @@ AXES: dict[str, tuple[Kind, ...]] = {
         Kind("context", description="an LLM-written situating context (config contexts.llm)"),
         # Late chunking (docs/method.md §8a) sits on this axis: it is another way to give a chunk its document,
         # prepending nothing; its texts are the unprefixed ones, its vectors pooled from a pass over the document.
-        Kind("late", description="late chunking: the chunk's tokens mean-pooled from windows over its document"),
+        Kind(
+            "late",
+            description="late chunking: the chunk's tokens mean-pooled from windows over its document",
+            late=True,
+        ),
         Kind(
             "late_placebo",
             description="late chunking inside another document of similar length: the chunk's tokens kept, "
             "the window's other tokens foreign",
+            late=True,
         ),
     ),
     "retrieval": (
@@ -164,31 +176,38 @@ AXES: dict[str, tuple[Kind, ...]] = {
         # Read time (docs/method.md §18, structbench.retrieval.readtime): the flat run's top
         # retrieval.readtime_hits hits, expanded into the spans a reader gets; the run ranks spans (units).
         Kind(
-            "parent", LEVEL, description="each hit replaced by the level-L section block holding it, duplicates dropped"
+            "parent",
+            LEVEL,
+            description="each hit replaced by the level-L section block holding it, duplicates dropped",
+            readtime=True,
         ),
         Kind(
             "automerge",
             RATIO,
             description="bottom-up, a section block replaces its retrieved chunks once at least that share of its "
             "chunks are retrieved (LlamaIndex's AutoMergingRetriever)",
+            readtime=True,
         ),
         Kind(
             "window",
             r"[1-9][0-9]*",
             description="each hit grown to that many tokens of its neighbours, merged where they touch",
+            readtime=True,
         ),
         Kind(
             "matched_window",
             LEVEL,
             description="windows sized per query to return as many tokens as parent:L (the 'more text' control)",
+            readtime=True,
         ),
         Kind(
             "placebo_parent",
             LEVEL,
             description="parent:L over the placebo section tree (same blocks, shuffled), cut per query to at most "
             "parent:L's tokens",
+            readtime=True,
         ),
-        Kind("placebo_automerge", RATIO, description="automerge:r over the placebo section tree"),
+        Kind("placebo_automerge", RATIO, description="automerge:r over the placebo section tree", readtime=True),
     ),
 }
 # Holm runs within each family but the last: primary (Kuehlkamp et al.'s pre-registered four), secondary,
@@ -240,7 +259,8 @@ def parse_value(axis: str, value: str) -> tuple[Kind, str | None]:
     raise ValueError(f"{value!r} is not a {axis} value; expected one of: {legal}")
 
 
-LATE_PREFIXES = ("late", "late_placebo")  # prefixes whose vectors the late encoder pools (embedding/late.py)
+# The prefixes whose vectors the late encoder pools (embedding/late.py): the kinds flagged ``late``, bare names.
+LATE_PREFIXES = tuple(kind.name for kind in AXES["prefix"] if kind.late)
 
 
 def is_late(prefix: str) -> bool:
@@ -251,6 +271,16 @@ def is_late(prefix: str) -> bool:
 def retrieval_kind(value: str) -> Kind:
     """The kind of a condition's retrieval value (``rrf:bm25`` -> the rrf kind), with its facts."""
     return parse_value("retrieval", value)[0]
+
+
+def is_readtime(retrieval: str) -> bool:
+    """Whether a retrieval value ranks read-time units (parent sections, merged blocks, windows), not chunks."""
+    return retrieval_kind(retrieval).readtime
+
+
+def readtime_kinds() -> tuple[str, ...]:
+    """The names of the read-time retrieval kinds, in declared order."""
+    return tuple(kind.name for kind in AXES["retrieval"] if kind.readtime)
 
 
 def routed_kinds() -> tuple[str, ...]:

@@ -1,4 +1,4 @@
-"""Start-up validation of a workflow config, part one: its files, the schema and its defaults, and the selection.
+"""Start-up validation of a workflow config, part one: its files, the schema and its defaults.
 
 Everything here runs before any job does, so a bad config stops the run with an error that names the
 key (``chunking.t_min``, ``contrasts.C1``), never minutes into it.
@@ -9,7 +9,6 @@ key (``chunking.t_min``, ``contrasts.C1``), never minutes into it.
 - :func:`validate_config` checks a config against it and fills the schema's defaults in place (the
   rules and the library then read every value from the config and restate none); an unknown key is named
   at its own path, with the key it may mean.
-- :func:`select_conditions`: the conditions ``select.conditions`` runs and the contrasts among them.
 
 The checks a schema cannot say are :func:`structbench.crosskeys.check_cross_keys`, which runs the ones kept
 beside each subsystem. :class:`ConfigError` (:mod:`structbench.configerror`) is what all of them raise.
@@ -27,7 +26,7 @@ import yaml
 from structbench import conditions as axes
 from structbench.configerror import ConfigError
 
-__all__ = ["ConfigError", "config_file_problems", "load_schema", "select_conditions", "validate_config"]
+__all__ = ["ConfigError", "config_file_problems", "load_schema", "validate_config"]
 
 
 def config_file_problems(paths) -> list[str]:
@@ -194,22 +193,3 @@ def validate_config(config: dict, schema_path: str | Path) -> dict:
             problems,
         )
     return config
-
-
-def select_conditions(conditions: dict, contrasts: dict, chosen: list[str] | None) -> tuple[dict, dict]:
-    """The conditions named by ``select.conditions`` (all when None) and the contrasts among them.
-
-    A contrast runs only when every condition it compares is selected: half a contrast is no contrast,
-    and the Holm family is then the selected contrasts of that family (the caller logs the ones left
-    out). A name that is not declared is an error naming it."""
-    if not chosen:
-        return conditions, contrasts
-    unknown = [name for name in chosen if name not in conditions]
-    if unknown:
-        raise ConfigError(
-            f"select.conditions names {unknown}, which config.conditions does not declare ({list(conditions)})"
-        )
-    kept = {name: condition for name, condition in conditions.items() if name in chosen}
-    return kept, {
-        name: contrast for name, contrast in contrasts.items() if all(member in kept for member in contrast.members)
-    }

@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from structbench import conditions as axes
-from structbench import plan
 from structbench.chunking.external.checks import check_chunker_config, require_chunker_libraries
-from structbench.config import select_conditions
 from structbench.configerror import ConfigError
 from structbench.embedding.checks import check_late_config
 from structbench.llm.checks import check_llm_config
+from structbench.plan import keys
+from structbench.plan.selection import SelectionError, chosen, select_conditions, selected
 from structbench.querygen.checks import check_querygen_config
 from structbench.retrieval.checks import check_readtime_config, check_retrieval_config
 
@@ -68,34 +68,34 @@ def check_cross_keys(config: dict, metric_names: list[str]) -> CheckedConditions
                 f"the metrics are {metric_names}"
             )
     for kind in ("corpora", "embedders", "rerankers"):
-        chosen = (config.get("select") or {}).get(kind) or []
-        unknown = [name for name in chosen if name not in config[kind]]
+        unknown = [name for name in chosen(config, kind) if name not in config[kind]]
         if unknown:
             raise ConfigError(
                 f"select.{kind} names {unknown}, which config.{kind} does not declare ({list(config[kind])})"
             )
     # a declared condition that select.conditions leaves out asks nothing of this run: only the selected are checked
-    selected, selected_contrasts = select_conditions(
-        conditions, contrasts, (config.get("select") or {}).get("conditions")
-    )
+    try:
+        kept, kept_contrasts = select_conditions(conditions, contrasts, chosen(config, "conditions"))
+    except SelectionError as error:
+        raise ConfigError(str(error)) from None
     semantic = config["chunking"]["semantic_embedder"]
-    if any(c.boundaries == "semantic" for c in selected.values()) and semantic not in config["embedders"]:
+    if any(c.boundaries == "semantic" for c in kept.values()) and semantic not in config["embedders"]:
         raise ConfigError(
             f"chunking.semantic_embedder = {semantic!r} names no declared embedder ({list(config['embedders'])})"
         )
-    check_metric_depth(config, metric_names, selected)
-    check_llm_config(config, selected)
+    check_metric_depth(config, metric_names, kept)
+    check_llm_config(config, kept)
     check_querygen_config(config)
-    check_retrieval_config(config, selected)
-    check_chunker_config(config, selected)
-    check_overlap_config(config, selected)
-    check_prefix_budget_config(config, selected)
-    check_readtime_config(config, selected)
-    check_learned_config(config, selected)
-    check_late_config(config, selected)
-    require_chunker_libraries(config, selected)
-    check_metric_inputs(selected, metric_names)
-    return CheckedConditions(selected, selected_contrasts, axes.dropped_contrasts(contrasts, selected))
+    check_retrieval_config(config, kept)
+    check_chunker_config(config, kept)
+    check_overlap_config(config, kept)
+    check_prefix_budget_config(config, kept)
+    check_readtime_config(config, kept)
+    check_learned_config(config, kept)
+    check_late_config(config, kept)
+    require_chunker_libraries(config, kept)
+    check_metric_inputs(kept, metric_names)
+    return CheckedConditions(kept, kept_contrasts, axes.dropped_contrasts(contrasts, kept))
 
 
 def check_metric_depth(config: dict, metric_names: list[str], conditions: dict | None = None) -> None:
@@ -158,7 +158,7 @@ def chunkset_overlap(condition, chunkers: dict):
     window's, or its peer chunker's ``options.chunk_overlap`` / ``options.overlap``; None when it tiles."""
     kind, parameter = axes.parse_value("boundaries", condition.boundaries)
     if kind.name == "external":
-        from structbench.chunking.external.spec import ChunkerSpec
+        from structbench.chunking.external.chunker_spec import ChunkerSpec
 
         return ChunkerSpec.from_config(parameter, chunkers[parameter]).overlap
     return axes.fixed_overlap(condition.boundaries)
@@ -184,7 +184,6 @@ def check_overlap_config(config: dict, conditions: dict) -> None:
     holding it (§8a) and the read-time modes count a section block's chunks and grow a hit by its
     neighbours (§18)."""
     from structbench.overlap import OverlapError
-    from structbench.retrieval.readtime_runs import is_readtime
 
     for name, condition in conditions.items():
         t_max = condition.size(config["chunking"])[0]
@@ -196,7 +195,7 @@ def check_overlap_config(config: dict, conditions: dict) -> None:
         except OverlapError as error:
             raise ConfigError(f"{error} ({size_source(config, name, condition)} = {t_max})") from None
         uses = "late chunking (prefix " if axes.is_late(condition.prefix) else None
-        if uses is None and is_readtime(condition.retrieval):
+        if uses is None and axes.is_readtime(condition.retrieval):
             uses = "a read-time mode (retrieval "
         if uses is not None:
             value = condition.prefix if axes.is_late(condition.prefix) else condition.retrieval
@@ -249,8 +248,8 @@ def check_learned_config(config: dict, conditions: dict) -> None:
     ``train.corpus`` is ``self`` or a declared corpus; and a corpus never trains the model that states its
     own sections (a used inducer whose training corpus is one of the run's corpora would be graded on its
     training documents: ``self`` cross-fits instead, docs/method.md §5)."""
-    used = set(plan.used_inducers(conditions.values()))
-    run_corpora = (config.get("select") or {}).get("corpora") or list(config["corpora"])
+    used = set(keys.used_inducers(conditions.values()))
+    run_corpora = selected(config, "corpora")
     for name, entry in (config.get("inducers") or {}).items():
         if entry["kind"] != "learned":
             continue

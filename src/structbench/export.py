@@ -2,7 +2,7 @@
 ir_measures and PyTerrier (docs/method.md §15, "Export to TREC tools"; the formats in
 :mod:`structbench.report.trec`).
 
-The run's config says which file holds each condition's run and chunk set (:class:`structbench.study.Study`), so
+The run's config says which file holds each condition's run and chunk set (:class:`structbench.plan.study.Study`), so
 the export reads exactly what the scoring step read. Under the output folder it writes, per corpus:
 
 - ``<corpus>/<condition>.qrels``: the judgments of the condition's chunk set (the same file for every embedder
@@ -24,8 +24,8 @@ from structbench.config import validate_config
 from structbench.configfiles import layer_configs
 from structbench.datamodel import read_table
 from structbench.metrics import align_run, chunk_judgments
+from structbench.plan.study import Study
 from structbench.report.trec import RANK_SCORES, trec_qrels, trec_run, write_trec
-from structbench.study import Study
 
 # Where a workflow checkout keeps its embedded config and the schema that validates it (the Snakefile's own).
 DEFAULT_CONFIG = "config/config.yaml"

@@ -12,10 +12,10 @@ import pytest
 from conftest import REPO
 
 from structbench.chunking.external import adapters, locate
-from structbench.chunking.external import spec as specs
+from structbench.chunking.external import chunker_spec as specs
+from structbench.chunking.external.chunker_spec import ChunkerSpec, ExternalChunkerError
 from structbench.chunking.external.locate import external_chunks
 from structbench.chunking.external.markdown import render_markdown
-from structbench.chunking.external.spec import ChunkerSpec, ExternalChunkerError
 from structbench.chunking.structural import structural_chunks
 from structbench.chunking.tiling import CUT_KINDS, assert_tiling, size_match_report
 from structbench.corpus.build import build_tables
@@ -514,7 +514,7 @@ def test_an_unknown_option_is_a_config_error_at_load(monkeypatch):
     import yaml
 
     from structbench.config import ConfigError, validate_config
-    from structbench.study import Study
+    from structbench.plan.study import Study
 
     repo = REPO
     config = yaml.safe_load((repo / "config" / "config.yaml").read_text())

@@ -1,4 +1,4 @@
-"""Long heading-less paragraphs (issue 42, item 5): the linear-time paths give the chunks the rules define.
+"""Long heading-less paragraphs: the linear-time paths give the chunks the rules define.
 
 The speed itself is measured by ``benchmarks/bench_chunk_linear.py``, not asserted here; these tests pin the
 output of the paths that made it linear: sentence starts asked for cut by cut (kept as sorted stretches and

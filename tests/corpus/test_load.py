@@ -7,7 +7,7 @@ import pytest
 from conftest import SHARED_DATA, TESTS
 
 from structbench.corpus import load_corpus
-from structbench.corpus.stats import corpus_statistics
+from structbench.corpus.corpus_stats import corpus_statistics
 from structbench.corpus.verify import verify_corpus
 from structbench.corpus.wikitext import parse_wikitext
 

@@ -9,8 +9,8 @@ import pytest
 from conftest import SHARED_DATA
 
 from structbench.corpus import load_corpus
+from structbench.corpus.corpus_stats import corpus_statistics
 from structbench.corpus.qasper import EvidenceMapper, load_qasper, map_question, parse_paper
-from structbench.corpus.stats import corpus_statistics
 from structbench.corpus.verify import verify_corpus
 
 DATA = SHARED_DATA / "qasper"

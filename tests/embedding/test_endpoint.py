@@ -30,8 +30,8 @@ from structbench.embedding.encoders import embed_texts, make_encoder
 from structbench.embedding.endpoint import EndpointEncoder, input_token_lengths
 from structbench.embedding.local import EmbedderSpec
 from structbench.endpoints.embeddings import endpoint_namespace, normalized_rows
+from structbench.endpoints.endpoint_spec import EndpointEmbedderSpec, EndpointRerankerSpec
 from structbench.endpoints.rerank import parse_rerank
-from structbench.endpoints.spec import EndpointEmbedderSpec, EndpointRerankerSpec
 from structbench.http import (
     EndpointDimensionError,
     EndpointError,
@@ -347,7 +347,7 @@ def test_the_readme_endpoint_configs_validate_and_a_short_limit_is_warned():
 
     from structbench.config import validate_config
     from structbench.embedding.checks import truncation_warnings
-    from structbench.study import Study
+    from structbench.plan.study import Study
 
     section = (REPO / "docs/usage.md").read_text().split("## Your own embedder")[1].split("\n## ")[0]
     blocks = re.findall(r"```yaml\n(.*?)```", section, flags=re.S)

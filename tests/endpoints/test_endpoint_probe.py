@@ -11,8 +11,8 @@ import pytest
 from endpoint_testing import endpoint_entry, local_server, read_json, rerank_entry, send_json
 
 from structbench.embedding.endpoint import EndpointEncoder
+from structbench.endpoints.endpoint_spec import EndpointEmbedderSpec
 from structbench.endpoints.probe import PROBE_TEXT, endpoints_in_use, probe_endpoints
-from structbench.endpoints.spec import EndpointEmbedderSpec
 from structbench.http import EndpointDimensionError, EndpointUnreachable
 
 

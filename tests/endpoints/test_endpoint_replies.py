@@ -12,8 +12,8 @@ from endpoint_testing import endpoint_entry, local_server, read_json, rerank_ent
 from structbench.embedding.encoders import make_encoder
 from structbench.embedding.endpoint import EndpointEncoder
 from structbench.endpoints.embeddings import parse_embeddings
+from structbench.endpoints.endpoint_spec import EndpointEmbedderSpec, EndpointRerankerSpec
 from structbench.endpoints.rerank import parse_rerank
-from structbench.endpoints.spec import EndpointEmbedderSpec, EndpointRerankerSpec
 from structbench.http import (
     EndpointDimensionError,
     EndpointReplyError,

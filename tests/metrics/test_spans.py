@@ -27,10 +27,10 @@ from structbench.metrics import (
 from structbench.metrics import reference as ref
 from structbench.metrics.spans import chroma_extents, chroma_placement, span_overlap
 from structbench.metrics.synthetic import synthetic_cell
-from structbench.report.registry import Omit, ReportInputs
+from structbench.plan.study import Study
 from structbench.report.results import ladder_table
-from structbench.report.spans import span_rules_table
-from structbench.study import Study
+from structbench.report.span_rules import span_rules_table
+from structbench.report.table_registry import Omit, ReportInputs
 
 SPAN_METRICS = ["span_IoU@{k}", "span_precision@{k}", "span_recall@{k}"]
 

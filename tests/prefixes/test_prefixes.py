@@ -247,7 +247,7 @@ DEEP = [f"Chapter {k} on the theory of distributed consensus" for k in range(1, 
 
 @pytest.mark.parametrize(("t_max", "depth"), [(10, 3), (12, 9), (12, 3), (20, 9)])
 def test_deep_paths_at_small_t_max_fit_half_of_t_max_and_keep_their_leaf(t_max, depth):
-    """The issue's cases: path:3 at t_max 10 gave 7 tokens > 5, and path:9 at t_max 12 gave '[… > … > …]'."""
+    """Cases that once broke: path:3 at t_max 10 gave 7 tokens > 5, and path:9 at t_max 12 gave '[… > … > …]'."""
     documents, chunks = make([(f"d{i}", [f"Document {i}"] + DEEP[: 1 + i % 8]) for i in range(12)])
     texts, report = render_texts(documents, chunks, f"path:{depth}", TOK, max_prefix_tokens=t_max // 2)
     assert texts["prefix_tokens"].max() <= t_max // 2 == report["max_prefix_tokens_allowed"]

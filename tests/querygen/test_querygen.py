@@ -11,6 +11,7 @@ from llm_testing import ScriptedBackend
 from structbench.corpus.build import build_tables
 from structbench.corpus.verify import verify_queries
 from structbench.datamodel import ParsedDocument, SectionSpec
+from structbench.defaults import SEED
 from structbench.llm import LLM, LLMSpec
 from structbench.querygen.funnel import (
     CANDIDATES,
@@ -31,7 +32,7 @@ from structbench.querygen.leakage import (
     shared_ngrams,
 )
 from structbench.querygen.settings import QUERY_TYPES, QuerygenSettings
-from structbench.querygen.spans import document_layouts, sample_corpus_targets, sample_targets, top_section_extents
+from structbench.querygen.targets import document_layouts, sample_corpus_targets, sample_targets, top_section_extents
 
 TITLE = "Kellbrook Weir"
 
@@ -91,7 +92,7 @@ def test_layout_lists_eligible_paragraphs_and_whole_top_level_sections(tables, l
     assert top_section_extents(sections).height == 4
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3, 20260710])
+@pytest.mark.parametrize("seed", [1, 2, 3, SEED])
 def test_each_type_follows_its_span_rule(tables, layout, seed):
     documents, paragraphs, sections = tables
     eligible = {(start, end): top for start, end, top in layout.paragraphs}
@@ -399,10 +400,10 @@ def test_settings_reject_bad_thresholds():
 
 
 def querygen_report(stats):
-    """The report's Query generation table (structbench.report.diagnostics), rendered as Markdown."""
+    """The report's Query generation table (structbench.report.corpus_tables), rendered as Markdown."""
     from structbench.report.catalog import TABLES
     from structbench.report.markdown import table_markdown
-    from structbench.report.registry import Omit, ReportInputs, Table
+    from structbench.report.table_registry import Omit, ReportInputs, Table
 
     spec = TABLES["query_generation"]
     inputs = ReportInputs(pl.DataFrame(), pl.DataFrame(), {}, "cov_nDCG@10", querygen_stats=stats)

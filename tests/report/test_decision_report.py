@@ -1,4 +1,4 @@
-"""The report's first table, the decision (structbench.report.decision): the statistics step's ranking with each
+"""The report's first table, the decision (structbench.report.decision_table): the statistics step's ranking with each
 condition's cost beside it, ties said as ties, the leader as a call, the power and ceiling notes."""
 
 from __future__ import annotations
@@ -8,9 +8,10 @@ import polars as pl
 from report_testing import chunk_table, synthetic_inputs
 
 from structbench.chunking.tiling import bounds_file
+from structbench.defaults import T_MAX, T_MIN
 from structbench.report.catalog import TABLE_ORDER, TABLES, build_tables
 from structbench.report.markdown import render_markdown
-from structbench.report.registry import Omitted, ReportInputs, Table
+from structbench.report.table_registry import Omitted, ReportInputs, Table
 from structbench.stats.decision import decision_table
 
 AXES = {"boundaries": "structural", "structure": "gold", "prefix": "path:3", "retrieval": "flat"}
@@ -53,7 +54,7 @@ def decision_inputs() -> ReportInputs:
         bootstrap_iters=B,
         decisions=decision_table(cell, CONDITIONS, "cov_nDCG@10", n_boot=B, seed=0),
         chunk_sets={("kb", "structural/gold"): chunks},
-        chunk_bounds={("kb", "structural/gold"): bounds_file(chunks, t_max=350, t_min=60)},
+        chunk_bounds={("kb", "structural/gold"): bounds_file(chunks, t_max=T_MAX, t_min=T_MIN)},
         text_reports=[
             {"corpus": "kb", "boundaries": "structural", "structure": "gold", "prefix": "path:3"}
             | {"mean_prefix_tokens": 10.0}

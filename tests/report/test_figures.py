@@ -17,7 +17,7 @@ from report_testing import CONDITIONS, synthetic_inputs
 from structbench.report.bundle import ReportPaths, csv_bytes, run_summary, write_report_bundle
 from structbench.report.catalog import TABLES, build_tables
 from structbench.report.figures import FIGURES, PALETTE, RenderedFigure, condition_styles, render_figures
-from structbench.report.registry import Omitted
+from structbench.report.table_registry import Omitted
 
 RENDER = """
 import os, sys

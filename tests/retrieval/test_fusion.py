@@ -5,6 +5,7 @@ import polars as pl
 import pytest
 
 from structbench.datamodel import conform
+from structbench.defaults import RRF_K
 from structbench.retrieval.bm25 import bm25_search
 from structbench.retrieval.fusion import fusion_sources, reciprocal_rank_fusion
 from structbench.retrieval.search import flat_search, retrieve
@@ -97,10 +98,10 @@ def test_rrf_search_fuses_two_dense_indexes_and_bm25_on_cpu():
         top_k=4,
         partner_vectors=[unprefixed],
         partner_runs=[lexical],
-        rrf_k=60,
+        rrf_k=RRF_K,
     )
     expected = reciprocal_rank_fusion(
-        [flat_search(prefixed, queries, qids, 4), flat_search(unprefixed, queries, qids, 4), lexical], k=60, top_k=4
+        [flat_search(prefixed, queries, qids, 4), flat_search(unprefixed, queries, qids, 4), lexical], k=RRF_K, top_k=4
     )
     assert fused.equals(expected)
     assert fused.group_by("qid").len().sort("qid")["len"].to_list() == [4, 4]

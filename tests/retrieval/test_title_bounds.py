@@ -1,7 +1,7 @@
 """Titles read by retrieval are held to the chunk prefixes' budget (structbench.prefixes.budget): TOC routing's
 contents and title vectors (structbench.retrieval.routing.section_units, .toc) and the title chain
 ``query_titles:<d>`` puts before a query (structbench.retrieval.rescoring.title_blocks), at half of the
-condition's own ``t_max`` (structbench.study.Study.title_budget), shortened by the one rule that keeps the leaf.
+condition's own ``t_max`` (structbench.plan.study.Study.title_budget), shortened by the one rule that keeps the leaf.
 
 The hand-worked case: a document title of 1,000 characters, "revenue growth" repeated (134 tokens of the
 default tokenizer), over a section "Methods", at ``t_max`` 40, so a budget of 20 tokens. The TOC entry
@@ -19,10 +19,10 @@ from llm_testing import ScriptedBackend
 
 from structbench.datamodel import CHUNKS, QUERIES, SECTIONS
 from structbench.llm import LLM, LLMSpec
+from structbench.plan.study import start_up
 from structbench.retrieval.rescoring import title_blocks
 from structbench.retrieval.routing import section_units
 from structbench.retrieval.toc import route_toc
-from structbench.study import start_up
 from structbench.tokens import load_tokenizer
 
 LONG = ("revenue growth " * 67)[:1000].strip()  # 1,000 characters

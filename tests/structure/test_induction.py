@@ -21,11 +21,11 @@ from structbench.structure.induction import (
     UNTITLED,
     InducedSection,
     check_sections,
-    identical_span_share,
     induce_structure,
     repair_sections,
     stitch,
 )
+from structbench.structure.induction_stats import identical_span_share
 
 S = InducedSection
 

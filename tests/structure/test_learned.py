@@ -110,7 +110,7 @@ def test_the_config_schema_states_the_inducers_defaults():
 
 
 def test_planning_imports_no_scikit_learn():
-    code = "import sys, structbench.study; assert 'sklearn' not in sys.modules, 'sklearn imported'"
+    code = "import sys, structbench.plan.study; assert 'sklearn' not in sys.modules, 'sklearn imported'"
     subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, **absolute_pythonpath()})
 
 

@@ -17,10 +17,11 @@ import polars as pl
 import pytest
 from report_testing import CONDITIONS, CONTRAST_SPECS, synthetic_inputs
 
+from structbench.defaults import BOOTSTRAP_ITERS
 from structbench.report.bundle import ReportPaths, write_report_bundle
 from structbench.report.formatting import format_p
 from structbench.report.latex import LATEX_DOCUMENT, booktabs_tabular, escape_latex, table_latex
-from structbench.report.registry import Omitted, TableSpec
+from structbench.report.table_registry import Omitted, TableSpec
 
 
 def test_escape_latex_sets_specials_literally_and_writes_ascii():
@@ -187,7 +188,7 @@ def test_the_runs_latex_tables_compile_with_the_csv_numbers(pdflatex, request, t
     compile_latex(pdflatex, latex)
     contrasts = pl.read_csv(report / "tables/table1_contrasts.csv")
     assert sorted(contrasts["contrast"].to_list()) == ["G3-F0", "G3-G2", "G4-G3"]
-    check_table1((latex / "table1.tex").read_text(), contrasts, 10_000)
+    check_table1((latex / "table1.tex").read_text(), contrasts, BOOTSTRAP_ITERS)  # the run's default B
     means = pl.read_csv(report / "tables/table2_condition_means.csv")
     assert sorted(means.columns[3:]) == ["F0", "G2", "G3", "G4"] and means.height == 1
     check_table2((latex / "table2.tex").read_text(), means)

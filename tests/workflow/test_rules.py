@@ -21,10 +21,10 @@ from workflow_rules import REPO, parse_rules
 
 from structbench import defaults
 from structbench.embedding.local import PACKAGED_MODELS
+from structbench.plan.study import Study
 from structbench.provenance import reached_modules
 from structbench.report.bundle import READERS
-from structbench.report.registry import report_inputs
-from structbench.study import Study
+from structbench.report.table_registry import report_inputs
 
 RULES = parse_rules()
 GPU_RULES = {
@@ -183,8 +183,8 @@ def test_pyproject_license_is_an_spdx_expression():
 
 
 def test_the_report_rule_takes_every_declared_report_input_and_names_none_by_hand():
-    """structbench.report.registry.report_inputs is the one table of report inputs: the rule unpacks it
-    (Study.report_input_files), each input names a file list of structbench.study.Study and a reader of
+    """structbench.report.table_registry.report_inputs is the one table of report inputs: the rule unpacks it
+    (Study.report_input_files), each input names a file list of structbench.plan.study.Study and a reader of
     structbench.report.bundle."""
     block = (REPO / "rules/report.smk").read_text().split("\nrule report:\n")[1].split("\n    output:")[0]
     lines = [line.strip() for line in block.splitlines() if line.strip() and not line.strip().startswith("#")]

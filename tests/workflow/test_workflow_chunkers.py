@@ -46,7 +46,7 @@ def test_bad_chunker_config_stops_the_dry_run_naming_it(tmp_path, extra, named):
 
 
 def test_a_missing_chunker_library_stops_at_start_up_with_the_install_command(monkeypatch):
-    import structbench.chunking.external.spec as external
+    import structbench.chunking.external.chunker_spec as external
 
     # The one boundary faked: whether the library imports (it is installed here).
     monkeypatch.setattr(

@@ -2,7 +2,7 @@
 
 from structbench.atomic import write_json
 from structbench.corpus import CorpusTables
-from structbench.corpus.stats import corpus_statistics
+from structbench.corpus.corpus_stats import corpus_statistics
 from structbench.datamodel import read_table
 from structbench.logs import step_log
 

@@ -2,8 +2,8 @@
 located exactly in the flat text; size-matched per document to the structural set when configured."""
 
 from structbench.atomic import write_json
+from structbench.chunking.external.chunker_spec import ChunkerSpec
 from structbench.chunking.external.locate import external_chunks
-from structbench.chunking.external.spec import ChunkerSpec
 from structbench.chunking.tiling import bounds_file, check_chunk_set
 from structbench.datamodel import read_table, write_table
 from structbench.logs import step_log

@@ -6,7 +6,7 @@ from pathlib import Path
 from structbench.atomic import write_json
 from structbench.datamodel import read_table
 from structbench.logs import step_log
-from structbench.structure.stats import induction_summary
+from structbench.structure.induction_stats import induction_summary
 
 with step_log(snakemake.log[0], "induction_stats") as log:
     summary = induction_summary(

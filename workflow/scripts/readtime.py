@@ -2,7 +2,7 @@
 
 from structbench.datamodel import read_table, write_table
 from structbench.logs import step_log
-from structbench.retrieval.readtime_runs import readtime_run, shallower_documents
+from structbench.retrieval.unit_runs import readtime_run, shallower_documents
 from structbench.tokens import load_tokenizer
 
 with step_log(snakemake.log[0], "readtime") as log:

@@ -5,7 +5,7 @@ from structbench.logs import step_log
 from structbench.report.bundle import ReportPaths, load_inputs, rule_input_paths, write_report_bundle
 
 with step_log(snakemake.log[0], "report") as log:
-    # one named input per structbench.report.registry.report_inputs() entry (rules/report.smk)
+    # one named input per structbench.report.table_registry.report_inputs() entry (rules/report.smk)
     inputs = load_inputs(
         rule_input_paths(snakemake.input, snakemake.params.input_keys),
         conditions=dict(snakemake.params.conditions),

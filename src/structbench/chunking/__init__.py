@@ -63,7 +63,7 @@ Modules: :mod:`.document` (the prepared document, tokenization), :mod:`.cuts` (s
 rules, the CHUNKS output), :mod:`.structural` (structural and semantic chunks), :mod:`.fixed` (fixed
 windows), :mod:`.tiling` (cut kinds, the tiling check, the size-match and bounds reports; light: the
 chunk rules write its bounds report next to every chunk set, and the report reads that), and
-:mod:`.external` (peer chunkers; its :mod:`.external.spec` is what the config check imports). This
+:mod:`.external` (peer chunkers; its :mod:`.external.chunker_spec` is what the config check imports). This
 package imports its entry points on first use, so importing one light module pulls in no other.
 """
 
@@ -72,7 +72,7 @@ from __future__ import annotations
 import importlib
 
 # Public entry points, imported on first use so that ``structbench.chunking.tiling`` and
-# ``structbench.chunking.external.spec`` stay light (no tokenizer, sentence segmenter or peer library).
+# ``structbench.chunking.external.chunker_spec`` stay light (no tokenizer, sentence segmenter or peer library).
 _EXPORTS = {
     "structural_chunks": "structural",
     "semantic_chunks": "structural",

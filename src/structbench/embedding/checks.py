@@ -8,6 +8,7 @@ from structbench import conditions as axes
 from structbench.configerror import ConfigError
 from structbench.embedding.local import SPECIAL_TOKENS, EmbedderSpec, effective_max_seq_length
 from structbench.endpoints.kinds import OPENAI, embedder_kind
+from structbench.plan.selection import selected
 
 
 def check_late_config(config: dict, conditions: dict) -> None:
@@ -18,7 +19,7 @@ def check_late_config(config: dict, conditions: dict) -> None:
     if not late:
         return
     overlap = config["late"]["overlap"]
-    for name in (config.get("select") or {}).get("embedders") or list(config["embedders"]):
+    for name in selected(config, "embedders"):
         entry = config["embedders"][name]
         if embedder_kind(entry) == OPENAI:
             raise ConfigError(
@@ -59,7 +60,7 @@ def truncation_warnings(config: dict, conditions: dict) -> list[str]:
     bound = "chunking.t_max" if t_max == config["chunking"]["t_max"] else "a condition's own t_max"
     prefixed = any(c.prefix != axes.NO_PREFIX for c in conditions.values())
     warnings = []
-    for name in (config.get("select") or {}).get("embedders") or list(config["embedders"]):
+    for name in selected(config, "embedders"):
         entry = config["embedders"][name]
         try:
             # an endpoint's limit is the one its entry states (kind openai: max_input_tokens)

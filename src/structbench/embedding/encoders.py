@@ -18,8 +18,8 @@ from structbench.cache import atomic_write_bytes, atomic_write_text
 from structbench.embedding.endpoint import EndpointEncoder
 from structbench.embedding.local import CachedEncoder, EmbedderSpec
 from structbench.embedding.report import Embedded, npy_bytes, vector_facts
+from structbench.endpoints.endpoint_spec import EndpointEmbedderSpec
 from structbench.endpoints.kinds import OPENAI, embedder_kind
-from structbench.endpoints.spec import EndpointEmbedderSpec
 
 log = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ import numpy as np
 from structbench.cache import VectorCache
 from structbench.embedding.report import TruncationCount, add_lookup_totals, encoder_report, new_totals
 from structbench.endpoints.embeddings import EmbeddingsClient, batch_what, cached_width, endpoint_namespace
-from structbench.endpoints.spec import EndpointEmbedderSpec
+from structbench.endpoints.endpoint_spec import EndpointEmbedderSpec
 from structbench.http import EndpointDimensionError
 
 

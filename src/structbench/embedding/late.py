@@ -42,6 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from structbench.cache import VectorCache
+from structbench.conditions import LATE_PREFIXES
 from structbench.datamodel import document_texts
 from structbench.embedding.local import (
     SPECIAL_TOKENS,
@@ -58,7 +59,6 @@ from structbench.logs import Progress
 LOG = logging.getLogger(__name__)
 
 LATE_SCHEME = "late-windows-v1"
-MODES = ("late", "late_placebo")
 
 
 # ---- pure planning -----------------------------------------------------------------------------------------
@@ -292,8 +292,8 @@ class LateEncoder:
     def __init__(
         self, spec: EmbedderSpec, cache_root: str | Path, overlap: int | None, mode: str, threads: int | None = None
     ):
-        if mode not in MODES:
-            raise ValueError(f"late chunking mode {mode!r} is not one of {list(MODES)}")
+        if mode not in LATE_PREFIXES:
+            raise ValueError(f"late chunking mode {mode!r} is not one of {list(LATE_PREFIXES)}")
         self.spec, self.mode, self.threads = spec, mode, threads
         self.resolved = resolve_embedder(spec)
         self.window = self.resolved.max_seq_length

@@ -1,8 +1,8 @@
 """Models served over HTTP: the layer below embedding and retrieval that speaks to endpoints.
 
 - ``kinds``: what an ``embedders``/``rerankers`` entry is (a local model or an endpoint) and its GPU count;
-- ``spec``: the endpoint entries as values (:class:`~structbench.endpoints.spec.EndpointSpec`, what every
-  endpoint shares, and the embedder's and the reranker's own keys);
+- ``endpoint_spec``: the endpoint entries as values (:class:`~structbench.endpoints.endpoint_spec.EndpointSpec`,
+  what every endpoint shares, and the embedder's and the reranker's own keys);
 - ``embeddings``: the embeddings client (OpenAI-compatible ``POST /embeddings``) and its reply checks;
 - ``rerank``: the rerank client (``POST /rerank``, cohere or tei shape) and its reply checks;
 - ``probe``: one request to every endpoint a run uses, before any job.

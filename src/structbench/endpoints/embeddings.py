@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from structbench.cache import VectorCache, read_shard
-from structbench.endpoints.spec import EndpointEmbedderSpec
+from structbench.endpoints.endpoint_spec import EndpointEmbedderSpec
 from structbench.http import (
     EndpointDimensionError,
     EndpointReplyError,

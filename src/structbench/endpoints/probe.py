@@ -17,10 +17,11 @@ from __future__ import annotations
 
 from structbench.cache import VectorCache
 from structbench.endpoints.embeddings import EmbeddingsClient, cached_width, endpoint_namespace
+from structbench.endpoints.endpoint_spec import EndpointEmbedderSpec, EndpointRerankerSpec
 from structbench.endpoints.kinds import ENDPOINT, LOCAL, embedder_kind, is_local, reranker_kind
 from structbench.endpoints.rerank import RerankClient
-from structbench.endpoints.spec import EndpointEmbedderSpec, EndpointRerankerSpec
 from structbench.http import EndpointDimensionError
+from structbench.plan.selection import selected
 
 PROBE_TEXT = "structbench endpoint probe"
 
@@ -46,17 +47,16 @@ def probe_reranker(spec: EndpointRerankerSpec) -> None:
 
 def endpoints_in_use(config: dict) -> tuple[dict[str, dict], dict[str, dict]]:
     """``(embedders, rerankers)``: the endpoint entries the run uses (``select`` honoured), by name."""
-    chosen = config.get("select") or {}
     embedders = {
         name: entry
         for name, entry in config["embedders"].items()
-        if name in (chosen.get("embedders") or config["embedders"]) and embedder_kind(entry) != LOCAL
+        if name in selected(config, "embedders") and embedder_kind(entry) != LOCAL
     }
     rerankers = {
         name: entry
         for name, entry in config["rerankers"].items()
         if entry is not None
-        and name in (chosen.get("rerankers") or config["rerankers"])
+        and name in selected(config, "rerankers")
         and not is_local(entry)
         and reranker_kind(entry) == ENDPOINT
     }

@@ -1,5 +1,5 @@
 """The rerank client: a query and its documents to scores through a ``/rerank`` endpoint, in the shape of
-TEI, Infinity, Cohere and Jina (``api``: :class:`~structbench.endpoints.spec.EndpointRerankerSpec`).
+TEI, Infinity, Cohere and Jina (``api``: :class:`~structbench.endpoints.endpoint_spec.EndpointRerankerSpec`).
 
 Standard library HTTP only (``structbench.http``), no torch. Each query's documents go ``batch_size`` to a
 request, ``concurrency`` requests at a time, retried as ``structbench.http`` says; the cache sits above,
@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from structbench.endpoints.spec import EndpointRerankerSpec
+from structbench.endpoints.endpoint_spec import EndpointRerankerSpec
 from structbench.http import (
     EndpointReplyError,
     EndpointVectorError,

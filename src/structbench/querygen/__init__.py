@@ -3,7 +3,7 @@
 A corpus without questions of its own (WikiText, Wikipedia-FA, a Markdown folder) is scored on queries
 an LLM writes about gold spans that the pipeline, not the LLM, chooses. The protocol, one module a step:
 
-1. :mod:`~structbench.querygen.spans` samples the gold targets per document with a seed:
+1. :mod:`~structbench.querygen.targets` samples the gold targets per document with a seed:
    ``factoid`` and ``underspecified`` (one paragraph each), ``multihop`` (two paragraphs in different
    top-level sections), ``structural`` (a whole top-level section). Spans are content offsets into the
    flat text, so the queries table they end up in is scored like any other.

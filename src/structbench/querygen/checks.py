@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from structbench.configerror import ConfigError
 from structbench.defaults import SEED
+from structbench.plan.selection import selected
 
 
 def check_querygen_config(config: dict) -> None:
@@ -17,8 +18,9 @@ def check_querygen_config(config: dict) -> None:
     llms = config.get("llms") or {}
     if llm is not None and llm not in llms:
         raise ConfigError(f"querygen.llm = {llm!r} names no llms entry (declared: {sorted(llms)})")
-    selected = (config.get("select") or {}).get("corpora") or list(config["corpora"])
-    generated = [name for name in selected if (config["corpora"][name] or {}).get("queries") == "generated"]
+    generated = [
+        name for name in selected(config, "corpora") if (config["corpora"][name] or {}).get("queries") == "generated"
+    ]
     if generated and llm is None:
         raise ConfigError(
             f"corpora.{generated[0]}.queries = 'generated' needs querygen.llm (the llms entry that "

@@ -2,7 +2,7 @@
 
 For one shard of documents, :func:`generate_candidates`
 
-1. samples the gold targets (:mod:`~structbench.querygen.spans`);
+1. samples the gold targets (:mod:`~structbench.querygen.targets`);
 2. asks the model for one question per target, all in one batched :meth:`LLM.chat` call: the prompt of
    the target's type (``llm/prompts/querygen_<type>.txt``) shows the document title and the span text
    (each span cut to ``span_chars`` characters at a word boundary, marked ``[...]``). Section headings
@@ -31,17 +31,17 @@ import re
 import polars as pl
 
 from structbench.datamodel import document_texts
+from structbench.defaults import CLIP_MARK
 from structbench.llm import LLM, ChatRequest, load_prompt
 from structbench.querygen.funnel import CANDIDATES
 from structbench.querygen.leakage import FilterRules, Verdict, screen_question
 from structbench.querygen.settings import QuerygenSettings
-from structbench.querygen.spans import GoldTarget, document_layouts, sample_corpus_targets
+from structbench.querygen.targets import GoldTarget, document_layouts, sample_corpus_targets
 
 log = logging.getLogger(__name__)
 
 PARAPHRASE_PROMPT = "querygen_paraphrase"
 NO_ANSWER = "no_answer"
-CLIP_MARK = " [...]"
 # A label a small model puts before its question: "Question:", "Q1.", "Rewritten question -", "1)", "- ".
 _LABEL = re.compile(
     r"^(?:[-*•>#]+|\d+[.)](?=\s|$)|(?:(?:the\s+)?(?:rewritten|new|paraphrased|reworded)\s+)?"

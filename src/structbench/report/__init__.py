@@ -1,8 +1,9 @@
 """The report (docs/method.md §15): compute, then present.
 
-- :mod:`~structbench.report.registry`: what a table reads (:class:`~structbench.report.registry.ReportInputs`),
-  returns and how it is declared.
-- :mod:`~structbench.report.results` and :mod:`~structbench.report.diagnostics`: the table builders, each a
+- :mod:`~structbench.report.table_registry`: what a table reads
+  (:class:`~structbench.report.table_registry.ReportInputs`), returns and how it is declared.
+- :mod:`~structbench.report.results` and the diagnostics (:mod:`~structbench.report.chunk_set_tables`,
+  :mod:`~structbench.report.llm_step_tables`, :mod:`~structbench.report.corpus_tables`): the table builders, each a
   pure function of the run's outputs; :mod:`~structbench.report.catalog` lists them in report order
   (:data:`~structbench.report.catalog.TABLE_ORDER`).
 - :mod:`~structbench.report.formatting`: how numbers and p-values are written, for every renderer.

@@ -1,4 +1,4 @@
-"""Read a run's outputs into :class:`structbench.report.registry.ReportInputs`, and write the report folder:
+"""Read a run's outputs into :class:`structbench.report.table_registry.ReportInputs`, and write the report folder:
 
     report.md             the Markdown report (tables, figure links, omissions with their reasons)
     index.html            the same as one standalone page (opens from disk, no server)
@@ -31,7 +31,7 @@ from structbench.report.figures import RenderedFigure, render_figures
 from structbench.report.html import render_html
 from structbench.report.latex import LATEX_DOCUMENT, LATEX_TABLES, latex_document, table_latex
 from structbench.report.markdown import render_markdown
-from structbench.report.registry import Omitted, ReportInputs, Table, report_inputs
+from structbench.report.table_registry import Omitted, ReportInputs, Table, report_inputs
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ READERS: dict[str, Callable] = {
 
 def rule_input_paths(rule_input, input_keys: Mapping[str, Sequence]) -> dict[str, list[str] | dict]:
     """Each report input's files from the report rule's ``input`` (a Snakemake Namedlist, one named entry
-    per :func:`~structbench.report.registry.report_inputs` name) and ``input_keys`` (a keyed input's keys,
+    per :func:`~structbench.report.table_registry.report_inputs` name) and ``input_keys`` (a keyed input's keys,
     in file order; a list key is a tuple)."""
     paths: dict[str, list[str] | dict] = {}
     for name in report_inputs():
@@ -84,7 +84,7 @@ def rule_input_paths(rule_input, input_keys: Mapping[str, Sequence]) -> dict[str
 
 def load_inputs(paths: Mapping[str, Sequence[str] | Mapping], **settings) -> ReportInputs:
     """The report's inputs from the run's files: ``paths`` maps a report input
-    (:func:`~structbench.report.registry.report_inputs`) to its files, a list, or for a keyed reader a dict
+    (:func:`~structbench.report.table_registry.report_inputs`) to its files, a list, or for a keyed reader a dict
     key -> path (``chunk_sets``: (corpus, chunk set) -> chunks table; ``chunk_bounds``: (corpus, chunk set) -> its
     chunk rule's bounds report; ``embed_reports``: (corpus,
     embedder, text set) -> an embedding step's JSON report; ``corpus_stats``: corpus -> its statistics).

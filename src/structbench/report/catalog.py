@@ -1,7 +1,8 @@
 """The report's tables in report order (docs/method.md §15): one tuple, :data:`TABLE_ORDER`.
 
-The builders declare themselves in :mod:`.decision`, :mod:`.results`, :mod:`.diagnostics`, :mod:`.index_cost`,
-:mod:`.spans` and :mod:`.size_curve` (:func:`~structbench.report.registry.report_table`); where each appears is written
+The builders declare themselves (:func:`~structbench.report.table_registry.report_table`) in :mod:`.decision_table`,
+:mod:`.results`, the diagnostics (:mod:`.chunk_set_tables`, :mod:`.llm_step_tables`, :mod:`.corpus_tables`),
+:mod:`.index_cost`, :mod:`.span_rules` and :mod:`.size_curve`; where each appears is written
 here once, so moving a table is an edit of this tuple, never of import order. A declared table missing from
 the tuple, or a name in it that nothing declares, is an error at import.
 """
@@ -10,8 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from structbench.report import decision, diagnostics, index_cost, results, size_curve, spans  # noqa: F401  (importing them declares their tables)
-from structbench.report.registry import DECLARED, Omitted, ReportInputs, Table, TableSpec, build_specs
+from structbench.report import (  # noqa: F401  (importing them declares their tables)
+    chunk_set_tables,
+    corpus_tables,
+    decision_table,
+    index_cost,
+    llm_step_tables,
+    results,
+    size_curve,
+    span_rules,
+)
+from structbench.report.table_registry import DECLARED, Omitted, ReportInputs, Table, TableSpec, build_specs
 
 TABLE_ORDER = (
     "decision",

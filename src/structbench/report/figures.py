@@ -4,7 +4,7 @@ A figure is ``draw(data, inputs) -> matplotlib.figure.Figure`` registered with :
 which names the report table (:data:`structbench.report.catalog.TABLES`) whose ``data`` it draws: the numbers
 behind every figure are in that table's Parquet and CSV files. When the table is omitted for a
 configuration, so is the figure, with the table's reason; ``draw`` may also raise
-:class:`structbench.report.registry.Omit` itself. Adding a figure is one function and one decorator.
+:class:`structbench.report.table_registry.Omit` itself. Adding a figure is one function and one decorator.
 
 Every figure is one PNG file with labelled axes (units in the label), drawn in the Okabe–Ito palette
 (distinguishable with the common colour-vision deficiencies; conditions also differ by marker), in one
@@ -12,6 +12,9 @@ fixed style. Bytes are deterministic: the fonts are the DejaVu fonts matplotlib 
 font), size and dpi are fixed, and the PNG carries no metadata (no Software, no timestamp), so the same
 data gives the same bytes. matplotlib is imported inside the functions (Agg, no pyplot state), so
 importing this module, as the workflow does for the captions, costs nothing.
+
+Past 500 lines as one concern: the figures share one style, palette, marker set and byte-deterministic writer,
+which a split would have to import back into each part.
 """
 
 from __future__ import annotations
@@ -23,12 +26,12 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from structbench.cells import CELL
 from structbench.defaults import ALPHA
 from structbench.metrics.registry import is_metric, metric_label, parse_metric
+from structbench.plan.cells import CELL
 from structbench.report.formatting import cell_heading, p_text, signed
-from structbench.report.registry import Omit, Omitted, ReportInputs, Table
 from structbench.report.results import ALL_QTYPES
+from structbench.report.table_registry import Omit, Omitted, ReportInputs, Table
 from structbench.sizes import split_size
 from structbench.stats.contrasts import HOLM_FAMILIES
 

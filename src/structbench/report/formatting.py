@@ -1,7 +1,8 @@
 """How the report writes numbers and words (docs/method.md §15): cells, p-values, signed effects, headings.
 
 Pure functions of values to text, shared by every renderer (Markdown, :mod:`.html`, :mod:`.latex`) and
-by the table builders (:mod:`.results`, :mod:`.diagnostics`), so a number is rounded one way everywhere.
+by the table builders (:mod:`.results`, :mod:`.chunk_set_tables`, ...), so a number is rounded one way
+everywhere.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ import polars as pl
 
 from structbench.report.formatting import format_cell
 from structbench.report.markdown import intro
-from structbench.report.registry import Omitted, Table
+from structbench.report.table_registry import Omitted, Table
 
 CSS = """
 body { font-family: system-ui, sans-serif; max-width: 75rem; margin: 2rem auto; padding: 0 1rem; color: #222; }

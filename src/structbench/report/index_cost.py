@@ -1,8 +1,8 @@
 """The report's index-cost table (docs/method.md §6, "Overlap"; §15): what each embedded chunk text set costs
 the index (chunks, embedded tokens, vector bytes), beside whether its chunk set tiles or overlaps.
 
-A module of its own so that :mod:`.diagnostics` stays under the library's 600-line bound; a pure function of
-:class:`~structbench.report.registry.ReportInputs`, declared like every table (:func:`report_table`).
+A pure function of :class:`~structbench.report.table_registry.ReportInputs`, declared like every table
+(:func:`report_table`); the decision table reads its rows for each condition's index cost.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import polars as pl
 
 from structbench.conditions import to_token
 from structbench.overlap import parse_overlap, shared_characters
-from structbench.report.registry import Omit, ReportInputs, TableContent, report_table
+from structbench.report.table_registry import Omit, ReportInputs, TableContent, report_table
 
 
 @report_table(

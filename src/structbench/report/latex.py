@@ -1,7 +1,7 @@
 """The decision, Table 1 and Table 2 as LaTeX (booktabs), for pasting into a paper (docs/method.md §15).
 
 A table's LaTeX is drawn from the same formatted blocks the Markdown and HTML reports show
-(:class:`structbench.report.registry.TableContent`), so its rounding, its signs and its significance marks
+(:class:`structbench.report.table_registry.TableContent`), so its rounding, its signs and its significance marks
 (``(n.s.)`` after a Holm p that is not below 0.05, ``– (exploratory)`` for a row outside any Holm family)
 are the Markdown's by construction. Each table file is one ``tabular`` (``\\toprule``, ``\\midrule``,
 ``\\bottomrule``; a block's heading as a spanning row) to ``\\input`` into a table float of one's own;
@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 import polars as pl
 
 from structbench.report.formatting import format_cell
-from structbench.report.registry import Block, Omitted, Table
+from structbench.report.table_registry import Block, Omitted, Table
 
 # The registered tables written as LaTeX, and their file names in the report's latex/ folder.
 LATEX_TABLES = {"decision": "decision.tex", "table1_contrasts": "table1.tex", "table2_condition_means": "table2.tex"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from structbench.report.formatting import markdown_table, p_resolution
-from structbench.report.registry import Omitted, Table
+from structbench.report.table_registry import Omitted, Table
 
 
 def intro(primary_metric: str, bootstrap_iters: int | None) -> str:

@@ -4,8 +4,11 @@ The conditions, Table 1 (contrasts; Kuehlkamp et al.'s layout: one row per contr
 95% CI, Holm p, dz, MixedLM p's, win/tie/loss query counts, its family as label), Table 2 (one row per
 corpus, one column per condition), the means with CIs, the metric ladder, the dose-response slopes,
 section recall, the title-chain study's run comparison and the per-query scores. Each builder is a pure
-function of :class:`~structbench.report.registry.ReportInputs`; :mod:`.latex` writes Tables 1 and 2 (and the
+function of :class:`~structbench.report.table_registry.ReportInputs`; :mod:`.latex` writes Tables 1 and 2 (and the
 decision) as booktabs LaTeX from the same shown frames.
+
+Past 500 lines as one concern: every table here presents the statistics step's per-cell numbers (contrasts,
+means, slopes, per-query scores) with the same cell blocks and condition order; the diagnostics live apart.
 """
 
 from __future__ import annotations
@@ -14,10 +17,10 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from structbench.cells import CELL
 from structbench.conditions import AXES, FAMILIES, retrieval_kind, routed_kinds
 from structbench.defaults import ALPHA
 from structbench.metrics.registry import metric_columns, metric_label
+from structbench.plan.cells import CELL
 from structbench.report.formatting import (
     cell_heading,
     comparison_labels,
@@ -26,7 +29,7 @@ from structbench.report.formatting import (
     signed,
     slope_columns,
 )
-from structbench.report.registry import (
+from structbench.report.table_registry import (
     Block,
     Omit,
     ReportInputs,
@@ -337,12 +340,7 @@ def primary_condition_means(inputs: ReportInputs) -> pl.DataFrame:
 def means_ci_table(inputs: ReportInputs) -> TableContent:
     require_scores(inputs)
     data = primary_condition_means(inputs)
-    order = {name: i for i, name in enumerate(inputs.condition_order(data["condition"].unique().to_list()))}
-    data = (
-        data.with_columns(pl.col("condition").replace_strict(order, return_dtype=pl.Int64).alias("_order"))
-        .sort(CELL + ["_order"])
-        .drop("_order")
-    )
+    data = inputs.by_condition(data)
     shown = data.select(
         *CELL,
         "condition",
@@ -362,12 +360,7 @@ def means_ci_table(inputs: ReportInputs) -> TableContent:
 def ladder_table(inputs: ReportInputs) -> TableContent:
     require_scores(inputs)
     data = condition_means(inputs.scores)
-    order = {name: i for i, name in enumerate(inputs.condition_order(data["condition"].unique().to_list()))}
-    data = (
-        data.with_columns(pl.col("condition").replace_strict(order, return_dtype=pl.Int64).alias("_order"))
-        .sort(CELL + ["_order"])
-        .drop("_order")
-    )
+    data = inputs.by_condition(data)
     metrics = metric_columns(data)
     blocks = []
     for (corpus, embedder, reranker), cell in data.group_by(CELL, maintain_order=True):
@@ -540,6 +533,3 @@ def per_query_table(inputs: ReportInputs) -> TableContent:
     ]
     data = inputs.scores.select(ids + [c for c in inputs.scores.columns if c not in ids]).sort(ids[:5])
     return TableContent(data, inline=False)
-
-
-# ---- Markdown ---------------------------------------------------------------------------------------------------

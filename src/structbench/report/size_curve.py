@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import polars as pl
 
-from structbench.cells import CELL
+from structbench.plan.cells import CELL
 from structbench.report.formatting import cell_heading, slope_columns
-from structbench.report.registry import Omit, ReportInputs, TableContent, blocks_by, report_table
 from structbench.report.results import primary_condition_means
+from structbench.report.table_registry import Omit, ReportInputs, TableContent, blocks_by, report_table
 
 SIZE_CURVE = {
     "corpus": pl.String,

@@ -82,11 +82,11 @@ def check_readtime_config(config: dict, conditions: dict) -> None:
       partition), so ``parent:4`` would silently run as ``parent:2``. Refused where config bounds the depth
       (a segmentation or learned inducer's ``max_levels``); for gold headings and LLM inducers the depth is the
       data's, and the read-time step counts the documents shallower than L in its log
-      (structbench.retrieval.readtime_runs.shallower_documents)."""
-    from structbench.retrieval.readtime_runs import LEVEL_KINDS, is_readtime
+      (structbench.retrieval.unit_runs.shallower_documents)."""
+    from structbench.retrieval.unit_runs import LEVEL_KINDS
 
     for name, condition in conditions.items():
-        if not is_readtime(condition.retrieval):
+        if not axes.is_readtime(condition.retrieval):
             continue
         where = f"conditions.{name}"
         if condition.prefix != axes.NO_PREFIX:

@@ -22,9 +22,9 @@ from structbench.cache import VectorCache
 from structbench.datamodel import chunk_texts, conform, query_texts
 from structbench.devices import pick_device
 from structbench.embedding.local import resolve_model_path
+from structbench.endpoints.endpoint_spec import EndpointRerankerSpec
 from structbench.endpoints.kinds import ENDPOINT, complete_entry, local_entry, reranker_kind
 from structbench.endpoints.rerank import RerankClient
-from structbench.endpoints.spec import EndpointRerankerSpec
 
 
 @dataclass(frozen=True)

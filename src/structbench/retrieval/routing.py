@@ -39,7 +39,6 @@ from structbench.defaults import HIER_TOP_SECTIONS, SEPARATOR
 from structbench.prefixes.budget import bounded_titles
 from structbench.tokens import DEFAULT_TOKENIZER, TokenCounter, load_tokenizer
 
-SOURCES = ("centroid", "llm", "fallback")  # two-stage stage 1; TOC reply in range; TOC embedding fallback
 # Which kinds are routed, and the registered metrics their scores carry beyond the configured set (each
 # reading the routing table as its input ``kept_sections``), are facts of the kind:
 # ``Kind.routed`` and ``Kind.metrics`` in structbench.conditions.AXES.

@@ -28,11 +28,10 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 import polars as pl
 
-from structbench.conditions import parse_value
+from structbench.conditions import parse_value, readtime_kinds
 from structbench.datamodel import RUNS, conform
 from structbench.defaults import RESCORE_CANDIDATES, RRF_K, TOP_K
 from structbench.retrieval.fusion import reciprocal_rank_fusion
-from structbench.retrieval.readtime_runs import MODES as READTIME_MODES
 from structbench.retrieval.rescoring import choose_per_candidate, inject_query_titles
 
 # Extra candidates fetched beyond k so that ties straddling rank k are broken by chunk_id, not by FAISS.
@@ -292,8 +291,8 @@ RETRIEVERS = {
     "rrf": rrf_search,
     "query_titles": query_titles_search,
     "per_candidate": per_candidate_search,
-    # read-time modes search flat; the readtime rule expands their hits (structbench.retrieval.readtime_runs)
-    **dict.fromkeys(READTIME_MODES, flat_search),
+    # read-time modes search flat; the readtime rule expands their hits (structbench.retrieval.unit_runs)
+    **dict.fromkeys(readtime_kinds(), flat_search),
 }
 
 

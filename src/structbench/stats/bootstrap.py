@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from structbench.defaults import BOOTSTRAP_ITERS
+
 DRAW_BLOCK = 256
 _PRODUCT_SIZE = 900_000  # multiply-adds per matrix product, under OpenBLAS's threading threshold
 
@@ -54,7 +56,12 @@ def bootstrap_draws(n_docs: int, n_boot: int, seed: int, block: int = DRAW_BLOCK
 
 
 def bootstrap_replicates(
-    doc_sums: np.ndarray, doc_counts: np.ndarray, *, n_boot: int = 10_000, seed: int = 0, block: int = DRAW_BLOCK
+    doc_sums: np.ndarray,
+    doc_counts: np.ndarray,
+    *,
+    n_boot: int = BOOTSTRAP_ITERS,
+    seed: int = 0,
+    block: int = DRAW_BLOCK,
 ) -> np.ndarray:
     """Replicate means of the document-clustered bootstrap, several statistics sharing one set of draws.
 
@@ -149,7 +156,9 @@ def cluster_sums(deltas: np.ndarray, doc_ids) -> tuple[np.ndarray, np.ndarray, n
     return docs, doc_sums, doc_counts
 
 
-def cluster_bootstrap(deltas, doc_ids, *, n_boot: int = 10_000, seed: int = 0, level: float = 0.95) -> BootstrapResult:
+def cluster_bootstrap(
+    deltas, doc_ids, *, n_boot: int = BOOTSTRAP_ITERS, seed: int = 0, level: float = 0.95
+) -> BootstrapResult:
     """Document-clustered bootstrap of a mean paired delta (Kuehlkamp et al., appendix D.2).
 
     Group the per-query deltas by document; for each of ``n_boot`` replicates resample the documents

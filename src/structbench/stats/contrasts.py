@@ -46,7 +46,7 @@ import numpy as np
 import polars as pl
 
 from structbench.conditions import FAMILIES
-from structbench.defaults import ALPHA
+from structbench.defaults import ALPHA, BOOTSTRAP_ITERS
 from structbench.sizes import size_doses
 from structbench.stats.bootstrap import bootstrap_p, bootstrap_p_mcse, bootstrap_replicates, percentile_ci
 from structbench.stats.mixedlm import mixedlm_treatment_p
@@ -154,7 +154,7 @@ def contrast_table(
     contrasts: Sequence[Mapping],
     metrics: Sequence[str],
     *,
-    B: int = 10_000,
+    B: int = BOOTSTRAP_ITERS,
     seed: int = 0,
     mixedlm: bool = True,
     mixedlm_metrics: Sequence[str] | None = None,

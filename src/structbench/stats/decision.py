@@ -23,9 +23,9 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from structbench.cells import CELL
-from structbench.conditions import NO_PREFIX, parse_value
+from structbench.conditions import NO_PREFIX, is_readtime, parse_value
 from structbench.defaults import ALPHA, T_MAX, T_MIN
+from structbench.plan.cells import CELL
 from structbench.stats.bootstrap import bootstrap_p, bootstrap_replicates, cluster_sums, percentile_ci
 from structbench.stats.paired import holm_decisions, paired_deltas
 from structbench.stats.readings import budget_of
@@ -33,9 +33,6 @@ from structbench.stats.readings import budget_of
 # z_{1 - alpha/2} + z_{power} at alpha = .05 (two-sided) and 80% power: 1.960 + 0.842 = 2.80
 MDE_MULTIPLIER = 2.80
 METRIC_MAXIMUM = 1.0  # every ranked metric's best per-query score (coverage, budgets, nDCG, MRR, recall)
-READTIME_KINDS = frozenset(
-    {"parent", "automerge", "window", "matched_window", "placebo_parent", "placebo_automerge"}
-)  # the retrieval kinds that rank units of variable length (docs/method.md §18)
 API_CALL = "structbench.chunk_markdown_file(path{options})"
 
 DECISION = {
@@ -63,11 +60,6 @@ DECISION = {
     "cluster": pl.String,  # the unit the bootstrap resampled (stats.cluster: document or query)
     "n_clusters": pl.Int64,
 }
-
-
-def is_readtime(retrieval: str) -> bool:
-    """Whether a retrieval value ranks read-time units (parent sections, merged blocks, windows)."""
-    return parse_value("retrieval", retrieval)[0].name in READTIME_KINDS
 
 
 def decision_metric(retrievals: Sequence[str], metrics: Sequence[str], primary_metric: str) -> str:

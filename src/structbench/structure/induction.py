@@ -57,6 +57,7 @@ import polars as pl
 
 from structbench.corpus.verify import verify_sections
 from structbench.datamodel import MAX_LEVEL, SectionSpec
+from structbench.defaults import CLIP_MARK
 from structbench.graphemes import bounded_title
 from structbench.llm import (
     LLM,
@@ -74,7 +75,6 @@ from structbench.structure.sections import (  # noqa: F401  (re-exported: the pr
     paragraph_texts,
     sections_table,
 )
-from structbench.structure.stats import identical_span_share  # noqa: F401  (defined with the other statistics)
 
 log = logging.getLogger(__name__)
 
@@ -144,7 +144,6 @@ def induction_schema(first: int, last: int, max_sections: int | None = None) -> 
 
 UNTITLED = "Untitled section"
 CORRECTION_RESERVE = 256  # prompt tokens kept free for the correction message and its violation list
-CLIP_MARK = " [...]"
 
 
 @dataclass(frozen=True)

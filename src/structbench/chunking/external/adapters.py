@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from structbench.chunking.external.spec import ChunkerSpec
+from structbench.chunking.external.chunker_spec import ChunkerSpec
 from structbench.tokens import TokenCounter
 
 _SEMCHUNK_CACHE = 1 << 16  # semchunk memoizes token counts without bound by default; one cache per size here

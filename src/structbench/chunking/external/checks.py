@@ -4,22 +4,22 @@ selected ones run, checked against the installed library's own signature (the ad
 from __future__ import annotations
 
 from structbench import conditions as axes
-from structbench import plan
 from structbench.configerror import ConfigError
+from structbench.plan import keys
 
 
 def external_chunker_names(conditions: dict) -> list[str]:
     """The ``chunkers`` entries that conditions name (``boundaries: external:<name>``), in name order."""
-    return plan.external_chunkers(conditions.values())
+    return keys.external_chunkers(conditions.values())
 
 
 def check_chunker_config(config: dict, conditions: dict) -> None:
     """An ``external:<name>`` condition names a declared ``chunkers`` entry whose library and kind the
-    adapters know (structbench.chunking.external.spec.ChunkerSpec.from_config names what is wrong)."""
+    adapters know (structbench.chunking.external.chunker_spec.ChunkerSpec.from_config names what is wrong)."""
     declared = config.get("chunkers") or {}
-    if not declared and not plan.external_chunkers(conditions.values()):
+    if not declared and not keys.external_chunkers(conditions.values()):
         return
-    from structbench.chunking.external.spec import ChunkerSpec, ExternalChunkerError
+    from structbench.chunking.external.chunker_spec import ChunkerSpec, ExternalChunkerError
 
     for name, condition in conditions.items():
         kind, chunker = axes.parse_value("boundaries", condition.boundaries)
@@ -41,7 +41,12 @@ def require_chunker_libraries(config: dict, conditions: dict) -> None:
     names = external_chunker_names(conditions)
     if not names:
         return
-    from structbench.chunking.external.spec import ChunkerSpec, ExternalChunkerError, check_options, missing_libraries
+    from structbench.chunking.external.chunker_spec import (
+        ChunkerSpec,
+        ExternalChunkerError,
+        check_options,
+        missing_libraries,
+    )
 
     specs = [ChunkerSpec.from_config(name, config["chunkers"][name]) for name in names]
     missing = missing_libraries(specs)

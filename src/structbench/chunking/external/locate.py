@@ -13,14 +13,14 @@ from dataclasses import dataclass
 import polars as pl
 
 from structbench.chunking.external.adapters import _ADAPTERS, Adapter, _Unverifiable
-from structbench.chunking.external.markdown import _Document, _documents
-from structbench.chunking.external.spec import (
+from structbench.chunking.external.chunker_spec import (
     LIBRARIES,
     ChunkerSpec,
     ExternalChunkerError,
     library_version,
     require_installed,
 )
+from structbench.chunking.external.markdown import _Document, _documents
 from structbench.chunking.tiling import cut_counts, size_match_report
 from structbench.datamodel import CHUNKS, empty
 from structbench.sentences import sentence_starts_near

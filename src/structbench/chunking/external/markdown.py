@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from structbench.chunking.external.spec import ExternalChunkerError
+from structbench.chunking.external.chunker_spec import ExternalChunkerError
 from structbench.tokens import TokenCounter, TokenSpans
 
 # --------------------------------------------------------------------------------------------------

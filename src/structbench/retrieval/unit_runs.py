@@ -17,7 +17,7 @@ from structbench.datamodel import conform, document_texts
 from structbench.retrieval import readtime as rt
 from structbench.tokens import TokenCounter
 
-# retrieval kind -> (expansion, over the placebo tree?)
+# read-time retrieval kind (the kinds structbench.conditions flags ``readtime``) -> (expansion, over the placebo tree?)
 MODES = {
     "parent": ("parent", False),
     "automerge": ("automerge", False),
@@ -28,11 +28,6 @@ MODES = {
 }
 LEVEL_KINDS = ("parent", "placebo_parent", "matched_window")  # the kinds whose parameter is a section level
 UNITS = {"chunk_id": pl.Int64, "doc_id": pl.String, "start": pl.Int64, "end": pl.Int64, "n_tokens": pl.Int32}
-
-
-def is_readtime(value: str) -> bool:
-    """Whether a retrieval value is a read-time mode (its run ranks units, not chunks)."""
-    return parse_value("retrieval", value)[0].name in MODES
 
 
 def shallower_documents(value: str, sections: pl.DataFrame, documents: pl.DataFrame) -> tuple[int, int]:

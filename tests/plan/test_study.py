@@ -1,6 +1,6 @@
-"""The study plan as a library object (structbench.study.Study), called without Snakemake: what a config runs and
+"""The study plan as a library object (structbench.plan.study.Study), called without Snakemake: what a config runs and
 drops, which run a BM25 condition reads, what an ``rrf`` condition fuses, the dose-response series and layer pairs,
-the report's file lists; and the artifact paths (structbench.layout.Layout), each spelled once."""
+the report's file lists; and the artifact paths (structbench.plan.layout.Layout), each spelled once."""
 
 from __future__ import annotations
 
@@ -14,9 +14,10 @@ import yaml
 from conftest import REPO
 
 from structbench.config import ConfigError, validate_config
-from structbench.layout import Layout
-from structbench.report.registry import report_inputs
-from structbench.study import Study
+from structbench.plan import report_files
+from structbench.plan.layout import Layout
+from structbench.plan.study import Study
+from structbench.report.table_registry import ReportInput
 
 SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
 DEFAULT = yaml.safe_load((REPO / "config/config.yaml").read_text())
@@ -143,11 +144,19 @@ def test_layer_pairs_compare_each_prefixed_condition_with_the_unprefixed_run_of_
     assert named.retrieval_layer_pairs() == [["G3", "G3-d1"]]  # report.compare_runs wins
 
 
-def test_every_report_input_names_a_file_list_of_the_study():
+def test_the_report_reads_the_files_the_study_decides():
     plan = small()
     files = plan.report_files()
-    assert list(files) == list(report_inputs())
     assert files["scores"] == [f"results/kb/scores/minilm/none/{name}.parquet" for name in CONDITIONS]
+    assert files["contrasts"] == ["results/contrasts/kb/minilm/none/contrasts.parquet"]  # one cell
+    # the BM25 probe once per chunk set a condition ranks; only the fixed windows are size-matched
+    assert files["bm25_scores"] == [
+        "results/kb/scores/bm25/fixed/gold.parquet",
+        "results/kb/scores/bm25/structural/gold.parquet",
+    ]
+    assert files["size_matches"] == ["results/kb/chunks/fixed/gold.size_match.json"]
+    assert files["induction_stats"] == files["context_stats"] == files["querygen_stats"] == []
+    assert len(files["text_reports"]) == 5  # B2, H3 and D3 share the text sets of G2 and G3
     assert plan.report_input_keys()["chunk_sets"] == [["kb", "fixed/gold"], ["kb", "structural/gold"]]
     # BM25 embeds nothing; the queries' vectors have a report of their own
     assert [key[2] for key in plan.all_embed_reports()] == [
@@ -160,6 +169,15 @@ def test_every_report_input_names_a_file_list_of_the_study():
     ]
     segmentation = [key for key in study().all_embed_reports() if key[2].endswith("(segmentation)")]
     assert segmentation == [("kb", "minilm", "induced-tiling (segmentation)")]
+
+
+def test_a_report_input_naming_no_file_list_of_the_study_is_an_error(monkeypatch):
+    monkeypatch.setattr(report_files, "report_inputs", lambda: {"scores": ReportInput("all_scorez", "parquet")})
+    with pytest.raises(NameError, match="report input 'scores' names file list 'all_scorez'"):
+        small().report_files()
+    monkeypatch.setattr(report_files, "report_inputs", lambda: {"scores": ReportInput("paths", "parquet")})
+    with pytest.raises(NameError, match="'paths', which Study does not hold"):
+        small().report_files()  # a Study attribute, but no all_* file list
 
 
 def test_each_artifact_has_a_path_of_its_own():
@@ -179,5 +197,5 @@ def test_each_artifact_has_a_path_of_its_own():
 
 
 def test_the_study_imports_no_snakemake():
-    code = "import sys, structbench.study, structbench.layout; print('snakemake' in sys.modules)"
+    code = "import sys, structbench.plan.study, structbench.plan.layout; print('snakemake' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"

@@ -2,7 +2,7 @@
 
 The workflow's rules name their outputs with these functions (called with wildcard placeholders,
 ``paths.chunks("{corpus}", "{boundaries}/{structure}")``) and its input functions and the study plan
-(:mod:`structbench.study`) name the same files with values (``paths.chunks("kb", "structural/gold")``), so a
+(:mod:`structbench.plan.study`) name the same files with values (``paths.chunks("kb", "structural/gold")``), so a
 path written by one rule and read by another cannot drift apart. The keys are the study's: a corpus name, a chunk
 set ``<boundaries token>/<structure token>`` (:attr:`structbench.conditions.Condition.chunkset`), a text set
 ``<chunk set>/<prefix token>`` (:attr:`~structbench.conditions.Condition.textset`), an embedder, reranker or

@@ -5,7 +5,7 @@ A table is a function ``build(inputs: ReportInputs) -> TableContent`` declared w
 CSV for readers with and without Arrow) and the ``blocks`` the report shows (formatted frames under
 sub-headings), or raises :class:`Omit` with the reason the table has nothing to show for this
 configuration ("no routed conditions in this config"), which the report states in its place. The
-builders live in :mod:`.results`, :mod:`.diagnostics` and :mod:`.index_cost`; :mod:`.catalog` lists them in
+builders live in :mod:`.results`, :mod:`.chunk_set_tables` and its siblings; :mod:`.catalog` lists them in
 report order; :mod:`.bundle` reads the run's files into :class:`ReportInputs` and writes everything.
 """
 
@@ -17,11 +17,12 @@ from dataclasses import dataclass, field, fields
 import polars as pl
 
 from structbench.defaults import T_MAX, T_MIN
+from structbench.plan.cells import CELL
 
 
 @dataclass(frozen=True)
 class ReportInput:
-    """How one report input is found and read: ``files`` names the method of :class:`structbench.study.Study`
+    """How one report input is found and read: ``files`` names the method of :class:`structbench.plan.study.Study`
     that lists its files (a list of paths, or a dict key -> path), ``read`` the reader of
     :data:`structbench.report.bundle.READERS` that turns them into the field's value."""
 
@@ -101,6 +102,12 @@ class ReportInputs:
         """``present`` conditions in declared order (any undeclared ones after, by name)."""
         declared = [name for name in self.conditions if name in set(present)]
         return declared + sorted(set(present) - set(declared))
+
+    def by_condition(self, data: pl.DataFrame) -> pl.DataFrame:
+        """``data`` (one row per cell and condition) sorted by cell, then by condition in declared order."""
+        order = {name: i for i, name in enumerate(self.condition_order(data["condition"].unique().to_list()))}
+        rank = pl.col("condition").replace_strict(order, return_dtype=pl.Int64)
+        return data.sort([*CELL, rank])
 
 
 def report_inputs() -> dict[str, ReportInput]:
@@ -201,6 +208,3 @@ def blocks_by(frame: pl.DataFrame, keys: list[str], heading: Callable[..., str])
     for values, group in frame.group_by(keys, maintain_order=True):
         blocks.append(Block(heading(*values), group.drop(keys)))
     return tuple(blocks)
-
-
-# ---- conditions, contrasts, means ----------------------------------------------------------------

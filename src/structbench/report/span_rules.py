@@ -6,17 +6,17 @@ once); Chroma's code sums them (``span_IoU_sum@k``, ``span_precision_sum@k``). T
 and part on an overlapping one, where the sign of an overlap effect can flip with the rule. precision-Ω comes
 in up to three readings: a chunk sharing a character (the default), a chunk touching counts (Chroma's rule),
 and Chroma's rule on Chroma's chunk extents (``span_precision_omega_chroma``, Chroma's own number). A pure
-function of :class:`~structbench.report.registry.ReportInputs`, declared like every table.
+function of :class:`~structbench.report.table_registry.ReportInputs`, declared like every table.
 """
 
 from __future__ import annotations
 
 import polars as pl
 
-from structbench.cells import CELL
 from structbench.metrics.registry import metric_columns, metric_label, parse_metric
+from structbench.plan.cells import CELL
 from structbench.report.formatting import cell_heading
-from structbench.report.registry import Block, Omit, ReportInputs, TableContent, report_table, require_scores
+from structbench.report.table_registry import Block, Omit, ReportInputs, TableContent, report_table, require_scores
 from structbench.stats.means import condition_means
 
 # each union measure and its sum twin (same cutoff)
@@ -59,11 +59,8 @@ def span_rules_table(inputs: ReportInputs) -> TableContent:
         raise Omit(
             "no span metric is scored under Chroma's sum rule (metrics.extra: span_IoU_sum@k, span_precision_sum@k)"
         )
-    order = {name: i for i, name in enumerate(inputs.condition_order(means["condition"].unique().to_list()))}
-    data = (
-        means.with_columns(pl.col("condition").replace_strict(order, return_dtype=pl.Int64).alias("_order"))
-        .sort(CELL + ["_order"])
-        .select(*CELL, "condition", *[pl.col(name).alias(header) for name, header in columns])
+    data = inputs.by_condition(means).select(
+        *CELL, "condition", *[pl.col(name).alias(header) for name, header in columns]
     )
     blocks = tuple(
         Block(cell_heading(*cell), frame.drop(CELL)) for cell, frame in data.group_by(CELL, maintain_order=True)

@@ -1,10 +1,11 @@
-"""The run's artifact keys (structbench.plan), on hand-written conditions: which chunk sets a run builds,
+"""The run's artifact keys (structbench.plan.keys), on hand-written conditions: which chunk sets a run builds,
 which are size-matched and to what, which text sets are embedded, which inducers and chunkers run."""
 
-from structbench import plan
 from structbench.conditions import parse_conditions
+from structbench.defaults import T_MAX, T_MIN
+from structbench.plan import keys
 
-CHUNKING = {"t_max": 350, "t_min": 60}
+CHUNKING = {"t_max": T_MAX, "t_min": T_MIN}
 CHUNKERS = {"lc": {"library": "langchain", "kind": "recursive", "size_match": False}}
 CHUNKERS["lc_matched"] = {**CHUNKERS["lc"], "size_match": True}
 
@@ -23,7 +24,7 @@ def test_size_matched_follows_the_boundaries_kind_and_the_chunkers_entry():
         LCm={"boundaries": "external:lc_matched"},
         S2={"boundaries": "semantic"},
     )
-    assert {c.name: plan.size_matched(c, CHUNKERS) for c in parsed} == {
+    assert {c.name: keys.size_matched(c, CHUNKERS) for c in parsed} == {
         "G2": False,
         "F0": True,
         "F0o": True,
@@ -31,21 +32,21 @@ def test_size_matched_follows_the_boundaries_kind_and_the_chunkers_entry():
         "LCm": True,
         "S2": False,
     }
-    assert plan.matched_chunk_sets(parsed, CHUNKERS) == [
+    assert keys.matched_chunk_sets(parsed, CHUNKERS) == [
         ("external-lc_matched/gold", "chunker"),
         ("fixed/gold", "size_match"),
         ("fixed_overlap-0.5/gold", "size_match"),
     ]
-    assert plan.semantic_chunk_sets(parsed) == ["semantic/gold"]
-    assert plan.external_chunkers(parsed) == ["lc", "lc_matched"]
+    assert keys.semantic_chunk_sets(parsed) == ["semantic/gold"]
+    assert keys.external_chunkers(parsed) == ["lc", "lc_matched"]
 
 
 def test_a_sized_fixed_set_brings_the_structural_set_of_its_own_size():
     # F0-200 alone: its windows are matched to structural chunks at t_max 200, which no condition ranks
     parsed = conditions(F0_200={"boundaries": "fixed", "t_max": 200}, G2={"boundaries": "structural"})
-    assert [plan.size_reference(c) for c in parsed] == ["structural-t200/gold", "structural/gold"]
-    assert plan.used_chunk_sets(parsed) == ["fixed-t200/gold", "structural/gold"]
-    assert plan.chunk_sets(parsed, CHUNKERS) == ["fixed-t200/gold", "structural-t200/gold", "structural/gold"]
+    assert [keys.size_reference(c) for c in parsed] == ["structural-t200/gold", "structural/gold"]
+    assert keys.used_chunk_sets(parsed) == ["fixed-t200/gold", "structural/gold"]
+    assert keys.chunk_sets(parsed, CHUNKERS) == ["fixed-t200/gold", "structural-t200/gold", "structural/gold"]
 
 
 def test_text_sets_embedders_inducers_and_contexts():
@@ -57,7 +58,7 @@ def test_text_sets_embedders_inducers_and_contexts():
         I4={"boundaries": "structural", "structure": "induced:llm", "prefix": "context"},
         GL={"boundaries": "structural", "prefix": "late"},
     )
-    assert plan.text_sets(parsed) == [
+    assert keys.text_sets(parsed) == [
         "structural/gold/late",
         "structural/gold/none",
         "structural/gold/path-3",
@@ -66,8 +67,8 @@ def test_text_sets_embedders_inducers_and_contexts():
     ]
     # B2 ranks structural/gold/none by BM25, but G2 embeds that text set: only a set no dense condition uses is
     # left out
-    assert plan.embedded_text_sets(parsed) == plan.text_sets(parsed)
-    assert plan.embedded_text_sets(conditions(B2={"boundaries": "structural", "retrieval": "bm25"})) == []
-    assert plan.used_inducers(parsed) == ["llm", "tiling"]
-    assert plan.context_chunk_sets(parsed) == ["structural/induced-llm"]
-    assert plan.used_chunk_sets(parsed) == ["structural/gold", "structural/induced-llm", "structural/induced-tiling"]
+    assert keys.embedded_text_sets(parsed) == keys.text_sets(parsed)
+    assert keys.embedded_text_sets(conditions(B2={"boundaries": "structural", "retrieval": "bm25"})) == []
+    assert keys.used_inducers(parsed) == ["llm", "tiling"]
+    assert keys.context_chunk_sets(parsed) == ["structural/induced-llm"]
+    assert keys.used_chunk_sets(parsed) == ["structural/gold", "structural/induced-llm", "structural/induced-tiling"]

@@ -5,10 +5,11 @@ checks (:func:`structbench.crosskeys.check_cross_keys`) and holds their answer: 
 that run and the declared ones the selection drops (with the conditions each misses), the metrics the scoring
 step computes. Everything else is a question asked of it: the cells (corpus x embedder x reranker), the runs a
 condition's scores read (a BM25 condition reads its chunk set's one BM25 run), the runs an ``rrf`` condition
-fuses, the dose-response series, the title-chain study's run pairs, and the file lists the report reads.
+fuses, the dose-response series, the title-chain study's run pairs, and the file lists the report reads (those
+from :class:`structbench.plan.report_files.ReportFiles`).
 
 The workflow (``rules/common.smk``) builds one :class:`Study` and turns Snakemake's wildcards into these calls;
-tests call the same methods with plain names. Paths come from :class:`structbench.layout.Layout`, so each is
+tests call the same methods with plain names. Paths come from :class:`structbench.plan.layout.Layout`, so each is
 spelled once. No Snakemake here: conditions are data read from config."""
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
-from structbench import cells, plan
 from structbench.conditions import (
     NO_PREFIX,
     Condition,
@@ -26,6 +26,7 @@ from structbench.conditions import (
     from_token,
     is_late,
     is_lexical,
+    is_readtime,
     parse_value,
     retrieval_kind,
 )
@@ -33,13 +34,13 @@ from structbench.config import validate_config
 from structbench.corpus import generates_queries, has_queries, source_files
 from structbench.crosskeys import check_cross_keys
 from structbench.embedding.checks import truncation_warnings
-from structbench.layout import QUERIES, Layout, chunkset
 from structbench.metrics import metrics_from_config, parse_metrics
 from structbench.metrics.diagnostics import retrieval_layer_pairs
+from structbench.plan import cells, keys, selection
+from structbench.plan.layout import Layout, chunkset
+from structbench.plan.report_files import ReportFiles
 from structbench.querygen.settings import QuerygenSettings
-from structbench.report.registry import report_inputs
 from structbench.retrieval.fusion import LEXICAL_SOURCE, fusion_sources
-from structbench.retrieval.readtime_runs import is_readtime
 from structbench.retrieval.search import kind_inputs
 from structbench.sizes import chunkset_size, parse_size_token
 from structbench.stats.means import dose_series
@@ -71,7 +72,7 @@ def start_up(config: dict, schema_path) -> StartUp:
 
 
 @dataclass(frozen=True)
-class Study:
+class Study(ReportFiles):
     """One config's study: its selected ``conditions`` (name -> condition, declared order), the ``contrasts``
     that run among them, the ``dropped_contrasts`` the selection leaves out (each a contrast's params plus the
     ``missing`` conditions, for the report's note under Table 1) and the ``score_metrics`` scoring computes."""
@@ -98,7 +99,7 @@ class Study:
 
     def selected(self, kind: str) -> list[str]:
         """Declared names of one kind (``corpora``, ``embedders``, ``rerankers``), narrowed by ``select``."""
-        return (self.config.get("select") or {}).get(kind) or list(self.config[kind])
+        return selection.selected(self.config, kind)
 
     @property
     def corpora(self) -> list[str]:
@@ -174,7 +175,7 @@ class Study:
         return [name for name, inducer in self.config["inducers"].items() if inducer["kind"] == kind]
 
     def used_inducers(self) -> list[str]:
-        return plan.used_inducers(self.conditions.values())
+        return keys.used_inducers(self.conditions.values())
 
     # ---- the settings one job takes ----
 
@@ -231,7 +232,7 @@ class Study:
 
     @staticmethod
     def lexical_cell(corpus: str, boundaries: str, structure: str) -> dict:
-        """The identifying columns of a chunk set's BM25 score table (structbench.cells)."""
+        """The identifying columns of a chunk set's BM25 score table (structbench.plan.cells)."""
         return cells.lexical_cell(corpus, chunkset(boundaries, structure))
 
     def late_params(self, prefix: str) -> dict | None:
@@ -485,135 +486,3 @@ class Study:
 
     def retrieval_layer_runs(self, corpus: str, embedder: str, reranker: str) -> list[str]:
         return [self.runs(corpus, embedder, reranker, name) for name in self.retrieval_layer_conditions()]
-
-    # ---- the files the report reads (structbench.report.registry.ReportInput.files names these methods) ----
-
-    def all_cells(self) -> list[str]:
-        return [path for cell in self.cells() for path in self.cell_scores(*cell)]
-
-    def all_contrasts(self) -> list[str]:
-        return [self.paths.cell_statistics(*cell, "contrasts") for cell in self.cells()]
-
-    def all_condition_means(self) -> list[str]:
-        return [self.paths.cell_statistics(*cell, "condition_means") for cell in self.cells()]
-
-    def all_dose_responses(self) -> list[str]:
-        return [self.paths.cell_statistics(*cell, "dose_response") for cell in self.cells()]
-
-    def all_decisions(self) -> list[str]:
-        return [self.paths.cell_statistics(*cell, "decision") for cell in self.cells()]
-
-    def all_bm25_scores(self) -> list[str]:
-        """The non-lexicality probe on every chunk set a scored condition uses (docs/method.md §8)."""
-        chunksets = plan.used_chunk_sets(self.conditions.values())
-        return [self.paths.bm25_scores(corpus, chunkset) for corpus in self.scored_corpora for chunkset in chunksets]
-
-    def all_corpus_stats(self) -> dict[str, str]:
-        return {corpus: self.paths.corpus_stats(corpus) for corpus in self.corpora}
-
-    def all_size_matches(self) -> list[str]:
-        """Realized mean sizes of every size-matched chunk set (fixed windows, size-matched external chunkers)
-        against its structural reference (docs/method.md §6)."""
-        matched = plan.matched_chunk_sets(self.conditions.values(), self.config["chunkers"])
-        return [
-            self.paths.chunk_report(corpus, chunkset, report) for corpus in self.corpora for chunkset, report in matched
-        ]
-
-    def all_chunk_sets(self) -> dict[tuple[str, str], str]:
-        """(corpus, chunk set) -> chunks table, for every chunk set a condition uses and the structural set
-        each size-matched set is matched to."""
-        chunksets = plan.chunk_sets(self.conditions.values(), self.config["chunkers"])
-        return {
-            (corpus, chunkset): self.paths.chunks(corpus, chunkset) for corpus in self.corpora for chunkset in chunksets
-        }
-
-    def all_chunk_bounds(self) -> dict[tuple[str, str], str]:
-        """(corpus, chunk set) -> the bounds report of every chunk set :meth:`all_chunk_sets` reads."""
-        return {key: self.paths.chunk_report(*key, "bounds") for key in self.all_chunk_sets()}
-
-    def all_embed_reports(self) -> dict[tuple[str, str, str], str]:
-        """(corpus, embedder, text set) -> the embedding step's report, for every text the embedding cache
-        received (docs/method.md §15): the conditions' text sets and the queries per scored cell, the semantic
-        merge's paragraphs as ``<chunk set> (merge paragraphs)`` and a segmentation or learned inducer's paragraphs
-        and title candidates (its usage report) as ``induced-<inducer> (segmentation)`` / ``(learned)``."""
-        textsets = plan.embedded_text_sets(self.conditions.values())
-        reports = {
-            (corpus, embedder, textset): self.paths.embed_report(corpus, embedder, textset)
-            for corpus in self.scored_corpora
-            for embedder in self.embedders
-            for textset in textsets
-        }
-        semantic_embedder = self.config["chunking"]["semantic_embedder"]
-        reports |= {
-            (corpus, semantic_embedder, f"{chunkset} (merge paragraphs)"): self.paths.chunk_report(
-                corpus, chunkset, "embed"
-            )
-            for corpus in self.corpora
-            for chunkset in plan.semantic_chunk_sets(self.conditions.values())
-        }
-        embedding_inducers = [
-            (name, self.config["inducers"][name]["kind"])
-            for name in self.used_inducers()
-            if self.config["inducers"][name]["kind"] != "llm"
-        ]
-        reports |= {
-            (corpus, self.config["inducers"][inducer]["embedder"], f"induced-{inducer} ({kind})"): (
-                self.paths.induction_file(corpus, f"induced-{inducer}", "usage.json")
-            )
-            for corpus in self.corpora
-            for inducer, kind in embedding_inducers
-        }
-        return reports | {
-            (corpus, embedder, QUERIES): self.paths.query_embed_report(corpus, embedder)
-            for corpus in self.scored_corpora
-            for embedder in self.embedders
-        }
-
-    def all_text_reports(self) -> list[str]:
-        textsets = plan.text_sets(self.conditions.values())
-        return [self.paths.text_report(corpus, textset) for corpus in self.corpora for textset in textsets]
-
-    def all_induction_stats(self) -> list[str]:
-        return [
-            self.paths.induction_file(corpus, f"induced-{inducer}", "stats.json")
-            for corpus in self.corpora
-            for inducer in self.used_inducers()
-        ]
-
-    def all_context_stats(self) -> list[str]:
-        chunksets = plan.context_chunk_sets(self.conditions.values())
-        return [self.paths.context_stats(corpus, chunkset) for corpus in self.corpora for chunkset in chunksets]
-
-    def all_querygen_stats(self) -> list[str]:
-        generating = [corpus for corpus in self.corpora if generates_queries(self.config["corpora"][corpus])]
-        return [self.paths.generated_queries_file(corpus, "stats.json") for corpus in generating]
-
-    def all_retrieval_layers(self) -> list[str]:
-        if not self.retrieval_layer_pairs():
-            return []
-        return [self.paths.retrieval_layer(*cell) for cell in self.cells()]
-
-    def report_files(self) -> dict[str, list[str] | dict]:
-        """Report input name -> the files the report reads: the file list (a method of this class) each input
-        of :func:`structbench.report.registry.report_inputs` names, so an input is declared in one place."""
-        files = {}
-        for name, spec in report_inputs().items():
-            if not spec.files.startswith("all_") or not callable(getattr(self, spec.files, None)):
-                raise NameError(f"report input {name!r} names file list {spec.files!r}, which Study does not hold")
-            files[name] = getattr(self, spec.files)()
-        return files
-
-    def report_input_files(self) -> dict[str, list[str]]:
-        """The report rule's named inputs: one list of files per report input (a keyed input's in key order)."""
-        return {
-            name: list(files.values()) if isinstance(files, dict) else files
-            for name, files in self.report_files().items()
-        }
-
-    def report_input_keys(self) -> dict[str, list]:
-        """The keys of each keyed report input (a dict key -> path), in file order, tuples as lists."""
-        return {
-            name: [list(key) if isinstance(key, tuple) else key for key in files]
-            for name, files in self.report_files().items()
-            if isinstance(files, dict)
-        }

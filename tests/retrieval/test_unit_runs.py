@@ -8,9 +8,10 @@ import numpy as np
 import polars as pl
 import pytest
 
+from structbench.conditions import is_readtime, readtime_kinds
 from structbench.metrics import score_run
 from structbench.metrics.units import score_units
-from structbench.retrieval.readtime_runs import document_trees, is_readtime, readtime_run
+from structbench.retrieval.unit_runs import MODES, document_trees, readtime_run
 from structbench.tokens import load_tokenizer
 
 WORD = "word "  # 5 characters, one token each
@@ -139,6 +140,12 @@ def test_matched_window_and_automerge_runs(counter):
 
 def test_is_readtime():
     assert is_readtime("parent:2") and is_readtime("placebo_automerge:0.5") and not is_readtime("flat")
+    assert not is_readtime("rrf:bm25") and not is_readtime("bm25")
+
+
+def test_every_readtime_kind_has_its_expansion_and_no_other_kind_has_one():
+    assert sorted(MODES) == sorted(readtime_kinds())
+    assert len(readtime_kinds()) == 6
 
 
 def test_token_budget_coverage_cannot_exceed_one_however_long_and_overlapping_the_units():
