@@ -65,11 +65,32 @@ def study_values(study: Study, corpus: str, embedder: str, reranker: str, condit
     return scores.select("qid", f"nDCG@{NDCG_K}", "MRR").join(chunk_recall, on="qid", how="left")
 
 
+def assert_well_formed(qrels: Path, run: Path) -> None:
+    """The files as the tools' readers expect them: qrels lines ``qid 0 docno rel`` with rel 0 or 1, run lines
+    ``qid Q0 docno rank score tag`` with ranks 1, 2, ... and finite scores strictly descending, a docno at most
+    once per query in each."""
+    judged = [line.split(" ") for line in qrels.read_text(encoding="utf-8").splitlines()]
+    assert judged and {len(fields) for fields in judged} == {4}, qrels
+    assert {fields[1] for fields in judged} == {"0"} and {fields[3] for fields in judged} <= {"0", "1"}, qrels
+    assert len({(fields[0], fields[2]) for fields in judged}) == len(judged), qrels
+    ranked = [line.split(" ") for line in run.read_text(encoding="utf-8").splitlines()]
+    assert ranked and {len(fields) for fields in ranked} == {6} and {fields[1] for fields in ranked} == {"Q0"}, run
+    assert len({(fields[0], fields[2]) for fields in ranked}) == len(ranked), run
+    by_query: dict[str, list[tuple[int, float]]] = {}
+    for qid, _, _, rank, score, _ in ranked:
+        by_query.setdefault(qid, []).append((int(rank), float(score)))
+    for qid, lines in by_query.items():
+        ranks, scores = zip(*lines)
+        assert list(ranks) == list(range(1, len(ranks) + 1)), (run, qid)
+        assert np.isfinite(scores).all() and (np.diff(np.float32(scores)) < 0).all(), (run, qid)
+
+
 def assert_tools_read_the_study(study: Study, export: Export, tools=(ir_measures_values, ranx_values)) -> int:
     """Every exported run, read by each tool with its qrels, gives the study's per-query values (a query the
     qrels do not judge, which the tools leave out, scores 0 in the study). Returns the values compared."""
     compared = 0
     for exported in export.runs:
+        assert_well_formed(exported.qrels, exported.run)
         ours = study_values(study, exported.corpus, exported.embedder, exported.reranker, exported.condition)
         for tool in tools:
             theirs = tool(exported.qrels, exported.run)
