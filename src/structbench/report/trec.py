@@ -19,8 +19,8 @@ down each ranking, and every tool reads structbench's order:
 - :data:`RETRIEVAL_SCORES`: the retriever's own score (for fusing runs elsewhere) where a file's native scores
   never rise down a ranking, each tied score lowered to the next 32-bit float below the line above it (trec_eval
   reads scores as 32-bit floats, so a finer step would tie again); a file whose native scores rise somewhere
-  down a ranking holds rank scores instead (:func:`written_scores` says which a file holds), since no score
-  there gives the study's order.
+  down a ranking holds rank scores instead (:func:`written_scores` says which a file holds), since its native
+  scores do not give the study's order.
 """
 
 from __future__ import annotations
