@@ -135,10 +135,8 @@ def assert_cold_default_run(workdir):
         assert stats["documents"] == 8 == stats["usable"] + stats["repaired"] + stats["failed"]
 
 
-def assert_the_tools_read_the_default_run(workdir: Path, printed: str) -> None:
-    """The default run's export, as the command listed it (``RUN  (qrels QRELS; KIND scores)``): each condition's
-    run (read-time ones aside), read by ir_measures and by ranx with its qrels, gives the study's per-query binary
-    nDCG@10 and MRR and the run's chunk-level recall@50, and every file is well formed (tests/trec_testing.py)."""
+def listed_runs(workdir: Path, printed: str) -> list[ExportedRun]:
+    """The runs ``structbench export`` run in ``workdir`` listed, one per line: ``RUN  (qrels QRELS; KIND scores)``."""
     exported = []
     for line in printed.splitlines():
         run, listed = line.split("  (qrels ")
@@ -146,6 +144,14 @@ def assert_the_tools_read_the_default_run(workdir: Path, printed: str) -> None:
         corpus, embedder, reranker, name = Path(run).parts[-4:]
         cell = (corpus, embedder, reranker, name.removesuffix(".run"))
         exported.append(ExportedRun(*cell, workdir / run, workdir / qrels, scores))
+    return exported
+
+
+def assert_the_tools_read_the_default_run(workdir: Path, printed: str) -> None:
+    """The default run's export: each condition's run (read-time ones aside), read by ir_measures and by ranx with
+    its qrels, gives the study's per-query binary nDCG@10 and MRR and the run's chunk-level recall@50, and every
+    file is well formed (tests/trec_testing.py)."""
+    exported = listed_runs(workdir, printed)
     study = run_study([], workdir, str(workdir / "results"))
     assert {run.condition for run in exported} == set(study.conditions)  # the default run has no read-time condition
     assert {"A4", "G4", "M4", "L4", "B2"} <= set(study.conditions)  # two-stage and BM25 runs among them
