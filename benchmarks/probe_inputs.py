@@ -1071,6 +1071,66 @@ def train_inducer_one_file() -> str:
         return f"exit 2: {error.split(': ', 2)[-1][:120]}"
 
 
+@case("a two-stage run exported with --scores retrieval: scores descend, ir_measures' nDCG@10 is the study's")
+def two_stage_export() -> str:
+    import ir_measures
+    import polars as pl
+
+    from structbench import datamodel
+    from structbench.corpus import load_corpus
+    from structbench.export import export_trec, run_study
+    from structbench.metrics import score_run
+    from structbench.retrieval.routing import route_two_stage
+    from structbench.retrieval.search import two_stage_search
+
+    kb = {"kind": "markdown", "path": str(REPO / "data/kb/docs"), "questions": str(REPO / "data/kb/questions.jsonl")}
+    corpus = load_corpus(kb)
+    sections = corpus.sections.filter(pl.col("end") > pl.col("start"))
+    chunks = datamodel.conform(
+        sections.select("doc_id", "section_id", "start", "end", "path").with_columns(
+            chunk_id=pl.int_range(pl.len()), n_tokens=(pl.col("end") - pl.col("start")) // 4, cut=pl.lit("section")
+        ),
+        "chunks",
+    )
+    # seeded vectors, each query near its own document's chunks: the real router and two-stage search rank them
+    rng = np.random.default_rng(7)
+    chunk_vectors = rng.normal(size=(chunks.height, 32)).astype(np.float32)
+    own = (corpus.queries["doc_id"].to_numpy()[:, None] == chunks["doc_id"].to_numpy()[None, :]).astype(np.float32)
+    query_vectors = own @ chunk_vectors / own.sum(1, keepdims=True) + rng.normal(size=(own.shape[0], 32)) / 2
+    chunk_vectors /= np.linalg.norm(chunk_vectors, axis=1, keepdims=True)
+    query_vectors = (query_vectors / np.linalg.norm(query_vectors, axis=1, keepdims=True)).astype(np.float32)
+    qids = corpus.queries["qid"].to_list()
+    routing = route_two_stage(
+        chunk_vectors, query_vectors, qids, chunks=chunks, sections=corpus.sections, top_sections=2
+    )
+    runs = two_stage_search(chunk_vectors, query_vectors, qids, 30, routing=routing)
+    rising = runs.group_by("qid").agg((pl.col("score").diff() > 0).any())["score"].sum()
+    with tempfile.TemporaryDirectory() as folder:
+        config = Path(folder) / "run.yaml"
+        config.write_text(yaml.safe_dump({"corpora": {"kb": kb}, "select": {"conditions": ["G4"]}}))
+        study = run_study([config], REPO, str(Path(folder) / "results"))
+        datamodel.write_table(corpus.queries, study.scored_queries("kb"))
+        datamodel.write_table(chunks, study.chunks("kb", "G4"))
+        datamodel.write_table(runs, study.runs("kb", "minilm", "none", "G4"))
+        [exported] = export_trec(study, Path(folder) / "trec", scores="retrieval").runs
+        lines = [line.split(" ") for line in exported.run.read_text().splitlines()]
+        qrels, run = ir_measures.read_trec_qrels(str(exported.qrels)), ir_measures.read_trec_run(str(exported.run))
+        theirs = {m.query_id: m.value for m in ir_measures.iter_calc([ir_measures.nDCG @ 10], qrels, run)}
+    descending = all(
+        float(score) > float(after)
+        for (qid, *_, score, _), (next_qid, *_, after, _) in zip(lines, lines[1:])
+        if qid == next_qid
+    )
+    ours = score_run(runs, corpus.queries, chunks, metrics=["nDCG@10"])
+    gaps = [abs(theirs.get(qid, 0.0) - value) for qid, value in zip(ours["qid"], ours["nDCG@10"])]
+    if not rising or not descending or max(gaps) > 1e-12:
+        raise Fail(f"{rising} queries' native scores rise; written descending {descending}; largest gap {max(gaps)}")
+    return (
+        f"{rising}/{len(qids)} queries' native scores rise down the ranking; the file holds {exported.scores} scores, "
+        f"strictly descending; ir_measures nDCG@10 {np.mean(list(theirs.values())):.4f} = study's {ours['nDCG@10'].mean():.4f}"
+    )
+
+
 def main() -> int:
     failed = 0
     for name, function in CASES:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -47,3 +48,27 @@ def write_text(path: str | Path, text: str) -> None:
 def write_json(path: str | Path, value) -> None:
     """JSON with sorted keys and a fixed indent, so equal values give equal bytes."""
     write_text(path, json.dumps(value, indent=1, sort_keys=True))
+
+
+@contextlib.contextmanager
+def atomic_folder(path: str | Path):
+    """Yield a unique temporary folder beside ``path``; on success its files are moved into ``path``, on error it
+    is removed, so a writer that fails part-way leaves nothing behind and ``path``'s existing files untouched.
+
+    A new ``path`` is the renamed folder (one rename); an existing one keeps its other files and has each written
+    file replaced whole (``os.replace``), after every file was written."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    try:
+        yield tmp
+        if not path.exists():
+            os.replace(tmp, path)
+            return
+        for written in sorted(tmp.rglob("*")):
+            if written.is_file():
+                target = path / written.relative_to(tmp)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(written, target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

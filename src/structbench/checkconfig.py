@@ -16,6 +16,8 @@ from pathlib import Path
 
 from structbench.config import ConfigError, config_file_problems
 from structbench.configfiles import (
+    DEFAULT_CONFIG,
+    SCHEMA,
     SCHEMA_DEFAULT,
     LayeredConfig,
     key_text,
@@ -23,9 +25,6 @@ from structbench.configfiles import (
     named_key_path,
     snakemake_config_arguments,
 )
-
-DEFAULT_CONFIG = Path("config", "config.yaml")  # the Snakefile's configfile:, under the workflow's folder
-SCHEMA = Path("workflow", "schemas", "config.schema.yaml")
 
 
 @dataclass

@@ -274,8 +274,9 @@ def _add_export(subparsers) -> None:
         "--scores",
         choices=SCORE_KINDS,
         default=RANK_SCORES,
-        help="rank: strictly decreasing scores from the rank, so every tool reads structbench's order, ties "
-        "included (default); retrieval: the retriever's scores, tied chunks in each tool's own order",
+        help="rank: depth + 1 - rank (default); retrieval: the retriever's scores, each tie stepped one 32-bit float "
+        "below the line above, in a run whose scores never rise down a ranking (else rank scores: a two-stage or "
+        "reranked run). Either way the scores strictly descend, so every tool reads structbench's order",
     )
     parser.set_defaults(run=_run_export)
 
@@ -294,7 +295,12 @@ def _run_export(args: argparse.Namespace) -> int:
         scores=args.scores,
     )
     for exported in written.runs:
-        print(f"{exported.run}  (qrels {exported.qrels})")
+        print(f"{exported.run}  (qrels {exported.qrels}; {exported.scores} scores)")
+        if exported.scores != args.scores:
+            print(
+                f"{exported.run}: {exported.scores} scores, its {args.scores} scores rise down a ranking",
+                file=sys.stderr,
+            )
     for condition, reason in written.skipped.items():
         print(f"left out {condition}: {reason}", file=sys.stderr)
     return 0

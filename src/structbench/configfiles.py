@@ -25,6 +25,10 @@ import yaml
 
 KeyPath = tuple  # ("chunking", "t_min"), ("contrasts", "C1", "conditions", 0)
 SCHEMA_DEFAULT = "schema default"
+# Under a workflow checkout: the Snakefile's ``configfile:`` (layer 1 above) and the schema that validates the
+# layered config; ``structbench check-config`` and ``structbench export`` read a run's config from both.
+DEFAULT_CONFIG = Path("config", "config.yaml")
+SCHEMA = Path("workflow", "schemas", "config.schema.yaml")
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,10 @@ the export reads exactly what the scoring step read. Under the output folder it 
 
 Read each run with its own condition's qrels: ``docno`` is a ``chunk_id``, an ordinal of one chunk set. A
 read-time condition ranks spans that are not chunks (docs/method.md §18) and is left out, with the reason.
+
+The files are written to a temporary folder beside the output folder and moved into it only once every one is
+written (:func:`structbench.atomic.atomic_folder`): an export that fails part-way leaves nothing, and a
+previous export in that folder keeps its files whole.
 """
 
 from __future__ import annotations
@@ -20,21 +24,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from structbench.atomic import atomic_folder
 from structbench.config import validate_config
-from structbench.configfiles import layer_configs
+from structbench.configfiles import DEFAULT_CONFIG, SCHEMA, layer_configs
 from structbench.datamodel import read_table
 from structbench.metrics import align_run, chunk_judgments
 from structbench.plan.study import Study
-from structbench.report.trec import RANK_SCORES, trec_qrels, trec_run, write_trec
-
-# Where a workflow checkout keeps its embedded config and the schema that validates it (the Snakefile's own).
-DEFAULT_CONFIG = "config/config.yaml"
-SCHEMA = "workflow/schemas/config.schema.yaml"
+from structbench.report.trec import RANK_SCORES, trec_qrels, trec_run, write_trec, written_scores
 
 
 @dataclass(frozen=True)
 class ExportedRun:
-    """One cell's run file and the qrels file to read it with."""
+    """One cell's run file, the qrels file to read it with and what its score column holds (``scores``:
+    :data:`~structbench.report.trec.RANK_SCORES` or :data:`~structbench.report.trec.RETRIEVAL_SCORES`)."""
 
     corpus: str
     embedder: str
@@ -42,6 +44,7 @@ class ExportedRun:
     condition: str
     run: Path
     qrels: Path
+    scores: str
 
 
 @dataclass(frozen=True)
@@ -99,26 +102,20 @@ def export_trec(
         "rerankers": _chosen("reranker", rerankers, study.rerankers),
         "conditions": _chosen("condition", conditions, list(study.conditions)),
     }
-    exported, skipped, written_qrels = [], {}, set()
-    for corpus, embedder, reranker in study.cells():
-        if corpus not in chosen["corpora"] or embedder not in chosen["embedders"]:
-            continue
-        if reranker not in chosen["rerankers"]:
-            continue
-        for condition in chosen["conditions"]:
-            inputs = study.score_inputs(corpus, embedder, reranker, condition)
+    cells = [
+        (corpus, embedder, reranker, condition)
+        for corpus, embedder, reranker in study.cells()
+        if corpus in chosen["corpora"] and embedder in chosen["embedders"] and reranker in chosen["rerankers"]
+        for condition in chosen["conditions"]
+    ]
+    exported, skipped = [], {}
+    with atomic_folder(out) as staged:
+        for cell in cells:
+            inputs = study.score_inputs(*cell)
             if "units" in inputs:
-                skipped[condition] = "a read-time run ranks spans, not the chunks of a chunk set (docs/method.md §18)"
+                skipped[cell[3]] = "a read-time run ranks spans, not the chunks of a chunk set (docs/method.md §18)"
                 continue
-            runs = read_table(inputs["runs"], "runs")
-            evidence = align_run(runs, read_table(inputs["queries"], "queries"), read_table(inputs["chunks"], "chunks"))
-            qrels = qrels_file(out, corpus, condition)
-            if qrels not in written_qrels:
-                write_trec(trec_qrels(chunk_judgments(evidence)), qrels)
-                written_qrels.add(qrels)
-            run = run_file(out, corpus, embedder, reranker, condition)
-            write_trec(trec_run(runs, run_tag(condition, embedder, reranker), scores), run)
-            exported.append(ExportedRun(corpus, embedder, reranker, condition, run, qrels))
+            exported.append(_export_cell(inputs, staged, out, cell, scores))
     return Export(exported, skipped)
 
 
@@ -130,3 +127,18 @@ def _chosen(kind: str, names: Sequence[str] | None, available: list[str]) -> lis
     if unknown:
         raise ValueError(f"{kind} {', '.join(map(repr, unknown))} not in this run; it has {', '.join(available)}")
     return list(names)
+
+
+def _export_cell(
+    inputs: dict[str, str], staged: Path, out: Path, cell: tuple[str, str, str, str], scores: str
+) -> ExportedRun:
+    """Write one cell's run (and its condition's qrels, once per corpus) under ``staged``; the
+    :class:`ExportedRun` names the paths they will have under ``out``."""
+    corpus, embedder, reranker, condition = cell
+    runs = read_table(inputs["runs"], "runs")
+    evidence = align_run(runs, read_table(inputs["queries"], "queries"), read_table(inputs["chunks"], "chunks"))
+    if not qrels_file(staged, corpus, condition).exists():
+        write_trec(trec_qrels(chunk_judgments(evidence)), qrels_file(staged, corpus, condition))
+    written = written_scores(runs, scores)
+    write_trec(trec_run(runs, run_tag(condition, embedder, reranker), written), run_file(staged, *cell))
+    return ExportedRun(*cell, run_file(out, *cell), qrels_file(out, corpus, condition), written)

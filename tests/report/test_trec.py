@@ -2,25 +2,29 @@
 TREC files and read back by ir_measures (trec_eval's code) give the study's own binary measures, query by query.
 
 The example is the embedded knowledge base (data/kb: real documents, questions and verbatim gold spans) with
-hand-built chunk sets (its gold sections; fixed 300-character windows) and rankings whose scores tie often, so
-the round trip also checks that the tools read structbench's tie order. (ranx reads the same files: its
-reader splits each line into the same six or four fields; its evaluation compiles for seconds, so the
-measures are checked here with ir_measures.)"""
+hand-built chunk sets (its gold sections; fixed 300-character windows) and rankings whose scores tie often, or
+rise down the ranking as a two-stage or reranked run's do, so the round trip also checks that the tools read
+structbench's order under either kind of written score. (ranx reads the same files: its evaluation compiles for
+seconds, so most measures are checked here with ir_measures, and ranx once, by the check a workflow run's export
+gets, tests/trec_testing.py.)"""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pytest
 import yaml
 from conftest import REPO
+from trec_testing import assert_tools_read_the_study, ir_measures_values
 
 from structbench import datamodel
 from structbench.cli import main
 from structbench.corpus import load_corpus
-from structbench.export import qrels_file, run_file, run_study
+from structbench.export import export_trec, qrels_file, run_file, run_study
 from structbench.metrics import align_run, chunk_judgments, score_run
-from structbench.report.trec import RETRIEVAL_SCORES, trec_qrels, trec_run, write_trec
+from structbench.report.trec import RANK_SCORES, RETRIEVAL_SCORES, trec_qrels, trec_run, write_trec, written_scores
 
 KB = REPO / "data/kb"
 BINARY = {"nDCG@10": "nDCG@10", "MRR": "RR"}  # ours: ir_measures's name
@@ -74,6 +78,17 @@ def ranking(queries: pl.DataFrame, chunks: pl.DataFrame, depth: int, seed: int) 
     return datamodel.conform(ranked, "runs")
 
 
+def routed_ranking(queries: pl.DataFrame, chunks: pl.DataFrame, depth: int, seed: int) -> pl.DataFrame:
+    """A two-stage run's shape: the query's own document's chunks first ("stage2"), then a backfill of other
+    chunks whose scores are higher, as a flat search's cosines above the routed sections' can be."""
+    routed = ranking(queries, chunks, depth, seed).join(chunks.select("chunk_id", "doc_id"), on="chunk_id")
+    own = routed.join(queries.select("qid", "doc_id"), on=["qid", "doc_id"], how="semi")
+    stage2 = own.with_columns(stage=pl.lit("stage2"), score=pl.col("score") / 10)
+    backfill = routed.join(own, on=["qid", "chunk_id"], how="anti").with_columns(stage=pl.lit("backfill"))
+    order = pl.concat([stage2, backfill]).with_columns(rank=pl.int_range(1, pl.len() + 1).over("qid"))
+    return datamodel.conform(order.drop("doc_id"), "runs")
+
+
 def export_pair(tmp_path, runs, queries, chunks, scores="rank"):
     """Write the run and its chunk set's qrels as TREC files; return their paths."""
     qrels, run = tmp_path / "kb.qrels", tmp_path / "kb.run"
@@ -91,13 +106,16 @@ def read_back(qrels, run, measures):
     return {(str(value.measure), value.query_id): value.value for value in found}
 
 
-@pytest.mark.parametrize("chunker", ["sections", "windows"])
-def test_binary_ndcg_and_mrr_come_back_from_ir_measures(kb, tmp_path, chunker):
+@pytest.mark.parametrize("scores", [RANK_SCORES, RETRIEVAL_SCORES])
+@pytest.mark.parametrize(
+    ("chunker", "ranked"), [("sections", ranking), ("windows", ranking), ("sections", routed_ranking)]
+)
+def test_binary_ndcg_and_mrr_come_back_from_ir_measures(kb, tmp_path, chunker, ranked, scores):
     chunks = section_chunks(kb) if chunker == "sections" else window_chunks(kb, 300)
-    runs = ranking(kb.queries, chunks, depth=60, seed=3)
-    assert runs.select(pl.struct("qid", "score").is_duplicated().mean()).item() > 0.5  # ties are the rule here
+    runs = ranked(kb.queries, chunks, depth=60, seed=3)
+    assert runs.select(pl.struct("qid", "score").is_duplicated().mean()).item() > 0.3  # ties are the rule here
     ours = score_run(runs, kb.queries, chunks, metrics=list(BINARY))
-    theirs = read_back(*export_pair(tmp_path, runs, kb.queries, chunks), BINARY.values())
+    theirs = read_back(*export_pair(tmp_path, runs, kb.queries, chunks, scores), BINARY.values())
     for metric, measure in BINARY.items():
         for qid, value in zip(ours["qid"], ours[metric]):
             assert theirs[(measure, qid)] == pytest.approx(value, abs=1e-12), (metric, qid)
@@ -130,19 +148,67 @@ def test_recall_comes_back_where_every_gold_span_is_one_chunk(kb, tmp_path):
     assert 0.05 < np.mean([recalls[qid] for qid in whole]) < 0.95
 
 
+def strictly_descending(run: pl.DataFrame) -> bool:
+    return run.group_by("qid").agg((pl.col("score").diff().drop_nulls() < 0).all())["score"].all()
+
+
 def test_rank_scores_fix_the_order_and_retrieval_scores_keep_the_retrievers(kb, tmp_path):
     chunks = section_chunks(kb)
     runs = ranking(kb.queries, chunks, depth=20, seed=5)
     by_rank = trec_run(runs, "G2/minilm/none")
     assert by_rank.columns == ["qid", "q0", "docno", "rank", "score", "tag"]
     # strictly decreasing down each ranking, from the depth to 1
-    assert by_rank.group_by("qid").agg((pl.col("score").diff().drop_nulls() < 0).all())["score"].all()
+    assert strictly_descending(by_rank)
     assert by_rank.group_by("qid").agg(pl.col("score").min())["score"].to_list() == [1] * kb.queries.height
+    # the retriever's scores, each tie stepped one 32-bit float below the line above: strictly decreasing, the
+    # first of each tied group as it was, the others a few 32-bit steps below it
+    assert written_scores(runs, RETRIEVAL_SCORES) == RETRIEVAL_SCORES
     kept = trec_run(runs, "G2/minilm/none", RETRIEVAL_SCORES)
-    assert kept["score"].to_list() == runs.sort("qid", "rank")["score"].cast(pl.Float64).to_list()
+    native = runs.sort("qid", "rank")["score"].to_numpy()
+    assert strictly_descending(kept) and kept["score"].dtype == pl.Float32
+    ranked = runs.sort("qid", "rank")
+    first_of_tie = ranked.select((pl.col("score").diff().over("qid") != 0).fill_null(True))[:, 0].to_numpy()
+    stepped = kept["score"].to_numpy()
+    assert (stepped[first_of_tie] == native[first_of_tie]).all() and (
+        stepped[~first_of_tie] < native[~first_of_tie]
+    ).all()
+    assert np.abs(stepped - native).max() < 1e-5 and (~first_of_tie).sum() > 100
     _, run = export_pair(tmp_path, runs, kb.queries, chunks)
     first = run.read_text().splitlines()[0].split(" ")
     assert first[1:4] == ["Q0", str(runs.sort("qid", "rank")["chunk_id"][0]), "1"] and first[5] == "G2/minilm/none"
+
+
+def test_a_run_whose_scores_rise_down_a_ranking_gets_rank_scores(kb, tmp_path):
+    """A two-stage run's native scores, re-sorted by a tool, give flat search's order: the file holds rank scores."""
+    chunks = section_chunks(kb)
+    runs = routed_ranking(kb.queries, chunks, depth=60, seed=3)
+    assert written_scores(runs, RETRIEVAL_SCORES) == RANK_SCORES
+    assert trec_run(runs, "G4/minilm/none", RETRIEVAL_SCORES).equals(trec_run(runs, "G4/minilm/none"))
+    # what the tools read from the native scores: not the study's numbers
+    ours = score_run(runs, kb.queries, chunks, metrics=["nDCG@10"])
+    native = trec_run(runs, "G4/minilm/none").with_columns(score=runs.sort("qid", "rank")["score"])
+    qrels, run = tmp_path / "kb.qrels", tmp_path / "native.run"
+    write_trec(trec_qrels(chunk_judgments(align_run(runs, kb.queries, chunks))), qrels)
+    write_trec(native, run)
+    theirs = read_back(qrels, run, ["nDCG@10"])
+    assert sum(abs(theirs[("nDCG@10", qid)] - value) > 1e-9 for qid, value in zip(ours["qid"], ours["nDCG@10"])) >= 5
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"score": [1.0, float("nan")]}, "score nan \\(not finite\\) for query 'q1' at rank 2"),
+        ({"score": [float("inf"), 1.0]}, "score inf \\(not finite\\) for query 'q1' at rank 1"),
+        ({"chunk_id": [4, 4]}, "a chunk \\(docno\\) repeated within query 'q1': 4"),
+        ({"rank": [1, 1]}, "a rank repeated within query 'q1': 1"),
+    ],
+)
+def test_a_run_a_tool_would_misread_is_refused(change, message):
+    table = {"qid": ["q1", "q1"], "rank": [1, 2], "chunk_id": [4, 7], "score": [1.0, 0.5], "stage": ["flat"] * 2}
+    runs = datamodel.conform(pl.DataFrame(table | change), "runs")
+    for scores in (RANK_SCORES, RETRIEVAL_SCORES):
+        with pytest.raises(ValueError, match=message):
+            trec_run(runs, "G2/minilm/none", scores)
 
 
 def test_qrels_hold_the_judged_chunks_with_the_studys_rule(kb, tmp_path):
@@ -165,34 +231,93 @@ def test_a_field_with_whitespace_is_refused(field, runs_qid):
         trec_run(runs, "G2 minilm" if field == "tag" else "G2/minilm/none")
 
 
-def test_the_command_exports_a_finished_runs_conditions(kb, tmp_path, capsys):
-    """``structbench export`` finds each condition's run and chunk set where the workflow wrote them."""
+@pytest.fixture
+def finished(kb, tmp_path):
+    """A finished run's files where the workflow writes them: G2 and G3 ranked flat, G4 as two-stage runs are, and
+    each condition's per-query scores as the scores step writes them; ``(config file, results folder, study)``."""
     config = tmp_path / "run.yaml"
     corpus = {"kind": "markdown", "path": str(KB / "docs"), "questions": str(KB / "questions.jsonl")}
-    config.write_text(yaml.safe_dump({"corpora": {"kb": corpus}, "select": {"conditions": ["G2", "G3"]}}))
+    config.write_text(yaml.safe_dump({"corpora": {"kb": corpus}, "select": {"conditions": ["G2", "G3", "G4"]}}))
     results = tmp_path / "results"
     study = run_study([config], REPO, str(results))
     chunks = section_chunks(kb)
     datamodel.write_table(kb.queries, study.scored_queries("kb"))
     datamodel.write_table(chunks, study.chunks("kb", "G2"))
-    for seed, condition in enumerate(["G2", "G3"]):
-        datamodel.write_table(ranking(kb.queries, chunks, 10, seed), study.runs("kb", "minilm", "none", condition))
+    for seed, condition in enumerate(["G2", "G3", "G4"]):
+        runs = (routed_ranking if condition == "G4" else ranking)(kb.queries, chunks, 60, seed)
+        datamodel.write_table(runs, study.runs("kb", "minilm", "none", condition))
+        scores = score_run(runs, kb.queries, chunks, metrics=list(BINARY))
+        datamodel.write_table(scores, study.paths.scores("kb", "minilm", "none", condition))
+    return config, results, study
+
+
+def test_the_command_exports_a_finished_runs_conditions(kb, tmp_path, capsys, finished):
+    """``structbench export`` finds each condition's run and chunk set where the workflow wrote them."""
+    config, results, _ = finished
     out = tmp_path / "trec"
     arguments = ["export", "--workflow", str(REPO), "--configfile", str(config), "--results", str(results)]
     assert main([*arguments, "--out", str(out), "--condition", "G3"]) == 0
     run, qrels = run_file(out, "kb", "minilm", "none", "G3"), qrels_file(out, "kb", "G3")
-    assert str(run) in capsys.readouterr().out
+    assert f"{run}  (qrels {qrels}; rank scores)" in capsys.readouterr().out
     assert {line.split(" ")[5] for line in run.read_text().splitlines()} == {"G3/minilm/none"}
-    assert len(run.read_text().splitlines()) == 10 * kb.queries.height and qrels.read_text().startswith("kb-")
+    assert len(run.read_text().splitlines()) == 60 * kb.queries.height and qrels.read_text().startswith("kb-")
     assert not qrels_file(out, "kb", "G2").exists()  # only the named condition
+    # asked for the retrievers' scores, the two-stage run says it holds rank scores
+    assert main([*arguments, "--out", str(out), "--scores", "retrieval"]) == 0
+    printed = capsys.readouterr()
+    g4 = run_file(out, "kb", "minilm", "none", "G4")
+    assert f"{run}  (qrels {qrels}; retrieval scores)" in printed.out and f"{g4}: rank scores" in printed.err
     assert main([*arguments, "--out", str(out), "--condition", "X9"]) == 2
-    assert "condition 'X9' not in this run; it has G2, G3" in capsys.readouterr().err
+    assert "condition 'X9' not in this run; it has G2, G3, G4" in capsys.readouterr().err
 
 
-def test_retrieval_scores_let_a_tool_break_ties_its_own_way(kb, tmp_path):
-    """Why rank scores are the default: with the retriever's tied scores ir_measures reads another order."""
-    chunks = section_chunks(kb)
-    runs = ranking(kb.queries, chunks, depth=60, seed=3)
-    ours = score_run(runs, kb.queries, chunks, metrics=["nDCG@10"])
-    theirs = read_back(*export_pair(tmp_path, runs, kb.queries, chunks, RETRIEVAL_SCORES), ["nDCG@10"])
-    assert any(abs(theirs[("nDCG@10", qid)] - value) > 1e-9 for qid, value in zip(ours["qid"], ours["nDCG@10"]))
+@pytest.mark.parametrize("scores", [RANK_SCORES, RETRIEVAL_SCORES])
+def test_the_tools_read_an_exports_every_run_as_the_study_scored_it(tmp_path, finished, scores):
+    _, _, study = finished
+    export = export_trec(study, tmp_path / "trec", scores=scores)
+    assert [(run.condition, run.scores) for run in export.runs] == [
+        ("G2", scores),
+        ("G3", scores),
+        ("G4", RANK_SCORES),
+    ]
+    assert assert_tools_read_the_study(study, export, tools=[ir_measures_values]) == 3 * 3 * 35
+
+
+def files(folder: Path) -> dict[str, bytes]:
+    return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
+def test_an_export_is_the_same_bytes_each_time(tmp_path, finished):
+    _, _, study = finished
+    for scores in (RANK_SCORES, RETRIEVAL_SCORES):
+        export_trec(study, tmp_path / f"{scores}-1", scores=scores)
+        export_trec(study, tmp_path / f"{scores}-2", scores=scores)
+        first = files(tmp_path / f"{scores}-1")
+        assert len(first) == 3 + 3 and first == files(tmp_path / f"{scores}-2")
+
+
+def test_an_export_that_fails_part_way_leaves_nothing(tmp_path, finished, monkeypatch):
+    """Files are written to a folder beside the output and moved in once all are written: a failure on the
+    fourth file leaves no output folder, no temporary one, and an earlier export's files as they were."""
+    _, _, study = finished
+    out = tmp_path / "exports" / "trec"
+    calls = []
+
+    def failing_on_the_fourth(frame, path):
+        calls.append(path)
+        if len(calls) == 4:
+            raise OSError(f"disk full writing {path}")
+        write_trec(frame, path)
+
+    monkeypatch.setattr("structbench.export.write_trec", failing_on_the_fourth)
+    with pytest.raises(OSError, match="disk full"):
+        export_trec(study, out)
+    assert len(calls) == 4 and list((tmp_path / "exports").iterdir()) == []
+    monkeypatch.setattr("structbench.export.write_trec", write_trec)
+    export_trec(study, out, conditions=["G2", "G3"])
+    before = files(out)
+    monkeypatch.setattr("structbench.export.write_trec", failing_on_the_fourth)
+    calls.clear()
+    with pytest.raises(OSError, match="disk full"):
+        export_trec(study, out, scores=RETRIEVAL_SCORES)
+    assert files(out) == before and [path.name for path in (tmp_path / "exports").iterdir()] == ["trec"]

@@ -19,6 +19,9 @@ from pathlib import Path
 
 import pytest
 from conftest import NO_SLURM_BIN, REPO
+from trec_testing import assert_tools_read_the_study
+
+from structbench.export import Export, ExportedRun, run_study
 
 README = REPO / "README.md"
 
@@ -132,6 +135,29 @@ def assert_cold_default_run(workdir):
         assert stats["documents"] == 8 == stats["usable"] + stats["repaired"] + stats["failed"]
 
 
+def listed_runs(workdir: Path, printed: str) -> list[ExportedRun]:
+    """The runs ``structbench export`` run in ``workdir`` listed, one per line: ``RUN  (qrels QRELS; KIND scores)``."""
+    exported = []
+    for line in printed.splitlines():
+        run, listed = line.split("  (qrels ")
+        qrels, scores = listed.removesuffix(" scores)").split("; ")
+        corpus, embedder, reranker, name = Path(run).parts[-4:]
+        cell = (corpus, embedder, reranker, name.removesuffix(".run"))
+        exported.append(ExportedRun(*cell, workdir / run, workdir / qrels, scores))
+    return exported
+
+
+def assert_the_tools_read_the_default_run(workdir: Path, printed: str) -> None:
+    """The default run's export: each condition's run (read-time ones aside), read by ir_measures and by ranx with
+    its qrels, gives the study's per-query binary nDCG@10 and MRR and the run's chunk-level recall@50, and every
+    file is well formed (tests/trec_testing.py)."""
+    exported = listed_runs(workdir, printed)
+    study = run_study([], workdir, str(workdir / "results"))
+    assert {run.condition for run in exported} == set(study.conditions)  # the default run has no read-time condition
+    assert {"A4", "G4", "M4", "L4", "B2"} <= set(study.conditions)  # two-stage and BM25 runs among them
+    assert assert_tools_read_the_study(study, Export(exported, {})) == len(exported) * 3 * 2 * 35
+
+
 @pytest.mark.workflow
 def test_readme_commands_run_as_written(repo_copy):
     (repo_copy / "my.yaml").write_text("stats: {bootstrap_iters: 2000}\n")
@@ -155,7 +181,7 @@ def test_readme_commands_run_as_written(repo_copy):
         if command.endswith("--report report.html"):
             assert (repo_copy / "report.html").stat().st_size > 10_000
         if command.startswith(".venv/bin/structbench export"):
-            assert (repo_copy / "trec/kb/G3.qrels").is_file() and (repo_copy / "trec/kb/minilm/none/G3.run").is_file()
+            assert_the_tools_read_the_default_run(repo_copy, result.stdout)
         if command.startswith(".venv/bin/structbench chunk"):
             assert [json_line.startswith("{") for json_line in result.stdout.splitlines()] == [True, True, True]
     snippet = readme_blocks("python")[0]
