@@ -81,6 +81,7 @@ import numpy as np
 import polars as pl
 
 from structbench.datamodel import SectionSpec
+from structbench.logs import with_progress
 from structbench.structure.agreement import match_boundaries, pk, section_boundaries, windowdiff
 from structbench.structure.sections import InducedSection, check_sections, paragraph_texts
 from structbench.structure.segmentation import (
@@ -655,7 +656,7 @@ def induce_learned(
     stacked = np.concatenate(list(features.values()))
     p_all, q_all = _positive(model.boundary, stacked), _positive(model.level, stacked)
     specs, status_rows, offset = {}, [], 0
-    for doc_id, texts in texts_by_doc.items():
+    for doc_id, texts in with_progress(texts_by_doc.items(), log, "induced", len(texts_by_doc), "documents"):
         vectors, n = vectors_by_doc[doc_id], len(texts)
         rows = slice(offset, offset + n - 1)
         offset += n - 1

@@ -92,6 +92,7 @@ import regex
 from structbench.corpus.verify import verify_sections
 from structbench.datamodel import MAX_LEVEL, SectionSpec
 from structbench.graphemes import ELLIPSIS, grapheme_count, grapheme_prefix
+from structbench.logs import with_progress
 from structbench.sentences import sentence_starts
 from structbench.structure.sections import STATUS, InducedSection, check_sections, paragraph_texts, sections_table
 
@@ -447,7 +448,7 @@ def induce_segmentation(
     texts_by_doc = paragraph_texts(documents, paragraphs)
     vectors_by_doc = paragraph_vectors(texts_by_doc, encode, unit)
     specs, status_rows = {}, []
-    for doc_id, texts in texts_by_doc.items():
+    for doc_id, texts in with_progress(texts_by_doc.items(), log, "segmented", len(texts_by_doc), "documents"):
         vectors = vectors_by_doc[doc_id]
         sections, reason = segment(
             vectors,
