@@ -14,7 +14,7 @@ from structbench.conditions import wildcard_constraints as axis_constraints
 from structbench.endpoints import kinds as model_kinds
 from structbench.endpoints.probe import probe_endpoints
 from structbench.provenance import code_version
-from structbench.report.catalog import TABLES
+from structbench.report.catalog import TABLES, bundled_table_pattern
 from structbench.report.figures import FIGURES
 from structbench.study import start_up
 
