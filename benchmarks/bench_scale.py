@@ -69,6 +69,7 @@ class SizeRun:
     papers: int
     wall_seconds: float
     jobs: list[Job]
+    report_bytes: dict[str, int]  # the report's files (path under results/report/ -> bytes)
 
 
 def scale_layer(papers: int, qasper: Path, cache: Path | None = None, max_seq_length: int | None = None) -> dict:
@@ -108,7 +109,7 @@ def run_size(papers: int, scratch: Path, qasper: Path, cores: int, **layer_optio
     workdir = scratch / f"papers-{papers}"
     finished = workdir / "snakemake.log"
     if finished.exists():
-        return SizeRun(papers, elapsed_seconds(finished.read_text()), finished_jobs(workdir / "logs"))
+        return finished_run(papers, workdir, finished.read_text())
     workdir.mkdir(parents=True)
     layer = workdir / "scale.yaml"
     layer.write_text(yaml.safe_dump(scale_layer(papers, qasper, **layer_options), sort_keys=False))
@@ -120,7 +121,24 @@ def run_size(papers: int, scratch: Path, qasper: Path, cores: int, **layer_optio
         (workdir / "failed.log").write_text(result.stdout + result.stderr)
         raise SystemExit(f"the {papers}-paper run failed ({workdir / 'failed.log'}):\n{result.stderr[-3000:]}")
     finished.write_text(result.stdout + result.stderr)
-    return SizeRun(papers, elapsed_seconds(result.stdout + result.stderr), finished_jobs(workdir / "logs"))
+    return finished_run(papers, workdir, result.stdout + result.stderr)
+
+
+def finished_run(papers: int, workdir: Path, snakemake_log: str) -> SizeRun:
+    """What a finished run in ``workdir`` measured: its wall time, its jobs and its report's file sizes."""
+    report = workdir / "results/report"
+    sizes = {str(path.relative_to(report)): path.stat().st_size for path in sorted(report.rglob("*")) if path.is_file()}
+    return SizeRun(papers, elapsed_seconds(snakemake_log), finished_jobs(workdir / "logs"), sizes)
+
+
+def report_line(run: SizeRun) -> str:
+    """The report's size at one run size: the HTML page, the Markdown and the largest data file."""
+    largest = max((name for name in run.report_bytes if name.startswith("tables/")), key=run.report_bytes.get)
+    kib = {name: run.report_bytes[name] / 1024 for name in ("index.html", "report.md", largest)}
+    return (
+        f"report at {run.papers} papers: index.html {kib['index.html']:.0f} KiB, report.md {kib['report.md']:.0f} "
+        f"KiB, largest table {largest} {kib[largest]:.0f} KiB"
+    )
 
 
 def step_seconds(jobs: list[Job]) -> dict[str, float]:
@@ -213,6 +231,8 @@ def main() -> None:
         runs.append(run_size(papers, options.scratch, options.qasper, options.cores, **layer_options))
         print(f"{papers} papers: {runs[-1].wall_seconds:.1f} s, {len(runs[-1].jobs)} jobs", flush=True)
     print(format_table(runs))
+    for run in runs:
+        print(report_line(run))
     biggest = largest_job(runs[-1])
     print(f"largest peak RSS at {runs[-1].papers} papers: {biggest.peak_rss_mib} MiB ({biggest.step}, {biggest.log})")
     if options.out:

@@ -44,7 +44,7 @@ def test_no_exponent_for_one_size_or_a_step_under_a_second():
 def test_the_table_has_a_row_per_step_slowest_first_then_the_whole_run():
     def run(papers, embed, score, wall):
         jobs = [Job("embed_texts", embed / 2, 800, "a.log"), Job("embed_texts", embed / 2, 810, "b.log")]
-        return SizeRun(papers, wall, jobs + [Job("score", score, 230, "c.log")])
+        return SizeRun(papers, wall, jobs + [Job("score", score, 230, "c.log")], {})
 
     runs = [run(10, 20.0, 2.0, 40.0), run(20, 40.0, 8.0, 60.0)]
     lines = bench_scale.format_table(runs).splitlines()
@@ -67,11 +67,23 @@ def test_the_smoke_mode_prints_every_step_at_both_sizes(tmp_path):
     lines = result.stdout.splitlines()
     assert lines[0].startswith("3 papers: ") and lines[1].startswith("6 papers: ")
     header = lines.index(next(line for line in lines if line.startswith("step ")))
-    rows = {line.split()[0]: line.split()[1:] for line in lines[header + 1 : -1]}
+    whole = lines.index(next(line for line in lines if line.startswith("whole run ")))
+    rows = {line.split()[0]: line.split()[1:] for line in lines[header + 1 : whole]}
     for step in ("corpus", "structural_chunks", "fixed_chunks", "texts", "embed_texts", "retrieve", "bm25", "score"):
         assert len(rows[step]) == 4, rows[step]  # two sizes, the largest's seconds, an exponent or "-"
-    assert lines[-2].startswith("whole run ") and lines[-1].startswith("largest peak RSS at 6 papers: ")
+    assert [line.split(":")[0] for line in lines[whole + 1 :]] == [
+        "report at 3 papers",
+        "report at 6 papers",
+        "largest peak RSS at 6 papers",
+    ]
+    assert "index.html" in lines[whole + 1] and "largest table tables/" in lines[whole + 1]
     assert (tmp_path / "scale/papers-3/results/qasper/scores").is_dir()
+
+
+def test_the_report_line_names_the_page_and_the_largest_table():
+    files = {"index.html": 47 * 1024, "report.md": 32 * 1024, "tables/a.csv": 2048, "tables/per_query.csv": 9216}
+    line = bench_scale.report_line(SizeRun(6, 10.0, [], files))
+    assert line == "report at 6 papers: index.html 47 KiB, report.md 32 KiB, largest table tables/per_query.csv 9 KiB"
 
 
 def test_the_whole_run_time_is_snakemakes_elapsed_line():
