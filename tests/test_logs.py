@@ -1,6 +1,8 @@
-"""Job logs: progress lines on long loops (done of total, rate, time left) and the closing usage line of a step."""
+"""Job logs: progress lines on long loops (done of total, rate, time left) and the closing usage line of a step
+(wall and CPU seconds, peak memory)."""
 
 import logging
+import re
 
 from structbench.logs import Progress, peak_rss_mib, step_log, with_progress
 
@@ -49,5 +51,7 @@ def test_a_step_closes_its_log_with_its_seconds_and_peak_memory(tmp_path):
     with step_log(tmp_path / "step.log", "score") as log:
         log.info("scored")
     closing = (tmp_path / "step.log").read_text().splitlines()[-1]
-    seconds, rss = closing.split("structbench.score INFO done in ")[1].split(" s, peak RSS ")
-    assert 0 <= float(seconds) < 5 and int(rss.removesuffix(" MiB")) >= peak_rss_mib() - 1 > 0
+    found = re.search(r"structbench\.score INFO done in ([\d.]+) s, cpu ([\d.]+) s, peak RSS (\d+) MiB$", closing)
+    assert found, closing
+    seconds, cpu, rss = float(found[1]), float(found[2]), int(found[3])
+    assert 0 <= seconds < 5 and 0 <= cpu < 5 and rss >= peak_rss_mib() - 1 > 0

@@ -30,7 +30,8 @@ def step_log(path: str | Path | None, name: str):
 
     Yields the step's own logger (``structbench.<name>``); an exception is logged with its traceback
     before it propagates, so the job log says why the job failed. The closing line gives the step's wall
-    time and its process's peak resident memory (:func:`peak_rss_mib`), the usage record a scaling
+    time, its CPU time (every thread of the process: on a shared machine, the measure that other work
+    slows least) and its process's peak resident memory (:func:`peak_rss_mib`), the usage record a scaling
     benchmark reads (benchmarks/bench_scale.py)."""
     package = logging.getLogger(PACKAGE)
     package.setLevel(logging.INFO)
@@ -43,10 +44,11 @@ def step_log(path: str | Path | None, name: str):
         handler.setFormatter(formatter)
         package.addHandler(handler)
     logger = logging.getLogger(f"{PACKAGE}.{name}")
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     try:
         yield logger
-        logger.info("done in %.1f s, peak RSS %d MiB", time.perf_counter() - started, peak_rss_mib())
+        wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+        logger.info("done in %.1f s, cpu %.1f s, peak RSS %d MiB", wall, cpu, peak_rss_mib())
     except Exception:
         logger.exception("failed after %.1f s", time.perf_counter() - started)
         raise
