@@ -8,13 +8,14 @@ Each size is ``snakemake --cores N --configfile config/qasper.yaml <layer>`` in 
 the scratch folder (its own results, logs, cache and .snakemake), where the layer reads the first ``max_docs``
 papers of the QASPER train file and selects the gold arm: F0, G2, G3, P3, G4 and B2, the conditions whose cost is
 the corpus's alone (no LLM step). Every job's seconds and peak resident memory come from its log's closing line
-(``structbench.logs.step_log``: "done in 12.3 s, peak RSS 812 MiB"); a rule's time is the sum over its jobs, the
+(``structbench.logs.step_log``: "done in 12.3 s, cpu 10.1 s, peak RSS 812 MiB"); a rule's time is the CPU time of
+its jobs, summed (on a shared machine the wall time of a step measures its neighbours as much as its own work), the
 whole run's is Snakemake's own "Elapsed time" (first job to last). A size already finished under the scratch folder
 is read back, not run again, so an interrupted benchmark resumes with its next size.
 
-Printed: per rule (named as its job logs name it: ``texts`` is render_texts), the seconds per paper at each size
+Printed: per rule (named as its job logs name it: ``texts`` is render_texts), the CPU seconds per paper at each size
 and the fitted exponent b of time ~ papers^b (least squares of log seconds on log papers; 1 is linear, 2
-quadratic), then the whole run's wall time the same way, and the job with the largest peak RSS at the largest
+quadratic), then the sum of the steps' CPU seconds and the whole run's wall time the same way, and the job with the largest peak RSS at the largest
 size. A rule under a second at some size gets no exponent (start-up noise, not growth). ``--out FILE`` also
 writes the measurements as JSON. Numbers belong in docs/benchmarks.md.
 """
@@ -51,7 +52,9 @@ GOLD_ARM_LAYER = {
 }
 
 # "2026-12-06 06:01:02,345 structbench.embed_texts INFO done in 12.3 s, peak RSS 812 MiB"
-DONE_LINE = re.compile(r"structbench\.(?P<step>\w+) INFO done in (?P<seconds>[\d.]+) s, peak RSS (?P<rss>\d+) MiB")
+DONE_LINE = re.compile(
+    r"structbench\.(?P<step>\w+) INFO done in (?P<seconds>[\d.]+) s(?:, cpu (?P<cpu>[\d.]+) s)?, peak RSS (?P<rss>\d+) MiB"
+)
 # Snakemake's closing line: the run's wall time from its first job to its last (start-up and planning excluded)
 ELAPSED_LINE = re.compile(r"^Elapsed time: (?:(?P<days>\d+) days?, )?(?P<h>\d+):(?P<m>\d+):(?P<s>[\d.]+)$", re.M)
 
@@ -60,6 +63,7 @@ ELAPSED_LINE = re.compile(r"^Elapsed time: (?:(?P<days>\d+) days?, )?(?P<h>\d+):
 class Job:
     step: str
     seconds: float
+    cpu_seconds: float | None  # None: a log from before step_log recorded CPU time
     peak_rss_mib: int
     log: str
 
@@ -90,7 +94,10 @@ def finished_jobs(logs: Path) -> list[Job]:
     for path in sorted(logs.rglob("*.log")):
         found = DONE_LINE.search(path.read_text(encoding="utf-8", errors="replace"))
         if found:
-            jobs.append(Job(found["step"], float(found["seconds"]), int(found["rss"]), str(path.relative_to(logs))))
+            cpu = float(found["cpu"]) if found["cpu"] else None
+            jobs.append(
+                Job(found["step"], float(found["seconds"]), cpu, int(found["rss"]), str(path.relative_to(logs)))
+            )
     return jobs
 
 
@@ -142,10 +149,10 @@ def report_line(run: SizeRun) -> str:
 
 
 def step_seconds(jobs: list[Job]) -> dict[str, float]:
-    """Seconds per step, summed over its jobs."""
+    """CPU seconds per step, summed over its jobs (a job without a CPU record counts its wall seconds)."""
     totals: dict[str, float] = {}
     for job in jobs:
-        totals[job.step] = totals.get(job.step, 0.0) + job.seconds
+        totals[job.step] = totals.get(job.step, 0.0) + (job.seconds if job.cpu_seconds is None else job.cpu_seconds)
     return totals
 
 
@@ -161,8 +168,9 @@ def fitted_exponent(papers: list[int], seconds: list[float]) -> float | None:
 
 
 def scaling_rows(runs: list[SizeRun]) -> list[tuple[str, list[float], float | None]]:
-    """(name, seconds at each size, exponent) for every step, slowest at the largest size first, then the whole
-    run's wall time as ``whole run``. A step absent at some size counts 0 s there."""
+    """(name, seconds at each size, exponent) for every step (CPU), slowest at the largest size first, then the
+    sum of them as ``all steps (cpu)`` and the whole run's wall time as ``whole run (wall)``. A step absent at some
+    size counts 0 s there."""
     papers = [run.papers for run in runs]
     per_size = [step_seconds(run.jobs) for run in runs]
     steps = sorted({step for seconds in per_size for step in seconds}, key=lambda s: (-per_size[-1].get(s, 0.0), s))
@@ -170,14 +178,19 @@ def scaling_rows(runs: list[SizeRun]) -> list[tuple[str, list[float], float | No
     for step in steps:
         seconds = [sizes.get(step, 0.0) for sizes in per_size]
         rows.append((step, seconds, fitted_exponent(papers, seconds)))
+    cpu = [sum(sizes.values()) for sizes in per_size]
     walls = [run.wall_seconds for run in runs]
-    return rows + [("whole run", walls, fitted_exponent(papers, walls))]
+    return (
+        rows
+        + [("all steps (cpu)", cpu, fitted_exponent(papers, cpu))]
+        + [("whole run (wall)", walls, fitted_exponent(papers, walls))]
+    )
 
 
 def format_table(runs: list[SizeRun]) -> str:
     """The printed table: a step per line, its seconds per paper at each size and its exponent."""
     papers = [run.papers for run in runs]
-    header = ["step", *(f"s/paper @{n}" for n in papers), "s @largest", "exponent"]
+    header = ["step", *(f"s/paper @{n}" for n in papers), f"s @{papers[-1]}", "exponent"]
     lines = [header]
     for name, seconds, exponent in scaling_rows(runs):
         per_paper = [f"{s / n:.3f}" for s, n in zip(seconds, papers)]

@@ -26,6 +26,7 @@ def test_a_job_record_is_read_from_the_closing_line_step_log_writes(tmp_path):
     (tmp_path / "logs/score/unfinished.log").write_text("a job still running\n")
     [job] = bench_scale.finished_jobs(tmp_path / "logs")
     assert job.step == "embed_texts" and job.log == "embed/qasper/minilm-x.log" and 0 <= job.seconds < 5
+    assert 0 < job.cpu_seconds < 5  # writing the bytes takes CPU
     assert job.peak_rss_mib >= peak_before + 64 and len(kept) > 0
 
 
@@ -43,15 +44,17 @@ def test_no_exponent_for_one_size_or_a_step_under_a_second():
 
 def test_the_table_has_a_row_per_step_slowest_first_then_the_whole_run():
     def run(papers, embed, score, wall):
-        jobs = [Job("embed_texts", embed / 2, 800, "a.log"), Job("embed_texts", embed / 2, 810, "b.log")]
-        return SizeRun(papers, wall, jobs + [Job("score", score, 230, "c.log")], {})
+        # CPU seconds are summed; a job logged before CPU was recorded counts its wall seconds
+        jobs = [Job("embed_texts", 99.0, embed / 2, 800, "a.log"), Job("embed_texts", embed / 2, None, 810, "b.log")]
+        return SizeRun(papers, wall, jobs + [Job("score", 99.0, score, 230, "c.log")], {})
 
     runs = [run(10, 20.0, 2.0, 40.0), run(20, 40.0, 8.0, 60.0)]
     lines = bench_scale.format_table(runs).splitlines()
-    assert lines[0].split() == ["step", "s/paper", "@10", "s/paper", "@20", "s", "@largest", "exponent"]
+    assert lines[0].split() == ["step", "s/paper", "@10", "s/paper", "@20", "s", "@20", "exponent"]
     assert lines[1].split() == ["embed_texts", "2.000", "2.000", "40.0", "1.00"]
     assert lines[2].split() == ["score", "0.200", "0.400", "8.0", "2.00"]
-    assert lines[3].split() == ["whole", "run", "4.000", "3.000", "60.0", "0.58"]
+    assert lines[3].split() == ["all", "steps", "(cpu)", "2.200", "2.400", "48.0", "1.13"]
+    assert lines[4].split() == ["whole", "run", "(wall)", "4.000", "3.000", "60.0", "0.58"]
     assert bench_scale.largest_job(runs[-1]).log == "b.log"
 
 
@@ -67,8 +70,9 @@ def test_the_smoke_mode_prints_every_step_at_both_sizes(tmp_path):
     lines = result.stdout.splitlines()
     assert lines[0].startswith("3 papers: ") and lines[1].startswith("6 papers: ")
     header = lines.index(next(line for line in lines if line.startswith("step ")))
-    whole = lines.index(next(line for line in lines if line.startswith("whole run ")))
-    rows = {line.split()[0]: line.split()[1:] for line in lines[header + 1 : whole]}
+    whole = lines.index(next(line for line in lines if line.startswith("whole run (wall) ")))
+    rows = {line.split()[0]: line.split()[1:] for line in lines[header + 1 : whole - 1]}
+    assert lines[whole - 1].startswith("all steps (cpu) ")
     for step in ("corpus", "structural_chunks", "fixed_chunks", "texts", "embed_texts", "retrieve", "bm25", "score"):
         assert len(rows[step]) == 4, rows[step]  # two sizes, the largest's seconds, an exponent or "-"
     assert [line.split(":")[0] for line in lines[whole + 1 :]] == [
