@@ -15,7 +15,7 @@ from structbench.endpoints.probe import probe_endpoints
 from structbench.plan import cells
 from structbench.plan.study import start_up
 from structbench.provenance import code_version
-from structbench.report.catalog import TABLES
+from structbench.report.catalog import TABLES, bundled_table_pattern
 from structbench.report.figures import FIGURES
 
 # Every start-up check (structbench.plan.study.start_up: the schema and its defaults, then the cross-key checks),

@@ -24,7 +24,7 @@ rule report:
         html=paths.report("index.html"),
         tables=report(
             directory(paths.report("tables")),
-            patterns=["{name}.csv"],
+            patterns=[bundled_table_pattern()],  # the corpus-sized tables stay files only
             category="Tables",
             caption="../workflow/report/table.rst",
             labels={"table": "{name}"},

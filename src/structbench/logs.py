@@ -11,9 +11,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import resource
 import sys
 import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
 
 PACKAGE = "structbench"
 FORMAT = "%(asctime)s %(name)s %(levelname)s %(message)s"
@@ -24,7 +29,10 @@ def step_log(path: str | Path | None, name: str):
     """Send every ``structbench.*`` record to ``path`` (and stderr) while one step runs.
 
     Yields the step's own logger (``structbench.<name>``); an exception is logged with its traceback
-    before it propagates, so the job log says why the job failed."""
+    before it propagates, so the job log says why the job failed. The closing line gives the step's wall
+    time, its CPU time (every thread of the process: on a shared machine, the measure that other work
+    slows least) and its process's peak resident memory (:func:`peak_rss_mib`), the usage record a scaling
+    benchmark reads (benchmarks/bench_scale.py)."""
     package = logging.getLogger(PACKAGE)
     package.setLevel(logging.INFO)
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
@@ -36,10 +44,11 @@ def step_log(path: str | Path | None, name: str):
         handler.setFormatter(formatter)
         package.addHandler(handler)
     logger = logging.getLogger(f"{PACKAGE}.{name}")
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     try:
         yield logger
-        logger.info("done in %.1f s", time.perf_counter() - started)
+        wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+        logger.info("done in %.1f s, cpu %.1f s, peak RSS %d MiB", wall, cpu, peak_rss_mib())
     except Exception:
         logger.exception("failed after %.1f s", time.perf_counter() - started)
         raise
@@ -47,6 +56,12 @@ def step_log(path: str | Path | None, name: str):
         for handler in handlers:
             package.removeHandler(handler)
             handler.close()
+
+
+def peak_rss_mib() -> int:
+    """This process's peak resident memory in MiB. Every job runs its script in a process of its own, so this
+    is the job's peak (``ru_maxrss`` is in KiB on Linux)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
 
 
 class Progress:
@@ -72,18 +87,20 @@ class Progress:
     ):
         self.logger, self.verb, self.total, self.unit = logger, verb, total, unit
         self.interval, self.clock = interval, clock
-        self.done = 0
+        self.done = self.logged = 0
         self.started = self.last = clock()
 
     def update(self, n: int = 1) -> None:
         self.done += n
         now = self.clock()
         if now - self.last >= self.interval:
-            self.last = now
+            self.last, self.logged = now, self.done
             self.logger.info("%s", self.line(now))
 
     def finish(self) -> None:
-        self.logger.info("%s", self.line(self.clock()))
+        """The closing line, unless the last periodic line already counted every item done."""
+        if self.logged != self.done or self.done == 0:
+            self.logger.info("%s", self.line(self.clock()))
 
     def line(self, now: float) -> str:
         elapsed = max(now - self.started, 1e-9)
@@ -92,3 +109,15 @@ class Progress:
         if self.done < self.total and rate > 0:
             text += f", eta {(self.total - self.done) / rate:.0f} s"
         return text + f", {elapsed:.1f} s elapsed"
+
+
+def with_progress(
+    items: Iterable[T], logger: logging.Logger, verb: str, total: int, unit: str = "items", interval: float = 10.0
+) -> Iterator[T]:
+    """``items``, one by one, with a :class:`Progress` line at most every ``interval`` seconds: an item counts as
+    done when the loop asks for the next, and the closing line follows the last."""
+    progress = Progress(logger, verb, total=total, unit=unit, interval=interval)
+    for item in items:
+        yield item
+        progress.update()
+    progress.finish()

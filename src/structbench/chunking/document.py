@@ -6,6 +6,7 @@ sentence and pre-token lookups.
 from __future__ import annotations
 
 import bisect
+import logging
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -13,8 +14,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
+from structbench.logs import Progress
 from structbench.sentences import paragraph_boundaries, sentence_starts_near
 from structbench.tokens import TokenCounter, TokenSpans
+
+LOG = logging.getLogger(__name__)
 
 _TOKENIZE_BATCH_DOCS = 32  # documents tokenized per call: bounds memory, lets tokenizing overlap chunking
 _TOKENIZE_PIECE_CHARS = 1 << 16  # a longer paragraph is tokenized in pieces of about this many characters
@@ -281,6 +285,7 @@ def _tokenized(docs: list[_Doc], tokenizer: TokenCounter) -> Iterator[_Doc]:
     batches = [docs[i : i + _TOKENIZE_BATCH_DOCS] for i in range(0, len(docs), _TOKENIZE_BATCH_DOCS)]
     if not batches:
         return
+    progress = Progress(LOG, "chunked", total=len(docs), unit="documents")
     with ThreadPoolExecutor(max_workers=1) as pool:
         pending = pool.submit(_doc_spans, batches[0], tokenizer)
         for index, batch in enumerate(batches):
@@ -291,3 +296,5 @@ def _tokenized(docs: list[_Doc], tokenizer: TokenCounter) -> Iterator[_Doc]:
                 doc.tokens, doc.counter = doc_spans, tokenizer
                 yield doc
                 doc.release()
+                progress.update()
+    progress.finish()

@@ -9,6 +9,7 @@ the tuple, or a name in it that nothing declares, is an error at import.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from structbench.report import (  # noqa: F401  (importing them declares their tables)
@@ -67,6 +68,18 @@ def ordered_tables(declared: Mapping[str, TableSpec], order: Sequence[str]) -> d
 
 
 TABLES: dict[str, TableSpec] = ordered_tables(DECLARED, TABLE_ORDER)
+
+# The tables with a row per chunk or per query: their files grow with the corpus, and ``snakemake --report`` embeds
+# every file it bundles in its one HTML page, which a full-size run would make slow to open (docs/benchmarks.md).
+# They stay files under tables/, which index.html links and report.md names.
+CORPUS_SIZED_TABLES = ("chunk_sizes", "per_query_scores")
+
+
+def bundled_table_pattern() -> str:
+    """The ``snakemake --report`` file pattern of the report's tables folder: every ``<name>.csv`` but the
+    :data:`CORPUS_SIZED_TABLES` (a wildcard constraint whose lookahead refuses their file names)."""
+    left_out = "|".join(re.escape(name) for name in CORPUS_SIZED_TABLES)
+    return f"{{name,(?!(?:{left_out})\\.csv$)[^/]+}}.csv"
 
 
 def build_tables(inputs: ReportInputs, specs: Sequence[TableSpec] | None = None) -> list[Table | Omitted]:

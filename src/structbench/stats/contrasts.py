@@ -40,6 +40,7 @@ Decisions (also in :func:`contrast_table`):
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -47,10 +48,13 @@ import polars as pl
 
 from structbench.conditions import FAMILIES
 from structbench.defaults import ALPHA, BOOTSTRAP_ITERS
+from structbench.logs import with_progress
 from structbench.sizes import size_doses
 from structbench.stats.bootstrap import bootstrap_p, bootstrap_p_mcse, bootstrap_replicates, percentile_ci
 from structbench.stats.mixedlm import mixedlm_treatment_p
 from structbench.stats.paired import PairedDeltas, cohens_dz, holm_decisions, paired_deltas, win_tie_loss
+
+log = logging.getLogger(__name__)
 
 HOLM_FAMILIES = FAMILIES[:-1]  # every family but exploratory, which claims none
 CLUSTER_UNITS = ("document", "query")  # stats.cluster: what the bootstrap resamples (docs/method.md §11)
@@ -197,7 +201,7 @@ def contrast_table(
 
     rows: list[dict] = []
     columns: list[PairedDeltas] = []
-    for contrast in contrasts:
+    for contrast in with_progress(contrasts, log, "tested", len(contrasts), "contrasts"):  # MixedLM fits take longest
         slope = "conditions" in contrast
         for metric in metrics:
             if slope:

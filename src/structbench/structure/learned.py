@@ -77,6 +77,7 @@ import numpy as np
 import polars as pl
 
 from structbench.datamodel import SectionSpec
+from structbench.logs import with_progress
 from structbench.structure.learned_features import (
     gap_features,
     title_features,
@@ -196,7 +197,7 @@ def induce_learned(
     stacked = np.concatenate(list(features.values()))
     p_all, q_all = model.boundary.probability(stacked), model.level.probability(stacked)
     specs, status_rows, offset = {}, [], 0
-    for doc_id, texts in texts_by_doc.items():
+    for doc_id, texts in with_progress(texts_by_doc.items(), log, "induced", len(texts_by_doc), "documents"):
         vectors, n = vectors_by_doc[doc_id], len(texts)
         rows = slice(offset, offset + n - 1)
         offset += n - 1

@@ -68,6 +68,7 @@ import numpy as np
 import polars as pl
 
 from structbench.datamodel import SectionSpec
+from structbench.logs import with_progress
 from structbench.structure.model_free import (
     Encode,
     induced_tables,
@@ -218,7 +219,7 @@ def induce_segmentation(
     texts_by_doc = paragraph_texts(documents, paragraphs)
     vectors_by_doc = paragraph_vectors(texts_by_doc, encode, unit)
     specs, status_rows = {}, []
-    for doc_id, texts in texts_by_doc.items():
+    for doc_id, texts in with_progress(texts_by_doc.items(), log, "segmented", len(texts_by_doc), "documents"):
         vectors = vectors_by_doc[doc_id]
         sections, reason = segment(
             vectors,
