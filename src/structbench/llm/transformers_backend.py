@@ -27,9 +27,12 @@ With ``prefix_reuse`` (the default) and greedy decoding, requests whose prompts 
 cache, with prompt lookup when it is on (``prefix_reuse.py``; same greedy answers); the other requests
 take the paths above. Requests with a schema skip reuse (constrained decoding hooks into ``generate``).
 
-A greedy answer can differ in the last bits between batched and one-at-a-time runs (padding changes
-the kernels' reduction order); the response cache makes a rerun reuse the first answer, so reruns are
-byte-identical regardless.
+On a CPU, greedy decoding of a Llama-layout model (SmolLM2) takes none of the paths above: the exact
+decoder (:mod:`structbench.llm.exact_decoding`) batches requests so that an answer is the same token for
+token whatever its company, batch size, prefix reuse or thread count; ``prompt_lookup_tokens`` does not
+apply there. On a GPU, and for other models, a greedy answer can differ in the last bits between batched
+and one-at-a-time runs (padding changes the kernels' reduction order); the response cache makes a rerun
+reuse the first answer, so reruns are byte-identical regardless.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from structbench.devices import pick_device
-from structbench.llm import gguf_cache, prefix_reuse
+from structbench.llm import exact_decoding, gguf_cache, prefix_reuse
 from structbench.llm.cache import weights_fingerprint
 from structbench.llm.requests import ChatRequest, Completion
 from structbench.llm.spec import LLMSpec
@@ -140,6 +143,12 @@ class TransformersBackend:
             self.grammar_engine = engine_version()
         self.prefix_reuse = spec.prefix_reuse and spec.temperature == 0  # exact for greedy decoding only
         self.min_shared_tokens = prefix_reuse.MIN_SHARED_TOKENS
+        # Greedy decoding on a CPU is exact (exact_decoding): answers independent of batch and threads.
+        self.exact = None
+        if self.device == "cpu" and spec.temperature == 0 and exact_decoding.supports(self.model):
+            self.exact = exact_decoding.ExactDecoder(self.model, self.eos_ids, self.tokenizer.pad_token_id)
+            self._identity["decoding"] = exact_decoding.SCHEME
+            self.workers = spec.threads or torch.get_num_threads()
         log.info("loaded %s on %s (context %d tokens)", spec.model, self.device, self.context_tokens)
 
     def identity(self) -> dict:
@@ -171,6 +180,9 @@ class TransformersBackend:
                 )
             else:
                 runnable.append(index)
+        if self.exact is not None:
+            self._generate_exact(runnable, requests, token_ids, max_new_tokens, results)
+            return results
         if self.prefix_reuse:
             runnable = self._generate_reusing(runnable, requests, token_ids, max_new_tokens, results)
         # Longest first, grouped by token cap: a batch shares one max_new_tokens and pads little.
@@ -186,6 +198,24 @@ class TransformersBackend:
             ):
                 results[index] = completion
         return results
+
+    def _generate_exact(self, runnable, requests, token_ids, max_new_tokens, results) -> None:
+        """Answer (into ``results``) the runnable requests with the exact CPU decoder."""
+        width = {index: len(token_ids[index]) for index in runnable}
+        processors = [
+            processor[0] if (processor := self._grammar_processors([requests[index]], width[index])) else None
+            for index in runnable
+        ]
+        answers = self.exact.decode(
+            [token_ids[index] for index in runnable],
+            [max_new_tokens[index] for index in runnable],
+            processors,
+            self.spec.batch_size,
+            self.workers,
+            self.min_shared_tokens if self.prefix_reuse else None,
+        )
+        for index, (row, reused) in zip(runnable, answers):
+            results[index] = self._completion(row, width[index], reused=reused)
 
     def _generate_reusing(self, runnable, requests, token_ids, max_new_tokens, results) -> list[int]:
         """Answer (into ``results``) the runnable requests that share a prompt prefix; return the others."""
