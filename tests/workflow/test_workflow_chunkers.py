@@ -29,20 +29,36 @@ def test_dry_run_of_the_chunkers_config_plans_every_chunker_once(tmp_path):
     assert jobs["structural_chunks"] == 2 and jobs["fixed_chunks"] == 1 and "induce_structure" not in jobs
 
 
+NOSUCH_CHUNKER = "conditions: {X0: {boundaries: 'external:nosuch', structure: gold, prefix: none, retrieval: flat}}\n"
+
+
 @pytest.mark.parametrize(
-    "extra, named",
+    "extra, selected, named",
     [
         (
-            "conditions: {X0: {boundaries: 'external:nosuch', structure: gold, prefix: none, retrieval: flat}}\n",
+            NOSUCH_CHUNKER,
+            ["X0"],
             "conditions.X0.boundaries = 'external:nosuch' names chunker 'nosuch', which config.chunkers does not",
         ),
-        ("chunkers: {lc: {library: llamaindex, kind: recursive}}\n", "chunkers.lc.library: 'llamaindex' is not one of"),
+        (
+            "chunkers: {lc: {library: llamaindex, kind: recursive}}\n",
+            [],
+            "chunkers.lc.library: 'llamaindex' is not one of",
+        ),
     ],
 )
-def test_bad_chunker_config_stops_the_dry_run_naming_it(tmp_path, extra, named):
-    result = run_snakemake(tmp_path, "-n", "--configfile", str(kb_config(tmp_path, extra)))
+def test_bad_chunker_config_stops_the_dry_run_naming_it(tmp_path, extra, selected, named):
+    config = kb_config(tmp_path, extra, select={"conditions": selected})
+    result = run_snakemake(tmp_path, "-n", "--configfile", str(config))
     assert result.returncode != 0
     assert named in result.stdout + result.stderr
+
+
+def test_a_declared_condition_the_selection_leaves_out_asks_nothing_of_the_run(tmp_path):
+    """X0 names no declared chunker, but select.conditions runs the gold arm only: the plan stands."""
+    result = run_snakemake(tmp_path, "-n", "--configfile", str(kb_config(tmp_path, NOSUCH_CHUNKER)))
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "external_chunks" not in planned_jobs(result.stdout + result.stderr)
 
 
 def test_a_missing_chunker_library_stops_at_start_up_with_the_install_command(monkeypatch):

@@ -20,6 +20,7 @@ model that never saw it; the folds' training summaries say what each model learn
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import numpy as np
 import polars as pl
@@ -80,7 +81,9 @@ def train_on(
             f"({documents.height} documents offered): a learned inducer learns boundaries from headings"
         )
     tables = restrict(documents, paragraphs, sections, doc_ids)
-    return train_learned_inducer(*tables, encode, label, **train_options(settings))
+    model = train_learned_inducer(*tables, encode, label, **train_options(settings))
+    # the documents offered but not trained on: too few gold sections, or left out of a max_docs sample
+    return replace(model, training={**model.training, "skipped": documents.height - len(doc_ids)}, _payload=[])
 
 
 def cross_fitted_induction(

@@ -332,7 +332,6 @@ def train_learned_inducer(
         "gaps": len(y),
         "positives": int(y.sum()),
         "top_level_positives": int(y_top.sum()),
-        "skipped": 0,
         "features": list(FEATURES),
         "threshold": threshold,
         "level_threshold": level_threshold,
