@@ -19,7 +19,8 @@ Part 4 — exact batched decoding against the generate path, same run, alternati
 it): the default run's two LLM loads on the first ``--documents`` KB documents (default 4, one shard's
 worth), situating contexts (part 3's requests, 100-token cap) and structure induction (``induce_structure``,
 both rounds, 192-token cap under the grammar). Before: ``generate`` with prefix reuse and prompt lookup 10
-(the previous default); after: :mod:`structbench.llm.exact_decoding` at 16 requests per pass. Prints CPU
+(the default before the exact decoder); after: :mod:`structbench.llm.exact_decoding` (16 live requests,
+continuous batching, draft tokens in the filler rows). Prints CPU
 seconds of this process (the machine is shared: wall time moves with the load), the before/after ratio and
 how many answers are identical.
 

