@@ -8,9 +8,12 @@
 Reads each run's ``contrasts/<corpus>/<embedder>/<reranker>/contrasts.parquet`` (of the named corpus where a run
 has several) (the statistics step's table:
 Δ, 95% bootstrap CI, Holm p with its Monte-Carlo error) and prints, per contrast, the discovery's numbers, the
-replication's, and a verdict: **replicates** when both Holm p are below α with the same sign, **does not
-replicate** when the discovery's is and the replication's is not (or the sign flips), **no finding** when the
-discovery's Holm p is not below α. docs/results.md is this script's output with its context.
+replication's, and the verdict by docs/results.md's pre-registered rule: a **finding** when both Holm p are below
+α with the same sign and neither decision is fragile (α within two Monte-Carlo errors of the Holm p); **does not
+replicate** when the discovery's is below α and the replication's Δ has the other sign; **found, not
+replicated** when the discovery's is below α and otherwise (the replication's p at or above α, or a fragile
+decision on either sample); **no finding** when the discovery's Holm p is not below α. docs/results.md is this
+script's output with its context.
 """
 
 from __future__ import annotations
@@ -34,19 +37,24 @@ def contrast_table(results: Path, metric: str, corpus: str = "*") -> pl.DataFram
 
 
 def verdict(discovery: dict, replication: dict | None) -> str:
+    """The pre-registered rule (module docstring) on two rows of the statistics step's contrast table."""
     if discovery["p_holm"] >= ALPHA:
         return "no finding"
     if replication is None:
-        return "not replicated (no contrast)"
-    same_sign = (discovery["delta"] > 0) == (replication["delta"] > 0)
-    return "replicates" if replication["p_holm"] < ALPHA and same_sign else "does not replicate"
+        return "found, not replicated (no contrast on the replication sample)"
+    if (discovery["delta"] > 0) != (replication["delta"] > 0):
+        return "does not replicate"
+    if replication["p_holm"] < ALPHA and not discovery["holm_fragile"] and not replication["holm_fragile"]:
+        return "finding"
+    return "found, not replicated"
 
 
 def cell(row: dict) -> str:
     fragile = " (fragile)" if row.get("holm_fragile") else ""
     return (
         f"{row['delta']:+.3f} [{row['ci_low']:+.3f}, {row['ci_high']:+.3f}] | {row['p_holm']:.4f} ± "
-        f"{row['p_holm_mcse']:.4f}{fragile} | {row['wins']}/{row['ties']}/{row['losses']} | {row['n_queries']} q, "
+        f"{row['p_holm_mcse']:.4f}{fragile} | {row['dz']:+.2f} | {row['wins']}/{row['ties']}/{row['losses']} | "
+        f"{row['n_queries']} q, "
         f"{row['n_docs']} docs"
     )
 
@@ -64,13 +72,13 @@ def main() -> None:
     discovery = {row["contrast"]: row for row in discovery.iter_rows(named=True)}
     replication = {row["contrast"]: row for row in replication.iter_rows(named=True)}
     print(
-        "| contrast | discovery Δ [95% CI] | Holm p ± MC s.e. | W/T/L | sample "
-        "| replication Δ [95% CI] | Holm p ± MC s.e. | W/T/L | sample | verdict |"
+        "| contrast | discovery Δ [95% CI] | Holm p ± MC s.e. | dz | W/T/L | sample "
+        "| replication Δ [95% CI] | Holm p ± MC s.e. | dz | W/T/L | sample | verdict |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name, row in discovery.items():
         other = replication.get(name)
-        print(f"| {name} | {cell(row)} | {cell(other) if other else '— | — | — | —'} | {verdict(row, other)} |")
+        print(f"| {name} | {cell(row)} | {cell(other) if other else '— | — | — | — | —'} | {verdict(row, other)} |")
 
 
 if __name__ == "__main__":
