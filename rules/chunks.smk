@@ -143,6 +143,7 @@ rule chunk_contexts:
         f"{LOGS}/contexts/{{corpus}}/{{boundaries}}-{{structure}}-{{shard}}.log",
     conda:
         "../envs/gpu-llm.yaml"
+    priority: GATES_A_CHAIN
     threads: context_threads
     resources:
         gpu=1,

@@ -21,6 +21,7 @@ rule induce_structure:
         inducer=LLM_INDUCERS,
     conda:
         "../envs/gpu-llm.yaml"
+    priority: GATES_A_CHAIN
     threads: inducer_threads
     resources:
         gpu=1,
@@ -71,6 +72,7 @@ rule segment_structure:
         inducer=SEGMENTATION_INDUCERS,
     conda:
         "../envs/gpu-embed.yaml"
+    priority: GATES_AN_ARM
     threads: 4
     resources:
         gpu=gpus_of(inducer_embedder_spec),
@@ -101,6 +103,7 @@ rule train_inducer:
         inducer=LEARNED_INDUCERS,
     conda:
         "../envs/gpu-embed.yaml"
+    priority: GATES_AN_ARM
     threads: 4
     resources:
         gpu=gpus_of(inducer_embedder_spec),
@@ -131,6 +134,7 @@ rule learned_structure:
         inducer=LEARNED_INDUCERS,
     conda:
         "../envs/gpu-embed.yaml"
+    priority: GATES_AN_ARM
     threads: 4
     resources:
         gpu=gpus_of(inducer_embedder_spec),
