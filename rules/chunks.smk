@@ -141,9 +141,9 @@ rule chunk_contexts:
         usage=paths.context_shard("{corpus}", "{boundaries}/{structure}", "{shard}", "usage.json"),
     log:
         f"{LOGS}/contexts/{{corpus}}/{{boundaries}}-{{structure}}-{{shard}}.log",
+    priority: GATES_A_CHAIN
     conda:
         "../envs/gpu-llm.yaml"
-    priority: GATES_A_CHAIN
     threads: context_threads
     resources:
         gpu=1,

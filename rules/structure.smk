@@ -19,9 +19,9 @@ rule induce_structure:
         f"{LOGS}/structure/{{corpus}}/induced-{{inducer}}-{{shard}}.log",
     wildcard_constraints:
         inducer=LLM_INDUCERS,
+    priority: GATES_A_CHAIN
     conda:
         "../envs/gpu-llm.yaml"
-    priority: GATES_A_CHAIN
     threads: inducer_threads
     resources:
         gpu=1,
@@ -70,9 +70,9 @@ rule segment_structure:
         f"{LOGS}/structure/{{corpus}}/induced-{{inducer}}.log",
     wildcard_constraints:
         inducer=SEGMENTATION_INDUCERS,
+    priority: GATES_AN_ARM
     conda:
         "../envs/gpu-embed.yaml"
-    priority: GATES_AN_ARM
     threads: 4
     resources:
         gpu=gpus_of(inducer_embedder_spec),
@@ -101,9 +101,9 @@ rule train_inducer:
         f"{LOGS}/structure/train-{{inducer}}.log",
     wildcard_constraints:
         inducer=LEARNED_INDUCERS,
+    priority: GATES_AN_ARM
     conda:
         "../envs/gpu-embed.yaml"
-    priority: GATES_AN_ARM
     threads: 4
     resources:
         gpu=gpus_of(inducer_embedder_spec),
@@ -132,9 +132,9 @@ rule learned_structure:
         f"{LOGS}/structure/{{corpus}}/induced-{{inducer}}.log",
     wildcard_constraints:
         inducer=LEARNED_INDUCERS,
+    priority: GATES_AN_ARM
     conda:
         "../envs/gpu-embed.yaml"
-    priority: GATES_AN_ARM
     threads: 4
     resources:
         gpu=gpus_of(inducer_embedder_spec),
