@@ -141,7 +141,6 @@ rule chunk_contexts:
         usage=paths.context_shard("{corpus}", "{boundaries}/{structure}", "{shard}", "usage.json"),
     log:
         f"{LOGS}/contexts/{{corpus}}/{{boundaries}}-{{structure}}-{{shard}}.log",
-    priority: GATES_A_CHAIN
     conda:
         "../envs/gpu-llm.yaml"
     threads: context_threads

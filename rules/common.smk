@@ -14,7 +14,6 @@ from structbench.endpoints import kinds as model_kinds
 from structbench.endpoints.probe import probe_endpoints
 from structbench.plan import cells
 from structbench.plan.study import start_up
-from structbench.plan.threads import table_rows, threads_for_texts
 from structbench.provenance import code_version
 from structbench.report.catalog import TABLES, bundled_table_pattern
 from structbench.report.figures import FIGURES
@@ -102,19 +101,6 @@ def entry(section, wildcard, key=None):
 def named(section, name):
     """A params function: the ``config[section][name]`` entry, read only by the jobs that need it."""
     return lambda wildcards: config[section][name]
-
-
-# Scheduling on few cores: a job that gates a whole arm runs first. The model-free inducers ask for several
-# threads, and once one-thread jobs start they keep one core busy, so a several-thread job that waited would
-# wait until the two cores fell idle at once (the default run's learned inducer started at 295 s of 416). The
-# LLM steps head the longest chain of jobs (induction, then contexts, then their embeddings), so they come next.
-GATES_AN_ARM, GATES_A_CHAIN = 3, 1
-
-
-def threads_by_texts(most, table="texts"):
-    """``threads:`` of an embedding rule: ``most`` (the rule's count), or fewer for a job of few texts, counted
-    from the rows of its input ``table`` (structbench.plan.threads: a few dozen texts ask for one core)."""
-    return lambda wildcards, input: threads_for_texts(table_rows(getattr(input, table)), most)
 
 
 def gpus_of(spec):

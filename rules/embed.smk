@@ -14,7 +14,7 @@ rule embed_texts:
         f"{LOGS}/embed/{{corpus}}/{{embedder}}-{{boundaries}}-{{structure}}-{{prefix}}.log",
     conda:
         "../envs/gpu-embed.yaml"
-    threads: threads_by_texts(8)
+    threads: 8
     resources:
         gpu=gpus_of(embedder_spec),
         mem_mb=32000,
@@ -31,7 +31,7 @@ rule embed_texts:
 
 rule embed_queries:
     input:
-        queries=scored_queries,
+        scored_queries,
     output:
         vectors=paths.query_vectors("{corpus}", "{embedder}"),
         report=paths.query_embed_report("{corpus}", "{embedder}"),
@@ -39,7 +39,7 @@ rule embed_queries:
         f"{LOGS}/embed/{{corpus}}/{{embedder}}-queries.log",
     conda:
         "../envs/gpu-embed.yaml"
-    threads: threads_by_texts(4, "queries")
+    threads: 4
     resources:
         gpu=gpus_of(embedder_spec),
         mem_mb=16000,
@@ -54,7 +54,7 @@ rule embed_queries:
 
 rule embed_titles:
     input:
-        sections=paths.sections("{corpus}", "{structure}"),
+        paths.sections("{corpus}", "{structure}"),
     output:
         vectors=paths.title_vectors("{corpus}", "{embedder}", "{structure}"),
         report=paths.title_embed_report("{corpus}", "{embedder}", "{structure}"),
@@ -62,7 +62,7 @@ rule embed_titles:
         f"{LOGS}/embed/{{corpus}}/{{embedder}}-titles-{{structure}}.log",
     conda:
         "../envs/gpu-embed.yaml"
-    threads: threads_by_texts(4, "sections")
+    threads: 4
     resources:
         gpu=gpus_of(embedder_spec),
         mem_mb=16000,

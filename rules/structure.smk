@@ -19,7 +19,6 @@ rule induce_structure:
         f"{LOGS}/structure/{{corpus}}/induced-{{inducer}}-{{shard}}.log",
     wildcard_constraints:
         inducer=LLM_INDUCERS,
-    priority: GATES_A_CHAIN
     conda:
         "../envs/gpu-llm.yaml"
     threads: inducer_threads
@@ -70,7 +69,6 @@ rule segment_structure:
         f"{LOGS}/structure/{{corpus}}/induced-{{inducer}}.log",
     wildcard_constraints:
         inducer=SEGMENTATION_INDUCERS,
-    priority: GATES_AN_ARM
     conda:
         "../envs/gpu-embed.yaml"
     threads: 4
@@ -101,7 +99,6 @@ rule train_inducer:
         f"{LOGS}/structure/train-{{inducer}}.log",
     wildcard_constraints:
         inducer=LEARNED_INDUCERS,
-    priority: GATES_AN_ARM
     conda:
         "../envs/gpu-embed.yaml"
     threads: 4
@@ -132,7 +129,6 @@ rule learned_structure:
         f"{LOGS}/structure/{{corpus}}/induced-{{inducer}}.log",
     wildcard_constraints:
         inducer=LEARNED_INDUCERS,
-    priority: GATES_AN_ARM
     conda:
         "../envs/gpu-embed.yaml"
     threads: 4
