@@ -125,9 +125,17 @@ crossfit_training = asks(STUDY.crossfit_training, "inducer")
 chunker_entry = asks(STUDY.chunker_entry, "chunker")
 querygen_settings = asks(STUDY.querygen_settings)
 querygen_generation = asks(STUDY.querygen_generation)
+corpus_source_digests = asks(STUDY.corpus_source_digests, "corpus")
 
 # ---- input functions: files -----------------------------------------------------------------------
-corpus_sources = asks(STUDY.corpus_sources, "corpus")
+
+
+def corpus_sources(wildcards):
+    """A corpus's source files as inputs whose modification time is ignored (``ancient``): the corpus step
+    reruns on their content instead, through its ``sources`` params (:func:`corpus_source_digests`)."""
+    return [ancient(source) for source in STUDY.corpus_sources(wildcards.corpus)]
+
+
 scored_queries = asks(STUDY.scored_queries, "corpus")
 structure_sections = asks(paths.sections, "corpus", "structure")
 external_reference = asks(STUDY.external_reference, "corpus", "chunker", "size", "structure")

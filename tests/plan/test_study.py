@@ -5,7 +5,9 @@ the report's file lists; and the artifact paths (structbench.plan.layout.Layout)
 from __future__ import annotations
 
 import copy
+import hashlib
 import inspect
+import os
 import subprocess
 import sys
 
@@ -199,3 +201,26 @@ def test_each_artifact_has_a_path_of_its_own():
 def test_the_study_imports_no_snakemake():
     code = "import sys, structbench.plan.study, structbench.plan.layout; print('snakemake' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
+
+
+def test_a_corpus_reruns_on_its_sources_content_whose_digests_name_every_file(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# A\n\nAlpha.\n")
+    (docs / "b.md").write_text("# B\n\nBeta.\n")
+    questions = tmp_path / "q.jsonl"
+    plan = study(corpora={"kb": {"kind": "markdown", "path": str(docs), "questions": str(questions)}})
+    digests = plan.corpus_source_digests("kb")
+    # the questions file is not there yet: None, and Snakemake names it as a missing input
+    assert digests == {
+        str(docs / "a.md"): hashlib.sha256(b"# A\n\nAlpha.\n").hexdigest(),
+        str(docs / "b.md"): hashlib.sha256(b"# B\n\nBeta.\n").hexdigest(),
+        str(questions): None,
+    }
+    assert list(digests) == plan.corpus_sources("kb")
+    questions.write_text('{"id": "q1", "question": "What?", "answers": ["Alpha."], "doc_id": "a"}\n')
+    os.utime(docs / "a.md", (0, 0))  # a new modification time, the same bytes: the same digest
+    again = plan.corpus_source_digests("kb")
+    assert again[str(docs / "a.md")] == digests[str(docs / "a.md")] and again[str(questions)] is not None
+    (docs / "b.md").write_text("# B\n\nBeta, edited.\n")
+    assert plan.corpus_source_digests("kb")[str(docs / "b.md")] != digests[str(docs / "b.md")]

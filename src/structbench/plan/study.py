@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from pathlib import Path
 
 from structbench.conditions import (
     NO_PREFIX,
@@ -34,6 +35,7 @@ from structbench.config import validate_config
 from structbench.corpus import generates_queries, has_queries, source_files
 from structbench.crosskeys import check_cross_keys
 from structbench.embedding.checks import truncation_warnings
+from structbench.fingerprint import hashed_files
 from structbench.metrics import metrics_from_config, parse_metrics
 from structbench.metrics.diagnostics import retrieval_layer_pairs
 from structbench.plan import cells, keys, selection
@@ -327,6 +329,14 @@ class Study(ReportFiles):
     def corpus_sources(self, corpus: str) -> list[str]:
         """The files a corpus is built from, so an edited document or questions file rebuilds it."""
         return source_files(self.config["corpora"][corpus])
+
+    def corpus_source_digests(self, corpus: str) -> dict[str, str | None]:
+        """The SHA-256 of each file a corpus is built from, by path (None for a file that is not there: Snakemake
+        names it as a missing input). The corpus step reruns when these change, not when a file's modification
+        time does: a data folder copied, synced or checked out again with the same bytes reruns nothing."""
+        sources = [Path(source) for source in self.corpus_sources(corpus)]
+        digests = hashed_files([source for source in sources if source.is_file()], None)
+        return {str(source): digests.get(source) for source in sources}
 
     def scored_queries(self, corpus: str) -> str:
         """The queries a corpus is scored on: its own, or for ``queries: generated`` the balanced generated ones."""
