@@ -125,14 +125,14 @@ crossfit_training = asks(STUDY.crossfit_training, "inducer")
 chunker_entry = asks(STUDY.chunker_entry, "chunker")
 querygen_settings = asks(STUDY.querygen_settings)
 querygen_generation = asks(STUDY.querygen_generation)
-corpus_source_digests = asks(STUDY.corpus_source_digests, "corpus")
+corpus_source_digest = asks(STUDY.corpus_source_digest, "corpus")
 
 # ---- input functions: files -----------------------------------------------------------------------
 
 
 def corpus_sources(wildcards):
     """A corpus's source files as inputs whose modification time is ignored (``ancient``): the corpus step
-    reruns on their content instead, through its ``sources`` params (:func:`corpus_source_digests`)."""
+    reruns on their content instead, through its ``sources`` params (:func:`corpus_source_digest`)."""
     return [ancient(source) for source in STUDY.corpus_sources(wildcards.corpus)]
 
 

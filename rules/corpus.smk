@@ -14,7 +14,7 @@ rule corpus:
         "../envs/cpu.yaml"
     params:
         spec=corpus_spec,
-        sources=corpus_source_digests,
+        sources=corpus_source_digest,
         code=script_code("build_corpus"),
     script:
         "../workflow/scripts/build_corpus.py"

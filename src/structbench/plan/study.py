@@ -14,6 +14,7 @@ spelled once. No Snakemake here: conditions are data read from config."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -330,13 +331,16 @@ class Study(ReportFiles):
         """The files a corpus is built from, so an edited document or questions file rebuilds it."""
         return source_files(self.config["corpora"][corpus])
 
-    def corpus_source_digests(self, corpus: str) -> dict[str, str | None]:
-        """The SHA-256 of each file a corpus is built from, by path (None for a file that is not there: Snakemake
-        names it as a missing input). The corpus step reruns when these change, not when a file's modification
-        time does: a data folder copied, synced or checked out again with the same bytes reruns nothing."""
+    def corpus_source_digest(self, corpus: str) -> str:
+        """One SHA-256 over the path and content digest of every file a corpus is built from (a file that is not
+        there counts as missing: Snakemake names it as a missing input). The corpus step reruns when it changes,
+        not when a file's modification time does: a data folder copied, synced or checked out again with the
+        same bytes reruns nothing. One short value whatever the number of files, as Snakemake stores and prints
+        it with each output."""
         sources = [Path(source) for source in self.corpus_sources(corpus)]
         digests = hashed_files([source for source in sources if source.is_file()], None)
-        return {str(source): digests.get(source) for source in sources}
+        listing = "".join(f"{source}\t{digests.get(source, 'missing')}\n" for source in sources)
+        return hashlib.sha256(listing.encode()).hexdigest()
 
     def scored_queries(self, corpus: str) -> str:
         """The queries a corpus is scored on: its own, or for ``queries: generated`` the balanced generated ones."""
