@@ -371,6 +371,94 @@ def invisible_question() -> str:
         return refused(lambda: load_markdown_folder(docs, questions_path=questions), ValueError, "'zw'", "no text")
 
 
+def questions_corpus(folder: str, *lines: str) -> dict:
+    """A Markdown corpus spec of one document (``gamma``) and a questions file of ``lines`` (written as given)."""
+    docs = Path(folder)
+    (docs / "gamma.md").write_text("# Gamma\n\nDetail text.\n")
+    (docs / "questions.jsonl").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return {"kind": "markdown", "path": str(docs), "questions": str(docs / "questions.jsonl")}
+
+
+def question_line(qid, question: str = "Which detail?") -> str:
+    """One questions-file line as ``json.dumps(ensure_ascii=False)`` writes it (U+2028 stays raw)."""
+    record = {"qid": qid, "doc_id": "gamma", "question": question, "evidence": ["Detail text."]}
+    return json.dumps(record, ensure_ascii=False)
+
+
+@case("a qid with a space, an empty qid and one with a newline are named at the corpus step, not by export")
+def questions_bad_qids() -> str:
+    from structbench.corpus import load_corpus
+    from structbench.corpus.questions import QuestionsError
+
+    said = []
+    with tempfile.TemporaryDirectory() as folder:
+        for qid in ("kb 1", "", "kb\n1"):
+            spec = questions_corpus(folder, question_line("ok"), question_line(qid))
+            said.append(refused(lambda: load_corpus(spec), QuestionsError, "questions.jsonl, line 2", repr(qid)))
+    return f"{len(said)} refused; {said[0]}"
+
+
+@case("a raw U+2028 inside a JSON string does not break the questions line")
+def questions_line_separator() -> str:
+    from structbench.corpus import load_corpus
+
+    text = "Which\u2028detail\u0085here?"
+    with tempfile.TemporaryDirectory() as folder:
+        spec = questions_corpus(folder, question_line("ls", text), question_line("ok"))
+        raw = Path(spec["questions"]).read_text(encoding="utf-8")
+        queries = load_corpus(spec).queries
+    if "\u2028" not in raw or queries["qid"].to_list() != ["ls", "ok"] or queries["text"][0] != text:
+        raise Fail(f"qids {queries['qid'].to_list()}, text {queries['text'][0]!r}")
+    return "2 questions on 2 lines, the question's U+2028 and U+0085 kept"
+
+
+@case("a question of NUL (0 tokens) is named with file, line and qid, as U+200B is")
+def questions_nul() -> str:
+    from structbench.corpus import load_corpus
+    from structbench.corpus.questions import QuestionsError
+    from structbench.tokens import load_tokenizer
+
+    said = []
+    with tempfile.TemporaryDirectory() as folder:
+        for text in ("\x00", "\u200b", "\u0301\ue000\ufffd"):
+            if load_tokenizer().count(text):
+                raise Fail(f"{text!r} is {load_tokenizer().count(text)} tokens, not 0")
+            spec = questions_corpus(folder, question_line("nul", text))
+            said.append(refused(lambda: load_corpus(spec), QuestionsError, "line 1, question 'nul'", "no text"))
+    return f"{len(said)} refused; {said[0]}"
+
+
+@case("a questions line nested 100,000 deep is named with file and line, not a RecursionError")
+def questions_deep() -> str:
+    from structbench.corpus import load_corpus
+    from structbench.corpus.questions import QuestionsError
+
+    deep = '{"qid": "deep", "evidence": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    with tempfile.TemporaryDirectory() as folder:
+        spec = questions_corpus(folder, question_line("ok"), deep)
+        return refused(lambda: load_corpus(spec), QuestionsError, "questions.jsonl, line 2", "nested deeper")
+
+
+@case("train-inducer --out naming a folder or a path under a file is refused before training")
+def train_inducer_bad_out() -> str:
+    import time
+
+    said = []
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "a.md").write_text("# A\n\n## B\n\nText.\n\n## C\n\nMore.\n")
+        for out, says in ((folder, "is a folder"), (str(Path(folder) / "a.md" / "m.bin"), "is a file, not a folder")):
+            started = time.perf_counter()
+            result = structbench("train-inducer", folder, "--out", out)
+            seconds = time.perf_counter() - started
+            error = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else ""
+            if result.returncode != 2 or "Traceback" in result.stderr or f"argument --out: --out {out!r}" not in error:
+                raise Fail(f"exit {result.returncode}, stderr {result.stderr.strip()[-200:]!r}")
+            if says not in error or "training" in result.stdout:
+                raise Fail(f"stderr {error!r}")
+            said.append(f"{seconds:.1f} s")
+    return f"exit 2 in {' and '.join(said)}: {error.split(': ', 2)[-1][:100]}"
+
+
 def chunk_paths(source: str, want: list[list[str]]) -> str:
     """The heading paths of ``chunk_markdown(source)``'s chunks, one per section: ``want``, else a ``Fail``."""
     from structbench.api import chunk_markdown

@@ -1,5 +1,6 @@
 import dataclasses
 import json
+import os
 import re
 from pathlib import Path
 
@@ -539,3 +540,42 @@ def test_cli_trains_an_inducer_and_chunks_with_it(tmp_path, capsys, monkeypatch)
     assert [row["path"][1] for row in rows] == ["Volcano", "Violin", "Compiler"]
     assert main(["chunk", str(plain), "--induce", "learned"]) == 2  # no --model: a named error
     assert "induce='learned' needs model=" in capsys.readouterr().err
+
+
+def test_train_inducer_refuses_an_out_it_cannot_write_before_training(tmp_path, capsys, monkeypatch):
+    """``--out`` naming a folder, or a path under a file, is refused as the command starts (argparse: exit 2,
+    the option named), not after training; a folder missing above the file is made when the model is saved."""
+    from structbench import api
+
+    def never(*args, **kwargs):
+        raise AssertionError("training started")
+
+    monkeypatch.setattr(api, "train_inducer", never)
+    docs = topic_folder(tmp_path / "docs", 3)
+    for out, named in (
+        (tmp_path, f"argument --out: --out {str(tmp_path)!r} is a folder; name the file to write, such as "),
+        (docs / "doc0.md" / "model.bin", f"cannot be made: {str(docs / 'doc0.md')!r} is a file, not a folder"),
+    ):
+        with pytest.raises(SystemExit) as exit_status:
+            main(["train-inducer", str(docs), "--out", str(out)])
+        assert exit_status.value.code == 2 and named in capsys.readouterr().err
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes in any folder")
+def test_train_inducer_refuses_a_folder_it_cannot_write_in(tmp_path, capsys):
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    with pytest.raises(SystemExit):
+        main(["train-inducer", str(tmp_path), "--out", str(locked / "sub" / "model.bin")])
+    assert f"folder {str(locked)!r} is not writable" in capsys.readouterr().err
+
+
+def test_writable_file_takes_a_new_file_in_a_new_folder_and_an_existing_file():
+    from structbench.arguments import writable_file
+
+    with pytest.raises(TypeError, match=r"--out must be a path \(str or pathlib.Path\), got NoneType None"):
+        writable_file("--out", None)
+    assert writable_file("--out", REPO / "new" / "deeper" / "model.bin") == REPO / "new" / "deeper" / "model.bin"
+    assert writable_file("--out", str(REPO / "pyproject.toml")) == REPO / "pyproject.toml"
+    with pytest.raises(ValueError, match=r"--out '\.' is a folder"):
+        writable_file("--out", "")

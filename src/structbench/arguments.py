@@ -14,6 +14,7 @@ import numbers
 import os
 import re
 from collections.abc import Collection, Mapping
+from pathlib import Path
 
 from structbench.overlap import Overlap, parse_overlap
 
@@ -125,3 +126,23 @@ def path_like(name: str, value) -> os.PathLike | str:
     if not isinstance(value, (str, os.PathLike)):
         raise TypeError(f"{name} must be a path (str or pathlib.Path), got {_shown(value)}")
     return value
+
+
+def writable_file(name: str, value) -> Path:
+    """``value`` as the path of a file this process can write, checked before the work that makes the file
+    (training a model takes seconds to minutes): a ``ValueError`` for a path that is an existing folder, one
+    whose nearest existing folder above it is a file, or one in a folder it cannot write. Folders missing
+    above it are fine (the writer makes them)."""
+    path = Path(path_like(name, value))
+    if path.is_dir():
+        raise ValueError(
+            f"{name} {str(path)!r} is a folder; name the file to write, such as {str(path / 'model.bin')!r}"
+        )
+    if path.exists() and not os.access(path, os.W_OK):
+        raise ValueError(f"{name} {str(path)!r} exists and cannot be written (permission denied)")
+    above = next(parent for parent in path.absolute().parents if parent.exists())
+    if not above.is_dir():
+        raise ValueError(f"{name} {str(path)!r} cannot be made: {str(above)!r} is a file, not a folder")
+    if not os.access(above, os.W_OK | os.X_OK):
+        raise ValueError(f"{name} {str(path)!r} cannot be made: folder {str(above)!r} is not writable")
+    return path

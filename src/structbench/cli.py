@@ -41,6 +41,20 @@ def _whole_number(name: str, minimum: int, unit: str = "tokens") -> Callable[[st
     return parse
 
 
+def _output_file(name: str) -> Callable[[str], str]:
+    """An argparse type: a file path this process can write (:func:`structbench.arguments.writable_file`), so a
+    folder or an unwritable place is refused as the command starts, not after its work."""
+
+    def parse(value: str) -> str:
+        try:
+            arguments.writable_file(name, value)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+        return value
+
+    return parse
+
+
 def _overlap(value: str) -> int | float:
     """An argparse type: an overlap as the workflow reads ``fixed_overlap:<o>`` (:func:`structbench.overlap.
     parse_overlap`), tokens (``50``) or a share of the window below 1 (``0.5``), returned as the number."""
@@ -174,7 +188,13 @@ def _add_train_inducer(subparsers) -> None:
         "heading-less documents with it: structbench chunk FILE.md --induce learned --model OUT.",
     )
     parser.add_argument("folder", metavar="FOLDER", help="a folder of UTF-8 Markdown files (searched recursively)")
-    parser.add_argument("--out", required=True, metavar="FILE", help="where to write the model file")
+    parser.add_argument(
+        "--out",
+        required=True,
+        type=_output_file("--out"),
+        metavar="FILE",
+        help="where to write the model file (checked before training: not a folder, in a folder that can be written)",
+    )
     parser.add_argument(
         "--min-sections",
         type=_whole_number("--min-sections", 2, unit="sections"),

@@ -11,7 +11,8 @@ Identifiers:
   ``top_section_id`` is the ``section_id`` of the top-level section that contains it.
 - ``chunk_id`` is the 0-based ordinal of a chunk in its chunk set, which is sorted by
   ``(doc_id, start)``; rankings break score ties by ``chunk_id`` ascending (docs/method.md §17).
-- ``qid`` is a string, unique within a corpus.
+- ``qid`` is a string, unique within a corpus, non-empty and without whitespace (:func:`is_one_field`): it is
+  one field of a TREC run or qrels line.
 """
 
 from __future__ import annotations
@@ -108,6 +109,29 @@ ROUTING = {
     "toc_entries": pl.Int32,  # TOC: entries in the contents the LLM read; null for two-stage
     "reply": pl.String,  # TOC: the LLM's raw reply; null for two-stage
 }
+
+
+def is_one_field(value: str) -> bool:
+    """Whether ``value`` can be one field of a whitespace-separated line (a TREC run or qrels line, as trec_eval
+    and ranx split it): non-empty and without whitespace (``str.isspace``: a tab, a newline, U+2028, a
+    no-break space). Every ``qid`` is one field: the corpus step refuses a questions file's qid that is not."""
+    return bool(value) and not any(character.isspace() for character in value)
+
+
+def as_one_field(text: str) -> str:
+    """``text`` as one field (:func:`is_one_field`): each whitespace character and ``%`` percent-encoded (its
+    UTF-8 bytes, ``%20`` for a space), the rest as is, so two texts stay two fields (``"A B"`` is ``"A%20B"``,
+    ``"A%20B"`` is ``"A%2520B"``) and a text with neither reads the same. Generated qids hold their document's
+    id, and a WikiText or Wikipedia title has spaces."""
+    if not text:
+        return "%"  # an empty id is one field too, and no encoded text is "%" alone
+    return "".join(
+        "".join(f"%{byte:02X}" for byte in character.encode("utf-8"))
+        if character.isspace() or character == "%"
+        else character
+        for character in text
+    )
+
 
 SCHEMAS = {
     "documents": DOCUMENTS,

@@ -173,6 +173,10 @@ def test_union_spans_and_query_checks():
         ]
     )
     assert len(verify_queries(documents, bad)) == 1
+    spaced = good.with_columns(pl.Series("qid", ["q 1"]))  # a loader that let it through: named at load_corpus
+    assert verify_queries(documents, spaced) == [
+        "query 'q 1': qid is empty or holds whitespace (not one field of a TREC line)"
+    ]
 
 
 _paragraph = st.text(alphabet="ab \n.é", min_size=1, max_size=12).filter(lambda s: s.strip() != "")

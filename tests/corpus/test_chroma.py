@@ -14,6 +14,7 @@ from test_metrics import make_chunks, make_queries, make_runs
 
 from structbench.corpus import has_queries, load_corpus, source_files
 from structbench.corpus.markdown import load_markdown_folder, parse_markdown_lines
+from structbench.corpus.questions import QuestionsError
 from structbench.corpus.sourcemap import SourceMap, SourceRangeError
 from structbench.metrics import align_run, precision_omega, score_run
 from structbench.metrics.spans import chroma_extents, precision_omega_touching
@@ -142,6 +143,26 @@ def test_missing_chroma_files_are_named(tmp_path):
     with pytest.raises(ValueError, match="questions_df.csv"):
         (tmp_path / "corpora").mkdir()
         load_corpus({"kind": "chroma", "path": str(tmp_path)})
+
+
+def test_a_chroma_question_keeps_a_raw_line_separator_and_one_of_no_tokens_is_named(tmp_path):
+    """Chroma's CSV as pandas writes it: a field with U+2028 is not quoted (only a delimiter, quote or line end
+    is), so reading rows with ``str.splitlines`` would cut the row there; a question of a NUL alone is 0 tokens."""
+    (tmp_path / "corpora").mkdir()
+    (tmp_path / "corpora" / "a.md").write_text("# A\n\nAlpha beta gamma.\n")
+    refs = json.dumps([{"content": "Alpha beta", "start_index": 5, "end_index": 15}])
+
+    def load(question: str):
+        with (tmp_path / "questions_df.csv").open("w", encoding="utf-8", newline="") as out:
+            writer = csv.writer(out)
+            writer.writerows([["question", "references", "corpus_id"], [question, refs, "a"]])
+        return load_corpus({"kind": "chroma", "path": str(tmp_path)})
+
+    queries = load("What\u2028is alpha?").queries
+    assert "\nWhat\u2028is alpha?," in (tmp_path / "questions_df.csv").read_text()  # the field is not quoted
+    assert queries["text"].to_list() == ["What\u2028is alpha?"] and queries["qid"].to_list() == ["chroma-0000"]
+    with pytest.raises(QuestionsError, match=r"questions_df\.csv, row 0, question 'chroma-0000': question has no"):
+        load("\x00")
 
 
 def chroma_omega(chunks: list[tuple[int, int]], spans: list[tuple[int, int]]) -> float:

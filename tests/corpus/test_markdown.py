@@ -1,6 +1,7 @@
 """The Markdown knowledge base: parser decisions, folder loader, questions, bad input."""
 
 import json
+import random
 import shutil
 
 import polars as pl
@@ -13,6 +14,7 @@ from markdown_it import MarkdownIt
 from structbench.corpus import load_corpus
 from structbench.corpus.build import CorpusTables, build_tables
 from structbench.corpus.markdown import load_markdown_folder, markdown_blocks, parse_markdown, parse_markdown_lines
+from structbench.corpus.questions import QuestionsError
 from structbench.corpus.sourcemap import SourceMap
 from structbench.corpus.verify import verify_corpus
 from structbench.datamodel import PARAGRAPH_SEPARATOR
@@ -216,6 +218,14 @@ def test_quotes_are_source_text_with_whitespace_runs_read_as_one_space(tmp_path)
         ('{"qid": "x", "doc_id": "gamma", "question": null, "evidence": ["Detail text."]}', r"'x'.*no text"),
         ('{"qid": "x", "doc_id": "gamma", "question": "\\u200b", "evidence": ["Detail text."]}', r"'x'.*no text"),
         ('{"qid": "x", "doc_id": "gamma", "question": 7, "evidence": ["Detail text."]}', r"'x'.*not a string"),
+        ('{"qid": "x", "doc_id": "gamma", "question": "\\u0000", "evidence": ["Detail text."]}', r"'x'.*no text"),
+        ('{"qid": "x", "doc_id": "gamma", "question": "\\u0301\\ue000\\ufffd", "evidence": ["a"]}', r"'x'.*no text"),
+        ('{"qid": "kb 1", "doc_id": "gamma", "question": "?", "evidence": ["a"]}', r"line 6: qid 'kb 1' is empty or"),
+        ('{"qid": "", "doc_id": "gamma", "question": "?", "evidence": ["a"]}', r"line 6: qid '' is empty or holds"),
+        ('{"qid": "a\\nb", "doc_id": "gamma", "question": "?", "evidence": ["a"]}', r"qid 'a\\nb' is empty or holds"),
+        ('{"qid": "a\\u00a0b", "doc_id": "gamma", "question": "?", "evidence": ["a"]}', r"holds whitespace"),
+        ('{"qid": null, "doc_id": "gamma", "question": "?", "evidence": ["a"]}', r"line 6: qid None is not a string"),
+        ('{"qid": ["x"], "doc_id": "gamma", "question": "?", "evidence": ["a"]}', r"qid \['x'\] is not a string"),
         (
             '{"qid": "x", "doc_id": "gamma", "question": "?", "qtype": "how-to", "evidence": ["Detail text."]}',
             r"'x': qtype 'how-to' is not one of \['factoid', 'underspecified', 'multihop', 'structural'\]",
@@ -227,9 +237,101 @@ def test_malformed_question_lines_are_errors_naming_file_and_line(tmp_path, line
     folder = _copy_fixtures(tmp_path)
     questions = folder / "questions.jsonl"
     questions.write_text(questions.read_text() + line + "\n")
-    with pytest.raises(ValueError, match=message) as error:
+    with pytest.raises(QuestionsError, match=message) as error:
         load_markdown_folder(folder, questions_path=questions)
     assert "questions.jsonl" in str(error.value)
+
+
+def _questions(folder, *records, newline="\n"):
+    """A questions file beside ``folder`` holding ``records`` as ``json.dumps(ensure_ascii=False)`` writes them."""
+    path = folder.parent / "q.jsonl"
+    path.write_text("".join(json.dumps(record, ensure_ascii=False) + newline for record in records), newline="")
+    return path
+
+
+def test_a_raw_line_separator_in_a_json_string_does_not_end_the_line(tmp_path):
+    """U+2028, U+0085 and the other breaks ``str.splitlines`` knows may stand raw inside a JSON string: the
+    question keeps them, and the next line keeps its number (``\\r\\n`` line ends read the same)."""
+    folder = _copy_fixtures(tmp_path)
+    breaks = "\u2028\u2029\x85\x1c\x0b\x0c"
+    first = {"qid": "lsep", "doc_id": "gamma", "question": f"What{breaks}detail?", "evidence": ["Detail text."]}
+    second = {"qid": "lsep", "doc_id": "gamma", "question": "Again?", "evidence": ["Detail text."]}
+    for newline in ("\n", "\r\n"):
+        questions = _questions(folder, first, newline=newline)
+        queries = load_markdown_folder(folder, questions_path=questions).queries
+        assert queries["qid"].to_list() == ["lsep"] and queries["text"].to_list() == [f"What{breaks}detail?"]
+        with pytest.raises(QuestionsError, match=r"q\.jsonl, line 2, question 'lsep': duplicate qid"):
+            load_markdown_folder(folder, questions_path=_questions(folder, first, second, newline=newline))
+
+
+def test_jsonl_lines_split_at_newline_only():
+    from structbench.corpus.questions import jsonl_lines
+
+    assert list(jsonl_lines('{"a": "x\u2028y"}\r\n\n{"b": 1}\n')) == ['{"a": "x\u2028y"}\r', "", '{"b": 1}']
+    assert list(jsonl_lines("")) == [] and list(jsonl_lines("x")) == ["x"]
+
+
+def test_an_integer_qid_is_its_digits(tmp_path):
+    folder = _copy_fixtures(tmp_path)
+    record = {"qid": 7, "doc_id": "gamma", "question": "Which detail?", "evidence": ["Detail text."]}
+    assert load_markdown_folder(folder, questions_path=_questions(folder, record)).queries["qid"].to_list() == ["7"]
+    with pytest.raises(QuestionsError, match=r"line 1: qid True is not a string"):
+        load_markdown_folder(folder, questions_path=_questions(folder, {**record, "qid": True}))
+
+
+def test_a_lone_surrogate_escape_is_named_and_an_escaped_pair_is_its_character(tmp_path):
+    """``json.dumps`` (ASCII) writes 😀 as the pair ``\\ud83d\\ude00``, read back as one character; half a pair
+    decodes to a lone surrogate that the corpus tables' UTF-8 cannot hold (a bare UnicodeEncodeError when written)."""
+    folder = _copy_fixtures(tmp_path)
+    questions = folder.parent / "q.jsonl"
+    line = '{"qid": "s", "doc_id": "gamma", "question": "Which detail %s?", "evidence": ["Detail %s"]}\n'
+    questions.write_text(line % ("\\ud83d\\ude00", "text."))
+    assert load_markdown_folder(folder, questions_path=questions).queries["text"].to_list() == ["Which detail 😀?"]
+    for question, quote in (("\\ud83d", "text."), ("", "text.\\udfff")):
+        questions.write_text(line % (question, quote))
+        with pytest.raises(QuestionsError, match=r"q\.jsonl, line 1: a JSON string holds \\u(d83d|dfff), half of"):
+            load_markdown_folder(folder, questions_path=questions)
+
+
+def test_a_message_about_a_huge_question_or_qid_is_one_short_line(tmp_path):
+    folder = _copy_fixtures(tmp_path)
+    record = {"qid": "nul", "doc_id": "gamma", "question": "\x00" * 1_000_000, "evidence": ["Detail text."]}
+    for bad in (record, {**record, "question": "?", "qid": "q " * 500_000}, {**record, "qid": [[[[[[[["x"]]]]]]]]}):
+        with pytest.raises(QuestionsError) as error:
+            load_markdown_folder(folder, questions_path=_questions(folder, bad))
+        assert len(str(error.value)) < 400 and "\n" not in str(error.value) and "line 1" in str(error.value)
+
+
+def test_a_line_nested_past_the_json_reader_is_named_with_file_and_line(tmp_path):
+    """100,000 nested lists on one line: a :class:`QuestionsError` naming the file and line, not a
+    ``RecursionError`` naming neither; the lines before it were read."""
+    folder = _copy_fixtures(tmp_path)
+    good = {"qid": "ok", "doc_id": "gamma", "question": "Which detail?", "evidence": ["Detail text."]}
+    questions = _questions(folder, good)
+    deep = "[" * 100_000 + "]" * 100_000
+    questions.write_text(questions.read_text() + f'{{"qid": "deep", "evidence": {deep}}}\n')
+    with pytest.raises(QuestionsError, match=r"q\.jsonl, line 2: not a JSON object \(nested deeper than") as error:
+        load_markdown_folder(folder, questions_path=questions)
+    assert error.value.__cause__ is None and error.value.__suppress_context__
+
+
+def test_every_readable_character_is_a_token_and_the_others_are_none():
+    """:func:`has_visible_text` is the tokenizer's emptiness: every character it reads (142,000 or so) is at
+    least one token, so a question the tokenizer reads as 0 tokens (NUL, U+200B, a lone accent, a private-use
+    character, U+FFFD) is always refused; and over a mixed alphabet a text is refused exactly when it is 0 tokens."""
+    from structbench.corpus.build import has_visible_text, is_readable
+    from structbench.tokens import load_tokenizer
+
+    counter = load_tokenizer()
+    readable = [chr(code) for code in range(0x110000) if not 0xD800 <= code <= 0xDFFF and is_readable(chr(code))]
+    counts = counter.count_batch(readable)
+    assert len(readable) > 100_000 and min(counts) >= 1, [ch for ch, n in zip(readable, counts) if n == 0][:10]
+    unread = ["\x00", "\x07", "\u200b", "\ufeff", "\u0301", "\u064b", "\ue000", "\U000f0000", "\ufffd", "\u1734"]
+    assert counter.count_batch(unread) == [0] * len(unread) and not any(map(is_readable, unread))
+    rng = random.Random(0)
+    alphabet = unread + [" ", "\t", "\u2028", "a", "?", "7", "自", "\u0903", "é"]
+    texts = ["".join(rng.choices(alphabet, k=rng.randint(0, 6))) for _ in range(2000)]
+    assert [has_visible_text(text) for text in texts] == [n > 0 for n in counter.count_batch(texts)]
 
 
 def test_huge_paragraph_is_kept_whole(tmp_path):

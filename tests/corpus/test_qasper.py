@@ -320,6 +320,34 @@ def test_questions_without_text_are_counted_drops(tmp_path):
     assert "empty_question" not in {reason for unit, _, reason in _funnel(tables) if unit == "documents"}
 
 
+def test_a_question_id_that_is_not_one_trec_field_and_a_nul_question_are_counted_drops(tmp_path):
+    """A ``question_id`` that is empty or holds whitespace could not be one field of a TREC run line: the
+    question is dropped as ``malformed_question`` and listed as ``question_id_not_one_field``, never scored
+    (``structbench export`` would refuse the run at the end). A question of a NUL is 0 tokens: ``empty_question``."""
+    sample = json.loads(OFFICIAL10.read_text())
+    paper_id = next(iter(sample))
+    record = sample[paper_id]
+    kept = [q for q in record["qas"] if map_question(q, EvidenceMapper(parse_paper(paper_id, record), 90))[0] == "out"]
+    spaced = [{**kept[0], "question_id": qid} for qid in ("q 1", "", "q\n2", "q\u20283")]
+    nul = {**kept[0], "question_id": "nul", "question": "\x00\u0301"}
+    path = tmp_path / "ids.json"
+    path.write_text(json.dumps({paper_id: {**record, "qas": [*record["qas"], *spaced, nul]}}))
+    tables = load_qasper([path])
+    funnel = _funnel(tables)
+    assert funnel[("questions", "dropped", "malformed_question")] == 4
+    assert funnel[("questions", "dropped", "empty_question")] == 1
+    assert tables.queries.height == len(kept) and verify_corpus(tables) == []
+    reasons = sorted((r["record"], r["reason"]) for r in tables.skipped.to_dicts())
+    assert reasons == [
+        ("", "question_id_not_one_field"),
+        ("nul", "empty_question"),
+        ("q\n2", "question_id_not_one_field"),
+        ("q 1", "question_id_not_one_field"),
+        ("q\u20283", "question_id_not_one_field"),
+    ]
+    assert {unit for unit, _, reason in funnel if reason == "question_id_not_one_field"} == set()
+
+
 def test_non_utf8_file_is_an_error(tmp_path):
     path = tmp_path / "latin.json"
     path.write_bytes(b'{"p": {"title": "Caf\xe9"}}')

@@ -10,7 +10,7 @@ from llm_testing import ScriptedBackend
 
 from structbench.corpus.build import build_tables
 from structbench.corpus.verify import verify_queries
-from structbench.datamodel import ParsedDocument, SectionSpec
+from structbench.datamodel import ParsedDocument, SectionSpec, as_one_field, is_one_field
 from structbench.defaults import SEED
 from structbench.llm import LLM, LLMSpec
 from structbench.querygen.funnel import (
@@ -143,6 +143,26 @@ def test_a_document_with_one_top_level_section_gets_no_multihop_target():
     assert sample_targets(layout, "multihop", 3, 1) == []
     assert len(sample_targets(layout, "factoid", 10, 1)) == 4  # capped by the candidates there are
     assert len(sample_targets(layout, "structural", 3, 1)) == 1
+
+
+def test_a_title_with_spaces_gives_qids_that_are_one_trec_field():
+    """WikiText and Wikipedia doc_ids are titles with spaces; a generated qid holds its doc_id percent-encoded
+    (space ``%20``, ``%`` itself ``%25``), so two titles keep two qids and every qid is one field of a TREC line."""
+    titles = ["Old mill", "Old%20mill", "Old\u00a0mill", "Oldmill"]
+    docs = [
+        ParsedDocument(t, t, [paragraph(10 * i + k) for k in range(2)], [SectionSpec("", 1, 0, 2)])
+        for i, t in enumerate(titles)
+    ]
+    targets = sample_corpus_targets(document_layouts(*corpus_tables(docs), 25), ["factoid"], 1, seed=1)
+    qids = {t.doc_id: t.qid for t in targets}
+    assert qids == {
+        "Old mill": "Old%20mill#factoid-0",
+        "Old%20mill": "Old%2520mill#factoid-0",
+        "Old\u00a0mill": "Old%C2%A0mill#factoid-0",
+        "Oldmill": "Oldmill#factoid-0",
+    }
+    assert all(is_one_field(qid) for qid in qids.values())
+    assert as_one_field("") == "%" and as_one_field("a\tb\u2028") == "a%09b%E2%80%A8"
 
 
 # ---- the leakage filter -------------------------------------------------------------------------

@@ -276,11 +276,27 @@ def queries_frame(rows: Sequence[dict]) -> pl.DataFrame:
     return conform(frame, "queries")
 
 
+# Two characters the tokenizer drops although their category is read: U+FFFD, what a decoder leaves for bytes it
+# could not read, and U+1734, a spacing mark in Python's Unicode tables and a combining one in the tokenizer's.
+_UNREAD_CHARACTERS = frozenset({"\ufffd", "\u1734"})
+
+
+def is_readable(character: str) -> bool:
+    """Whether ``character`` stands for something by itself: a letter, number, punctuation or symbol (Unicode
+    categories L*, N*, P*, S*) or a mark that takes space (Mc), outside :data:`_UNREAD_CHARACTERS`. Not
+    whitespace (Z*), a control (Cc: NUL), a format character (Cf: U+200B, joiners, BOM), a combining mark
+    (Mn, Me: an accent without its letter), a private-use (Co), surrogate (Cs) or unassigned (Cn) code point:
+    the study's WordPiece tokenizer reads each of those as no token (its normalizer drops controls, format
+    and private-use characters and strips accents) or as [UNK]."""
+    category = unicodedata.category(character)
+    return (category[0] in "LNPS" or category == "Mc") and character not in _UNREAD_CHARACTERS
+
+
 def has_visible_text(text: str) -> bool:
-    """Whether ``text`` holds a character that is neither whitespace nor an invisible format character
-    (Unicode category Cf: zero-width space U+200B, joiners, BOM): ``str.strip`` keeps those, so a
-    question of only U+200B would pass a strip test and reach the embedder as 0 tokens."""
-    return any(not ch.isspace() and unicodedata.category(ch) != "Cf" for ch in text)
+    """Whether ``text`` holds a readable character (:func:`is_readable`). ``str.strip`` keeps NUL, U+200B, a lone
+    combining accent and private-use characters, so a question of only those would pass a strip test and reach
+    the embedder as 0 tokens."""
+    return any(is_readable(character) for character in text)
 
 
 def word_count(paragraphs: Iterable[str]) -> int:

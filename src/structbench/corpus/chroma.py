@@ -19,6 +19,7 @@ whose offsets do not hold its content or cannot be mapped (a heading line in it)
 from __future__ import annotations
 
 import csv
+import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -48,7 +49,8 @@ def chroma_files(folder: str | Path) -> tuple[Path, Path]:
 
 def chroma_records(path: Path) -> Iterator[tuple[str, dict]]:
     """``(where, question record)`` per CSV row, evidence as ``{start, end, quote}`` source ranges."""
-    reader = csv.DictReader(read_utf8(path).splitlines(keepends=True))
+    # rows end at \n, \r\n or \r only (the csv module's newline=""), never at a U+2028 inside a question
+    reader = csv.DictReader(io.StringIO(read_utf8(path), newline=""))
     missing = [column for column in _COLUMNS if column not in (reader.fieldnames or [])]
     if missing:
         raise ValueError(f"{path}: missing column(s) {missing}; Chroma's questions file has {list(_COLUMNS)}")

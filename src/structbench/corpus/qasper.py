@@ -33,9 +33,11 @@ Question decisions (docs/method.md §17):
   ``no_evidence`` (answered without evidence), ``float_only`` (only ``FLOAT SELECTED`` figure/table
   evidence, Kuehlkamp et al.'s "numeric-only") or ``unmappable`` (nothing maps); ``FLOAT SELECTED`` strings
   are dropped from the others. A question without ``question_id``/``question``/``answers`` is
-  dropped as ``malformed_question``, one whose text is empty, whitespace or null as
-  ``empty_question`` (before the others; listed in ``skipped`` by question id): it would be embedded
-  as nothing and scored.
+  dropped as ``malformed_question``, and so is one whose ``question_id`` repeats an earlier one or is
+  empty or holds whitespace (it could not be one field of a TREC line; listed in ``skipped`` as
+  ``duplicate_question_id`` or ``question_id_not_one_field``); one whose text has no readable
+  character (empty, whitespace, null, control or format characters only) as ``empty_question``
+  (before the others; listed in ``skipped`` by question id): it would be embedded as nothing and scored.
 - Each evidence string maps to a span by the first step that succeeds: ``exact`` (equal to a
   paragraph after stripping), ``fuzzy`` (``rapidfuzz.fuzz.ratio`` against each paragraph at least
   ``fuzzy_threshold``; best wins), ``section`` (the string names a section: its full ``:::`` name
@@ -74,7 +76,7 @@ from structbench.corpus.build import (
     union_spans,
 )
 from structbench.corpus.verify import assert_verified
-from structbench.datamodel import ParsedDocument, SectionSpec
+from structbench.datamodel import ParsedDocument, SectionSpec, is_one_field
 
 FLOAT_PREFIX = "FLOAT SELECTED"
 DROP_REASONS = ("malformed_question", "empty_question", "unanswerable", "no_evidence", "float_only", "unmappable")
@@ -423,7 +425,10 @@ def load_qasper(
         mapper = EvidenceMapper(doc, fuzzy_threshold)
         for question in questions:
             outcome, fields, counts = map_question(question, mapper)
-            if outcome == "out" and fields["qid"] in seen_questions:
+            if outcome == "out" and not is_one_field(fields["qid"]):
+                outcome = "malformed_question"
+                skipped.append((source, fields["qid"], "question_id_not_one_field"))
+            elif outcome == "out" and fields["qid"] in seen_questions:
                 outcome = "malformed_question"
                 skipped.append((source, fields["qid"], "duplicate_question_id"))
             if outcome == "empty_question":
@@ -439,7 +444,7 @@ def load_qasper(
     documents, paragraphs, sections = build_tables(corpus, docs)
     assert_verified(paragraphs, sections, documents)
     span_steps = Counter(step for row in query_rows for step in row["meta"]["span_steps"])
-    question_skips = ("duplicate_question_id", "empty_question")
+    question_skips = ("duplicate_question_id", "question_id_not_one_field", "empty_question")
     skip_reasons = Counter(reason.split(":")[0] for _, _, reason in skipped if reason not in question_skips)
     funnel = [("documents", "in", "", papers_in)]
     funnel += [("documents", "skipped", reason, count) for reason, count in sorted(skip_reasons.items())]

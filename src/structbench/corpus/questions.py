@@ -25,21 +25,43 @@ substring search in the document's flat text (first occurrence; the count is kep
 whitespace-normalized search mapped back to original offsets: every run of whitespace (spaces, tabs,
 line breaks, the blank line between two paragraphs) in the quote and the text reads as one space.
 A quote found neither way, an unknown ``doc_id``, a duplicate ``qid``, a missing key, a question whose
-text is empty, whitespace, null or not a string, or a line that is not JSON is a ``ValueError`` naming
-the file, the line and the question. ``spans`` is the union of the quotes' spans; ``meta`` holds
-``span_steps`` (``exact`` or ``normalized`` per span) and the quotes.
+text is null, not a string or holds no character the tokenizer reads (:func:`structbench.corpus.build.
+has_visible_text`: empty, whitespace, control, format, combining or private-use characters only), a line
+that is not JSON (or nests deeper than Python's JSON reader goes), or a string holding half a UTF-16 pair
+(a lone ``\\ud800`` escape, which UTF-8 cannot hold) is a :class:`QuestionsError` (a
+``ValueError``) naming the file, the line and the question. A ``qid`` is a string (or an integer) that is one
+field of a TREC line (:func:`structbench.datamodel.is_one_field`: non-empty, no whitespace), refused here,
+before any job, rather than by ``structbench export`` at the end. Lines end at ``\\n`` (``\\r\\n`` too) and
+nowhere else: U+2028 and the other characters ``str.splitlines`` breaks at may stand raw inside a JSON string
+(``json.dumps(..., ensure_ascii=False)`` writes them so). ``spans`` is the union of the quotes' spans;
+``meta`` holds ``span_steps`` (``exact`` or ``normalized`` per span) and the quotes.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import reprlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from structbench.corpus.build import has_visible_text, union_spans
 from structbench.corpus.sourcemap import SourceMap, SourceRangeError
-from structbench.datamodel import QUERY_TYPES
+from structbench.datamodel import QUERY_TYPES, is_one_field
+
+
+class QuestionsError(ValueError):
+    """A questions file that cannot be read as questions; the message names the file, the line and the question."""
+
+
+_SHOWN = reprlib.Repr()
+_SHOWN.maxstring = _SHOWN.maxother = _SHOWN.maxlong = 80
+
+
+def shown(value) -> str:
+    """``value`` as an error message names it: its repr, strings cut to about 80 characters and containers to a
+    few items and levels (:mod:`reprlib`), so a message about a 1 MB question or a deeply nested qid is one line."""
+    return _SHOWN.repr(value)
 
 
 def question_funnel(query_rows: list[dict]) -> list[tuple[str, str, str, int]]:
@@ -92,32 +114,96 @@ def locate_quote(text: str, quote: str, normalized: _NormalizedText | None = Non
     return found[0], found[1], "normalized", normalized.text.count(" ".join(quote.split()))
 
 
+def jsonl_lines(text: str) -> Iterator[str]:
+    """The lines of JSONL ``text``: split at ``\\n`` only (a ``\\r`` before it is JSON whitespace), never at the
+    other line breaks ``str.splitlines`` knows (U+2028, U+0085, ``\\x1c``...), which a JSON string may hold raw.
+    One line at a time, so a large file is not held twice."""
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        yield text[start:end]
+        start = end + 1
+
+
+def json_object(line: str, where: str) -> dict:
+    """The JSON object on one line at ``where``; a :class:`QuestionsError` naming it for anything else: not
+    JSON, JSON that is not an object, or nesting deeper than Python's JSON reader goes (its ``RecursionError``)."""
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as error:
+        raise QuestionsError(f"{where}: not a JSON object ({error.msg})") from None
+    except RecursionError:
+        raise QuestionsError(f"{where}: not a JSON object (nested deeper than Python's JSON reader goes)") from None
+    if not isinstance(record, dict):
+        raise QuestionsError(f"{where}: not a JSON object")
+    surrogate = lone_surrogate(record)
+    if surrogate is not None:
+        raise QuestionsError(
+            f"{where}: a JSON string holds \\u{ord(surrogate):04x}, half of a UTF-16 pair without its other half, "
+            "which no UTF-8 text can hold (write the character itself, or both halves of its pair)"
+        )
+    return record
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def lone_surrogate(record: dict) -> str | None:
+    """The first lone surrogate (U+D800..U+DFFF) in any string of ``record``, keys included, else None. JSON's
+    ``\\ud800`` escape decodes to one, which the tables' UTF-8 cannot hold: unchecked, it fails when the
+    corpus is written, naming no line. Iterative, as a record may nest as deep as the JSON reader goes."""
+    stack: list = [record]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            found = _SURROGATE.search(value)
+            if found:
+                return found.group()
+        elif isinstance(value, dict):
+            stack.extend(value.items())
+        elif isinstance(value, (list, tuple)):
+            stack.extend(value)
+    return None
+
+
 def jsonl_records(text: str, path: str | Path) -> Iterator[tuple[str, dict]]:
     """``(where, record)`` for every non-blank line of the JSONL questions file ``path`` whose text is ``text``."""
-    for line_number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{path}, line {line_number}: not a JSON object ({error.msg})") from None
-        if not isinstance(record, dict):
-            raise ValueError(f"{path}, line {line_number}: not a JSON object")
-        yield f"{path}, line {line_number}", record
+    for line_number, line in enumerate(jsonl_lines(text), start=1):
+        if line.strip():
+            where = f"{path}, line {line_number}"
+            yield where, json_object(line, where)
+
+
+def question_id(value, place: str) -> str:
+    """A record's ``qid`` as a string: a string or an integer that is one field of a TREC line (non-empty, no
+    whitespace), else a :class:`QuestionsError` naming ``place`` and the value. Checked at the corpus step so a
+    qid ``structbench export`` would refuse at the end never runs a job."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise QuestionsError(f"{place}: qid {shown(value)} is not a string")
+    qid = str(value)
+    if not is_one_field(qid):
+        raise QuestionsError(
+            f"{place}: qid {shown(qid)} is empty or holds whitespace; a qid is one field of a TREC run line "
+            "(letters, digits and punctuation such as kb-001)"
+        )
+    return qid
 
 
 def _locate_range(item: dict, source_map: SourceMap, text: str, where: str) -> tuple[int, int, str, int]:
     """``(start, end, "offsets", 1)`` of a ``{start, end[, quote]}`` evidence item (source offsets)."""
     unknown = sorted(set(item) - {"start", "end", "quote"})
     if unknown:
-        raise ValueError(f"{where}: evidence range {item!r} has unknown key(s) {unknown} (start, end, quote)")
+        raise QuestionsError(
+            f"{where}: evidence range {shown(item)} has unknown key(s) {shown(unknown)} (start, end, quote)"
+        )
     start, end = item.get("start"), item.get("end")
     if not all(isinstance(value, int) and not isinstance(value, bool) for value in (start, end)):
-        raise ValueError(f"{where}: evidence range {item!r} needs integer 'start' and 'end' (source offsets)")
+        raise QuestionsError(f"{where}: evidence range {shown(item)} needs integer 'start' and 'end' (source offsets)")
     quote = item.get("quote")
     if quote is not None:
         if not isinstance(quote, str):
-            raise ValueError(f"{where}: evidence range {item!r}: 'quote' is not a string")
+            raise QuestionsError(f"{where}: evidence range {shown(item)}: 'quote' is not a string")
         found = source_map.source[start:end] if 0 <= start <= end else ""
         if found != quote:
             raise SourceRangeError(
@@ -154,12 +240,12 @@ def _locate_evidence(
             found = _locate_range(item, maps[doc_id], text, where)
         else:
             if not isinstance(item, str) or not item.strip():
-                raise ValueError(f"{where}: evidence quote {item!r} is empty or not a string")
+                raise QuestionsError(f"{where}: evidence quote {shown(item)} is empty or not a string")
             if doc_id not in normalized_cache and item not in text:
                 normalized_cache[doc_id] = _NormalizedText(text)
             found = locate_quote(text, item, normalized_cache.get(doc_id))
             if found is None:
-                raise ValueError(f"{where}: evidence quote not found in {files[doc_id]}: {item[:200]!r}")
+                raise QuestionsError(f"{where}: evidence quote not found in {files[doc_id]}: {item[:200]!r}")
         located.append(found[:3])
         occurrences.append(found[3])
     return located, occurrences
@@ -170,7 +256,7 @@ def question_type(value, where: str) -> str:
     if value is None:
         return "factoid"
     if value not in QUERY_TYPES:
-        raise ValueError(f"{where}: qtype {value!r} is not one of {list(QUERY_TYPES)}")
+        raise QuestionsError(f"{where}: qtype {shown(value)} is not one of {list(QUERY_TYPES)}")
     return value
 
 
@@ -190,25 +276,28 @@ def question_rows(
     for place, record in records:
         missing = [key for key in ("qid", "doc_id", "question", "evidence") if key not in record]
         if missing:
-            raise ValueError(f"{place}: question is missing {missing}")
-        qid, doc_id = str(record["qid"]), str(record["doc_id"])
-        where = f"{place}, question {qid!r}"
+            raise QuestionsError(f"{place}: question is missing {missing}")
+        qid, doc_id = question_id(record["qid"], place), str(record["doc_id"])
+        where = f"{place}, question {shown(qid)}"
         if qid in seen:
-            raise ValueError(f"{where}: duplicate qid")
+            raise QuestionsError(f"{where}: duplicate qid")
         seen.add(qid)
         question = record["question"]
         if question is not None and not isinstance(question, str):
-            raise ValueError(f"{where}: question text is not a string ({question!r})")
+            raise QuestionsError(f"{where}: question text is not a string ({shown(question)})")
         if question is None or not has_visible_text(question):
-            raise ValueError(
-                f"{where}: question has no text ({question!r}, invisible characters aside); it cannot be embedded"
+            raise QuestionsError(
+                f"{where}: question has no text ({shown(question)}: whitespace, control, format, combining or "
+                "private-use characters only, which the tokenizer reads as no tokens); it cannot be embedded"
             )
         if doc_id not in texts:
             why = "was skipped (no paragraphs)" if doc_id in skipped_ids else "is not a file stem in the folder"
-            raise ValueError(f"{where}: doc_id {doc_id!r} {why}")
+            raise QuestionsError(f"{where}: doc_id {shown(doc_id)} {why}")
         evidence = record["evidence"]
         if isinstance(evidence, str) or not isinstance(evidence, list) or not evidence:
-            raise ValueError(f"{where}: evidence must be a non-empty list of verbatim quotes or {{start, end}} ranges")
+            raise QuestionsError(
+                f"{where}: evidence must be a non-empty list of verbatim quotes or {{start, end}} ranges"
+            )
         located, occurrences = _locate_evidence(evidence, doc_id, where, texts, normalized_cache, sources, maps, files)
         spans = union_spans(located)
         rows.append(

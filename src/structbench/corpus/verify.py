@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from structbench.datamodel import MAX_LEVEL, PARAGRAPH_SEPARATOR
+from structbench.datamodel import MAX_LEVEL, PARAGRAPH_SEPARATOR, is_one_field
 
 
 def failed_checks(frame: pl.DataFrame, checks: list[tuple[pl.Expr, str]]):
@@ -180,10 +180,14 @@ def verify_paragraphs(documents: pl.DataFrame, paragraphs: pl.DataFrame) -> list
 
 
 def verify_queries(documents: pl.DataFrame, queries: pl.DataFrame) -> list[str]:
-    """Violations of the query contract: unique qids, known documents, spans non-empty, in bounds, sorted, disjoint."""
+    """Violations of the query contract: unique qids, each one field of a TREC line (non-empty, no whitespace),
+    known documents, spans non-empty, in bounds, sorted, disjoint."""
     violations: list[str] = []
     for qid in queries.filter(pl.col("qid").is_duplicated())["qid"].unique().sort().to_list():
         violations.append(f"query {qid}: duplicate qid")
+    for qid in queries["qid"].to_list():
+        if not is_one_field(qid):
+            violations.append(f"query {qid!r}: qid is empty or holds whitespace (not one field of a TREC line)")
     lengths = dict(zip(documents["doc_id"].to_list(), documents["n_chars"].to_list()))
     for qid, doc_id, spans in queries.select("qid", "doc_id", "spans").iter_rows():
         if doc_id not in lengths:

@@ -24,6 +24,10 @@ Up to ``per_document`` targets per type are drawn without replacement: paragraph
 (``multihop``: uniform over section pairs, so long sections do not dominate); top-level sections
 (``structural``). A document with fewer candidates gives fewer targets (the funnel counts
 ``generated`` = targets actually sampled). Targets are numbered in reading order of their first span.
+
+A target's ``qid`` is ``<doc_id>#<qtype>-<ordinal>``, the document id written as one field
+(:func:`structbench.datamodel.as_one_field`: a space is ``%20``), so a WikiText title's qid is one field of
+a TREC line.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from itertools import combinations
 
 import polars as pl
 
-from structbench.datamodel import document_texts
+from structbench.datamodel import as_one_field, document_texts
 from structbench.querygen.settings import QUERY_TYPES
 
 
@@ -53,7 +57,7 @@ class GoldTarget:
 
     @property
     def qid(self) -> str:
-        return f"{self.doc_id}#{self.qtype}-{self.ordinal}"
+        return f"{as_one_field(self.doc_id)}#{self.qtype}-{self.ordinal}"
 
 
 @dataclass(frozen=True)

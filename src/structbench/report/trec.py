@@ -31,6 +31,7 @@ import numpy as np
 import polars as pl
 
 from structbench.atomic import atomic_path
+from structbench.datamodel import is_one_field
 
 RANK_SCORES = "rank"  # strictly decreasing scores derived from the rank: every tool reads structbench's order
 RETRIEVAL_SCORES = "retrieval"  # the retriever's own scores, ties stepped apart, where they never rise down a ranking
@@ -126,6 +127,6 @@ def write_trec(frame: pl.DataFrame, path: str | Path) -> None:
 
 def _check_field(name: str, values: list[str]) -> None:
     """Error if a value of a whitespace-separated field is empty or holds whitespace."""
-    bad = [value for value in values if not value or any(character.isspace() for character in value)]
+    bad = [value for value in values if not is_one_field(value)]
     if bad:
         raise ValueError(f"a TREC {name} must be non-empty and hold no whitespace, got {bad[:3]!r}")
