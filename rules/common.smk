@@ -61,6 +61,7 @@ LLM_INDUCERS = alternation(STUDY.inducers_of_kind("llm"))
 SEGMENTATION_INDUCERS = alternation(STUDY.inducers_of_kind("segmentation"))
 LEARNED_INDUCERS = alternation(STUDY.inducers_of_kind("learned"))
 READTIME_CONDITIONS = alternation(STUDY.readtime_conditions())
+BM25_PREFIXES = alternation(STUDY.bm25_prefixes())  # the prefix tokens of the prefixed BM25 runs
 
 
 def conditions_retrieved_by(kind):

@@ -145,6 +145,28 @@ rule bm25:
         "../workflow/scripts/bm25.py"
 
 
+# A BM25 condition with a prefix (B3: path:3) ranks its text set's texts, prefix and content as embedded: a run of
+# its own beside the chunk set's, with the same analyzer, parameters and script.
+rule bm25_prefixed:
+    input:
+        texts=paths.texts("{corpus}", "{boundaries}/{structure}/{prefix}"),
+        queries=scored_queries,
+    output:
+        paths.bm25_runs("{corpus}", "{boundaries}/{structure}", "{prefix}"),
+    log:
+        f"{LOGS}/bm25/{{corpus}}/{{boundaries}}-{{structure}}-{{prefix}}.log",
+    wildcard_constraints:
+        prefix=BM25_PREFIXES,
+    conda:
+        "../envs/cpu.yaml"
+    params:
+        top_k=config["retrieval"]["top_k"],
+        analyzer=config["retrieval"]["bm25_analyzer"],
+        code=script_code("bm25"),
+    script:
+        "../workflow/scripts/bm25.py"
+
+
 # The retrieval kinds that read more than the condition's own vectors write the same run file as
 # `retrieve`: each rule below is constrained to the conditions of its kind and outranks `retrieve` there.
 ruleorder: fuse_runs > retrieve

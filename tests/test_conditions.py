@@ -35,8 +35,8 @@ def test_conditions_share_artifacts_by_axis():
         ({"boundaries": "sliding"}, "conditions.X.boundaries = 'sliding'"),
         ({"prefix": "path:x"}, "conditions.X.prefix = 'path:x'"),
         ({"retrieval": "bm25:1"}, "conditions.X.retrieval = 'bm25:1'"),
-        ({"retrieval": "bm25"}, "conditions.X.prefix = 'path:3' with retrieval = 'bm25'"),
-        ({"retrieval": "bm25", "prefix": "placebo:3"}, "conditions.X.prefix = 'placebo:3' with retrieval"),
+        ({"retrieval": "bm25", "prefix": "late"}, "conditions.X.prefix = 'late' with retrieval = 'bm25': late"),
+        ({"retrieval": "bm25", "prefix": "late_placebo"}, "conditions.X.prefix = 'late_placebo' with retrieval"),
     ],
 )
 def test_bad_axis_value_names_condition_and_key(bad, message):
@@ -52,6 +52,22 @@ def test_a_bm25_condition_is_lexical_and_shares_its_chunk_sets_texts():
     assert conditions["B2"].textset == conditions["G2"].textset == "structural/gold/none"
     # a contrast of the two is no self-contrast: their retrieval differs
     assert list(parse_contrasts({"G2-B2": {"treatment": "G2", "control": "B2"}}, conditions)) == ["G2-B2"]
+
+
+@pytest.mark.parametrize("prefix", ["path:3", "path:1", "placebo:3", "context"])
+def test_a_bm25_condition_may_rank_any_rendered_prefix_and_contrasts_in_the_lexical_family(prefix):
+    """B3 (BM25 over G3's texts): any prefix with rendered texts is allowed, and ranks that text set; the contrast
+    with B2 is in family lexical, Holm-corrected among its own members (not the last, exploratory, family)."""
+    from structbench.conditions import FAMILIES, is_lexical
+
+    conditions = parse_conditions(
+        {"B3": axes(prefix=prefix, retrieval="bm25"), "B2": axes(prefix="none", retrieval="bm25")}
+    )
+    assert is_lexical(conditions["B3"]) and conditions["B3"].textset == f"structural/gold/{to_token(prefix)}"
+    contrasts = parse_contrasts({"B3-B2": {"treatment": "B3", "control": "B2", "family": "lexical"}}, conditions)
+    assert contrasts["B3-B2"].family == "lexical" and FAMILIES.index("lexical") < FAMILIES.index("exploratory")
+    with pytest.raises(ValueError, match=r"contrasts\.B3-B2\.family = 'lexicon'; expected one of"):
+        parse_contrasts({"B3-B2": {"treatment": "B3", "control": "B2", "family": "lexicon"}}, conditions)
 
 
 def test_contrast_naming_an_undeclared_condition_is_rejected():
@@ -81,7 +97,7 @@ def test_every_declared_kind_is_implemented():
 
     assert set(RENDERERS) == {kind.name for kind in AXES["prefix"]}
     assert set(RETRIEVERS) == {kind.name for kind in AXES["retrieval"] if not kind.lexical}
-    # the lexical kind's run is the chunk set's BM25 run: not routed, no routing metrics
+    # the lexical kind's run is its text set's BM25 run: not routed, no routing metrics
     assert [(k.name, k.routed, k.metrics) for k in AXES["retrieval"] if k.lexical] == [("bm25", False, ())]
 
 

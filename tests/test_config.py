@@ -94,7 +94,7 @@ def test_the_own_corpus_preset_runs_gold_model_free_bm25_a_peer_chunker_and_hybr
     assert {"gold", "induced:tiling"} == {c["structure"] for c in chosen}
     assert {"bm25", "rrf:bm25", "flat"} == {c["retrieval"] for c in chosen}
     assert any(c["boundaries"].startswith("external:") for c in chosen)
-    assert {"G3-G2", "G3-M3", "M3-MP", "G3-B2", "G2-F0", "LCm3-G3", "H3-G3"} == set(contrasts)
+    assert {"G3-G2", "B3-B2", "G3-M3", "M3-MP", "G3-B2", "G2-F0", "LCm3-G3", "H3-G3"} == set(contrasts)
 
 
 PAPER_CONDITIONS = ["A0", "A1", "A2", "A3-d1", "A3-d2", "A3", "P", "A4", "G2", "G3", "G4"]
@@ -701,17 +701,19 @@ def test_check_config_reads_the_configfiles_of_a_snakemake_command_line(tmp_path
     assert "check-config --snakemake-args $(ARGS)" in (REPO / "Makefile").read_text()
 
 
-def test_a_bm25_condition_with_a_prefix_is_refused_at_load():
-    bad = {"boundaries": "structural", "structure": "gold", "prefix": "path:3", "retrieval": "bm25"}
-    conditions = GOLD["conditions"] | {"B3": bad}
+def test_a_bm25_condition_with_a_late_prefix_is_refused_at_load_and_a_rendered_one_is_not():
+    bad = {"boundaries": "structural", "structure": "gold", "prefix": "late", "retrieval": "bm25"}
+    conditions = GOLD["conditions"] | {"BL": bad}
     with pytest.raises(
-        ConfigError, match=r"conditions\.B3\.prefix = 'path:3' with retrieval = 'bm25'.*use prefix: none"
+        ConfigError, match=r"conditions\.BL\.prefix = 'late' with retrieval = 'bm25': late chunking prepends no text"
     ):
         checked(GOLD, conditions=conditions)
-    # the shipped baseline: BM25 on the gold structural chunks, contrasted with G3 outside every Holm family
+    # the shipped baselines: BM25 on the gold structural chunks (B2), contrasted with G3 outside every Holm family,
+    # and the same BM25 over G3's texts (B3), contrasted with B2 in its own family
     selected, contrasts = checked(DEFAULT)
     assert selected["B2"].retrieval == "bm25" and selected["B2"].textset == selected["G2"].textset
-    assert contrasts["G3-B2"].family == "exploratory"
+    assert selected["B3"].retrieval == "bm25" and selected["B3"].textset == selected["G3"].textset
+    assert contrasts["G3-B2"].family == "exploratory" and contrasts["B3-B2"].family == "lexical"
 
 
 LATE = {name: DEFAULT["conditions"][name] for name in ("G2", "GL", "GLP")}

@@ -44,7 +44,7 @@ class Kind:
     A retrieval kind also says whether it is ``routed`` (a router keeps sections before chunks are ranked
     and writes a routing table, :mod:`structbench.retrieval.routing`) and which registered ``metrics``
     its scores carry beyond the configured set (each reads that routing table), and whether it is
-    ``lexical`` (its run is the chunk set's BM25 run, docs/method.md §8), and whether it is ``readtime`` (its
+    ``lexical`` (its run is its text set's BM25 run, docs/method.md §8), and whether it is ``readtime`` (its
     run ranks read-time units of variable length, not chunks, docs/method.md §18). A prefix kind says whether it
     is ``late`` (its vectors pooled by the late encoder, docs/method.md §8a). The workflow, the scorer, the
     statistics and the report take these from here."""
@@ -55,7 +55,7 @@ class Kind:
     description: str = ""
     routed: bool = False
     metrics: tuple[str, ...] = ()
-    lexical: bool = False  # the run is the chunk set's BM25 run: no vectors, the same for every embedder
+    lexical: bool = False  # the run is the text set's BM25 run: no vectors, the same for every embedder
     readtime: bool = False  # the run ranks read-time units (sections, merged blocks, windows), not chunks
     late: bool = False  # a prefix whose vectors the late encoder pools from passes over the document
 
@@ -148,8 +148,9 @@ AXES: dict[str, tuple[Kind, ...]] = {
         ),
         Kind(
             "bm25",
-            description="the lexical baseline: the chunk set's BM25 run over each chunk's content (prefix none; "
-            "one run shared by every embedder cell)",
+            description="the lexical baseline: BM25 over the condition's rendered texts, one run per chunk set and "
+            "prefix shared by every embedder cell (prefix none: each chunk's content, the BM25 probe's run; "
+            "path:d, placebo:d, context: the prefix and content as embedded; not a late prefix)",
             lexical=True,
         ),
         Kind(
@@ -219,7 +220,8 @@ AXES: dict[str, tuple[Kind, ...]] = {
 # late (late chunking's four questions, docs/method.md §8a) and readtime (read-time structure, §18) are their own
 # families for the same reason.
 # overlap (each overlapping chunk set against its tiling twin, docs/method.md §6, "Overlap") likewise.
-FAMILIES = ("primary", "secondary", "model_free", "chunkers", "late", "readtime", "overlap", "exploratory")
+# lexical (what a heading path does for BM25 over the same chunks, B3 − B2, docs/method.md §8) likewise.
+FAMILIES = ("primary", "secondary", "model_free", "chunkers", "late", "readtime", "overlap", "lexical", "exploratory")
 
 
 def kinds(axis: str) -> tuple[Kind, ...]:
@@ -421,11 +423,11 @@ def parse_conditions(
                 )
         if parse_value("boundaries", condition.boundaries)[0].name == "fixed_overlap":
             fixed_overlap(condition.boundaries, f"conditions.{name}.boundaries")
-        if retrieval_kind(condition.retrieval).lexical and condition.prefix != NO_PREFIX:
+        if retrieval_kind(condition.retrieval).lexical and is_late(condition.prefix):
             raise ValueError(
-                f"conditions.{name}.prefix = {condition.prefix!r} with retrieval = {condition.retrieval!r}: BM25 "
-                "ranks each chunk's content alone (its run is the chunk set's BM25 run), so a prefix would change "
-                "nothing; use prefix: none"
+                f"conditions.{name}.prefix = {condition.prefix!r} with retrieval = {condition.retrieval!r}: late "
+                "chunking prepends no text (it pools vectors), so BM25 would rank each chunk's content alone, the "
+                "run of prefix: none; use prefix: none, or a rendered prefix (path:<d>, placebo:<d>, context)"
             )
         conditions[name] = _sized(condition, axes, chunking, chunkers)
     return conditions
@@ -465,7 +467,8 @@ def ratio_value(parameter: str) -> float:
 
 
 def is_lexical(condition: Condition) -> bool:
-    """Whether a condition's run is its chunk set's BM25 run (retrieval kind ``bm25``)."""
+    """Whether a condition's run is its text set's BM25 run (retrieval kind ``bm25``): BM25 over the texts of its
+    chunk set and prefix, the same table the embedder reads."""
     return retrieval_kind(condition.retrieval).lexical
 
 

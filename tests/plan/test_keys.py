@@ -72,3 +72,19 @@ def test_text_sets_embedders_inducers_and_contexts():
     assert keys.used_inducers(parsed) == ["llm", "tiling"]
     assert keys.context_chunk_sets(parsed) == ["structural/induced-llm"]
     assert keys.used_chunk_sets(parsed) == ["structural/gold", "structural/induced-llm", "structural/induced-tiling"]
+
+
+def test_prefixed_bm25_conditions_key_a_bm25_run_per_text_set_and_embed_nothing():
+    parsed = conditions(
+        B2={"boundaries": "structural", "retrieval": "bm25"},
+        B3={"boundaries": "structural", "prefix": "path:3", "retrieval": "bm25"},
+        B3b={"boundaries": "structural", "prefix": "path:3", "retrieval": "bm25"},
+        BC={"boundaries": "fixed", "prefix": "context", "retrieval": "bm25"},
+        G3={"boundaries": "structural", "prefix": "path:3"},
+    )
+    # one run per text set (B3 and B3b share theirs); B2's is the chunk set's own run, keyed by the chunk set
+    assert keys.prefixed_lexical_text_sets(parsed) == ["fixed/gold/context", "structural/gold/path-3"]
+    # G3 embeds structural/gold/path-3; the context text set only BM25 ranks is rendered, never embedded
+    assert keys.text_sets(parsed) == ["fixed/gold/context", "structural/gold/none", "structural/gold/path-3"]
+    assert keys.embedded_text_sets(parsed) == ["structural/gold/path-3"]
+    assert keys.context_chunk_sets(parsed) == ["fixed/gold"]

@@ -92,6 +92,38 @@ def test_a_bm25_condition_reads_its_chunk_sets_one_bm25_run_unless_reranked():
     }
 
 
+def test_a_prefixed_bm25_condition_reads_the_bm25_run_of_its_own_text_set_beside_the_chunk_sets():
+    """B3 (BM25 over G3's texts) reads a run of its text set, one per (corpus, chunk set, prefix) whatever the number
+    of conditions and embedders that read it; B2's run keeps its path; a reranker rescores B3's run over B3's texts."""
+    lexical = {
+        "B3": FLAT_GOLD | {"prefix": "path:3", "retrieval": "bm25"},
+        "B3-again": FLAT_GOLD | {"prefix": "path:3", "retrieval": "bm25"},  # the same text set: the same run
+        "BP": FLAT_GOLD | {"prefix": "placebo:3", "retrieval": "bm25"},
+        "BF": FLAT_GOLD | {"boundaries": "fixed", "prefix": "path:3", "retrieval": "bm25"},
+    }
+    plan = study(conditions=CONDITIONS | lexical, contrasts=CONTRASTS)
+    b3_run = "results/kb/runs/bm25/structural/gold/path-3.parquet"
+    assert plan.runs("kb", "minilm", "none", "B3") == plan.runs("kb", "other", "none", "B3-again") == b3_run
+    assert plan.runs("kb", "minilm", "none", "BP") == "results/kb/runs/bm25/structural/gold/placebo-3.parquet"
+    assert plan.runs("kb", "minilm", "none", "BF") == "results/kb/runs/bm25/fixed/gold/path-3.parquet"
+    assert plan.runs("kb", "minilm", "none", "B2") == "results/kb/runs/bm25/structural/gold.parquet"  # unchanged
+    assert plan.unreranked_runs("kb", "minilm", "B3") == b3_run
+    assert plan.runs("kb", "minilm", "bge", "B3") == "results/kb/runs/minilm/reranked/bge/B3.parquet"
+    assert plan.score_inputs("kb", "minilm", "none", "B3") == {
+        "runs": b3_run,
+        "queries": "results/kb/corpus/queries.parquet",
+        "chunks": "results/kb/chunks/structural/gold.parquet",
+        "texts": "results/kb/texts/structural/gold/path-3.parquet",  # G3's texts: what the run ranked
+    }
+    # the workflow's prefixed BM25 rule writes these prefixes; the probe stays on the chunk sets, unprefixed
+    assert plan.bm25_prefixes() == ["path-3", "placebo-3"]
+    assert small().bm25_prefixes() == []
+    assert "results/kb/scores/bm25/fixed/gold.parquet" in plan.all_bm25_scores()
+    assert not [path for path in plan.all_bm25_scores() if "path-3" in path]
+    # BM25 embeds nothing, so the prefixed BM25 conditions add no embedding report
+    assert [key for key in plan.all_embed_reports() if key[2] == "fixed/gold/path-3"] == []
+
+
 def test_chromas_chunk_extents_bring_the_documents_to_both_score_steps():
     plain = small()
     assert "documents" not in plain.score_inputs("kb", "minilm", "none", "G2")
@@ -187,7 +219,7 @@ def test_each_artifact_has_a_path_of_its_own():
     layout = Layout("out")
     keys = {"corpus": "kb", "chunkset": "structural/gold", "textset": "structural/gold/none", "embedder": "e"}
     keys |= {"reranker": "r", "condition": "c", "structure": "gold", "shard": 0, "table": "t", "report": "bounds"}
-    keys |= {"name": "n", "suffix": "s", "inducer": "i"}
+    keys |= {"name": "n", "suffix": "s", "inducer": "i", "prefix": "path-3"}
     found = {}
     for name, method in inspect.getmembers(layout, inspect.ismethod):
         if name.startswith("_"):

@@ -4,7 +4,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from structbench.retrieval.bm25 import BM25Index, bm25_search, english_tokens, word_tokens
+from structbench.retrieval.bm25 import K1, B, BM25Index, bm25_run, bm25_search, english_tokens, word_tokens
 
 
 def test_bm25_ranks_the_keyword_match_first_and_breaks_ties_by_chunk_id():
@@ -57,6 +57,61 @@ def test_the_english_analyzer_matches_inflected_forms_the_word_analyzer_misses()
     assert words["chunk_id"].to_list() == [1, 0, 2]
     assert english["chunk_id"].to_list() == [0, 1, 2]
     assert english["score"].to_list()[1:] == [0.0, 0.0]
+
+
+# A hand-made chunk set of four chunks: their content, and their heading paths rendered as path:3 renders them.
+CONTENTS = [
+    "The pump draws water through the intake.",
+    "Valves regulate pressure in the system.",
+    "Seals keep the housing dry.",
+    "Filters remove grit before the pump.",
+]
+PATHS = ["[Pumps > Intake]", "[Pumps > Valves]", "[Maintenance > Lubrication]", "[Pumps > Filters]"]
+
+
+def texts_table(prefixes: list[str]) -> pl.DataFrame:
+    """A texts table (structbench.datamodel TEXTS) of the four chunks under one prefix, rows out of chunk_id order."""
+    rows = [
+        {
+            "chunk_id": chunk_id,
+            "prefix": prefix,
+            "text_for_embedding": f"{prefix}\n\n{content}" if prefix else content,
+            "prefix_tokens": len(prefix.split()),
+        }
+        for chunk_id, (prefix, content) in enumerate(zip(prefixes, CONTENTS, strict=True))
+    ]
+    return pl.DataFrame(
+        rows[::-1],
+        schema={"chunk_id": pl.Int64, "prefix": pl.String, "text_for_embedding": pl.String, "prefix_tokens": pl.Int32},
+    )
+
+
+def test_bm25_over_the_prefixed_texts_ranks_a_chunk_by_a_word_of_its_heading_path_alone():
+    """B3 against B2: a question whose one content word is in chunk 2's heading path (and in no chunk's content)
+    puts chunk 2 first over the path:3 texts; over the content alone nothing matches, every score ties at 0 and
+    chunk 2 keeps its chunk_id place. The score is Okapi BM25 of the module docstring, worked here by hand."""
+    queries = pl.DataFrame({"qid": ["q1", "q2"], "text": ["How is lubrication done?", "How is grit removed?"]})
+    b2 = bm25_run(texts_table([""] * 4), queries, top_k=4)
+    b3 = bm25_run(texts_table(PATHS), queries, top_k=4)
+    b2_q1, b3_q1 = (run.filter(pl.col("qid") == "q1").sort("rank") for run in (b2, b3))
+    assert b2_q1["chunk_id"].to_list() == [0, 1, 2, 3] and b2_q1["score"].to_list() == [0.0] * 4
+    assert b3_q1["chunk_id"].to_list() == [2, 0, 1, 3] and b3_q1["score"].to_list()[1:] == [0.0] * 3
+    # "lubric" occurs once, in chunk 2 of N = 4; lengths in analyzed tokens (english analyzer) of the prefixed texts
+    lengths = [len(english_tokens(f"{path} {content}")) for path, content in zip(PATHS, CONTENTS, strict=True)]
+    assert lengths[2] == 6  # maintain, lubric, seal, keep, hous, dry
+    idf = np.log((4 - 1 + 0.5) / (1 + 0.5))
+    expected = idf * 1 / (1 + K1 * (1 - B + B * lengths[2] / np.mean(lengths)))
+    assert b3_q1["score"][0] == pytest.approx(expected, rel=1e-6)  # the run stores float32
+    # a question on words of one chunk's content ranks it first under both
+    for run in (b2, b3):
+        assert run.filter(pl.col("qid") == "q2").sort("rank")["chunk_id"][0] == 3
+    assert b3.schema == b2.schema and set(b3["stage"]) == {"bm25"}
+
+
+def test_a_texts_table_whose_chunk_ids_are_not_the_chunk_sets_ordinals_is_refused():
+    table = texts_table(PATHS).filter(pl.col("chunk_id") != 1)  # ids 0, 2, 3: row 1 would be ranked as chunk 1
+    with pytest.raises(ValueError, match=r"texts table: chunk_id must take each of 0\.\.2 once .* from 0 to 3"):
+        bm25_run(table, pl.DataFrame({"qid": ["q"], "text": ["pump"]}))
 
 
 def test_unknown_analyzer_is_named():

@@ -36,7 +36,7 @@ HOW = {
     ".venv/bin/snakemake --report report.html": "run",
     "make resume": "run",
     ".venv/bin/structbench export --out trec": "run",  # after `make run`: the default run's TREC files
-    # test_config: the preset selects no LLM condition and each promised arm; its plan here (51 jobs on the KB)
+    # test_config: the preset selects no LLM condition and each promised arm; its plan here (53 jobs on the KB)
     ".venv/bin/snakemake --cores 2 --configfile config/own_corpus.yaml"
     " --config 'corpora={mydocs: {path: data/kb/docs, questions: data/kb/questions.jsonl}}'": "dry-run",
     # test_workflow: the paper grid's plan; test_slurm: the profile's routing and bundles on a real Slurm cluster

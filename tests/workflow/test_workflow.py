@@ -36,6 +36,7 @@ DEFAULT_CONDITIONS = (
     "LP",
     "L4",
     "B2",
+    "B3",
     "F0",
     "GL",
     "GLP",
@@ -61,8 +62,10 @@ def test_dry_run_of_the_default_lists_every_cell(tmp_path):
     for condition in DEFAULT_CONDITIONS:
         assert f"results/kb/scores/minilm/none/{condition}.parquet" in out
     jobs = planned_jobs(out)
-    # B2 (retrieval: bm25) is scored from its chunk set's BM25 run: a score job, no retrieve job
-    assert jobs["score"] == 24 and jobs["retrieve"] == 23 and jobs["contrasts"] == 1
+    # B2 and B3 (retrieval: bm25) are scored from BM25 runs, a score job each and no retrieve job: B2 from its
+    # chunk set's (the probe's), B3 from the one BM25 run of G3's texts
+    assert jobs["score"] == 25 and jobs["retrieve"] == 23 and jobs["contrasts"] == 1
+    assert jobs["bm25_prefixed"] == 1 and "results/kb/runs/bm25/structural/gold/path-3.parquet" in out
     # Nineteen text sets (A4, G4, M4 and L4 rank A3's, G3's, M3's and L3's vectors; F0 and the late arm GL, GLP,
     # FL add four) on six chunk sets (gold, LLM-induced, tiling and learned structural, fixed windows matched to
     # the gold and to the LLM-induced chunks); the LLM steps run once per shard (llm_shards: 2) and are merged;

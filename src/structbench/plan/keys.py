@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
-from structbench.conditions import FIXED_KINDS, Condition, is_lexical
+from structbench.conditions import FIXED_KINDS, NO_PREFIX, Condition, is_lexical
 
 # The report a size-matched chunk set's rule writes beside its chunks: an external chunker's (``.chunker.json``,
 # its options and realized sizes) or the fixed windows' (``.size_match.json``).
@@ -57,6 +57,12 @@ def text_sets(conditions: Iterable[Condition]) -> list[str]:
 def embedded_text_sets(conditions: Iterable[Condition]) -> list[str]:
     """The text sets an embedder encodes: all but those of BM25 conditions, which embed nothing."""
     return sorted({c.textset for c in conditions if not is_lexical(c)})
+
+
+def prefixed_lexical_text_sets(conditions: Iterable[Condition]) -> list[str]:
+    """The text sets BM25 conditions rank with a prefix (``structural/gold/path-3``), in order: each is a BM25 run of
+    its own, beside its chunk set's unprefixed run (the probe's, which every chunk set a condition uses has)."""
+    return sorted({c.textset for c in conditions if is_lexical(c) and c.prefix != NO_PREFIX})
 
 
 def semantic_chunk_sets(conditions: Iterable[Condition]) -> list[str]:

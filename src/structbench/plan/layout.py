@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from structbench.conditions import NO_PREFIX
+
 # Where a corpus's query vectors sit among its text sets' (and the label the embedding table shows for them).
 QUERIES = "queries"
 
@@ -149,9 +151,13 @@ class Layout:
     def readtime_units(self, corpus: str, embedder: str, reranker: str, condition: str) -> str:
         return f"{self.corpus(corpus)}/runs/{embedder}/readtime/{reranker}/{condition}.units.parquet"
 
-    def bm25_runs(self, corpus: str, chunkset: str) -> str:
-        """A chunk set's BM25 run: one file for every embedder cell (docs/method.md §8)."""
-        return f"{self.corpus(corpus)}/runs/bm25/{chunkset}.parquet"
+    def bm25_runs(self, corpus: str, chunkset: str, prefix: str = NO_PREFIX) -> str:
+        """The BM25 run of a chunk set's texts under a prefix token (docs/method.md §8), one file for every embedder
+        cell: unprefixed, the chunk set's own file (the probe's run, which hybrids fuse); prefixed, a file of that
+        prefix in a folder beside it, as the texts it ranks are laid out (``runs/bm25/structural/gold/path-3``)."""
+        if prefix == NO_PREFIX:
+            return f"{self.corpus(corpus)}/runs/bm25/{chunkset}.parquet"
+        return f"{self.corpus(corpus)}/runs/bm25/{chunkset}/{prefix}.parquet"
 
     # ---- scores, statistics, diagnostics, report ----
 

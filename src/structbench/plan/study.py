@@ -4,8 +4,8 @@
 checks (:func:`structbench.crosskeys.check_cross_keys`) and holds their answer: the selected conditions, the contrasts
 that run and the declared ones the selection drops (with the conditions each misses), the metrics the scoring
 step computes. Everything else is a question asked of it: the cells (corpus x embedder x reranker), the runs a
-condition's scores read (a BM25 condition reads its chunk set's one BM25 run), the runs an ``rrf`` condition
-fuses, the dose-response series, the title-chain study's run pairs, and the file lists the report reads (those
+condition's scores read (a BM25 condition reads the one BM25 run of its chunk set and prefix), the runs an ``rrf``
+condition fuses, the dose-response series, the title-chain study's run pairs, and the file lists the report reads (those
 from :class:`structbench.plan.report_files.ReportFiles`).
 
 The workflow (``rules/common.smk``) builds one :class:`Study` and turns Snakemake's wildcards into these calls;
@@ -180,6 +180,12 @@ class Study(ReportFiles):
     def used_inducers(self) -> list[str]:
         return keys.used_inducers(self.conditions.values())
 
+    def bm25_prefixes(self) -> list[str]:
+        """The prefix tokens of the prefixed BM25 runs (:func:`structbench.plan.keys.prefixed_lexical_text_sets`),
+        in order: the ones the workflow's prefixed BM25 rule writes."""
+        textsets = keys.prefixed_lexical_text_sets(self.conditions.values())
+        return sorted({textset.rsplit("/", 1)[1] for textset in textsets})
+
     # ---- the settings one job takes ----
 
     def condition_retrieval(self, condition: str) -> str:
@@ -349,11 +355,12 @@ class Study(ReportFiles):
         return self.paths.corpus_table(corpus, "queries")
 
     def runs(self, corpus: str, embedder: str, reranker: str, condition: str) -> str:
-        """The run a condition's scores read in one cell. A BM25 condition without a reranker reads its chunk
-        set's BM25 run, one file for every embedder cell (docs/method.md §8)."""
-        chunkset = self.conditions[condition].chunkset
-        if reranker == cells.NO_RERANKER and is_lexical(self.conditions[condition]):
-            return self.paths.bm25_runs(corpus, chunkset)
+        """The run a condition's scores read in one cell. A BM25 condition without a reranker reads the BM25 run of
+        its chunk set's texts under its prefix, one file for every embedder cell (docs/method.md §8): prefix
+        ``none``, the chunk set's own run (the probe's)."""
+        own = self.conditions[condition]
+        if reranker == cells.NO_RERANKER and is_lexical(own):
+            return self.paths.bm25_runs(corpus, own.chunkset, own.prefix_token)
         if reranker == cells.NO_RERANKER:
             return self.paths.runs(corpus, embedder, condition)
         return self.paths.reranked_runs(corpus, embedder, reranker, condition)

@@ -1,8 +1,10 @@
 """BM25 over the same chunks (docs/method.md §8): the non-lexicality probe, and the lexical run of hybrid search.
 
 "BM25 gold-top-1" is the share of queries for which BM25 puts a binary-relevant chunk at rank 1
-(Kuehlkamp et al., appendix I): how far plain keyword overlap solves the benchmark. The index is built on each
-chunk's content alone (no prefix).
+(Kuehlkamp et al., appendix I): how far plain keyword overlap solves the benchmark. The probe's index is built on
+each chunk's content alone (the texts of prefix ``none``). A ``retrieval: bm25`` condition with a prefix (B3,
+``path:3``) ranks its own texts table instead: the prefix and content exactly as the embedder reads them, under the
+same analyzer, parameters and tie rule (:func:`bm25_run`), so B3 − B2 is the heading path's effect on BM25.
 
 **Scoring** is Okapi BM25 with k1 = 1.5, b = 0.75 (rank-bm25's defaults, the library docs/method.md §8
 names), for a query q and a chunk d of length |d| (in analyzed tokens) in a set of N chunks::
@@ -159,3 +161,27 @@ def bm25_search(
         progress.update()
     progress.finish()
     return runs_from_arrays(qids, scores, ids, stage="bm25")
+
+
+def bm25_run(
+    texts: pl.DataFrame, queries: pl.DataFrame, top_k: int = TOP_K, analyzer_name: str = "english"
+) -> pl.DataFrame:
+    """The BM25 run of one texts table (a chunk set under one prefix; its ``text_for_embedding``, what the embedder
+    reads) for a queries table (``qid``, ``text``): :func:`bm25_search` over the texts in ``chunk_id`` order.
+
+    A chunk set's ids are its 0-based ordinals (:mod:`structbench.datamodel`) and the index's row i is ``chunk_id``
+    i, so a table whose ids are not ``0..n-1`` is refused (a ``ValueError``) rather than ranked under wrong ids."""
+    ordered = texts.sort("chunk_id")
+    ids = ordered["chunk_id"].to_list()
+    if ids != list(range(len(ids))):
+        raise ValueError(
+            f"texts table: chunk_id must take each of 0..{len(ids) - 1} once (a chunk set's ordinals), not "
+            f"{len(set(ids))} distinct ids from {ids[0]} to {ids[-1]}"
+        )
+    return bm25_search(
+        ordered["text_for_embedding"].to_list(),
+        queries["text"].to_list(),
+        queries["qid"].to_list(),
+        top_k=top_k,
+        analyzer_name=analyzer_name,
+    )
