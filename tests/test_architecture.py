@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
 from pathlib import Path
 
 from test_import_graph import PACKAGE, SRC, library_modules
@@ -53,3 +54,120 @@ def test_the_completeness_check_can_fail():
     sections = package_sections(ARCHITECTURE.read_text())
     sections["endpoints"] = sections["endpoints"].replace("`probe.py`", "the probe")
     assert unnamed_modules(sections) == ["endpoints/probe.py (section 'endpoints')"]
+
+
+# ---- the rules, the data flow, the layout and the tests' layout
+
+REPO = ARCHITECTURE.parents[1]
+RULE = re.compile(r"^(?:rule|checkpoint) (\w+):", re.MULTILINE)
+
+
+def workflow_rules() -> dict[str, str]:
+    """Every rule of the workflow (``rule NAME:`` in the Snakefile and rules/*.smk), by the file it is in."""
+    files = [REPO / "Snakefile", *sorted((REPO / "rules").glob("*.smk"))]
+    return {name: path.name for path in files for name in RULE.findall(path.read_text())}
+
+
+def page_section(text: str, heading: str) -> str:
+    """The text under ``## heading`` up to the next ``## `` heading."""
+    return text.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_rules_section_names_every_rule_and_only_rules():
+    rules = workflow_rules()
+    assert {"all", "corpus", "train_inducer", "learned_structure", "report"} <= set(rules)  # the parse sees them
+    section = page_section(ARCHITECTURE.read_text(), "Rules")
+    missing = [f"{name} ({where})" for name, where in rules.items() if f"`{name}`" not in section]
+    assert not missing, "docs/architecture.md's Rules section does not name: " + ", ".join(missing)
+    listed = re.findall(r"^- `(\w+)`:", section, re.MULTILINE)
+    assert sorted(set(listed) - set(rules)) == [], "the Rules section lists rules that do not exist"
+
+
+def test_the_data_flow_shows_every_rule():
+    text = ARCHITECTURE.read_text()
+    flow = text.split("```mermaid\n", 1)[1].split("```", 1)[0]
+    drawn = set(re.findall(r"\w+", flow))
+    missing = sorted(set(workflow_rules()) - {"all"} - drawn)
+    assert not missing, f"rules missing from docs/architecture.md's data flow: {missing}"
+    assert "results/models/INDUCER" in flow  # the learned inducer's model between training and induction
+
+
+def test_every_package_of_the_library_has_its_section():
+    sections = package_sections(ARCHITECTURE.read_text())
+    packages = {path.parent.name for path in (SRC / PACKAGE).glob("*/__init__.py")}
+    assert packages and not sorted(packages - set(sections))
+
+
+def tracked_files() -> list[str]:
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, text=True, check=True)
+    return [name for name in listed.stdout.split("\0") if name]
+
+
+def unlisted_in_layout(layout: str, files: list[str]) -> list[str]:
+    """The repository's top-level entries, and workflow/'s, that no line of the layout block starts with (an
+    entry may also follow ``, `` on a line: ``envs/, profiles/slurm/``)."""
+    entries = set()
+    for name in files:
+        parts = name.split("/")
+        depth = 2 if parts[0] == "workflow" else 1
+        entries.add("/".join(parts[:depth]) + ("/" if len(parts) > depth else ""))
+    starts = {start for line in layout.splitlines() for start in line.split("  ")[0].split(", ")}
+    return sorted(entry for entry in entries - {".gitignore"} if not any(s.startswith(entry) for s in starts))
+
+
+def test_the_layout_block_names_every_top_level_entry_of_the_repository():
+    layout = ARCHITECTURE.read_text().split("```\n", 1)[1].split("```", 1)[0]
+    files = tracked_files()
+    assert "workflow/report/report.rst" in files and ".ci/run" in files  # the listing sees them
+    assert unlisted_in_layout(layout, files) == []
+    assert unlisted_in_layout(layout.replace(".ci/run", ".ci-run"), files) == [".ci/"]  # the check can fail
+
+
+def imported_names(text: str) -> set[str]:
+    """The modules a Python text imports anywhere (``import a.b``: ``a.b``; ``from a.b import c``: ``a.b``)."""
+    names = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+    return names
+
+
+def module_kind(relative: Path, text: str) -> str | None:
+    """Which kind of the tests-layout sentence a test module (its path under tests/, its text) is, or None where
+    the sentence would be false of it."""
+    if len(relative.parts) == 1:
+        return "top level"
+    folder = relative.parts[0]
+    if len(relative.parts) != 2:
+        return None
+    if folder == "workflow":
+        return "workflow"
+    if not (SRC / PACKAGE / folder / "__init__.py").exists():
+        return None
+    if any(name == f"{PACKAGE}.{folder}" or name.startswith(f"{PACKAGE}.{folder}.") for name in imported_names(text)):
+        return f"tests of {folder}"
+    return f"a benchmark of {folder}" if "benchmarks/" in text else None
+
+
+def test_the_tests_layout_sentence_holds_for_every_test_module():
+    assert "every test module is one of three kinds" in ARCHITECTURE.read_text()
+    tests = REPO / "tests"
+    modules = sorted(tests.rglob("test_*.py"))
+    assert len(modules) > 50
+    astray = [
+        str(path.relative_to(REPO))
+        for path in modules
+        if module_kind(path.relative_to(tests), path.read_text()) is None
+    ]
+    assert not astray, f"test modules the tests-layout sentence of docs/architecture.md does not describe: {astray}"
+
+
+def test_the_tests_layout_check_can_fail():
+    uses_bm25 = "from structbench.retrieval.bm25 import bm25_search\n"
+    assert module_kind(Path("retrieval/test_bm25.py"), uses_bm25) == "tests of retrieval"
+    assert module_kind(Path("chunking/test_bm25.py"), uses_bm25) is None  # not its package
+    assert module_kind(Path("helpers/test_bm25.py"), uses_bm25) is None  # no such package
+    assert module_kind(Path("retrieval/deep/test_bm25.py"), uses_bm25) is None
+    assert module_kind(Path("stats/test_replication.py"), 'load("benchmarks/replication.py")') == "a benchmark of stats"

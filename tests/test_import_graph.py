@@ -135,6 +135,7 @@ LAYERS = (
         "sentences",
         "sizes",
         "tokens",
+        "vectors",
     ),
     ("corpus", "chunking", "llm", "metrics", "endpoints"),
     ("shards", "structure", "querygen", "prefixes", "stats"),

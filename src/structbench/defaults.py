@@ -16,7 +16,8 @@ SIZE_MATCH_TOLERANCE = 4.0
 FIXED_SNAP_TOKENS = 15  # how far a fixed-window edge may move to reach a sentence boundary
 SEMANTIC_THRESHOLD = 0.85  # the title-chain study: adjacent paragraphs merge at cosine >= this
 SEPARATOR = " > "  # between the elements of a rendered heading path
-CLIP_MARK = " [...]"  # ends a paragraph an LLM prompt shows cut short (structure induction, query generation)
+ELISION = "[...]"  # marks where an LLM prompt leaves text out (a situating context's document window)
+CLIP_MARK = " " + ELISION  # ends a paragraph an LLM prompt shows cut short (structure induction, query generation)
 PRACTITIONER_DEPTH = 2  # chunk_markdown's heading-path depth: [Title > Section] (reasoning in api.py)
 TOP_K = 100
 NDCG_K = 10  # cut-off of coverage-nDCG and binary nDCG

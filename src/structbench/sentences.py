@@ -1,8 +1,9 @@
 """Sentence boundaries as character offsets (syntok, offline), the only places a long unit may be cut.
 
 syntok is a rule-based segmenter that reports each token's offset in the input, so sentence starts
-come straight from it with no re-searching; on QASPER prose it ran 2.2x faster than pysbd's
-processor (the fastest pysbd path) and agreed with it on 98% of sentence counts.
+come straight from it with no re-searching; on QASPER prose it is faster than pysbd's fastest path and agrees
+with it on nearly every sentence count (measured: docs/benchmarks.md, "Sentence segmentation: syntok against
+pysbd").
 
 Boundaries are computed per paragraph and cached per paragraph text, because a paragraph start is
 always a boundary and the same paragraph is looked at by several chunkers (structural, fixed,

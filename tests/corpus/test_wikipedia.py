@@ -13,8 +13,8 @@ import pytest
 
 from structbench.corpus import load_corpus
 from structbench.corpus.build import document_depth, heading_count, word_count
-from structbench.corpus.selection import Filters
 from structbench.corpus.verify import verify_corpus
+from structbench.corpus.wiki_selection import Filters
 from structbench.corpus.wikipedia import (
     CachedFetcher,
     HttpFetcher,

@@ -9,8 +9,8 @@ from conftest import SHARED_DATA
 from structbench.corpus import load_corpus
 from structbench.corpus.build import build_tables, document_depth, heading_count
 from structbench.corpus.corpus_stats import corpus_statistics
-from structbench.corpus.selection import Filters, topic_bucket
 from structbench.corpus.verify import verify_corpus
+from structbench.corpus.wiki_selection import Filters, topic_bucket
 from structbench.corpus.wikitext import detokenize, load_wikitext, parse_wikitext
 
 FOLDER = SHARED_DATA / "wikitext/wikitext-2-raw-test"

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from structbench.datamodel import CHUNKS, DOCUMENTS, TEXTS
 from structbench.prefixes import parse_prefix, render_prefix, render_texts
-from structbench.prefixes.budget import ELLIPSIS, PrefixBudgetError, fit_prefix, shortened_prefix
+from structbench.prefixes.budget import ELLIPSIS, PrefixBudgetError, shortened_prefix
 from structbench.prefixes.placebo import placebo_paths
 from structbench.tokens import load_tokenizer
 
@@ -197,10 +197,10 @@ def test_a_prefix_over_budget_is_cut_title_by_title_to_equal_lengths():
     assert water_level([5, 5], 100) == 5 and water_level([40, 40], 0) == 1
     render = lambda items: render_prefix(items)  # noqa: E731
     short = ("Paper", "Methods")
-    assert fit_prefix(short, render, 50, TOK) == (render(short), False)
+    assert shortened_prefix(short, render, 50, TOK) == (render(short), 0)
     path = ("Paper", "Methods", " ".join(f"word{i}" for i in range(80)))
-    prefix, cut = fit_prefix(path, render, 40, TOK)
-    assert cut and TOK.count(prefix) <= 40
+    prefix, rule = shortened_prefix(path, render, 40, TOK)
+    assert rule == 1 and TOK.count(prefix) <= 40
     assert prefix.startswith("[Paper > Methods > word0") and prefix.endswith(ELLIPSIS + "]\n\n")
     # Depth is kept: still three elements.
     assert prefix.count(" > ") == 2
@@ -276,7 +276,7 @@ def test_ancestors_go_first_root_first_then_the_leaf_is_cut():
 def test_combining_scripts_are_cut_between_whole_grapheme_clusters(leaf):
     for budget in range(3, 16):
         for items in ((leaf,), ("Document", "Section", leaf)):
-            prefix = fit_prefix(items, render_prefix, budget, TOK)[0]
+            prefix = shortened_prefix(items, render_prefix, budget, TOK)[0]
             assert TOK.count(prefix) <= budget
             for part in prefix.removeprefix("[").removesuffix("]\n\n").split(" > "):
                 title = next((t for t in items if t.startswith(part.removesuffix(ELLIPSIS))), None)
@@ -285,7 +285,7 @@ def test_combining_scripts_are_cut_between_whole_grapheme_clusters(leaf):
 
 def test_a_budget_below_the_shortest_prefix_is_a_named_error():
     with pytest.raises(PrefixBudgetError, match=r"budget of 2 tokens cannot hold even '\[…\]"):
-        fit_prefix(("Title", "Leaf"), render_prefix, 2, TOK)
+        shortened_prefix(("Title", "Leaf"), render_prefix, 2, TOK)
 
 
 def test_cjk_markdown_with_induced_titles_keeps_prefixes_within_half_of_t_max():

@@ -891,17 +891,3 @@ def test_the_prefixes_table_shows_the_largest_prefix_against_the_allowed():
     row = table.filter(table["prefix"] == "path:9").row(0, named=True)
     assert (row["max_prefix_tokens"], row["max_prefix_tokens_allowed"]) == (6, 6)
     assert (row["shortened_prefixes"], row["dropped_ancestors"]) == (7, 5)
-
-
-def test_table1_metric_sections_come_primary_first_then_cutoffs_as_numbers():
-    from structbench.metrics.registry import metric_order
-
-    names = ["budget_cov@2048", "budget_cov@512", "MRR", "budget_cov@1024", "cov_nDCG@10"]
-    assert metric_order(names, "cov_nDCG@10") == [
-        "cov_nDCG@10",
-        "MRR",
-        "budget_cov@512",
-        "budget_cov@1024",
-        "budget_cov@2048",
-    ]
-    assert metric_order(names, "budget_cov@1024")[:2] == ["budget_cov@1024", "cov_nDCG@10"]

@@ -18,7 +18,6 @@ from structbench.corpus.qasper import parse_paper, read_qasper_records
 from structbench.structure.agreement import (
     SUMMARY_KEYS,
     agreement_summary,
-    boundary_prf,
     match_boundaries,
     pk,
     probe_width,
@@ -118,10 +117,11 @@ def test_matches_nltk_on_hand_examples(gold, induced, n, k):
 # ----------------------------------------------------------------------------------- boundary P/R/F1
 
 
-def test_boundary_prf_hand_worked():
+def test_boundary_precision_recall_f1_hand_worked():
     # gold {5, 10, 15}, induced {4, 6, 15, 18}, tolerance 1: 4 -> 5; 6 would need 5 again (used) and 10 is
     # too far; 15 -> 15; 18 -> nothing. 2 matched: P = 2/4, R = 2/3, F1 = 2PR/(P+R) = (2/3)/(7/6) = 4/7.
-    precision, recall, f1 = boundary_prf({5, 10, 15}, {4, 6, 15, 18})
+    match = match_boundaries({5, 10, 15}, {4, 6, 15, 18})
+    precision, recall, f1 = match.precision, match.recall, match.f1
     assert (precision, recall) == (pytest.approx(0.5), pytest.approx(2 / 3))
     assert f1 == pytest.approx(4 / 7)
 
@@ -135,10 +135,14 @@ def test_boundary_matching_is_maximum_not_nearest():
     assert match_boundaries({5}, {3}, tolerance=2).matched == 1
 
 
-def test_boundary_prf_zero_division_convention():
-    assert boundary_prf(set(), set()) == (1.0, 1.0, 1.0)  # nothing to find, nothing claimed
-    assert boundary_prf({3}, set()) == (0.0, 0.0, 0.0)
-    assert boundary_prf(set(), {3}) == (0.0, 0.0, 0.0)
+def test_boundary_precision_recall_f1_zero_division_convention():
+    def prf(gold, induced):
+        match = match_boundaries(gold, induced)
+        return match.precision, match.recall, match.f1
+
+    assert prf(set(), set()) == (1.0, 1.0, 1.0)  # nothing to find, nothing claimed
+    assert prf({3}, set()) == (0.0, 0.0, 0.0)
+    assert prf(set(), {3}) == (0.0, 0.0, 0.0)
 
 
 # -------------------------------------------------------------------------------------------- summary
@@ -239,7 +243,7 @@ def test_matches_nltk_on_qasper_train_gold_against_shifted_gold(qasper_gold):
         assert pk(gold_b, ours_b, n) == pytest.approx(nltk_pk(ref, hyp, k))
         assert windowdiff(gold_b, ours_b, n) == pytest.approx(nltk_windowdiff(ref, hyp, k))
         assert 0 < windowdiff(gold_b, ours_b, n) <= 1  # a shift is a disagreement...
-        assert boundary_prf(gold_b, ours_b)[1] > 0.9  # ...that the one-paragraph tolerance forgives
+        assert match_boundaries(gold_b, ours_b).recall > 0.9  # ...that the one-paragraph tolerance forgives
         compared += 1
     assert compared == 10
     summary = agreement_summary(induced, gold, sorted(n_by_doc))

@@ -256,9 +256,9 @@ def tokenization_pieces(
     A word-level tokenizer (:attr:`TokenCounter.additive`) never joins characters across a space, so
     cutting right after one changes no token; each piece is then at most about ``piece_chars`` long
     (longer only where no space falls within it). Why: one very long text costs the Hugging Face
-    tokenizer more than its length (a 6.8 MB paragraph took 4.1-4.5x the time of a 1.7 MB one), many
-    pieces cost their total length and spread over its threads. Other tokenizers (whose tokens mark a
-    leading space) get the text whole.
+    tokenizer more than its length, many pieces cost their total length and spread over its threads
+    (measured: docs/benchmarks.md, "Chunking a long paragraph is linear"). Other tokenizers (whose tokens
+    mark a leading space) get the text whole.
     """
     if not word_level or end - start <= piece_chars:
         return [(start, end)]

@@ -11,6 +11,7 @@ from structbench.chunking.cuts import _bounded, _check_bounds, _frame, _own_coun
 from structbench.chunking.document import _prepare, _tokenized
 from structbench.defaults import SEMANTIC_THRESHOLD, T_MAX, T_MIN
 from structbench.tokens import TokenCounter, load_tokenizer
+from structbench.vectors import unit_length
 
 EmbedFn = Callable[[list[str]], np.ndarray]
 
@@ -79,8 +80,7 @@ def semantic_chunks(
         )
         if vectors.ndim != 2 or len(vectors) != len(wanted):
             raise ValueError(f"embed_fn returned shape {vectors.shape} for {len(wanted)} texts")
-        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        vectors = vectors / np.where(norms > 0, norms, 1.0)
+        vectors = unit_length(vectors)
         cosine = np.einsum("ij,ij->i", vectors[:-1], vectors[1:])
         for k in range(len(wanted) - 1):
             (d, p), (d2, p2) = wanted[k], wanted[k + 1]

@@ -27,7 +27,7 @@ all kinds
     ``path`` (required): the WikiText raw file (e.g. ``wiki.test.raw``);
     filters (optional; defaults = Kuehlkamp et al., table 6; null disables one): ``min_words`` (3000),
     ``min_depth`` (3, title = 1), ``min_sections`` (12), ``n_docs`` (200), ``max_per_bucket`` (60),
-    ``seed`` (20260710).
+    ``seed`` (the study's, ``defaults.SEED``).
 ``wikipedia`` (``wikipedia.py``)
     the same filters, plus ``cache_dir`` (required): on-disk API response cache;
     ``user_agent`` (required): contact User-Agent for the Wikimedia API; ``rate_limit_s``
@@ -158,7 +158,7 @@ def _load(spec: dict) -> CorpusTables:
             fuzzy_threshold=float(threshold),
             max_docs=spec.get("max_docs"),
         )
-    from structbench.corpus.selection import Filters
+    from structbench.corpus.wiki_selection import Filters
 
     filters = Filters.from_spec(spec)
     if kind == "wikitext":

@@ -51,7 +51,7 @@ import mwparserfromhell
 from mwparserfromhell.nodes import Comment, ExternalLink, Heading, HTMLEntity, Tag, Template, Text, Wikilink
 
 from structbench.corpus.build import CorpusTables, sections_from_headings
-from structbench.corpus.selection import Filters, select_documents, selection_tables
+from structbench.corpus.wiki_selection import Filters, select_documents, selection_tables
 from structbench.datamodel import ParsedDocument
 
 Fetch = Callable[[dict], dict]

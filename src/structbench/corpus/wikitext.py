@@ -34,7 +34,7 @@ from structbench.corpus.build import (
     sections_from_headings,
 )
 from structbench.corpus.markdown import read_utf8
-from structbench.corpus.selection import Filters, select_documents, selection_tables
+from structbench.corpus.wiki_selection import Filters, select_documents, selection_tables
 from structbench.datamodel import ParsedDocument
 
 _HEADING = re.compile(r" *(=(?: =)*) (.+?) (=(?: =)*) *")

@@ -55,6 +55,7 @@ from structbench.embedding.local import (
 from structbench.embedding.passes import plan_passes, run_passes, tokenized_windows
 from structbench.embedding.report import TruncationCount, add_lookup_totals, encoder_report, new_totals
 from structbench.logs import Progress
+from structbench.vectors import unit_length
 
 LOG = logging.getLogger(__name__)
 
@@ -203,8 +204,8 @@ def pool(outputs: np.ndarray, a: int, b: int, n_window: int) -> tuple[np.ndarray
 
 
 def _normalised(total: np.ndarray, count: int) -> np.ndarray:
-    mean = total / count
-    return (mean / max(np.linalg.norm(mean), 1e-12)).astype(np.float32)
+    """The pooled vector: the mean of ``count`` outputs summed in ``total``, at unit length, float32."""
+    return unit_length(total / count).astype(np.float32)
 
 
 @dataclass

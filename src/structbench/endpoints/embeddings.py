@@ -40,6 +40,7 @@ from structbench.http import (
     is_number,
     request_json,
 )
+from structbench.vectors import unit_length
 
 
 def endpoint_namespace(spec: EndpointEmbedderSpec) -> dict:
@@ -80,7 +81,7 @@ def normalized_rows(vectors: list, url: str, what: str) -> np.ndarray:
         raise EndpointVectorError(
             f"endpoint {url}, {what}: input {int(bad[0])} came back non-finite or zero ({bad.size} such vectors)"
         )
-    return (array / norms[:, None]).astype(np.float32)
+    return unit_length(array).astype(np.float32)
 
 
 def check_vector_shapes(vectors: list, url: str, what: str) -> None:

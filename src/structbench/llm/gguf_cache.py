@@ -1,11 +1,12 @@
 """A GGUF model converted once, then loaded from the conversion.
 
-transformers reads a GGUF file by converting its tokenizer and de-quantizing every tensor, about 30 s for
-the packaged SmolLM2 on two CPU cores, in every job that loads it: two induction shards, two context shards
-and each of their reruns, even when every request is answered from the response cache. The conversion is
-a pure function of (GGUF file content, dtype, transformers version), so its result is saved with
-``save_pretrained`` (safetensors) under a folder named by those three and later loads read that folder
-(about a second). The tensors are the same values, so answers are the same token for token
+transformers reads a GGUF file by converting its tokenizer and de-quantizing every tensor, most of a job's
+load time for the packaged SmolLM2 on a CPU, in every job that loads it: two induction shards, two context
+shards and each of their reruns, even when every request is answered from the response cache. The conversion
+is a pure function of (GGUF file content, dtype, transformers version), so its result is saved with
+``save_pretrained`` (safetensors) under a folder named by those three and later loads read that folder, a
+fraction of the conversion's time (measured: docs/benchmarks.md, "Loading a GGUF model once converted"). The
+tensors are the same values, so answers are the same token for token
 (tests/llm/test_transformers_backend.py compares the logits of both loads exactly).
 
 The folder lives in the user's cache, like Hugging Face's own: ``$STRUCTBENCH_MODEL_CACHE``, else

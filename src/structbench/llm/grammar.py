@@ -10,9 +10,9 @@ fills the next-token bitmask (``llguidance.numpy.allocate_token_bitmask`` / ``fi
 and sets every token the grammar forbids to ``-inf``. EOS is allowed exactly when the matcher accepts
 (the JSON value is complete and valid), and is the only token allowed once the matcher has stopped.
 A row that has emitted EOS is left alone (transformers pads it). The bitmask helpers come from ``llguidance.numpy``, not
-``llguidance.torch``: the same functions, but importing the torch module costs ~6 s on this machine
-(its ``apply_token_bitmask_inplace`` kernel is ``torch.compile`` d, which imports dynamo), against a
-vocabulary-sized ``masked_fill`` here.
+``llguidance.torch``: the same functions, but importing the torch module costs seconds in every job (its
+``apply_token_bitmask_inplace`` kernel is ``torch.compile`` d, which imports dynamo), against a vocabulary-sized
+``masked_fill`` here (measured: docs/benchmarks.md, "Constrained decoding on SmolLM2").
 
 **The processor is a function of the tokens it is shown, not of how often it is called.** It keeps the
 tokens each matcher has consumed and, per call, rolls the matcher back to the common prefix with the
@@ -40,25 +40,10 @@ mask applies after top-k/top-p; should they leave no allowed token in a row, the
 equal scores (never an all ``-inf`` row, which would break the sampler). Greedy decoding, the study's
 setting, never reaches that case.
 
-**What it gives** (measured 2026-12-01: SmolLM2-135M-Instruct Q4_1, ``llms.smollm2`` of
-config/config.yaml: one torch thread, prompt lookup 10, ``max_new_tokens`` 192, greedy; ``inducers.llm``;
-the default knowledge base ``data/kb``, one document at a time, 12-17 paragraphs each, one window; a
-2-core machine shared with other jobs, so seconds are wall time under load):
-
-- unconstrained (``constrained: false``), 2 documents: 0 of 4 answers (first round + correction) JSON
-  at all (prose: "The document contains a list of 14 paragraphs, ..."), all cut at 192 tokens; both
-  documents ``failed`` (the single-section fallback); 105 s and 113 s.
-- constrained, section count bounded only by the window's paragraphs: valid JSON up to the cap, but
-  SmolLM2 lists near-identical sections ("<document title>", levels 1, 2, 3, ..., each to the last
-  paragraph) until 192 tokens cut the answer: 0 of 4 answers complete, both ``failed``; 90 s and 96 s.
-  Hence ``structure.induction.sections_that_fit``: the schema allows as many sections as the cap can
-  close (4 at 192 tokens).
-- constrained with that bound, 7 of the 8 documents (the run's time limit ended the eighth): 14 of 14
-  answers schema-valid JSON, every one ended by EOS (118-154 tokens); all 7 documents ``repaired``
-  (4 sections each; the answers overlap or leave the last paragraphs uncovered, so the correction
-  round runs, repeats the answer, and the repair tiles it); 38-62 s per document (mean 49 s).
-
-A grammar fixes the form only: the sections are still degenerate (every document above needed the repair).
+**What it gives**: schema-valid JSON ended by EOS, once the schema bounds the section count by what the token cap
+can close (``structure.induction.sections_that_fit``; without that bound SmolLM2 lists sections until the cap cuts
+the answer). A grammar fixes the form only: SmolLM2's sections stay degenerate, and every document still needs the
+repair (measured: docs/benchmarks.md, "Constrained decoding on SmolLM2").
 """
 
 from __future__ import annotations

@@ -28,15 +28,18 @@ dtype                  auto            transformers/vllm weights dtype: ``auto``
 gguf_file              null            transformers: the ``.gguf`` file inside ``model`` (a directory).
 threads                null            transformers on CPU: torch threads (``torch.set_num_threads``);
                                        null keeps torch's default (all cores). On a shared machine set
-                                       it to the job's cores: oversubscribed threads ran SmolLM2 3-5x
-                                       slower than one thread (benchmarks/bench_llm.py).
+                                       it to the job's cores: oversubscribed threads run SmolLM2
+                                       several times slower than one thread (measured:
+                                       docs/benchmarks.md, "SmolLM2's threads, batching and prompt
+                                       lookup on 2 CPU cores").
 prompt_lookup_tokens   0               transformers, greedy only: > 0 generates one request at a time
                                        with prompt-lookup decoding (n-gram candidates of this length
                                        drawn from the prompt, verified by the model in one forward
                                        pass). Greedy output is unchanged; it helps answers that copy
-                                       from a long prompt (situating contexts: 1.13x one-at-a-time
-                                       decoding on 2 CPU cores, where batching gave 1.03x; short chat
-                                       prompts batch better, 1.8x: benchmarks/bench_llm.py).
+                                       from a long prompt (situating contexts), where batching gains
+                                       little; short chat prompts batch better (measured:
+                                       docs/benchmarks.md, "SmolLM2's threads, batching and prompt
+                                       lookup on 2 CPU cores").
                                        0 batches by ``batch_size``. Not used by the exact CPU
                                        decoder (llm/exact_decoding.py).
 constrained            true            transformers: decode JSON requests under their schema with an

@@ -216,20 +216,6 @@ def metrics_from_config(metrics_config: Mapping) -> list[str]:
     return names + list(extra)
 
 
-def metric_order(names: Sequence[str], first: str | None = None) -> list[str]:
-    """``names`` in reading order: ``first`` (the primary metric) first, then by registration order of the
-    family and its cutoff as a number (``budget_cov@512`` before ``budget_cov@1024``); an unregistered name
-    after every registered one, by name."""
-
-    def key(name: str) -> tuple:
-        if not is_metric(name):
-            return (name != first, len(REGISTRY), 0, name)
-        metric = parse_metric(name)
-        return (name != first, list(REGISTRY).index(metric.definition.name), metric.cutoff or 0, name)
-
-    return sorted(names, key=key)
-
-
 def _usage(definition: MetricDefinition) -> str:
     return f"{definition.name}@<{definition.cutoff}>" if definition.cutoff else definition.name
 

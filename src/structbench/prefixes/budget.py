@@ -66,12 +66,6 @@ def water_level(lengths: Sequence[int], total: int) -> int:
     return max(cap, 1)
 
 
-def fit_prefix(items: Sequence[str], render: Render, budget: int, tokenizer: TokenCounter) -> tuple[str, bool]:
-    """``render(items)`` within ``budget`` tokens (module docstring): the prefix and whether it was cut."""
-    prefix, rule = shortened_prefix(items, render, budget, tokenizer)
-    return prefix, rule > 0
-
-
 def bounded_titles(paths: Sequence[Sequence[str]], render: Render, budget: int, tokenizer: TokenCounter) -> list[str]:
     """Each title path rendered within ``budget`` tokens by :func:`shortened_prefix` (the module docstring's
     rule, leaf kept), once per distinct path: the TOC contents and the query-side titles take it as the

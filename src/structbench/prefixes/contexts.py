@@ -30,14 +30,13 @@ from collections.abc import Callable
 import polars as pl
 
 from structbench.datamodel import PARAGRAPH_SEPARATOR, document_texts
-from structbench.defaults import CONTEXT_MAX_TOKENS, TOKENIZER
+from structbench.defaults import CONTEXT_MAX_TOKENS, ELISION, TOKENIZER
 from structbench.llm import LLM, ChatRequest, load_prompt
 from structbench.tokens import TokenCounter, load_tokenizer
 
 log = logging.getLogger(__name__)
 
 CONTEXTS = {"chunk_id": pl.Int64, "context": pl.String, "context_tokens": pl.Int32, "truncated": pl.Boolean}
-ELISION = "[...]"
 
 
 def cap_tokens(text: str, limit: int, counter: TokenCounter) -> tuple[str, int, bool]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import polars as pl
 
 from structbench.report.table_registry import Omit, ReportInputs, TableContent, report_table
+from structbench.structure.sections import TITLE_CHARS
 
 # The induction table's agreement columns: summary key -> column.
 INDUCTION_AGREEMENT = {
@@ -28,7 +29,7 @@ INDUCTION_AGREEMENT = {
     "round), repaired = the deterministic repair changed the answer, failed = no usable section "
     "(single-section fallback); corrected counts the documents whose first answer failed the check "
     "and went to the correction round, whatever the outcome (a segmentation inducer has no rounds: "
-    "usable = more than one section); an answer breaking its JSON schema (a title over 60 characters, "
+    f"usable = more than one section); an answer breaking its JSON schema (a title over {TITLE_CHARS} characters, "
     "whatever the server returned) fails the check too, and shortened titles counts the titles the repair "
     "cut to that bound. identical spans is the share of the induced structural chunks "
     "whose span is byte-identical to a gold structural chunk (Kuehlkamp et al., table 9). Agreement with the gold "

@@ -29,11 +29,8 @@ ties by ``chunk_id`` ascending, like every ranking of the study.
   33 English stopwords dropped, then the Porter stemmer (PyStemmer's ``porter``, the original 1980
   algorithm Lucene's ``PorterStemFilter`` implements).
 
-The analyzer is not what keeps the probe below Kuehlkamp et al.'s 22.7% on QASPER: over our 1,169 train + dev
-papers (27,889 structural chunks, 2,991 questions) gold top-1 is 4.4% with ``words`` and 4.7% with
-``english``, and on the first 60 dev papers 7.8% and 8.9%; restricted to each question's own paper it
-is 18.0% and 18.9% (``benchmarks/bench_bm25.py``). The default is ``english``, the analyzer a
-Lucene-based BM25 baseline would use.
+The default is ``english``, the analyzer a Lucene-based BM25 baseline would use; the analyzer is not what keeps the
+probe below Kuehlkamp et al.'s on QASPER (measured: docs/benchmarks.md, "BM25 analyzers on QASPER").
 """
 
 from __future__ import annotations
@@ -46,7 +43,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import polars as pl
 
-from structbench.defaults import TOP_K
+from structbench.defaults import BM25_ANALYZER, TOP_K
 from structbench.logs import Progress
 from structbench.retrieval.search import runs_from_arrays, top_k_by_score
 
@@ -129,7 +126,7 @@ def analyzer(name: str) -> Callable[[str], list[str]]:
 class BM25Index:
     """Okapi BM25 (module docstring) over a list of chunk texts; row i is ``chunk_id`` i."""
 
-    def __init__(self, chunk_texts: Sequence[str], analyzer_name: str = "english"):
+    def __init__(self, chunk_texts: Sequence[str], analyzer_name: str = BM25_ANALYZER):
         import bm25s
 
         self.analyze = analyzer(analyzer_name)
@@ -148,7 +145,11 @@ class BM25Index:
 
 
 def bm25_search(
-    chunk_texts: list[str], query_texts: list[str], qids: list[str], top_k: int = TOP_K, analyzer_name: str = "english"
+    chunk_texts: list[str],
+    query_texts: list[str],
+    qids: list[str],
+    top_k: int = TOP_K,
+    analyzer_name: str = BM25_ANALYZER,
 ) -> pl.DataFrame:
     """Top-k chunks per query by Okapi BM25 under the named analyzer; row i of ``chunk_texts`` is ``chunk_id`` i."""
     index = BM25Index(chunk_texts, analyzer_name)

@@ -38,6 +38,7 @@ from structbench.datamodel import ROUTING
 from structbench.defaults import HIER_TOP_SECTIONS, SEPARATOR
 from structbench.prefixes.budget import bounded_titles
 from structbench.tokens import DEFAULT_TOKENIZER, TokenCounter, load_tokenizer
+from structbench.vectors import unit_length
 
 # Which kinds are routed, and the registered metrics their scores carry beyond the configured set (each
 # reading the routing table as its input ``kept_sections``), are facts of the kind:
@@ -128,9 +129,7 @@ def section_centroids(chunk_vectors: np.ndarray, chunk_unit: np.ndarray, n_units
     counts = np.bincount(chunk_unit, minlength=n_units)
     has_chunks = counts > 0
     means = np.divide(sums, counts[:, None], out=np.zeros_like(sums), where=has_chunks[:, None])
-    norms = np.linalg.norm(means, axis=1, keepdims=True)
-    centroids = np.divide(means, norms, out=np.zeros_like(means), where=norms > 0)
-    return centroids.astype(np.float32), has_chunks
+    return unit_length(means).astype(np.float32), has_chunks
 
 
 def top_rows(

@@ -15,8 +15,9 @@ Vectorization: each block of index rows becomes a (rows x n_docs) matrix of mult
 
 i.e. the sum of the drawn documents' delta sums over the sum of their query counts, each drawn copy
 counting once. The products run on row slices small enough (about 1e6 multiply-adds) that OpenBLAS
-keeps them single-threaded: on the two or four shared cores of a CPU job, threaded BLAS measured 20x
-slower, and a single thread keeps the summation order, hence the output bits, fixed.
+keeps them single-threaded: threaded BLAS runs far slower on a CPU job's few shared cores (measured:
+docs/benchmarks.md, "Threaded BLAS in the bootstrap"), and a single thread keeps the summation order,
+hence the output bits, fixed.
 """
 
 from __future__ import annotations

@@ -116,7 +116,9 @@ def windowdiff(gold: Collection[int], induced: Collection[int], n_paragraphs: in
 
 @dataclass(frozen=True)
 class BoundaryMatch:
-    """Matched boundaries and the two set sizes of one document (or pooled over documents)."""
+    """Matched boundaries and the two set sizes of one document (or pooled over documents), and what they
+    give: precision = matched / induced, recall = matched / gold, F1 their harmonic mean (1.0 each when
+    both sets are empty: nothing to find, nothing claimed)."""
 
     matched: int
     n_induced: int
@@ -159,13 +161,6 @@ def match_boundaries(gold: Collection[int], induced: Collection[int], tolerance:
             matched += 1
             free_from += 1
     return BoundaryMatch(matched, len(set(induced)), len(set(gold)))
-
-
-def boundary_prf(gold: Collection[int], induced: Collection[int], tolerance: int = 1) -> tuple[float, float, float]:
-    """``(precision, recall, F1)`` of induced boundaries against gold with ``tolerance`` (one paragraph in
-    docs/method.md §5): precision = matched / induced, recall = matched / gold, F1 their harmonic mean."""
-    match = match_boundaries(gold, induced, tolerance)
-    return match.precision, match.recall, match.f1
 
 
 def section_boundaries(starts: Iterable[int], n_paragraphs: int) -> set[int]:

@@ -70,6 +70,7 @@ from structbench.llm import (
 )
 from structbench.structure.sections import (  # noqa: F401  (re-exported: the protocol's vocabulary)
     STATUS,
+    TITLE_CHARS,
     InducedSection,
     check_sections,
     paragraph_texts,
@@ -97,8 +98,7 @@ SCHEMA = {
     },
     "required": ["sections"],
 }
-TITLE_CHARS = 60  # the longest title a constrained answer may write (a heading, not a summary)
-# Answer tokens one section object takes at most, about: {"title": "<up to 60 characters>", "level": 1,
+# Answer tokens one section object takes at most, about: {"title": "<up to TITLE_CHARS characters>", "level": 1,
 # "first": 12, "last": 14}, is ~33 tokens with a 36-character title for SmolLM2's tokenizer; the
 # "sections" wrapper takes ~8. They bound the sections an answer can hold within its token cap.
 SECTION_TOKENS = 40

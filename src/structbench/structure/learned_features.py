@@ -12,6 +12,7 @@ import numpy as np
 
 from structbench.structure.model_free import STOPWORDS
 from structbench.structure.segmentation import depth_scores, gap_similarities
+from structbench.vectors import unit_length
 
 SHORT_WORDS = 25  # a paragraph of fewer words is "short" (a caption, a list item, a heading-like line)
 
@@ -161,8 +162,7 @@ def title_features(vectors: np.ndarray, spans: Sequence[tuple[int, int, int]], n
     rows = []
     for index, (first, end, level) in enumerate(spans):
         mean = vectors[first:end].sum(axis=0)
-        norm = np.linalg.norm(mean)
         extra = [first / n_paragraphs, end / n_paragraphs, float(index == 0), float(index == len(spans) - 1)]
         extra.append(float(level > 1))
-        rows.append(np.concatenate([vectors[first], mean / norm if norm > 0 else mean, extra]))
+        rows.append(np.concatenate([vectors[first], unit_length(mean), extra]))
     return np.asarray(rows, np.float64)

@@ -45,6 +45,7 @@ from structbench.datamodel import MAX_LEVEL, SectionSpec
 from structbench.graphemes import ELLIPSIS, grapheme_count, grapheme_prefix
 from structbench.sentences import sentence_starts
 from structbench.structure.sections import STATUS, InducedSection, sections_table
+from structbench.vectors import unit_length
 
 log = logging.getLogger(__name__)
 
@@ -79,12 +80,6 @@ _PHRASE_BREAK = re.compile(r"[.,;:!?()\[\]{}\"“”‘’/|=+*<>]|\s-\s|\s–\s
 # ----------------------------------------------------------------------------------------- vectors
 
 
-def normalise_rows(vectors: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit length; an all-zero row stays zero (its cosine with anything is 0)."""
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
-
-
 def paragraph_vectors(texts_by_doc: dict[str, list[str]], encode: Encode, unit: str) -> dict[str, np.ndarray]:
     """Unit-length paragraph vectors per document, from one ``encode`` call over the whole corpus."""
     if unit not in UNITS:
@@ -101,7 +96,7 @@ def paragraph_vectors(texts_by_doc: dict[str, list[str]], encode: Encode, unit: 
         raise ValueError(f"encode returned {encoded.shape[0]} rows for {len(pieces)} texts")
     summed = np.zeros((len(texts), encoded.shape[1]), np.float64)
     np.add.at(summed, owner, encoded)
-    vectors = normalise_rows(summed)
+    vectors = unit_length(summed)
     result, offset = {}, 0
     for doc_id, paragraphs_of in texts_by_doc.items():
         result[doc_id] = vectors[offset : offset + len(paragraphs_of)]
@@ -237,7 +232,7 @@ def section_titles(
     for candidates in phrases:
         for key, candidate in candidates.items():
             surfaces.setdefault(key, candidate.surface)
-    vectors = normalise_rows(np.asarray(encode(all_keys), dtype=np.float32)) if all_keys else None
+    vectors = unit_length(np.asarray(encode(all_keys), dtype=np.float32)) if all_keys else None
     row = {key: index for index, key in enumerate(all_keys)}
     titles = []
     for position, (text, keys, target) in enumerate(zip(section_texts, shortlists, section_vectors), 1):
@@ -280,7 +275,7 @@ def keyphrase_titles(
         return []
     section_texts = ["\n\n".join(texts[s.first - 1 : end]) for s, end in zip(sections, ends)]
     sums = [vectors[s.first - 1 : end].sum(axis=0) for s, end in zip(sections, ends)]
-    section_vectors = normalise_rows(np.stack(sums))
+    section_vectors = unit_length(np.stack(sums))
     return section_titles(section_texts, section_vectors, encode, **title_options)
 
 

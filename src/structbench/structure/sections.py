@@ -17,6 +17,7 @@ import polars as pl
 from structbench.corpus.build import build_tables
 from structbench.datamodel import ParsedDocument, SectionSpec, document_texts
 
+TITLE_CHARS = 60  # the longest title an LLM inducer's answer may write (a heading, not a summary)
 STATUS = {
     "doc_id": pl.String,
     "status": pl.String,  # usable | repaired | failed

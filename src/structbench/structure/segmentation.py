@@ -29,31 +29,10 @@ Titles (keyphrase titles of each section) and status rows are :mod:`.model_free`
 inducer.
 
 **Defaults** (``window=3, depth_cutoff=0.5, min_section_paragraphs=2, max_levels=2, level_cutoff=0.0,
-unit="paragraph"``) were chosen on QASPER *train* papers only (40 papers evenly spaced through
-``qasper-train-v0.3.rebuilt.json``, 2,742 paragraphs; never dev, never WikiText) with the packaged MiniLM
-(all-MiniLM-L6-v2), by ``benchmarks/tune_segmentation.py`` over a 486-setting grid (unit x window 2-4 x
-cutoff 0/0.5/1 x minimum 1-3 x levels 1-3 x level cutoff 0/0.5/1; three levels score exactly as two:
-the metrics tell only top-level starts from all starts). Objective: the mean over the
-all-levels and top-level views of ``(1 - WindowDiff) + boundary F1 - 0.5 |ln(sections/doc / gold's)|``.
-Measured (``structure.agreement``; Pk / WindowDiff / boundary F1 (tolerance 1), all levels | top level;
-sections per document all | top)::
-
-    gold                                   -                 -                  15.9 | 11.3
-    this inducer (defaults)           .428 / .517 / .528 | .443 / .468 / .330    19.7 |  8.6
-    single section                    .514 / .514 / .000 | .409 / .409 / .000     1.0 |  1.0
-    equal split, gold's count (oracle) .453 / .554 / .626 | .547 / .618 / .492   15.9 | 15.9
-    equal split, gold's top count      .494 / .546 / .494 | .488 / .524 / .503   11.3 | 11.3
-
-The inducer has the best all-level Pk of these; its all-level WindowDiff ties the single section's
-(which WindowDiff does not punish for missing boundaries more than for misplacing them) and beats the equal
-splits. Boundary F1 with a one-paragraph tolerance rewards evenly spread boundaries, so the equal split that
-is *told* gold's section count beats it there. Top-level WindowDiff is best for the single section (few
-top-level sections score well on it). The best
-flat setting (``max_levels=1, window=4, depth_cutoff=0``; objective 0.837) edges out the chosen
-hierarchical one (0.813), and sentence vectors (best hierarchical: ``window=2, depth_cutoff=1,
-min_section_paragraphs=3``, 0.828) cost ~3.6x the encoder inputs (9,480 sentences for 2,742 paragraphs)
-for a difference inside the noise of 40 papers: paragraph vectors are the default, and the hierarchy is
-kept because docs/method.md §5 asks for one.
+unit="paragraph"``) were chosen on QASPER *train* papers only (never dev, never WikiText) with the packaged MiniLM,
+by ``benchmarks/tune_segmentation.py``: the best hierarchical setting on paragraph vectors by its objective, since
+docs/method.md §5 asks for a hierarchy and sentence vectors cost several times the encoder inputs for a difference
+inside the noise (measured: docs/benchmarks.md, "The model-free inducer's defaults on QASPER train").
 """
 
 from __future__ import annotations
@@ -73,12 +52,12 @@ from structbench.structure.model_free import (
     Encode,
     induced_tables,
     keyphrase_titles,
-    normalise_rows,
     paragraph_vectors,
     status_row,
     subtree_ends,
 )
 from structbench.structure.sections import InducedSection, check_sections, paragraph_texts
+from structbench.vectors import unit_length
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +77,7 @@ def gap_similarities(vectors: np.ndarray, window: int) -> np.ndarray:
     gaps = np.arange(1, n)
     left = cumulative[gaps] - cumulative[np.maximum(gaps - window, 0)]
     right = cumulative[np.minimum(gaps + window, n)] - cumulative[gaps]
-    return np.einsum("ij,ij->i", normalise_rows(left), normalise_rows(right))
+    return np.einsum("ij,ij->i", unit_length(left), unit_length(right))
 
 
 def depth_scores(similarities: np.ndarray) -> np.ndarray:

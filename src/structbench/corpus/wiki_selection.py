@@ -32,6 +32,7 @@ from structbench.corpus.build import (
 )
 from structbench.corpus.verify import assert_verified
 from structbench.datamodel import ParsedDocument
+from structbench.defaults import SEED
 
 TOPIC_KEYWORDS: dict[str, tuple[str, ...]] = {
     "history_war": ("battle", "war", "military", "campaign", "siege", "history", "empire", "dynasty"),
@@ -49,7 +50,7 @@ DEFAULT_FILTERS = {
     "min_sections": 12,
     "n_docs": 200,
     "max_per_bucket": 60,
-    "seed": 20260710,
+    "seed": SEED,
 }
 
 
@@ -95,7 +96,7 @@ class Filters:
       ``min_depth 3`` asks for a subsection, as MediaWiki's ``===`` level);
     - ``min_sections``: headings (the lead section does not count);
     - ``n_docs``: stop after this many accepted; ``max_per_bucket``: the per-topic ceiling;
-    - ``seed``: the shuffle of the candidate list.
+    - ``seed``: the shuffle of the candidate list (the study's seed, ``defaults.SEED``, by default).
     """
 
     min_words: int | None = DEFAULT_FILTERS["min_words"]
