@@ -1219,6 +1219,184 @@ def two_stage_export() -> str:
     )
 
 
+# ---- structbench export: the run this config made, into a folder of its own, whole ---------------------------------
+
+KB_CORPUS = {"kind": "markdown", "path": str(REPO / "data/kb/docs"), "questions": str(REPO / "data/kb/questions.jsonl")}
+
+
+@functools.cache
+def finished_g2_run() -> Path:
+    """A finished run of G2 on the knowledge base in a temporary folder (removed at exit), made by Snakemake for the
+    files an export reads (corpus, chunks, texts, vectors, the run) and no more: the export cases' run."""
+    import atexit
+    import shutil
+
+    from structbench.export import export_cells, read_files, run_study
+
+    folder = Path(tempfile.mkdtemp(prefix="probe-export-"))
+    atexit.register(shutil.rmtree, folder, True)
+    (folder / "run.yaml").write_text(yaml.safe_dump({"corpora": {"kb": KB_CORPUS}, "select": {"conditions": ["G2"]}}))
+    study = run_study([folder / "run.yaml"], REPO)
+    targets = read_files(study, export_cells(study))
+    command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--cores", "2"]
+    made = subprocess.run(
+        [*command, "--configfile", "run.yaml", "--", *targets],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+    )
+    if made.returncode != 0:
+        raise Fail(f"the run for the export cases failed: {made.stderr[-300:]}")
+    return folder
+
+
+def export_in(folder: Path, *arguments: str, driver: str | None = None) -> subprocess.CompletedProcess:
+    """``structbench export`` of the run in ``folder`` (its run.yaml and ``arguments``), run there; with ``driver``,
+    through that Python script, which takes the command's arguments after its own."""
+    entry = ["-c", driver] if driver else ["-m", "structbench"]
+    export = ["export", "--workflow", str(REPO), "--configfile", "run.yaml", *arguments]
+    return subprocess.run(
+        [sys.executable, *entry, *export],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+    )
+
+
+def tree(folder: Path) -> dict[str, bytes]:
+    return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
+def refused_export(result: subprocess.CompletedProcess, *says: str) -> str:
+    """Exit 2 and one error line naming every ``says``, no traceback: the error, shortened."""
+    error = result.stderr.strip()
+    missing = [text for text in says if text not in error]
+    if result.returncode != 2 or "Traceback" in error or missing:
+        raise Fail(f"exit {result.returncode}, stderr lacks {missing}: {error[-300:]!r}")
+    return error.removeprefix("structbench export: error: ")
+
+
+@case("export into a folder with files: refused naming them; --overwrite replaces it whole, nothing old left")
+def export_into_a_folder_with_files() -> str:
+    folder = finished_g2_run()
+    with tempfile.TemporaryDirectory(dir=folder) as scratch:
+        out = Path(scratch) / "trec"
+        if export_in(folder, "--out", str(out), "--no-check").returncode != 0:
+            raise Fail("the first export failed")
+        (out / "earlier.run").write_text("an earlier export's file\n")
+        said = refused_export(export_in(folder, "--out", str(out), "--no-check"), "is not empty", "earlier.run")
+        written = export_in(folder, "--out", str(out), "--no-check", "--overwrite")
+        if written.returncode != 0 or sorted(tree(out)) != ["kb/G2.qrels", "kb/minilm/none/G2.run"]:
+            raise Fail(f"--overwrite: exit {written.returncode}, left {sorted(tree(out))}")
+    return f"{said[:130]}...; --overwrite left exactly the 2 new files"
+
+
+# The command, killed with SIGKILL at one step of replacing its folder (run after a line setting POINT).
+KILLED_DURING_THE_SWAP = """
+import os, signal, sys
+import structbench.atomic as atomic
+from structbench.cli import main
+
+exchange, rename = atomic._exchange, os.rename
+def die():
+    os.kill(os.getpid(), signal.SIGKILL)
+def rename_then_die(source, target):
+    rename(source, target)
+    die()
+if POINT == "exchanged":  # killed after the one-step swap, before the old folder is removed
+    atomic._exchange = lambda first, second: exchange(first, second) and die()
+else:  # as where no one-step swap exists: killed between the two renames
+    atomic._exchange = lambda first, second: False
+    os.rename = rename_then_die
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@case("export killed with SIGKILL while it replaces a folder: the old folder or the new one, put right by the next")
+def export_killed_during_the_swap() -> str:
+    folder = finished_g2_run()
+    found = []
+    with tempfile.TemporaryDirectory(dir=folder) as scratch:
+        old_out, new_out = Path(scratch) / "old", Path(scratch) / "new"
+        export_in(folder, "--out", str(old_out), "--no-check")
+        export_in(folder, "--out", str(new_out), "--no-check", "--scores", "retrieval", "--condition", "G2")
+        old, new = tree(old_out), tree(new_out)
+        for point in ("exchanged", "set-aside"):
+            out = Path(scratch) / point / "trec"
+            export_in(folder, "--out", str(out), "--no-check")
+            arguments = ["--out", str(out), "--no-check", "--overwrite", "--scores", "retrieval"]
+            killed = export_in(folder, *arguments, driver=f"POINT = {point!r}\n{KILLED_DURING_THE_SWAP}")
+            beside = sorted(path.name for path in out.parent.iterdir() if path != out)
+            left = tree(out) if out.exists() else {}
+            set_aside = [tree(out.parent / name) for name in beside if name.endswith(".old")]
+            whole = left == new if point == "exchanged" else (not out.exists() and set_aside == [old])
+            again = export_in(folder, *arguments)
+            if killed.returncode != -9 or not whole or again.returncode != 0 or tree(out) != new:
+                raise Fail(
+                    f"{point}: exit {killed.returncode}, beside {beside}, whole {whole}, then {again.stderr[-200:]}"
+                )
+            if any(path != out for path in out.parent.iterdir()) or "killed part-way" not in again.stderr:
+                raise Fail(f"{point}: the next export left {sorted(out.parent.iterdir())}: {again.stderr[-200:]}")
+            found.append(f"{point}: {'new' if point == 'exchanged' else 'old whole beside it'}")
+    return f"{'; '.join(found)}; the next export cleaned up and wrote the new folder"
+
+
+@case("export --out '' or blank: refused by name, nothing written in the working folder")
+def export_to_a_blank_folder() -> str:
+    folder = finished_g2_run()
+    before = sorted(path.name for path in folder.iterdir())
+    said = [refused_export(export_in(folder, "--out", blank, "--no-check"), "names no folder") for blank in ("", " ")]
+    if sorted(path.name for path in folder.iterdir()) != before:
+        raise Fail(f"the run's folder changed: {sorted(path.name for path in folder.iterdir())}")
+    return " / ".join(said)
+
+
+@case("export under another top_k than the run's: refused naming the jobs and the params, nothing written")
+def export_with_another_top_k() -> str:
+    folder = finished_g2_run()
+    with tempfile.TemporaryDirectory(dir=folder) as scratch:
+        exported = export_in(folder, "--out", str(Path(scratch) / "own"))  # the run's own config: exported
+        (Path(scratch) / "top_k.yaml").write_text("retrieval: {top_k: 50}\n")
+        arguments = [
+            "--out",
+            str(Path(scratch) / "trec"),
+            "--configfile",
+            "run.yaml",
+            str(Path(scratch) / "top_k.yaml"),
+        ]
+        said = refused_export(
+            export_in(folder, *arguments),
+            "Snakemake would run 1 job(s) of retrieve",
+            "retrieve results/kb/runs/minilm/G2.parquet: Params have changed since last execution: before: 100 now: 50",
+        )
+        if exported.returncode != 0 or (Path(scratch) / "trec").exists():
+            raise Fail(f"own config: exit {exported.returncode} {exported.stderr[-200:]}; refused one wrote files")
+    return "the run's own config exported; top_k 50: " + said.splitlines()[1].strip()
+
+
+@case("export with a condition redefined: refused naming the missing texts and the stale run, nothing written")
+def export_with_a_redefined_condition() -> str:
+    folder = finished_g2_run()
+    with tempfile.TemporaryDirectory(dir=folder) as scratch:
+        redefined = Path(scratch) / "g2.yaml"
+        redefined.write_text(
+            "conditions:\n  G2: {boundaries: structural, structure: gold, prefix: 'path:2', retrieval: flat}\n"
+        )
+        arguments = ["--out", str(Path(scratch) / "trec"), "--configfile", "run.yaml", str(redefined)]
+        said = refused_export(
+            export_in(folder, *arguments),
+            "texts results/kb/texts/structural/gold/path-2.parquet: Missing output files",
+            "retrieve results/kb/runs/minilm/G2.parquet:",
+        )
+        if (Path(scratch) / "trec").exists():
+            raise Fail("the refused export wrote files")
+    return next(line.strip() for line in said.splitlines() if line.strip().startswith("texts"))[:150]
+
+
 def main() -> int:
     failed = 0
     for name, function in CASES:

@@ -134,6 +134,7 @@ LAYERS = (
         "provenance",
         "sentences",
         "sizes",
+        "staleness",
         "tokens",
         "vectors",
     ),

@@ -269,10 +269,29 @@ def _add_export(subparsers) -> None:
         description="Write each scored condition's run as a TREC run file (qid Q0 docno rank score tag; docno is the "
         "chunk_id, tag condition/embedder/reranker) and its chunk set's relevance as a TREC qrels file (qid 0 docno "
         "rel, the study's binary rule), for trec_eval, ranx, ir_measures and PyTerrier: OUT/<corpus>/<condition>.qrels "
-        "and OUT/<corpus>/<embedder>/<reranker>/<condition>.run. Run it where the workflow ran, with the run's "
-        "--configfile files.",
+        "and OUT/<corpus>/<embedder>/<reranker>/<condition>.run. Run it where the workflow ran (its snakemake -d "
+        "folder), with the run's --configfile files: it first asks Snakemake (a dry run) whether the files it reads "
+        "are what that config makes now, and refuses, naming each job Snakemake would rerun and why, if not.",
     )
-    parser.add_argument("--out", required=True, metavar="DIR", help="the folder the TREC files are written to")
+    parser.add_argument(
+        "--out",
+        required=True,
+        metavar="DIR",
+        help="the folder the TREC files are written to, as a whole: it must not exist or be empty (see --overwrite)",
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace a folder OUT that has files in it as a whole: the new export is written beside it and swapped "
+        "in at once, so OUT holds the old export or the new one, never a mix",
+    )
+    parser.add_argument(
+        "--no-check",
+        dest="check",
+        action="store_false",
+        help="export the files as they are, without asking Snakemake whether this config made them (for results "
+        "copied without the run's .snakemake folder)",
+    )
     parser.add_argument(
         "--configfile",
         nargs="+",
@@ -280,12 +299,17 @@ def _add_export(subparsers) -> None:
         metavar="FILE",
         help="the run's config files, laid over config/config.yaml as Snakemake lays them",
     )
-    parser.add_argument("--results", metavar="DIR", help="the run's results folder (default: the config's results)")
+    parser.add_argument(
+        "--results",
+        metavar="DIR",
+        help="the run's results folder, for a run made with --config results=DIR (default: the config's results)",
+    )
     parser.add_argument(
         "--workflow",
         default=".",
         metavar="DIR",
-        help="the structbench checkout the run used (its config/config.yaml and schema; default the current folder)",
+        help="the structbench checkout the run used (its Snakefile, config/config.yaml and schema; default the "
+        "current folder)",
     )
     for option, holds in (("corpus", "corpora"), ("embedder", "embedders"), ("reranker", "rerankers")):
         parser.add_argument(f"--{option}", nargs="+", metavar="NAME", help=f"only these {holds} (default all)")
@@ -302,18 +326,25 @@ def _add_export(subparsers) -> None:
 
 
 def _run_export(args: argparse.Namespace) -> int:
-    from structbench.export import export_trec, run_study
+    from structbench.export import export_finished_run
 
-    # a config that cannot run is a ValueError (ConfigError) naming the key: main() reports it
-    written = export_trec(
-        run_study(args.configfile, args.workflow, args.results),
+    # a config that cannot run is a ValueError (ConfigError) naming the key, a folder with files in it a
+    # FileExistsError, a run this config did not make a ValueError (StaleRun): main() reports each
+    written = export_finished_run(
         args.out,
+        args.configfile,
+        args.workflow,
+        args.results,
+        check=args.check,
+        overwrite=args.overwrite,
         corpora=args.corpus,
         embedders=args.embedder,
         rerankers=args.reranker,
         conditions=args.condition,
         scores=args.scores,
     )
+    for note in written.recovered:
+        print(f"an earlier export killed part-way: {note}", file=sys.stderr)
     for exported in written.runs:
         print(f"{exported.run}  (qrels {exported.qrels}; {exported.scores} scores)")
         if exported.scores != args.scores:

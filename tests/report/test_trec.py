@@ -10,16 +10,21 @@ gets, tests/trec_testing.py.)"""
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pytest
 import yaml
-from conftest import REPO
+from conftest import REPO, local_env
 from trec_testing import assert_tools_read_the_study, ir_measures_values
 
 from structbench import datamodel
+from structbench.atomic import FolderNotEmpty
 from structbench.cli import main
 from structbench.corpus import load_corpus
 from structbench.export import export_trec, qrels_file, run_file, run_study
@@ -256,6 +261,7 @@ def test_the_command_exports_a_finished_runs_conditions(kb, tmp_path, capsys, fi
     config, results, _ = finished
     out = tmp_path / "trec"
     arguments = ["export", "--workflow", str(REPO), "--configfile", str(config), "--results", str(results)]
+    arguments.append("--no-check")  # files written here, not by Snakemake: it holds no record of them
     assert main([*arguments, "--out", str(out), "--condition", "G3"]) == 0
     run, qrels = run_file(out, "kb", "minilm", "none", "G3"), qrels_file(out, "kb", "G3")
     assert f"{run}  (qrels {qrels}; rank scores)" in capsys.readouterr().out
@@ -263,7 +269,7 @@ def test_the_command_exports_a_finished_runs_conditions(kb, tmp_path, capsys, fi
     assert len(run.read_text().splitlines()) == 60 * kb.queries.height and qrels.read_text().startswith("kb-")
     assert not qrels_file(out, "kb", "G2").exists()  # only the named condition
     # asked for the retrievers' scores, the two-stage run says it holds rank scores
-    assert main([*arguments, "--out", str(out), "--scores", "retrieval"]) == 0
+    assert main([*arguments, "--out", str(out), "--scores", "retrieval", "--overwrite"]) == 0
     printed = capsys.readouterr()
     g4 = run_file(out, "kb", "minilm", "none", "G4")
     assert f"{run}  (qrels {qrels}; retrieval scores)" in printed.out and f"{g4}: rank scores" in printed.err
@@ -319,5 +325,252 @@ def test_an_export_that_fails_part_way_leaves_nothing(tmp_path, finished, monkey
     monkeypatch.setattr("structbench.export.write_trec", failing_on_the_fourth)
     calls.clear()
     with pytest.raises(OSError, match="disk full"):
-        export_trec(study, out, scores=RETRIEVAL_SCORES)
+        export_trec(study, out, scores=RETRIEVAL_SCORES, overwrite=True)
     assert files(out) == before and [path.name for path in (tmp_path / "exports").iterdir()] == ["trec"]
+
+
+# ---- the output folder holds one export, whole -------------------------------------------------------------------
+
+
+def siblings(out: Path) -> list[str]:
+    """What lies beside ``out`` in its parent: an export's temporary folders, left by one killed."""
+    return sorted(path.name for path in out.parent.iterdir() if path != out)
+
+
+def test_a_folder_with_files_is_refused_naming_them_and_replaced_whole_on_request(tmp_path, finished):
+    _, _, study = finished
+    out = tmp_path / "exports" / "trec"
+    export_trec(study, out, conditions=["G2", "G3"])
+    (out / "notes.txt").write_text("mine")  # a file no export writes
+    before = files(out)
+    with pytest.raises(
+        FolderNotEmpty, match=r"trec is not empty \(it holds notes.txt, kb/G2.qrels, kb/G3.qrels, \.\.\.\)"
+    ):
+        export_trec(study, out, conditions=["G4"])
+    assert files(out) == before
+    export = export_trec(study, out, conditions=["G4"], overwrite=True)
+    # nothing of the earlier export is left beside the new one, nor anything of the swap beside the folder
+    assert sorted(files(out)) == ["kb/G4.qrels", "kb/minilm/none/G4.run"] and siblings(out) == []
+    assert [run.run for run in export.runs] == [run_file(out, "kb", "minilm", "none", "G4")] and export.recovered == []
+    # a folder that is there and empty (one the user made for it) takes an export as a new one does
+    (tmp_path / "empty").mkdir()
+    assert len(export_trec(study, tmp_path / "empty", conditions=["G2"]).runs) == 1
+
+
+def test_a_blank_out_a_file_a_link_and_a_folder_holding_the_run_are_refused_by_name(tmp_path, finished, monkeypatch):
+    config, results, study = finished
+    monkeypatch.chdir(tmp_path)
+    for blank in ("", "  "):
+        with pytest.raises(ValueError, match=f"out '{blank}' names no folder"):
+            export_trec(study, blank)
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "target").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "target")
+    for out, says in (("file", "file is a file, not a folder"), ("link", "link is a symbolic link")):
+        with pytest.raises(FileExistsError, match=says):
+            export_trec(study, out, overwrite=True)
+    # replacing a folder that holds the run's results (or the current folder) would delete them
+    for out in (results, tmp_path, "."):
+        with pytest.raises(ValueError, match="holds the run's results folder"):
+            export_trec(study, out, overwrite=True)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["file", "link", "results", "run.yaml", "target"]
+    assert files(results) and not list((tmp_path / "target").iterdir())
+
+
+def test_the_command_refuses_a_blank_out_and_a_folder_with_files(tmp_path, finished, monkeypatch, capsys):
+    config, results, _ = finished
+    monkeypatch.chdir(tmp_path)
+    arguments = [
+        "export",
+        "--workflow",
+        str(REPO),
+        "--configfile",
+        str(config),
+        "--results",
+        str(results),
+        "--no-check",
+    ]
+    assert main([*arguments, "--out", ""]) == 2
+    assert "structbench export: error: out '' names no folder" in capsys.readouterr().err
+    assert not (tmp_path / "kb").exists()
+    (tmp_path / "trec").mkdir()
+    (tmp_path / "trec" / "old.run").write_text("x")
+    assert main([*arguments, "--out", "trec"]) == 2
+    assert "trec is not empty (it holds old.run): name a new or empty folder, or replace this one as a whole with " in (
+        capsys.readouterr().err
+    )
+    assert main([*arguments, "--out", "trec", "--overwrite"]) == 0
+    assert sorted(files(tmp_path / "trec")) == sorted(
+        [f"kb/{c}.qrels" for c in ("G2", "G3", "G4")] + [f"kb/minilm/none/{c}.run" for c in ("G2", "G3", "G4")]
+    )
+
+
+# A process that exports the ``finished`` run into OUT (a folder holding an earlier export) and is killed with a real
+# SIGKILL at one step (the export's or the swap's own functions wrapped to kill the process there), on a swap
+# that exchanges the two folders in one step or, as where the platform cannot, by two renames.
+KILLED_EXPORT = """
+import os, shutil, signal, sys
+from pathlib import Path
+
+import structbench.atomic as atomic
+import structbench.export as export
+
+repo, config, results, out, swap, point = sys.argv[1:]
+written, renamed = [], []
+write, rename, exchange = export.write_trec, os.rename, atomic._exchange
+
+
+def die():
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def write_three(frame, path):
+    write(frame, path)
+    written.append(path)
+    if len(written) == 3:
+        die()
+
+
+def rename_then_die(source, target):
+    rename(source, target)
+    renamed.append(target)
+    if len(renamed) == {"set-aside": 1, "swapped": 2}[point]:
+        die()
+
+
+def remove_one_file_then_die(path, *args, **kwargs):
+    next(found for found in sorted(Path(path).rglob("*")) if found.is_file()).unlink()
+    die()
+
+
+if swap == "renames":
+    atomic._exchange = lambda first, second: False
+if point == "writing":
+    export.write_trec = write_three
+elif point == "staged":
+    atomic._swap_in = lambda staged, target: die()
+elif point == "swapped" and swap == "exchange":
+    atomic._exchange = lambda first, second: exchange(first, second) and die()
+elif point in ("set-aside", "swapped"):
+    os.rename = rename_then_die
+elif point == "removing":
+    atomic.shutil.rmtree = remove_one_file_then_die
+export.export_trec(export.run_study([config], repo, results), out, overwrite=True, scores="retrieval")
+sys.exit(3)  # the point was never reached
+"""
+
+
+@pytest.fixture
+def old_and_new(tmp_path, finished):
+    """``(out, old, new)``: ``out`` holding an earlier export (G2 and G3, rank scores), and the files of the
+    export that replaces it (every condition, retrieval scores), each as ``{relative path: bytes}``."""
+    _, _, study = finished
+    export_trec(study, tmp_path / "reference", scores=RETRIEVAL_SCORES)
+    out = tmp_path / "exports" / "trec"
+    export_trec(study, out, conditions=["G2", "G3"])
+    old, new = files(out), files(tmp_path / "reference")
+    assert len(old) == 4 and len(new) == 6 and old.keys() < new.keys() and old != {k: new[k] for k in old}
+    return out, old, new
+
+
+def killed_export(tmp_path, finished, out: Path, swap: str, point: str) -> subprocess.Popen:
+    config, results, _ = finished
+    script = tmp_path / "killed_export.py"
+    script.write_text(KILLED_EXPORT)
+    command = [sys.executable, str(script), str(REPO), str(config), str(results), str(out), swap, point]
+    return subprocess.Popen(command, env=local_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.mark.parametrize(
+    ("swap", "point", "left"),
+    [
+        ("exchange", "writing", "old"),
+        ("exchange", "staged", "old"),
+        ("exchange", "swapped", "new"),
+        ("exchange", "removing", "new"),
+        ("renames", "set-aside", None),  # the one instant without the folder: both lie whole beside it
+        ("renames", "swapped", "new"),
+        ("renames", "removing", "new"),
+    ],
+)
+def test_an_export_killed_at_any_step_leaves_the_old_folder_or_the_new_one(
+    tmp_path, finished, old_and_new, swap, point, left
+):
+    _, _, study = finished
+    out, old, new = old_and_new
+    process = killed_export(tmp_path, finished, out, swap, point)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == -signal.SIGKILL, stderr[-2000:]
+    beside = siblings(out)
+    assert len(beside) == (2 if left is None else 1) and all(name.startswith(".trec.") for name in beside)
+    if left is None:
+        [set_aside] = [name for name in beside if name.endswith(".old")]
+        assert not out.exists() and files(out.parent / set_aside) == old
+    else:
+        assert files(out) == {"old": old, "new": new}[left]
+    # the next export into the folder first puts right what the killed one left: the old folder back whole (and
+    # then refused, since it has files), the killed export's folders removed
+    with pytest.raises(FolderNotEmpty):
+        export_trec(study, out, conditions=["G4"])
+    assert files(out) == (old if left is None else {"old": old, "new": new}[left]) and siblings(out) == []
+    export = export_trec(study, out, overwrite=True, scores=RETRIEVAL_SCORES)
+    assert files(out) == new and siblings(out) == [] and export.recovered == []
+
+
+def test_an_export_killed_from_outside_once_its_folder_appears_leaves_the_old_folder_or_the_new_one(
+    tmp_path, finished, old_and_new
+):
+    """No step chosen: the kill lands wherever the export is when its temporary folder is first seen."""
+    _, _, study = finished
+    out, old, new = old_and_new
+    process = killed_export(tmp_path, finished, out, "exchange", "none")
+    deadline = time.monotonic() + 120
+    while not siblings(out) and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.001)
+    process.send_signal(signal.SIGKILL)
+    process.communicate(timeout=60)
+    assert process.returncode == -signal.SIGKILL
+    assert files(out) in (old, new) and len(siblings(out)) <= 1
+    export = export_trec(study, out, overwrite=True, scores=RETRIEVAL_SCORES)
+    assert files(out) == new and siblings(out) == []
+    assert [note.endswith("removed, left by a writer killed part-way") for note in export.recovered] in ([], [True])
+
+
+@pytest.mark.workflow
+def test_an_export_under_another_config_than_the_runs_is_refused_naming_what_differs(
+    gold_run, tmp_path, monkeypatch, capsys
+):
+    """The command asks Snakemake (a dry run with the export's config, where the run ran) whether the files it reads
+    are what that config makes: the run's own config exports; another top_k, a redefined condition, or a check
+    away from the run's records is refused, naming each job Snakemake would run and why, and writes nothing."""
+    monkeypatch.chdir(gold_run.workdir)
+    monkeypatch.setenv("PATH", local_env()["PATH"])
+    arguments = ["export", "--workflow", str(REPO), "--configfile", str(gold_run.config)]
+    assert main([*arguments, "--out", str(tmp_path / "trec")]) == 0
+    assert len(files(tmp_path / "trec")) == 4 + 4  # G2, G3, G4, F0: a run and a qrels file each
+    top_k, redefined = tmp_path / "top_k.yaml", tmp_path / "g3.yaml"
+    top_k.write_text("retrieval: {top_k: 50}\n")
+    redefined.write_text(
+        "conditions:\n  G3: {boundaries: structural, structure: gold, prefix: 'path:2', retrieval: flat}\n"
+    )
+    capsys.readouterr()
+    assert main([*arguments, str(top_k), "--out", str(tmp_path / "top_k")]) == 2
+    refused = capsys.readouterr().err
+    said = "structbench export: error: the run's files are not what this config makes: Snakemake would run 4 job(s) "
+    assert f"{said}of retrieve to make them" in refused
+    for condition in ("G2", "G3", "G4", "F0"):
+        assert (
+            f"retrieve results/kb/runs/minilm/{condition}.parquet: Params have changed since last execution: "
+            "before: 100 now: 50" in refused
+        )
+    assert main([*arguments, str(redefined), "--out", str(tmp_path / "g3")]) == 2
+    refused = capsys.readouterr().err
+    assert "texts results/kb/texts/structural/gold/path-2.parquet: Missing output files" in refused
+    assert "retrieve results/kb/runs/minilm/G3.parquet: " in refused
+    # the run's own config and files, checked where Snakemake keeps no record of them
+    monkeypatch.chdir(tmp_path)
+    elsewhere = ["--results", str(gold_run.workdir / "results"), "--out", str(tmp_path / "elsewhere")]
+    assert main([*arguments, *elsewhere]) == 2
+    refused = capsys.readouterr().err
+    assert "cannot check the run: Snakemake's record of how its files were made is missing for " in refused
+    assert not {"top_k", "g3", "elsewhere"} & {path.name for path in tmp_path.iterdir()}
