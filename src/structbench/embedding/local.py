@@ -215,6 +215,43 @@ def effective_max_seq_length(spec: EmbedderSpec, location: ModelLocation | None 
     return min(candidates)
 
 
+# sentence-transformers' pooling modes: the pooled vector concatenates one word-embedding-wide part per mode
+POOLING_MODES = (
+    "pooling_mode_cls_token",
+    "pooling_mode_mean_tokens",
+    "pooling_mode_max_tokens",
+    "pooling_mode_mean_sqrt_len_tokens",
+    "pooling_mode_weightedmean_tokens",
+    "pooling_mode_lasttoken",
+)
+WIDTH_KEEPING_MODULES = {"Transformer", "Normalize", "Dropout", "LayerNorm"}  # before pooling, or after it
+
+
+def stated_dimension(spec: EmbedderSpec, location: ModelLocation | None = None) -> int | None:
+    """The width of the embedder's vectors as its sentence-transformers files state it, without torch:
+    ``modules.json`` walked in order, the pooling module's ``word_embedding_dimension`` times its pooling
+    modes, then each dense module's ``out_features``. None where the files do not say (no ``modules.json``,
+    no pooling module, or a module of another kind): the vectors' width is then known only once the model
+    runs. A model this machine cannot locate raises as :func:`locate_model` does."""
+    location = location or locate_model(spec.model)
+    modules = _model_config(location.directory, "modules.json")
+    if not isinstance(modules, list):
+        return None
+    width = None
+    for module in modules:
+        kind = str(module.get("type", "")).rsplit(".", 1)[-1] if isinstance(module, dict) else ""
+        settings = _model_config(location.directory / str(module.get("path", "")), "config.json") if kind else {}
+        if kind == "Pooling":
+            modes = sum(bool(settings.get(mode)) for mode in POOLING_MODES)
+            dimension = settings.get("word_embedding_dimension")
+            width = dimension * modes if isinstance(dimension, int) else None
+        elif kind == "Dense":
+            width = settings.get("out_features")
+        elif kind not in WIDTH_KEEPING_MODULES:
+            return None
+    return width if isinstance(width, int) and width > 0 else None
+
+
 # ---- truncation --------------------------------------------------------------------------------
 
 

@@ -193,6 +193,9 @@ def induce_learned(
     level_threshold = model.level_threshold if level_threshold is None else level_threshold
     texts_by_doc = paragraph_texts(documents, paragraphs)
     vectors_by_doc = paragraph_vectors(texts_by_doc, encode, "paragraph")
+    first = next(iter(vectors_by_doc.values()), None)
+    if first is not None:  # the first point the encoder's width is known: before any title is predicted
+        model.check_vector_width(first.shape[1], "the encoder")
     features = {doc_id: gap_features(texts, vectors_by_doc[doc_id]) for doc_id, texts in texts_by_doc.items()}
     stacked = np.concatenate(list(features.values()))
     p_all, q_all = model.boundary.probability(stacked), model.level.probability(stacked)

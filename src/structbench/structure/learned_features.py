@@ -155,10 +155,19 @@ def title_without_numbering(title: str) -> str:
     return _TITLE_NUMBER.sub("", title).strip()
 
 
+TITLE_POSITION = ("start", "end", "first", "last", "deeper")  # a title row's features after its two vectors
+
+
+def title_feature_width(dimensions: int) -> int:
+    """How many features :func:`title_features` gives a section with vectors of ``dimensions``: the title
+    classifier's width, which names the embedder a model was trained with."""
+    return 2 * dimensions + len(TITLE_POSITION)
+
+
 def title_features(vectors: np.ndarray, spans: Sequence[tuple[int, int, int]], n_paragraphs: int) -> np.ndarray:
     """One row per section ``(first, end, level)`` (0-based paragraph range ``first..end - 1`` of its own and
-    its subsections' paragraphs): first-paragraph vector, mean vector, relative start and end, first and
-    last section, level."""
+    its subsections' paragraphs): first-paragraph vector, mean vector, then :data:`TITLE_POSITION`: relative
+    start and end, first and last section, level (deeper than 1)."""
     rows = []
     for index, (first, end, level) in enumerate(spans):
         mean = vectors[first:end].sum(axis=0)

@@ -33,6 +33,7 @@ from structbench.structure.learned_model import (
     TitleClassifier,
     TreeEnsemble,
     one_thread,
+    printable_title,
 )
 from structbench.structure.model_free import Encode, paragraph_vectors
 from structbench.structure.sections import paragraph_texts
@@ -253,7 +254,8 @@ def recurring_titles(
 ) -> tuple[TitleClassifier | None, tuple[str, ...]]:
     """The title classifier and its class names (module docstring, "Titles"): titles heading sections in at
     least ``title_min_docs`` documents, at most :data:`MAX_TITLE_CLASSES`; None when fewer than two classes
-    occur."""
+    occur. A name is one line within the induced titles' bound (:func:`.learned_model.printable_title`), as
+    loading a model requires."""
     from sklearn.linear_model import LogisticRegression
 
     own_sections: dict[str, list[GoldSection]] = {doc_id: [] for doc_id in texts_by_doc}
@@ -263,7 +265,7 @@ def recurring_titles(
             own_sections[doc_id].append(GoldSection(title or "", int(level), int(start), int(end)))
     heads = Counter()
     for doc_id in texts_by_doc:
-        heads.update({normal_title(s.title) for s in own_sections[doc_id] if normal_title(s.title)})
+        heads.update({key for s in own_sections[doc_id] if printable_title(key := normal_title(s.title))})
     frequent = [
         name for name, count in sorted(heads.items(), key=lambda kv: (-kv[1], kv[0])) if count >= title_min_docs
     ]
@@ -292,7 +294,7 @@ def recurring_titles(
     names = []
     for key in classes:
         spellings = sorted((-count, surface) for (k, surface), count in surfaces.items() if k == key)
-        names.append(title_without_numbering(spellings[0][1]) if spellings else key)
+        names.append(printable_title(title_without_numbering(spellings[0][1]) if spellings else key))
     return classifier, tuple(names)
 
 
