@@ -135,6 +135,7 @@ LAYERS = (
         "sentences",
         "sizes",
         "tokens",
+        "yamlsafe",
     ),
     ("corpus", "chunking", "llm", "metrics", "endpoints"),
     ("shards", "structure", "querygen", "prefixes", "stats"),
