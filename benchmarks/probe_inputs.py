@@ -553,13 +553,13 @@ def cli_chunk() -> str:
     said = []
     with tempfile.TemporaryDirectory() as folder:
         bad = Path(folder) / "bad-front.md"
-        bad.write_text("---\ntitle: [a\n---\n\nText.\n")
+        bad.write_text("---\ntitle: A\ntitle: B\n---\n\nText.\n")
         err = io.StringIO()
         with redirect_stderr(err), redirect_stdout(io.StringIO()):
             code = main(["chunk", str(bad)])
-        if code == 0 or f"{bad}: front matter is not valid YAML" not in err.getvalue():
+        if code == 0 or f"{bad}:3: duplicate key 'title' (first at line 2" not in err.getvalue():
             raise Fail(f"bad front matter: exit {code}, {err.getvalue().strip()[:160]!r}")
-        said.append(f"bad front matter: exit {code}, names the file")
+        said.append(f"bad front matter (a key twice): exit {code}, names the file and both lines")
         err = io.StringIO()
         try:
             with redirect_stderr(err), redirect_stdout(io.StringIO()):
@@ -982,6 +982,179 @@ def unselected_condition() -> str:
 def unknown_top_level_key() -> str:
     typo = "chunking: {t_max: 300}\nretreival: {top_k: 10}\n"
     return check_config_refuses("typo.yaml", typo, "2: retreival: unknown key; did you mean 'retrieval'?")
+
+
+def billion_laughs(mapping: bool = False) -> str:
+    """Nine levels of nine aliases: 387,420,489 values written out, in under 1,100 bytes of YAML."""
+    lines = ["lol0: &lol0 lol"]
+    for i in range(1, 10):
+        aliases = [f"k{j}: *lol{i - 1}" if mapping else f"*lol{i - 1}" for j in range(9)]
+        lines.append(f"lol{i}: &lol{i} " + ("{%s}" if mapping else "[%s]") % ", ".join(aliases))
+    return "\n".join(lines) + "\n"
+
+
+def measured_check_config(path: Path) -> tuple[subprocess.CompletedProcess, float, float]:
+    """``structbench check-config --snakemake-args -n --configfile PATH`` as ``make run`` calls it first:
+    (result, its peak RSS in MB, its CPU seconds), measured inside the child. The peak is the child's own
+    memory's high-water mark (``VmHWM``): ``ru_maxrss`` after a fork and exec also holds the parent's, this
+    probe's, with its models loaded."""
+    measure = (
+        "import atexit, resource, runpy, sys\n"
+        "def said():\n"
+        "    use = resource.getrusage(resource.RUSAGE_SELF)\n"
+        "    with open('/proc/self/status') as status:\n"
+        "        peak = next((int(line.split()[1]) for line in status if line.startswith('VmHWM:')), use.ru_maxrss)\n"
+        "    print(f'MEASURED {peak / 1024:.0f} {use.ru_utime + use.ru_stime:.2f}', file=sys.stderr)\n"
+        "atexit.register(said)\n"
+        "sys.argv = ['structbench', *sys.argv[1:]]\n"
+        "runpy.run_module('structbench', run_name='__main__')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", measure, "check-config", "--snakemake-args", "-n", "--configfile", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+    )
+    lines = result.stderr.splitlines()
+    measured = [line for line in lines if line.startswith("MEASURED ")]
+    if not measured:
+        raise Fail(f"no measurement: exit {result.returncode}, {result.stderr[-200:]!r}")
+    _, rss, cpu = measured[-1].split()
+    result.stderr = "\n".join(line for line in lines if not line.startswith("MEASURED ")) + "\n"
+    return result, float(rss), float(cpu)
+
+
+@case("a config alias bomb (a billion laughs, lists or mappings) is named by check-config in bounded memory")
+def config_alias_bomb() -> str:
+    said = []
+    with tempfile.TemporaryDirectory() as folder:
+        for name, text, line in (("laughs.yaml", billion_laughs(), 7), ("mapbomb.yaml", billion_laughs(True), 6)):
+            path = Path(folder) / name
+            path.write_text(text)
+            result, rss, cpu = measured_check_config(path)
+            expected = f"{path}:{line}: more than 100,000 YAML nodes with its aliases written out"
+            if result.returncode != 1 or not result.stderr.startswith(expected) or rss > 200 or cpu > 2:
+                raise Fail(f"{name}: exit {result.returncode}, {rss} MB, {cpu} s CPU, {result.stderr[:200]!r}")
+            said.append(f"{name} ({len(text)} bytes): exit 1 at line {line}, peak RSS {rss:.0f} MB, {cpu:.2f} s CPU")
+    return "; ".join(said)
+
+
+@case("a config nested 5,000 deep is named by check-config, not a RecursionError")
+def config_deep_nesting() -> str:
+    deep = "seed: 1\nstats: " + "[" * 5000 + "]" * 5000 + "\n"
+    return check_config_refuses("deep.yaml", deep, "2: nested deeper than 100 levels")
+
+
+@case("a config key written twice, nested or top level, is named by check-config at both lines")
+def config_duplicate_keys() -> str:
+    nested = check_config_refuses(
+        "nested.yaml",
+        "stats:\n  bootstrap_iters: 200\n  mixedlm: false\n  bootstrap_iters: 300\n",
+        "4: duplicate key 'bootstrap_iters' (first at line 2, again at line 4)",
+    )
+    top = check_config_refuses(
+        "top.yaml", "seed: 1\nresults: out\nseed: 2\n", "3: duplicate key 'seed' (first at line 1"
+    )
+    return f"{nested}; {top}"
+
+
+@case("the workflow's start-up reads its config files again with the bounded reader (a key twice is named)")
+def workflow_start_up_duplicate_key() -> str:
+    from structbench.config import ConfigError
+    from structbench.plan.study import start_up
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "twice.yaml"
+        path.write_text("stats:\n  bootstrap_iters: 200\n  bootstrap_iters: 300\n")
+        config = copy.deepcopy(DEFAULT)
+        config["stats"] = {"bootstrap_iters": 300}  # what Snakemake's own loader kept
+        line = refused(
+            lambda: start_up(config, SCHEMA, [REPO / "config/config.yaml", path]),
+            ConfigError,
+            f"{path}:3: duplicate key 'bootstrap_iters' (first at line 2, again at line 3)",
+        )
+        return line.replace(folder + "/", "")
+
+
+@case("stats.bootstrap_iters 10^12 and seed -1 are named at their FILE:LINE by check-config, before any job")
+def config_bootstrap_and_seed_bounds() -> str:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "big.yaml"
+        path.write_text("seed: -1\nstats:\n  bootstrap_iters: 1000000000000\n")
+        result = structbench("check-config", "--snakemake-args", "-n", "--configfile", str(path))
+        expected = [
+            f"{path}:1: seed: -1 is less than the minimum of 0",
+            f"{path}:3: stats.bootstrap_iters: 1000000000000 is greater than the maximum of 1000000",
+        ]
+        if result.returncode != 1 or result.stderr.splitlines() != expected:
+            raise Fail(f"exit {result.returncode}, stderr {result.stderr.strip()[:300]!r}")
+        return "exit 1: " + "; ".join(line.replace(folder + "/", "") for line in expected)
+
+
+def corpus_refusal(front: str, *says: str) -> str:
+    """A Markdown corpus folder whose one file opens with the front matter ``front``: the named error of loading it,
+    in bounded time and memory (traced allocations)."""
+    import time
+    import tracemalloc
+
+    from structbench.corpus.markdown import load_markdown_folder
+    from structbench.yamlsafe import RefusedYAMLError
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "guide.md"
+        path.write_text(f"---\n{front}---\n\n# Guide\n\nBody text.\n")
+        tracemalloc.start()
+        started = time.perf_counter()
+        try:
+            line = refused(lambda: load_markdown_folder(folder), RefusedYAMLError, f"{path}:", *says)
+        finally:
+            seconds = time.perf_counter() - started
+            peak = tracemalloc.get_traced_memory()[1] / 1e6
+            tracemalloc.stop()
+        if seconds > 2 or peak > 20:
+            raise Fail(f"{seconds:.1f} s, {peak:.0f} MB traced")
+        return f"{line.replace(folder + '/', '')} ({len(front)} bytes, {seconds:.2f} s, {peak:.1f} MB traced)"
+
+
+@case("front matter alias bomb in a corpus file is a named error naming the file, in bounded memory")
+def front_matter_alias_bomb() -> str:
+    return corpus_refusal(billion_laughs(), ":8: more than 100,000 YAML nodes")
+
+
+@case("front matter nested 5,000 deep is a named error naming the file, not a RecursionError")
+def front_matter_deep() -> str:
+    return corpus_refusal("x: " + "[" * 5000 + "]" * 5000 + "\n", ":2: nested deeper than 100 levels")
+
+
+@case("a first-line --- block that is not a YAML mapping is body text; an indented --- is code")
+def front_matter_not_a_mapping() -> str:
+    from structbench.corpus.markdown import parse_markdown
+
+    said = []
+    cases = {
+        "# Guide and a paragraph": (
+            "---\n# Guide\n\nInstall the tool first.\n\n---\n\nRun it.\n",
+            "Guide",
+            ["Install the tool first.", "Run it."],
+        ),
+        "a paragraph above the closing ---": ("---\nJust text\n---\n\nBody.\n", "", ["Body."]),
+        "a list": ("---\n- one\n- two\n---\n\nBody.\n", "", ["- one\n- two", "Body."]),
+        "indented ---": (
+            "    ---\n    title: X\n    ---\n\nBody.\n",
+            "",
+            ["    ---\n    title: X\n    ---", "Body."],
+        ),
+    }
+    for name, (text, title, paragraphs) in cases.items():
+        doc = parse_markdown(text, "d", "")
+        if doc.title != title or doc.paragraphs != paragraphs or doc.meta.get("front_matter"):
+            raise Fail(f"{name}: title {doc.title!r}, paragraphs {doc.paragraphs!r}, meta {doc.meta!r}")
+        said.append(f"{name}: title {title!r}, {len(paragraphs)} paragraphs")
+    setext = parse_markdown("---\nJust text\n---\n\nBody.\n", "d", "")
+    if [section.title for section in setext.sections] != ["Just text"]:
+        raise Fail(f"a paragraph above the closing ---: sections {[s.title for s in setext.sections]}")
+    return "; ".join(said) + "; 'Just text' above --- is a setext heading"
 
 
 @case("non-UTF-8 bytes on stdin and a lone surrogate in an API string are named with where and what to do")

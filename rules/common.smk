@@ -18,9 +18,12 @@ from structbench.provenance import code_version
 from structbench.report.catalog import TABLES, bundled_table_pattern
 from structbench.report.figures import FIGURES
 
-# Every start-up check (structbench.plan.study.start_up: the schema and its defaults, then the cross-key checks),
-# the same function `structbench check-config` runs: a bad key or metric name fails the dry run, not a job.
-STARTUP = start_up(config, os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml"))
+# Every start-up check (structbench.plan.study.start_up: the config files read again with the bounded YAML reader,
+# the schema and its defaults, then the cross-key checks), the same function `structbench check-config` runs: a bad
+# key or metric name fails the dry run, not a job. Snakemake read workflow.configfiles before this code ran, keeping
+# a key written twice at its last value.
+CONFIG_SCHEMA = os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml")
+STARTUP = start_up(config, CONFIG_SCHEMA, workflow.configfiles)
 STUDY = STARTUP.study
 paths = STUDY.paths
 if STUDY.dropped_contrasts:  # the report lists them under Table 1 too (docs/method.md §15)

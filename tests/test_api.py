@@ -164,9 +164,13 @@ def test_cli_and_api_name_bad_inputs_and_read_standard_input(tmp_path, capsys, m
     import io
 
     bad = tmp_path / "bad-front.md"
-    bad.write_text("---\ntitle: [a\n---\n\nText.\n")
+    bad.write_text("---\ntitle: A\ntitle: B\n---\n\nText.\n")
     assert main(["chunk", str(bad)]) == 2
-    assert f"{bad}: front matter is not valid YAML" in capsys.readouterr().err
+    assert f"{bad}:3: duplicate key 'title' (first at line 2, again at line 3)" in capsys.readouterr().err
+    not_yaml = tmp_path / "not-yaml.md"  # not front matter: body text, as CommonMark reads it
+    not_yaml.write_text("---\ntitle: [a\n---\n\nText.\n")
+    assert main(["chunk", str(not_yaml), "--json", "--t-min", "0"]) == 0
+    assert [json.loads(line)["path"] for line in capsys.readouterr().out.splitlines()] == [["not yaml", "title: [a"]]
     listed = tmp_path / "list-title.md"
     listed.write_text("---\ntitle: [Alpha, Beta]\n---\n\nText.\n")
     assert main(["chunk", str(listed)]) == 2

@@ -223,3 +223,112 @@ def test_an_unknown_top_level_key_is_named_at_its_line_with_the_key_it_may_mean(
             "(config/README.md lists every key)"
         ],
     )
+
+
+def billion_laughs(mapping: bool = False) -> str:
+    """Nine levels of nine aliases (387,420,489 values written out) in under 1,100 bytes."""
+    lines = ["lol0: &lol0 lol"]
+    for i in range(1, 10):
+        aliases = [f"k{j}: *lol{i - 1}" if mapping else f"*lol{i - 1}" for j in range(9)]
+        lines.append(f"lol{i}: &lol{i} " + ("{%s}" if mapping else "[%s]") % ", ".join(aliases))
+    return "\n".join(lines) + "\n"
+
+
+def test_an_alias_bomb_deep_nesting_and_a_duplicate_key_are_named_before_snakemake_reads_the_file(tmp_path):
+    """Snakemake's own loader expands a mapping bomb key by key (``snakemake.utils.update_config``) before the
+    Snakefile runs, overflows on deep nesting and keeps a duplicate key's last value: check-config, which ``make
+    run`` calls first, names each at its FILE:LINE in bounded memory."""
+    import tracemalloc
+
+    files = {
+        "laughs.yaml": (billion_laughs(), 7, "more than 100,000 YAML nodes with its aliases written out"),
+        "mapbomb.yaml": (billion_laughs(mapping=True), 6, "more than 100,000 YAML nodes with its aliases written out"),
+        "deep.yaml": ("seed: 1\nstats: " + "[" * 5000 + "]" * 5000 + "\n", 2, "nested deeper than 100 levels"),
+        "nested.yaml": (
+            "stats:\n  bootstrap_iters: 200\n  mixedlm: false\n  bootstrap_iters: 300\n",
+            4,
+            "duplicate key 'bootstrap_iters' (first at line 2, again at line 4)",
+        ),
+        "top.yaml": (
+            "seed: 1\nresults: out\n\nseed: 2\n",
+            4,
+            "duplicate key 'seed' (first at line 1, again at line 4)",
+        ),
+    }
+    for name, (text, line, problem) in files.items():
+        (tmp_path / name).write_text(text)
+        tracemalloc.start()
+        status, lines = check_config("--snakemake-args", "-n", "--configfile", tmp_path / name)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert status == 1 and len(lines) == 1 and lines[0].startswith(f"{tmp_path / name}:{line}: {problem}"), lines
+        assert peak < 20_000_000, (name, peak)
+
+
+def test_a_config_with_anchors_and_merge_keys_passes(tmp_path):
+    (tmp_path / "anchors.yaml").write_text(
+        "chunking: &sizes {t_max: 200, t_min: 40}\n"
+        "conditions:\n"
+        "  G2: &gold {boundaries: structural, structure: gold, prefix: none, retrieval: flat}\n"
+        "  G3:\n    <<: *gold\n    prefix: path:3\n"
+        "  S2: {<<: [*gold, *sizes], t_max: 150}\n"
+        "contrasts:\n  G3-G2: {treatment: G3, control: G2, family: primary}\n"
+    )
+    status, lines = check_config(tmp_path / "anchors.yaml")
+    assert status == 0 and all(line.startswith("warning: ") for line in lines), lines
+    layered = layer_configs([REPO / "config/config.yaml", tmp_path / "anchors.yaml"])
+    assert layered.config["conditions"]["G3"]["prefix"] == "path:3"
+    assert layered.config["conditions"]["G3"]["boundaries"] == "structural"
+    assert layered.config["conditions"]["S2"] == {
+        "boundaries": "structural",
+        "structure": "gold",
+        "prefix": "none",
+        "retrieval": "flat",
+        "t_max": 150,
+        "t_min": 40,
+    }
+
+
+def test_an_alias_bomb_in_a_config_entry_is_named_by_its_key():
+    bomb = "[&a0 [lol], &a1 [" + ", ".join(["*a0"] * 9) + "]"
+    for i in range(2, 10):
+        bomb += f", &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]"
+    status, lines = check_config("--snakemake-args", "-n", "--config", f"stats={bomb}]")
+    assert (status, lines) == (
+        1,
+        [
+            "--config stats=...: more than 100,000 YAML nodes with its aliases written out (an alias bomb?); "
+            "write the values out, or use fewer aliases"
+        ],
+    )
+
+
+def test_the_workflow_start_up_reads_the_config_files_again_with_the_bounded_reader(tmp_path):
+    """``rules/common.smk`` hands ``start_up`` the files Snakemake read (``workflow.configfiles``): a key Snakemake
+    kept at its last value stops the workflow before any job."""
+    assert "workflow.configfiles" in (REPO / "rules/common.smk").read_text()
+    (tmp_path / "twice.yaml").write_text("stats:\n  bootstrap_iters: 200\n  bootstrap_iters: 300\n")
+    snakemakes = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    update_config(snakemakes, yaml.safe_load((tmp_path / "twice.yaml").read_text()))
+    assert snakemakes["stats"]["bootstrap_iters"] == 300  # what Snakemake's loader makes of it
+    with pytest.raises(ConfigError) as refused:
+        study.start_up(snakemakes, SCHEMA, [REPO / "config/config.yaml", tmp_path / "twice.yaml"])
+    assert f"{tmp_path / 'twice.yaml'}:3: duplicate key 'bootstrap_iters' (first at line 2" in str(refused.value)
+    assert study.start_up(
+        yaml.safe_load((REPO / "config/config.yaml").read_text()), SCHEMA, [REPO / "config/config.yaml"]
+    )
+
+
+def test_the_seed_and_bootstrap_iters_are_refused_at_their_lines(tmp_path):
+    (tmp_path / "big.yaml").write_text("seed: -1\nstats:\n  bootstrap_iters: 1000000000000\n")
+    status, lines = check_config("--snakemake-args", "-n", "--configfile", tmp_path / "big.yaml")
+    assert (status, lines) == (
+        1,
+        [
+            f"{tmp_path / 'big.yaml'}:1: seed: -1 is less than the minimum of 0",
+            f"{tmp_path / 'big.yaml'}:3: stats.bootstrap_iters: 1000000000000 is greater than the maximum of 1000000",
+        ],
+    )
+    (tmp_path / "edge.yaml").write_text("seed: 4294967295\nstats:\n  bootstrap_iters: 1000000\n")
+    status, lines = check_config(tmp_path / "edge.yaml")
+    assert status == 0, lines

@@ -879,3 +879,44 @@ def test_a_declared_learned_model_file_that_is_not_an_intact_model_is_named_at_l
     config = learned_config(model=str(tmp_path / "model.bin"))
     with pytest.raises(ConfigError, match=r"inducers\.lrn\.model: learned-inducer model file '.*model\.bin': .* JSON"):
         cross_checked(config)
+
+
+def test_the_seed_is_one_numpy_and_scikit_learn_both_take():
+    """numpy's Generator takes any seed from 0; the learned inducer's trees (scikit-learn's ``random_state``, a
+    RandomState) one below 2**32: the schema's range, so ``seed: -1`` is named at load, not in the 14th job."""
+    import numpy as np
+
+    for seed in (0, 2**32 - 1):
+        assert validated(seed=seed)["seed"] == seed
+        np.random.RandomState(seed)
+        np.random.default_rng([seed, 3, 40])
+    for seed, bound in ((-1, "less than the minimum of 0"), (2**32, "greater than the maximum of 4294967295")):
+        with pytest.raises(ConfigError, match=f"  seed: {seed} is {bound}"):
+            validated(seed=seed)
+    with pytest.raises(ValueError):
+        np.random.RandomState(2**32)
+    with pytest.raises(ValueError):
+        np.random.default_rng(-1)
+
+
+def test_bootstrap_iters_is_bounded():
+    assert validated(stats__bootstrap_iters=1_000_000)["stats"]["bootstrap_iters"] == 1_000_000
+    with pytest.raises(
+        ConfigError, match="  stats.bootstrap_iters: 1000000000000 is greater than the maximum of 1000000"
+    ):
+        validated(stats__bootstrap_iters=10**12)
+
+
+def test_a_value_shared_past_the_bounds_is_refused_before_any_walk_of_it():
+    """Snakemake parses a ``--config`` value with PyYAML itself: an alias bomb there arrives as one list held in
+    many places, which the schema check would walk once per place. It is refused at its key first."""
+    import time
+
+    shared = ["lol"]
+    for _ in range(9):
+        shared = [shared] * 9
+    config = copy.deepcopy(DEFAULT) | {"stats": {"bootstrap_iters": shared}}
+    started = time.perf_counter()
+    with pytest.raises(ConfigError, match="invalid config: stats.bootstrap_iters.0.0.0.*: more than 100,000 values"):
+        validate_config(config, SCHEMA)
+    assert time.perf_counter() - started < 2

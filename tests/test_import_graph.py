@@ -137,6 +137,7 @@ LAYERS = (
         "staleness",
         "tokens",
         "vectors",
+        "yamlsafe",
     ),
     ("corpus", "chunking", "llm", "metrics", "endpoints"),
     ("shards", "structure", "querygen", "prefixes", "stats"),

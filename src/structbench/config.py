@@ -3,7 +3,9 @@
 Everything here runs before any job does, so a bad config stops the run with an error that names the
 key (``chunking.t_min``, ``contrasts.C1``), never minutes into it.
 
-- :func:`config_file_problems` names a ``--configfile`` that is missing, empty or not YAML, with its line.
+- :func:`config_file_problems` names a ``--configfile`` that is missing, empty or not YAML, with its line, and
+  one the bounded reader refuses (:mod:`structbench.yamlsafe`: an alias bomb, nesting past its bound, a key
+  written twice), where Snakemake's own loader would expand it, overflow or keep the last value silently.
 - :func:`load_schema` reads ``workflow/schemas/config.schema.yaml`` and fills its ``$defs/axes`` from
   :mod:`structbench.conditions`, the one definition of the legal axis values.
 - :func:`validate_config` checks a config against it and fills the schema's defaults in place (the
@@ -25,6 +27,7 @@ import yaml
 
 from structbench import conditions as axes
 from structbench.configerror import ConfigError
+from structbench.yamlsafe import RefusedYAMLError, load_yaml, load_yaml_file, unbounded_value
 
 __all__ = ["ConfigError", "config_file_problems", "load_schema", "validate_config"]
 
@@ -32,8 +35,9 @@ __all__ = ["ConfigError", "config_file_problems", "load_schema", "validate_confi
 def config_file_problems(paths) -> list[str]:
     """``FILE:LINE:COLUMN: problem`` for each of ``paths`` that is not valid YAML, ``FILE: problem`` for one
     whose top level is not a mapping, ``FILE: no such file`` for a missing one and ``FILE: empty`` for one
-    that holds no keys (``[]`` when every file reads cleanly). Snakemake prints a traceback for a missing
-    ``--configfile`` and a message naming no file for an empty one.
+    that holds no keys, and ``FILE:LINE: problem`` for one the bounded reader refuses (:mod:`structbench.yamlsafe`;
+    ``[]`` when every file reads cleanly). Snakemake prints a traceback for a missing ``--configfile`` and a
+    message naming no file for an empty one; it keeps a duplicate key's last value silently.
 
     Snakemake loads ``--configfile`` itself, before it reads the workflow, and reports a YAML error as
     "Config file is not valid JSON or YAML" naming neither the file nor the line (9.27; ``--verbose``
@@ -49,9 +53,12 @@ def config_file_problems(paths) -> list[str]:
             problems.append(f"{path}: not a file")
             continue
         try:
-            loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+            loaded = load_yaml_file(path)
         except UnicodeDecodeError as error:
             problems.append(f"{path}: not valid UTF-8 (byte {error.start})")
+            continue
+        except RefusedYAMLError as error:  # an alias bomb, nesting past the bound, a duplicate key
+            problems.append(str(error))
             continue
         except yaml.MarkedYAMLError as error:
             mark = error.problem_mark or error.context_mark
@@ -123,8 +130,8 @@ def _coerce_command_line_strings(validator, config: dict) -> None:
         if error.validator != "type" or not isinstance(error.instance, str) or not error.absolute_path:
             continue
         try:
-            value = yaml.safe_load(error.instance)
-        except yaml.YAMLError:
+            value = load_yaml(error.instance, f"--config {_key(error.absolute_path)}")
+        except (yaml.YAMLError, RefusedYAMLError):
             continue
         wanted = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
         if any(validator.is_type(value, kind) for kind in wanted if kind != "string"):
@@ -179,7 +186,13 @@ def _branch_keys(schema: dict) -> set:
 def validate_config(config: dict, schema_path: str | Path) -> dict:
     """Validate ``config`` in place against the schema and fill its defaults; return it.
 
-    Raises :class:`ConfigError` listing every violation with the key it sits at."""
+    Raises :class:`ConfigError` listing every violation with the key it sits at. A config past the YAML
+    reader's bounds with its shared parts written out (a ``--config`` value Snakemake parsed with aliases) is
+    refused first, before any walk of it (:func:`structbench.yamlsafe.unbounded_value`)."""
+    unbounded = unbounded_value(config)
+    if unbounded:
+        path, problem = unbounded
+        raise ConfigError(f"invalid config: {_key(path)}: {problem}", [unbounded])
     validator = _validator_with_defaults(load_schema(schema_path))
     _coerce_command_line_strings(validator, config)
     errors = sorted(validator.iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path])

@@ -10,18 +10,22 @@ Snakemake (9.x) builds a run's config in this order, each layer merged over the 
 :func:`layer_configs` does the same and keeps, for every key path, the layer that set it last
 (:class:`Origin`), so ``structbench check-config`` can name ``config/my.yaml:12`` for a problem at
 ``chunking.t_min``. A key no layer set was filled from the schema's defaults: :meth:`LayeredConfig.where`
-then names the key path alone. Light: PyYAML only; no Snakemake import (the library never imports it).
+then names the key path alone. Light: PyYAML only, through the bounded reader (:mod:`structbench.yamlsafe`: no
+alias bomb, no nesting past its bound, no duplicate key); no Snakemake import (the library never imports it).
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
+
+from structbench.yamlsafe import BoundedBaseLoader, BoundedSafeLoader, RefusedYAMLError, load_yaml
 
 KeyPath = tuple  # ("chunking", "t_min"), ("contrasts", "C1", "conditions", 0)
 SCHEMA_DEFAULT = "schema default"
@@ -61,8 +65,9 @@ def load_with_lines(path: str | Path) -> tuple[dict, dict[KeyPath, int]]:
     """A config file's mapping and the line of each of its keys (``(config, {key path: line})``).
 
     The file is assumed readable YAML holding a mapping (``structbench.config.config_file_problems`` says
-    when it is not); an empty file is an empty mapping."""
-    loader = yaml.SafeLoader(Path(path).read_text(encoding="utf-8"))
+    when it is not); an empty file is an empty mapping. Read with the bounds of :mod:`structbench.yamlsafe`
+    (a :class:`~structbench.yamlsafe.RefusedYAMLError` naming the file and line past them)."""
+    loader = BoundedSafeLoader(Path(path).read_text(encoding="utf-8"), source=str(path))
     try:
         node = loader.get_single_node()
         if node is None:
@@ -78,15 +83,21 @@ def _bool(value: str) -> bool:
     raise ValueError(value)
 
 
-def parse_config_value(text: str):
+def parse_config_value(text: str, source: str = "--config"):
     """A ``--config KEY=VALUE`` value as Snakemake reads it (``snakemake.cli.parse_config``, 9.27): the first
     of int, float, ``True``/``False``, YAML's BaseLoader (a ``{...}`` mapping of strings) that parses, else
-    the string. The schema check then types a mapping's strings (``config._coerce_command_line_strings``)."""
+    the string. The schema check then types a mapping's strings (``config._coerce_command_line_strings``).
+
+    The YAML is read with the bounds of :mod:`structbench.yamlsafe`: a value past them is a
+    :class:`~structbench.yamlsafe.RefusedYAMLError` naming ``source``, not a string to pass on."""
     if text == "":
         return None
-    for parse in (int, float, _bool, lambda s: yaml.load(s, Loader=yaml.BaseLoader)):
+    base_yaml = functools.partial(load_yaml, source=source, loader=BoundedBaseLoader)
+    for parse in (int, float, _bool, base_yaml):
         try:
             value = parse(text)
+        except RefusedYAMLError as error:  # one line on the command line: the source alone names it
+            raise RefusedYAMLError(source, None, error.problem) from None
         except Exception:  # Snakemake tries each parser and moves on, whatever it raised
             continue
         if not callable(value) and value is not None:
@@ -106,7 +117,7 @@ def parse_config_entries(entries: Sequence[str]) -> list[tuple[str, object]]:
             raise ValueError(f"--config {entry!r}: a config entry is KEY=VALUE")
         if not CONFIG_KEY.match(key):
             raise ValueError(f"--config {entry!r}: the key must be an identifier (letters, digits, _ and -)")
-        pairs.append((key, parse_config_value(value.strip("'\""))))
+        pairs.append((key, parse_config_value(value.strip("'\""), f"--config {key}=...")))
     return pairs
 
 

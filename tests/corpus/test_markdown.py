@@ -365,9 +365,62 @@ def test_duplicate_stems_and_empty_folders_are_errors(tmp_path):
         load_markdown_folder(empty)
 
 
-def test_invalid_front_matter_is_an_error():
-    with pytest.raises(ValueError, match="d: front matter is not valid YAML"):
-        parse_markdown("---\ntitle: [unclosed\n---\ntext\n", "d")
+def test_a_first_line_block_that_is_not_a_yaml_mapping_is_body_text():
+    """What CommonMark reads: the ``---`` a thematic break (dropped), the lines their blocks, a paragraph line
+    just above the closing ``---`` a setext H2; nothing of the block is lost."""
+    guide = parse_markdown("---\n# Guide\n\nInstall the tool first.\n\n---\n\nRun it.\n", "d", "")
+    assert guide.title == "Guide"  # the block's only H1, the title heading (YAML read "# Guide" as a comment)
+    assert guide.paragraphs == ["Install the tool first.", "Run it."]
+    assert _sections(guide) == [("", 1, 0, 2)] and guide.meta == {}
+    setext = parse_markdown("---\n# Guide\n\nSome setup notes.\n---\n\nMore.\n", "d", "")
+    assert setext.title == "Guide" and setext.paragraphs == ["More."]
+    assert _sections(setext) == [("Some setup notes.", 1, 0, 1)]  # an H2 under the title heading: level 1
+    plain = parse_markdown("---\nJust plain text\n---\n\nBody.\n", "d", "")
+    assert plain.paragraphs == ["Body."] and _sections(plain) == [("Just plain text", 1, 0, 1)]
+    listed = parse_markdown("---\n- one\n- two\n---\n\nBody.\n", "d", "")
+    assert listed.paragraphs == ["- one\n- two", "Body."] and listed.meta == {}
+    not_yaml = parse_markdown("---\ntitle: [unclosed\n---\n\nBody.\n", "d", "")
+    assert not_yaml.title == "" and _sections(not_yaml) == [("title: [unclosed", 1, 0, 1)]
+    comment_only = parse_markdown("---\n# Draft\n---\n\nBody.\n", "d", "")
+    assert comment_only.title == "Draft" and comment_only.paragraphs == ["Body."]
+
+
+def test_front_matter_is_a_mapping_or_nothing_between_margin_lines():
+    mapping = parse_markdown("---\ntitle: Real\ntags: [a, b]\n---\n\nBody.\n", "d", "")
+    assert mapping.title == "Real" and mapping.paragraphs == ["Body."]
+    assert mapping.meta["front_matter"] == {"title": "Real", "tags": ["a", "b"]}
+    empty = parse_markdown("---\n\n---\nBody.\n", "d", "")
+    assert empty.paragraphs == ["Body."] and empty.meta == {}
+    dotted = parse_markdown("---\ntitle: Dots\n...\nBody.\n", "d", "")
+    assert dotted.title == "Dots" and dotted.paragraphs == ["Body."]
+    indented = parse_markdown("    ---\n    title: X\n    ---\n\nBody text.\n", "d", "")
+    assert indented.title == "" and indented.meta == {}  # indented code, kept verbatim
+    assert indented.paragraphs == ["    ---\n    title: X\n    ---", "Body text."]
+    unclosed_by_indent = parse_markdown("---\ntitle: X\n    ---\n\nBody.\n", "d", "")
+    assert unclosed_by_indent.meta == {}  # no closing line at the margin: no front matter
+    assert unclosed_by_indent.paragraphs == ["title: X\n    ---", "Body."]
+
+
+def test_front_matter_past_the_yaml_bounds_is_a_named_error(tmp_path):
+    from structbench.yamlsafe import MAX_DEPTH, RefusedYAMLError
+
+    laughs = ["a0: &a0 [lol]"] + [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10)]
+    folder = tmp_path / "kb"
+    folder.mkdir()
+    bomb = folder / "bomb.md"
+    bomb.write_text("---\n" + "\n".join(laughs) + "\n---\n\nBody.\n")
+    with pytest.raises(RefusedYAMLError, match=rf"^{bomb}:7: more than 100,000 YAML nodes") as raised:
+        load_markdown_folder(folder)
+    # a_i holds 9 copies of a_(i-1): a4 is 13,942 nodes written out, so a5's aliases (file line 7) pass 100,000
+    assert (raised.value.source, raised.value.line) == (str(bomb), 7)
+    bomb.write_text("---\nx: " + "[" * 5000 + "]" * 5000 + "\n---\n\nBody.\n")
+    with pytest.raises(RefusedYAMLError, match=rf"^{bomb}:2: nested deeper than {MAX_DEPTH} levels"):
+        load_markdown_folder(folder)
+    bomb.write_text("---\ntitle: One\nauthor: A\ntitle: Two\n---\n\nBody.\n")
+    with pytest.raises(
+        RefusedYAMLError, match=rf"^{bomb}:4: duplicate key 'title' \(first at line 2, again at line 4\)"
+    ):
+        load_markdown_folder(folder)
 
 
 # ---------------------------------------------------------------------------------------------- round trip

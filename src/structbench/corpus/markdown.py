@@ -27,11 +27,16 @@ Parsing decisions (``parse_markdown``):
   paragraph (a setext underline under a long paragraph — e.g. an equation line `` =`` — is kept as the
   paragraph's last line), counted in ``meta["demoted_headings"]`` and in the funnel (``headings / demoted /
   too_long``), so a paragraph never silently becomes a title that every chunk then carries in its path.
-- **Title.** YAML front matter (a ``---`` block on the first line) gives the title when it has
-  ``title:``. When the first heading is an H1 and the only H1, it is the document's title heading
-  (the title when front matter has none), not a section; then ``##`` is level 1, ``###`` level 2
-  and so on. With several H1s they are level-1 sections. With neither, the title is the fallback
-  (``title`` argument; the loader passes the file stem with ``-``/``_`` read as spaces).
+- **Front matter.** A ``---`` line at the margin on the first line, up to the next ``---`` or ``...`` line,
+  holding a YAML mapping (or nothing): read with the bounded reader (:mod:`structbench.yamlsafe`) and kept
+  in ``meta["front_matter"]``. Anything else there (a list, a scalar, ``# Guide`` and a paragraph, text that
+  is not YAML) is body text as CommonMark reads it (the ``---`` a thematic break, a line above the closing
+  ``---`` a setext heading); an indented ``    ---`` is a code block, never front matter.
+- **Title.** Front matter gives the title when it has ``title:``. When the first heading is an H1 and
+  the only H1, it is the document's title heading (the title when front matter has none), not a section;
+  then ``##`` is level 1, ``###`` level 2 and so on. With several H1s they are level-1 sections. With
+  neither, the title is the fallback (``title`` argument; the loader passes the file stem with ``-``/``_``
+  read as spaces).
 - **Levels.** A section's level is one more than its parent's, the parent being the nearest
   preceding heading of smaller rank, so ``##`` straight to ``####`` nests one level down.
   Paragraphs before the first section heading form the lead section (title "", path
@@ -45,8 +50,9 @@ evidence locator and its errors are there).
 
 Bad input: a file that is not UTF-8 is a ``ValueError`` naming the file and byte offset (decoding
 with replacement would silently break verbatim quotes); a file with no body paragraphs (empty, or
-headings only) is skipped and counted (``no_paragraphs``); invalid YAML front matter is a
-``ValueError``; there is no size limit on a paragraph.
+headings only) is skipped and counted (``no_paragraphs``); front matter past the YAML reader's bounds (an
+alias bomb, nesting deeper than its bound, a key written twice) is a ``RefusedYAMLError`` (a ``ValueError``)
+naming the file and line; there is no size limit on a paragraph.
 """
 
 from __future__ import annotations
@@ -69,6 +75,7 @@ from structbench.corpus.build import (
 from structbench.corpus.questions import jsonl_records, question_funnel, question_rows
 from structbench.corpus.verify import assert_verified
 from structbench.datamodel import ParsedDocument, document_texts
+from structbench.yamlsafe import load_yaml
 
 MAX_HEADING_CHARS = 200  # longer "heading" text is a paragraph that happens to be underlined or start with #
 # CommonMark's block structure only: inline markup is kept as written, so its parsing is skipped.
@@ -96,17 +103,30 @@ def decode_utf8(data: bytes, where: str, remedy: str) -> str:
         ) from None
 
 
-def front_matter(lines: list[str], doc_id: str) -> tuple[dict, int]:
-    """``(front matter, index of the first body line)``; ``({}, 0)`` when there is none."""
-    if not lines or lines[0].strip() != "---":
+def front_matter(lines: list[str], source: str) -> tuple[dict, int]:
+    """``(front matter, index of the first body line)``; ``({}, 0)`` when there is none.
+
+    Front matter is the lines between a first line ``---`` and the next ``---`` or ``...`` line, both at the
+    margin (an indented ``    ---`` is a code block), when they hold a YAML mapping or nothing at all. What
+    else they may hold (a heading and a paragraph, since ``#`` starts a YAML comment; plain text; a list;
+    text that is not YAML) is the body, read as CommonMark reads it: the ``---`` a thematic break, the lines
+    its blocks, a line just above the closing ``---`` a setext heading. The YAML is read with the bounds of
+    :mod:`structbench.yamlsafe`: an alias bomb, nesting past the bound or a key written twice is a
+    :class:`~structbench.yamlsafe.RefusedYAMLError` naming ``source`` and the file line."""
+    if not lines or lines[0].rstrip() != "---":
         return {}, 0
     for index in range(1, len(lines)):
-        if lines[index].strip() in ("---", "..."):
+        if lines[index].rstrip() in ("---", "..."):
+            block = lines[1:index]
             try:
-                loaded = yaml.safe_load("\n".join(lines[1:index]))
-            except yaml.YAMLError as error:
-                raise ValueError(f"{doc_id}: front matter is not valid YAML: {error}") from None
-            return (loaded if isinstance(loaded, dict) else {}), index + 1
+                loaded = load_yaml("\n".join(block), source, first_line=2)
+            except yaml.YAMLError:
+                return {}, 0  # not YAML: body text
+            if isinstance(loaded, dict) and loaded:
+                return loaded, index + 1
+            if loaded is None and not any(line.strip() for line in block):
+                return {}, index + 1  # an empty block
+            return {}, 0  # a list, a scalar, only comments (#-headings): body text
     return {}, 0
 
 
@@ -157,12 +177,16 @@ def parse_markdown(text: str, doc_id: str, title: str | None = None) -> ParsedDo
     return parse_markdown_lines(text, doc_id, title)[0]
 
 
-def parse_markdown_lines(text: str, doc_id: str, title: str | None = None) -> tuple[ParsedDocument, list[list[int]]]:
+def parse_markdown_lines(
+    text: str, doc_id: str, title: str | None = None, source: str | None = None
+) -> tuple[ParsedDocument, list[list[int]]]:
     """:func:`parse_markdown` and, per paragraph, the source line (0-based, after a BOM, any line ending)
-    of each of its lines: what :class:`structbench.corpus.sourcemap.SourceMap` maps offsets with."""
+    of each of its lines: what :class:`structbench.corpus.sourcemap.SourceMap` maps offsets with. Errors
+    name ``source`` (the file; default: ``doc_id``)."""
     text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
     lines = text.split("\n")
-    front, first_line = front_matter(lines, doc_id)
+    source = doc_id if source is None else source
+    front, first_line = front_matter(lines, source)
     paragraphs: list[str] = []
     paragraph_rows: list[list[int]] = []
     headings: list[tuple[int, str, int]] = []
@@ -186,7 +210,7 @@ def parse_markdown_lines(text: str, doc_id: str, title: str | None = None) -> tu
     front_title = front.get("title")
     if isinstance(front_title, (list, dict)):
         raise ValueError(
-            f"{doc_id}: front matter title is a {type(front_title).__name__} ({front_title!r}), not text: "
+            f"{source}: front matter title is a {type(front_title).__name__} ({front_title!r}), not text: "
             "write it as one string"
         )
     front_title = str(front_title).strip() if front_title is not None and str(front_title).strip() else None
@@ -245,7 +269,7 @@ def parse_folder(folder: Path) -> tuple[list[Path], list[ParsedDocument], list, 
     sources: dict[str, tuple[str, list[str], list[list[int]]]] = {}
     for path in files:
         source = read_utf8(path)
-        doc, rows = parse_markdown_lines(source, path.stem, title=title_from_stem(path.stem))
+        doc, rows = parse_markdown_lines(source, path.stem, title=title_from_stem(path.stem), source=str(path))
         if not doc.paragraphs:
             skipped.append((str(path), path.stem, "no_paragraphs"))
             continue

@@ -15,7 +15,7 @@ spelled once. No Snakemake here: conditions are data read from config."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -32,7 +32,7 @@ from structbench.conditions import (
     parse_value,
     retrieval_kind,
 )
-from structbench.config import validate_config
+from structbench.config import ConfigError, config_file_problems, validate_config
 from structbench.corpus import generates_queries, has_queries, source_files
 from structbench.crosskeys import check_cross_keys
 from structbench.embedding.checks import truncation_warnings
@@ -62,13 +62,21 @@ class StartUp:
     warnings: list[str]
 
 
-def start_up(config: dict, schema_path) -> StartUp:
-    """Every check the workflow runs before any job, in its order: the schema (filling its defaults into
-    ``config``), the cross-key, per-condition and library checks (:meth:`Study.from_config`), then the
+def start_up(config: dict, schema_path, config_files: Sequence = ()) -> StartUp:
+    """Every check the workflow runs before any job, in its order: the ``config_files`` read again with the
+    bounded YAML reader (:func:`structbench.config.config_file_problems`), the schema (filling its defaults
+    into ``config``), the cross-key, per-condition and library checks (:meth:`Study.from_config`), then the
     truncation warnings. ``rules/common.smk`` and ``structbench check-config`` both call this, so the
     command refuses exactly the configs the workflow refuses; a :class:`structbench.config.ConfigError`
     names the key. Endpoint probes are not here: they send requests (the workflow's ``onstart``, the
-    command's ``--probe``)."""
+    command's ``--probe``).
+
+    ``config_files`` are the files Snakemake read ``config`` from: its loader keeps a key written twice at
+    its last value and bounds no alias, so the workflow hands them here, and a problem is a ``ConfigError``
+    naming FILE:LINE (``check-config`` reads them itself first and passes none)."""
+    problems = config_file_problems(config_files)
+    if problems:
+        raise ConfigError("config files refused before any job:\n" + "\n".join(problems))
     validate_config(config, schema_path)
     study = Study.from_config(config)
     return StartUp(study, truncation_warnings(config, study.conditions))
