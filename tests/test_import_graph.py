@@ -144,6 +144,7 @@ LAYERS = (
     ("crosskeys",),
     ("plan.study",),
     ("checkconfig", "export"),
+    ("show",),
     ("cli",),
     ("__main__",),
 )

@@ -312,6 +312,7 @@ def assert_exact_partial_rebuilds(first, root):
         "contrasts": 1,
         "condition_stats": 1,
         "retrieval_layer": 1,
+        "decisive_questions": 1,
         "report": 1,
         "all": 1,
     }
@@ -333,6 +334,7 @@ def assert_exact_partial_rebuilds(first, root):
         "contrasts": 1,
         "condition_stats": 1,
         "retrieval_layer": 1,
+        "decisive_questions": 1,
         "report": 1,
         "all": 1,
     }
@@ -345,6 +347,7 @@ def assert_exact_partial_rebuilds(first, root):
         "score": 4,
         "score_bm25": 2,
         "retrieval_layer": 1,
+        "decisive_questions": 1,
         "contrasts": 1,
         "condition_stats": 1,
         "report": 1,
@@ -372,6 +375,7 @@ def assert_exact_partial_rebuilds(first, root):
         "score": 4,
         "score_bm25": 2,
         "retrieval_layer": 1,
+        "decisive_questions": 1,
         "contrasts": 1,
         "condition_stats": 1,
         "report": 1,
