@@ -162,6 +162,7 @@ score_inputs = asks(STUDY.score_inputs, "corpus", "embedder", "reranker", "condi
 bm25_score_inputs = asks(STUDY.bm25_score_inputs, "corpus", "boundaries", "structure")
 contrast_inputs = asks(STUDY.cell_scores, "corpus", "embedder", "reranker")
 retrieval_layer_runs = asks(STUDY.retrieval_layer_runs, "corpus", "embedder", "reranker")
+decisive_inputs = asks(STUDY.decisive_inputs, "corpus", "embedder", "reranker")
 context_shards = asks(STUDY.context_shards, "corpus", "boundaries", "structure")
 text_contexts = asks(STUDY.text_contexts, "corpus", "boundaries", "structure", "prefix")
 late_inputs = asks(STUDY.late_inputs, "corpus", "boundaries", "structure", "prefix")

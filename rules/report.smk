@@ -15,6 +15,25 @@ rule retrieval_layer:
         "../workflow/scripts/retrieval_layer.py"
 
 
+rule decisive_questions:
+    input:
+        unpack(decisive_inputs),
+    output:
+        questions=paths.decisive("{corpus}", "{embedder}", "{reranker}", "questions"),
+        flips=paths.decisive("{corpus}", "{embedder}", "{reranker}", "flips"),
+    log:
+        f"{LOGS}/diagnostics/{{corpus}}/{{embedder}}-{{reranker}}-decisive_questions.log",
+    conda:
+        "../envs/cpu.yaml"
+    params:
+        conditions=STUDY.decisive_conditions(),
+        contrasts=STUDY.decisive_contrasts(),
+        settings=STUDY.decisive_settings(),
+        code=script_code("decisive_questions"),
+    script:
+        "../workflow/scripts/decisive_questions.py"
+
+
 rule report:
     input:
         # every report input declared in structbench.report.table_registry.ReportInputs (report_inputs)

@@ -154,3 +154,20 @@ Promise.all(Object.values(results).filter(r => r.data_uri.startsWith('data:image
     img.onerror = () => done({name: r.name, width: 0, height: 0, caption: r.caption});
     img.src = r.data_uri; })))
 """
+
+# In the report page: the decisive questions' collapsible sections, closed as the page loads (whether the first chunk
+# table is visible then) and opened (whether it is, the section's visible text, any bold element a question's markup
+# made).
+DECISIVE_OF_PAGE = """
+(() => {
+  const section = document.getElementById('table-decisive_questions');
+  const all = Array.from(section.querySelectorAll('details'));
+  const closed = all.every(d => !d.open);
+  const table = section.querySelector('details table');
+  const visibleClosed = table.checkVisibility();
+  all.forEach(d => { d.open = true; });
+  return {details: all.length, closed: closed, visibleClosed: visibleClosed, visibleOpen: table.checkVisibility(),
+          summaries: all.map(d => d.querySelector('summary').innerText),
+          bold: section.querySelectorAll('details b').length, text: section.innerText};
+})()
+"""

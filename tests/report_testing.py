@@ -1,6 +1,7 @@
 """A synthetic but complete set of report inputs: two corpora, fixed and structural chunk sets, a path
 depth ladder, a placebo and a routed (two-stage) condition with section recall, declared contrasts of
-every family (computed by the real statistics code), BM25 scores, corpus statistics with funnels.
+every family (computed by the real statistics code), BM25 scores, corpus statistics with funnels, and the decisive
+questions of decisive_testing's hand-made cell.
 
 Scores are drawn from a seeded generator with known per-condition offsets, so tests can check numbers
 the report computes against values they compute independently.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import polars as pl
+from decisive_testing import decisive_tables
 
 from structbench.chunking.tiling import bounds_file
 from structbench.defaults import T_MAX, T_MIN
@@ -234,6 +236,7 @@ def synthetic_inputs(**overrides) -> ReportInputs:
             }
         ],
         retrieval_layer=layers,
+        **decisive_tables(),
     )
     values.update(overrides)
     return ReportInputs(**values)

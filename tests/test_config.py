@@ -205,7 +205,10 @@ def test_the_schema_fills_every_default_from_a_minimal_config():
         "toc_candidate_hits": defaults.TOC_CANDIDATE_HITS,
         "readtime_hits": defaults.READTIME_HITS,
     }
-    assert minimal["report"] == {"compare_runs": []}
+    assert minimal["report"] == {
+        "compare_runs": [],
+        "decisive": {"per_side": defaults.DECISIVE_PER_SIDE, "top_k": defaults.DECISIVE_TOP_K},
+    }
     assert minimal["stats"] == {
         "bootstrap_iters": defaults.BOOTSTRAP_ITERS,
         "primary_metric": "cov_nDCG@10",

@@ -147,6 +147,7 @@ LAYERS = (
     ("crosskeys",),
     ("plan.study",),
     ("checkconfig", "export"),
+    ("show",),
     ("cli",),
     ("__main__",),
 )

@@ -1,7 +1,7 @@
 """structbench: does document structure help dense retrieval? A reproducible experiment system."""
 
 __version__ = "0.1.0"
-__all__ = ["__version__", "chunk_markdown", "chunk_markdown_file"]
+__all__ = ["__version__", "chunk_markdown", "chunk_markdown_file", "show_question"]
 
 
 def __getattr__(name):
@@ -12,4 +12,8 @@ def __getattr__(name):
         from structbench import api
 
         return getattr(api, name)
+    if name == "show_question":  # one question of a finished run (structbench.show), loaded likewise on first use
+        from structbench import show
+
+        return show.show_question
     raise AttributeError(f"module 'structbench' has no attribute {name!r}")

@@ -292,25 +292,7 @@ def _add_export(subparsers) -> None:
         help="export the files as they are, without asking Snakemake whether this config made them (for results "
         "copied without the run's .snakemake folder)",
     )
-    parser.add_argument(
-        "--configfile",
-        nargs="+",
-        default=[],
-        metavar="FILE",
-        help="the run's config files, laid over config/config.yaml as Snakemake lays them",
-    )
-    parser.add_argument(
-        "--results",
-        metavar="DIR",
-        help="the run's results folder, for a run made with --config results=DIR (default: the config's results)",
-    )
-    parser.add_argument(
-        "--workflow",
-        default=".",
-        metavar="DIR",
-        help="the structbench checkout the run used (its Snakefile, config/config.yaml and schema; default the "
-        "current folder)",
-    )
+    _add_run_arguments(parser)
     for option, holds in (("corpus", "corpora"), ("embedder", "embedders"), ("reranker", "rerankers")):
         parser.add_argument(f"--{option}", nargs="+", metavar="NAME", help=f"only these {holds} (default all)")
     parser.add_argument("--condition", nargs="+", metavar="NAME", help="only these conditions (default all)")
@@ -357,7 +339,86 @@ def _run_export(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS: list[Callable] = [_add_chunk, _add_train_inducer, _add_check_config, _add_export]
+def _add_show(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "show",
+        help="show one question of a finished run: its ranking under a condition, or two side by side",
+        description="Print question QID of a finished run ranked under CONDITION (and --against another condition, "
+        "side by side): its text, type and evidence, the rank of the first evidence chunk (relevant under the binary "
+        "rule), and each of the top chunks with its prefix (heading path, placebo path or context) apart from its "
+        "content and whether and how much of it is evidence. Run it where the workflow ran, with the run's "
+        "--configfile files, as export.",
+    )
+    parser.add_argument("qid", metavar="QID", help="the question's qid (the queries table's)")
+    parser.add_argument("condition", metavar="CONDITION", help="a condition of the run")
+    parser.add_argument("--against", metavar="CONDITION", help="a second condition, shown beside the first")
+    for option, holds in (("corpus", "corpora"), ("embedder", "embedders"), ("reranker", "rerankers")):
+        parser.add_argument(f"--{option}", metavar="NAME", help=f"which of the run's {holds} (default: its only one)")
+    parser.add_argument(
+        "--top-k",
+        type=_whole_number("--top-k", 1, unit="chunks"),
+        default=defaults.NDCG_K,
+        help="chunks shown per ranking (default %(default)s)",
+    )
+    parser.add_argument(
+        "--chars",
+        type=_whole_number("--chars", 1, unit="characters"),
+        default=defaults.CONTENT_EXCERPT_CHARS,
+        help="characters of each chunk's content shown (default %(default)s)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the view as one JSON object")
+    _add_run_arguments(parser)
+    parser.set_defaults(run=_run_show)
+
+
+def _add_run_arguments(parser) -> None:
+    """The options that find a finished run, as export takes them."""
+    parser.add_argument(
+        "--configfile",
+        nargs="+",
+        default=[],
+        metavar="FILE",
+        help="the run's config files, laid over config/config.yaml as Snakemake lays them",
+    )
+    parser.add_argument(
+        "--results",
+        metavar="DIR",
+        help="the run's results folder, for a run made with --config results=DIR (default: the config's results)",
+    )
+    parser.add_argument(
+        "--workflow",
+        default=".",
+        metavar="DIR",
+        help="the structbench checkout the run used (its Snakefile, config/config.yaml and schema; default the "
+        "current folder)",
+    )
+
+
+def _run_show(args: argparse.Namespace) -> int:
+    from structbench.show import render_view, show_question
+
+    # a name the run does not hold is a NotInRun (a ValueError) listing those it holds: main() reports it
+    view = show_question(
+        args.qid,
+        args.condition,
+        against=args.against,
+        corpus=args.corpus,
+        embedder=args.embedder,
+        reranker=args.reranker,
+        configfiles=args.configfile,
+        workflow=args.workflow,
+        results=args.results,
+        top_k=args.top_k,
+        content_chars=args.chars,
+    )
+    if args.json:
+        sys.stdout.write(json.dumps(view.as_dict(), indent=2, ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write(render_view(view))
+    return 0
+
+
+COMMANDS: list[Callable] = [_add_chunk, _add_train_inducer, _add_check_config, _add_export, _add_show]
 
 
 def build_parser() -> argparse.ArgumentParser:

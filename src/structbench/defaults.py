@@ -23,6 +23,13 @@ TOP_K = 100
 NDCG_K = 10  # cut-off of coverage-nDCG and binary nDCG
 RECALL_K = 50  # cut-off of span recall
 BUDGETS = (512, 1024, 2048)  # token budgets of token-budget coverage
+# The report's decisive questions (structbench.report.decisive): the largest wins and losses shown per contrast, and
+# the chunks shown per ranking (config report.decisive.per_side / top_k; `structbench show --top-k`).
+DECISIVE_PER_SIDE = 5
+DECISIVE_TOP_K = 5
+# Excerpts of a chunk's content and of its prefix there, in characters: a bounded report at any corpus size.
+CONTENT_EXCERPT_CHARS = 300
+PREFIX_EXCERPT_CHARS = 200
 CONTEXT_MAX_TOKENS = 80  # A1: cap on an LLM situating context, in study tokens (Kuehlkamp et al., table 11)
 HIER_TOP_SECTIONS = 5  # two-stage retrieval: sections stage 1 keeps per query (Kuehlkamp et al., table 11)
 # TOC routing (Li (The Chunk Was Never in the Document); not in Kuehlkamp et al.'s table): the candidate documents whose

@@ -8,6 +8,7 @@ import copy
 import hashlib
 import inspect
 import os
+import re
 import subprocess
 import sys
 
@@ -15,6 +16,7 @@ import pytest
 import yaml
 from conftest import REPO
 
+from structbench import defaults
 from structbench.config import ConfigError, validate_config
 from structbench.plan import report_files
 from structbench.plan.layout import Layout
@@ -260,3 +262,49 @@ def test_a_corpus_reruns_on_its_sources_content_not_their_modification_times(tmp
     assert plan.corpus_source_digest("kb") == with_questions
     (docs / "b.md").write_text("# B\n\nBeta, edited.\n")
     assert plan.corpus_source_digest("kb") != with_questions
+
+
+def test_the_decisive_questions_read_each_pairwise_contrasts_runs_as_scoring_read_them():
+    readtime = {"GR": FLAT_GOLD | {"retrieval": "parent:2"}}
+    contrasts = CONTRASTS | {
+        "GR-G2": {"treatment": "GR", "control": "G2", "family": "readtime"},  # ranks spans: left out
+        "depth": {"conditions": ["G2", "G3-d1", "G3"], "depths": [0, 1, 3]},  # a slope: left out
+    }
+    plan = study(conditions=CONDITIONS | readtime, contrasts=contrasts)
+    assert [spec["name"] for spec in plan.decisive_contrasts()] == ["G3-G2", "G3-B2", "H3-G3"]
+    assert plan.decisive_conditions() == ["G3", "G2", "B2", "H3"]
+    inputs = plan.decisive_inputs("kb", "minilm", "none")
+    assert inputs["runs"] == [
+        "results/kb/runs/minilm/G3.parquet",
+        "results/kb/runs/minilm/G2.parquet",
+        "results/kb/runs/bm25/structural/gold.parquet",  # the BM25 condition's one run, as scoring reads it
+        "results/kb/runs/minilm/H3.parquet",
+    ]
+    assert inputs["texts"][1] == inputs["texts"][2] == "results/kb/texts/structural/gold/none.parquet"
+    assert inputs["scores"][0] == "results/kb/scores/minilm/none/G3.parquet"
+    assert (inputs["queries"], inputs["documents"]) == (
+        "results/kb/corpus/queries.parquet",
+        "results/kb/corpus/documents.parquet",
+    )
+    # the schema's defaults are structbench.defaults' (the API's and the command's)
+    settings = {"per_side": defaults.DECISIVE_PER_SIDE, "top_k": defaults.DECISIVE_TOP_K}
+    assert plan.decisive_settings() == settings | {"primary_metric": "cov_nDCG@10"} and settings["per_side"] == 5
+    files = plan.report_files()
+    assert files["decisive"] == ["results/kb/diagnostics/minilm/none/decisive_questions.parquet"]
+    assert files["decisive_flips"] == ["results/kb/diagnostics/minilm/none/decisive_flips.parquet"]
+    # without a pairwise contrast among chunk rankings, no step runs and the report reads nothing
+    alone = study(conditions=CONDITIONS | readtime, contrasts={"GR-G2": contrasts["GR-G2"]})
+    assert alone.decisive_contrasts() == [] and alone.report_files()["decisive"] == []
+
+
+@pytest.mark.parametrize(
+    "decisive, message",
+    [
+        ({"per_side": 0}, "report.decisive.per_side: 0 is less than the minimum of 1"),
+        ({"top_k": 101}, "report.decisive.top_k: 101 is greater than the maximum of 100"),
+        ({"topk": 3}, "report.decisive.topk: unknown key; did you mean 'top_k'?"),
+    ],
+)
+def test_a_bad_decisive_setting_is_named_at_its_key(decisive, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        study(report={"decisive": decisive})

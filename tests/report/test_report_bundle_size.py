@@ -12,4 +12,4 @@ def test_the_bundle_pattern_takes_every_table_csv_but_the_corpus_sized_ones(tmp_
         (tmp_path / f"{name}.parquet").write_bytes(b"PAR1")
     bundled = set(glob_wildcards(str(tmp_path / bundled_table_pattern())).name)
     assert bundled == set(TABLES) - set(CORPUS_SIZED_TABLES) | {"per_query_scores_by_type", "chunk_sizes_v2"}
-    assert set(CORPUS_SIZED_TABLES) == {"chunk_sizes", "per_query_scores"} <= set(TABLES)
+    assert set(CORPUS_SIZED_TABLES) == {"chunk_sizes", "per_query_scores", "decisive_questions"} <= set(TABLES)

@@ -36,6 +36,7 @@ HOW = {
     ".venv/bin/snakemake --report report.html": "run",
     "make resume": "run",
     ".venv/bin/structbench export --out trec": "run",  # after `make run`: the default run's TREC files
+    ".venv/bin/structbench show kb-001 G3 --against G2": "run",  # after `make run`: one question's two rankings
     # test_config: the preset selects no LLM condition and each promised arm; its plan here (53 jobs on the KB)
     ".venv/bin/snakemake --cores 2 --configfile config/own_corpus.yaml"
     " --config 'corpora={mydocs: {path: data/kb/docs, questions: data/kb/questions.jsonl}}'": "dry-run",
@@ -182,6 +183,8 @@ def test_readme_commands_run_as_written(repo_copy):
             assert (repo_copy / "report.html").stat().st_size > 10_000
         if command.startswith(".venv/bin/structbench export"):
             assert_the_tools_read_the_default_run(repo_copy, result.stdout)
+        if command.startswith(".venv/bin/structbench show"):
+            assert re.search(r"^G3: cov_nDCG@10 \d\.\d{3} +\| G2: cov_nDCG@10 \d\.\d{3}$", result.stdout, re.M)
         if command.startswith(".venv/bin/structbench chunk"):
             assert [json_line.startswith("{") for json_line in result.stdout.splitlines()] == [True, True, True]
     snippet = readme_blocks("python")[0]

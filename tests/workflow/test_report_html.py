@@ -4,6 +4,10 @@ workflow also checks the end-of-run summary line, that the default run writes ev
 its config has input for (and states why the others are omitted), and that rerunning the report gives
 byte-identical figures.
 
+The decisive questions' collapsible sections open in the browser with their question and chunk texts on the page,
+on the synthetic inputs and on the default run, whose shown wins and losses are recomputed from its per-query
+scores and whose questions ``structbench show`` prints the same way.
+
 Without Chromium these tests skip, saying so; under ``.ci/run`` (which installs Debian's ``chromium``
 and sets ``STRUCTBENCH_REQUIRE_BROWSER=1``) a missing browser is a failure.
 """
@@ -13,11 +17,14 @@ import os
 import re
 from pathlib import Path
 
+import polars as pl
 import pytest
-from browser import IMAGES_OF_PAGE, PNG_RESULTS_OF_SNAKEMAKE_REPORT, Browser, chromium_binary
-from conftest import run_snakemake
+from browser import DECISIVE_OF_PAGE, IMAGES_OF_PAGE, PNG_RESULTS_OF_SNAKEMAKE_REPORT, Browser, chromium_binary
+from conftest import REPO, run_snakemake
 from report_testing import synthetic_inputs
 
+from structbench.cli import main
+from structbench.export import run_study
 from structbench.report.bundle import ReportPaths, write_report_bundle
 from structbench.report.catalog import TABLES
 from structbench.report.figures import FIGURES
@@ -58,6 +65,18 @@ def test_a_missing_figure_is_caught(chromium, tmp_path, monkeypatch):
     (tmp_path / "report/figures/forest_contrasts.png").write_bytes(b"not a png")
     broken = [i for i in loaded_images(chromium, tmp_path / "report/index.html") if i["width"] == 0]
     assert [i["src"] for i in broken] == ["figures/forest_contrasts.png"]
+
+
+def test_the_decisive_questions_open_from_disk_with_their_texts(chromium, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write_report_bundle(synthetic_inputs(), ReportPaths.under("report"))
+    shown = chromium.open(tmp_path / "report/index.html").evaluate(DECISIVE_OF_PAGE)
+    # one contrast, two wins and two losses (decisive_testing's cell): closed until clicked, no script
+    assert shown["details"] == 1 + 4 and shown["closed"] and not shown["visibleClosed"] and shown["visibleOpen"]
+    assert shown["summaries"][1].startswith("Win 1 · Δ +0.500 · q1 (factoid): Where is <b>q1</b>'s evidence?")
+    assert shown["bold"] == 0  # the question's markup is text, never markup
+    for text in ("Evidence: 1c02 abc", "[Doc d1 > Section 0]", "d1c02 abc.", "first evidence · relevant: 80%"):
+        assert text in shown["text"], text
 
 
 SUMMARY = re.compile(
@@ -130,3 +149,72 @@ def test_default_run_writes_the_report_and_both_html_reports_show_every_figure(c
         "Holm-significant" in captions["forest_contrasts"]
         and "tables/table1_contrasts.csv" in captions["forest_contrasts"]
     )
+
+
+def decisive_choice(scores: dict[str, pl.DataFrame], treatment: str, control: str, per_side: int) -> list[tuple]:
+    """The wins and losses recomputed from two conditions' per-query scores: (outcome, qid, delta), the largest
+    per side, equal deltas by qid."""
+    metric = "cov_nDCG@10"
+    paired = (
+        scores[treatment]
+        .select("qid", pl.col(metric).alias("t"))
+        .join(scores[control].select("qid", pl.col(metric).alias("c")), on="qid")
+        .filter(pl.col("t").is_not_nan() & pl.col("c").is_not_nan())
+        .with_columns(delta=pl.col("t") - pl.col("c"))
+    )
+    wins = sorted((-d, q) for q, d in paired.select("qid", "delta").rows() if d > 0)[:per_side]
+    losses = sorted((d, q) for q, d in paired.select("qid", "delta").rows() if d < 0)[:per_side]
+    return [("win", q, -d) for d, q in wins] + [("loss", q, d) for d, q in losses]
+
+
+@pytest.mark.workflow
+def test_the_default_run_shows_its_decisive_questions_and_any_question(chromium, request, capsys):
+    gold_run = request.getfixturevalue("gold_run")
+    workdir, config = gold_run.workdir, gold_run.config
+    report = workdir / "results/report"
+    questions = pl.read_parquet(report / "tables/decisive_questions.parquet")
+    scores = {
+        path.stem: pl.read_parquet(path)
+        for path in sorted((workdir / "results/kb/scores/minilm/none").glob("*.parquet"))
+    }
+    study = run_study([config], REPO, str(workdir / "results"))
+    contrasts = study.decisive_contrasts()
+    assert {spec["name"] for spec in contrasts} == {"G3-G2", "G4-G3", "G3-F0"}
+    assert sorted(questions["contrast"].unique().to_list()) == sorted(spec["name"] for spec in contrasts)
+    for spec in contrasts:
+        rows = questions.filter(pl.col("contrast") == spec["name"])
+        shown = rows.select("outcome", "qid", "delta").unique(maintain_order=True).rows()
+        assert shown == decisive_choice(scores, spec["treatment"], spec["control"], 5), spec["name"]
+        # bounded: per_side × 2 sides × 2 arms × top_k chunk rows at most, excerpts capped
+        assert rows.height <= 5 * 2 * 2 * 5 and rows["content"].str.len_chars().max() <= 300
+
+    # the counts above the questions are Table 1's: the same pairs
+    flips = pl.read_parquet(workdir / "results/kb/diagnostics/minilm/none/decisive_flips.parquet")
+    table1 = pl.read_parquet(workdir / "results/contrasts/kb/minilm/none/contrasts.parquet")
+    counts = ["contrast", "n_queries", "wins", "ties", "losses"]
+    primary = table1.filter(pl.col("metric") == "cov_nDCG@10")
+    assert flips.select(counts).sort("contrast").equals(primary.select(counts).sort("contrast"))
+
+    page = chromium.open(report / "index.html").evaluate(DECISIVE_OF_PAGE)
+    assert page["details"] == len(contrasts) + questions.select("contrast", "qid").unique().height
+    assert page["closed"] and not page["visibleClosed"] and page["visibleOpen"]
+    first = questions.row(0, named=True)
+    for text in (first["question"], first["evidence"], first["content"]):
+        assert " ".join(text.split()) in " ".join(page["text"].split()), text
+
+    # structbench show: the same question, the same rankings and first-evidence ranks as the report's rows
+    where = ["--configfile", str(config), "--results", str(workdir / "results"), "--workflow", str(REPO)]
+    arguments = [first["qid"], first["treatment"], "--against", first["control"], "--top-k", "5", "--json"]
+    assert main(["show", *arguments, *where]) == 0
+    view = json.loads(capsys.readouterr().out)
+    rows = questions.filter((pl.col("contrast") == first["contrast"]) & (pl.col("qid") == first["qid"]))
+    for ranking, arm in zip(view["rankings"], ("treatment", "control")):
+        assert [chunk["chunk_id"] for chunk in ranking["chunks"]] == rows.filter(pl.col("arm") == arm)[
+            "chunk_id"
+        ].to_list()
+        assert ranking["first_evidence"] == first[f"first_evidence_{arm}"]
+    assert main(["show", "kb-999", "G3", *where]) == 2
+    assert "question 'kb-999' is not a scored question of corpus kb" in capsys.readouterr().err
+    assert main(["show", first["qid"], "G5", *where]) == 2
+    error = capsys.readouterr().err
+    assert "condition 'G5' is not in this run" in error and all(f"'{name}'" in error for name in ("G2", "G3", "F0"))

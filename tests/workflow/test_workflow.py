@@ -315,6 +315,7 @@ def assert_exact_partial_rebuilds(first, root):
         "contrasts": 1,
         "condition_stats": 1,
         "retrieval_layer": 1,
+        "decisive_questions": 1,
         "report": 1,
         "all": 1,
     }
@@ -336,6 +337,7 @@ def assert_exact_partial_rebuilds(first, root):
         "contrasts": 1,
         "condition_stats": 1,
         "retrieval_layer": 1,
+        "decisive_questions": 1,
         "report": 1,
         "all": 1,
     }
@@ -348,6 +350,7 @@ def assert_exact_partial_rebuilds(first, root):
         "score": 4,
         "score_bm25": 2,
         "retrieval_layer": 1,
+        "decisive_questions": 1,
         "contrasts": 1,
         "condition_stats": 1,
         "report": 1,
@@ -375,6 +378,7 @@ def assert_exact_partial_rebuilds(first, root):
         "score": 4,
         "score_bm25": 2,
         "retrieval_layer": 1,
+        "decisive_questions": 1,
         "contrasts": 1,
         "condition_stats": 1,
         "report": 1,

@@ -147,6 +147,7 @@ def test_induced_structure_and_contexts_end_to_end_then_all_from_cache(tmp_path,
         "induction_stats": 1,
         "contrasts": 1,
         "condition_stats": 1,
+        "decisive_questions": 1,  # A2 − G2's rankings
         "report": 1,
         "all": 1,
     }

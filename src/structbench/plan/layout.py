@@ -175,6 +175,12 @@ class Layout:
     def retrieval_layer(self, corpus: str, embedder: str, reranker: str) -> str:
         return f"{self.corpus(corpus)}/diagnostics/{embedder}/{reranker}/retrieval_layer.parquet"
 
+    def decisive(self, corpus: str, embedder: str, reranker: str, table: str) -> str:
+        """The decisive questions of a cell (:mod:`structbench.report.decisive`): ``questions`` (the largest wins and
+        losses of each pairwise contrast with both rankings' top chunks) or ``flips`` (first evidence in or out of
+        the top 10)."""
+        return f"{self.corpus(corpus)}/diagnostics/{embedder}/{reranker}/decisive_{table}.parquet"
+
     def report(self, name: str) -> str:
         """A file or folder of the report: ``report.md``, ``index.html``, ``tables``, ``figures``, ``latex``,
         ``manifest.json``, ``summary.txt``."""

@@ -121,6 +121,19 @@ class ReportFiles:
             return []
         return [self.paths.retrieval_layer(*cell) for cell in self.cells()]
 
+    def all_decisive(self) -> list[str]:
+        """Every cell's decisive questions (:mod:`structbench.report.decisive`), where a pairwise contrast runs."""
+        return self._decisive_tables("questions")
+
+    def all_decisive_flips(self) -> list[str]:
+        """Every cell's first-evidence flip counts, beside :meth:`all_decisive`."""
+        return self._decisive_tables("flips")
+
+    def _decisive_tables(self, table: str) -> list[str]:
+        if not self.decisive_contrasts():
+            return []
+        return [self.paths.decisive(*cell, table) for cell in self.cells()]
+
     def report_files(self) -> dict[str, list[str] | dict]:
         """Report input name -> the files the report reads: the file list (a method of this class) each input
         of :func:`structbench.report.table_registry.report_inputs` names, so an input is declared in one place."""

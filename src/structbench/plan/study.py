@@ -168,6 +168,26 @@ class Study(ReportFiles):
         declared = self.config["report"]["compare_runs"]
         return [list(pair) for pair in declared or retrieval_layer_pairs(self.condition_entries())]
 
+    def decisive_contrasts(self) -> list[dict]:
+        """The contrasts whose decisive questions the report shows (:mod:`structbench.report.decisive`): every running
+        pairwise (treatment − control) contrast whose two conditions rank chunks (a read-time condition ranks spans,
+        docs/method.md §18), as the statistics step takes them."""
+        return [
+            contrast.as_params()
+            for contrast in self.contrasts.values()
+            if contrast.treatment
+            and not any(is_readtime(self.conditions[name].retrieval) for name in (contrast.treatment, contrast.control))
+        ]
+
+    def decisive_conditions(self) -> list[str]:
+        """The conditions of :meth:`decisive_contrasts`, each once, in contrast order."""
+        pairs = [(spec["treatment"], spec["control"]) for spec in self.decisive_contrasts()]
+        return list(dict.fromkeys(name for pair in pairs for name in pair))
+
+    def decisive_settings(self) -> dict:
+        """The decisive questions' settings: ``report.decisive`` (``per_side``, ``top_k``) and the primary metric."""
+        return {**self.config["report"]["decisive"], "primary_metric": self.config["stats"]["primary_metric"]}
+
     def retrieval_layer_conditions(self) -> list[str]:
         """The conditions of the retrieval-layer pairs, each once, in pair order."""
         return list(dict.fromkeys(name for pair in self.retrieval_layer_pairs() for name in pair))
@@ -512,6 +532,19 @@ class Study(ReportFiles):
     def cell_scores(self, corpus: str, embedder: str, reranker: str) -> list[str]:
         """Every selected condition's scores in one cell: what its statistics read."""
         return [self.paths.scores(corpus, embedder, reranker, name) for name in self.conditions]
+
+    def decisive_inputs(self, corpus: str, embedder: str, reranker: str) -> dict[str, list[str] | str]:
+        """What one cell's decisive questions read: the scores, run, chunks and texts of each of
+        :meth:`decisive_conditions` (lists in that order; the files the scoring step read, :meth:`score_inputs`), the
+        corpus's scored queries and its documents (the evidence excerpts)."""
+        conditions = self.decisive_conditions()
+        inputs = [self.score_inputs(corpus, embedder, reranker, name) for name in conditions]
+        return {
+            "scores": [self.paths.scores(corpus, embedder, reranker, name) for name in conditions],
+            **{key: [files[key] for files in inputs] for key in ("runs", "chunks", "texts")},
+            "queries": self.scored_queries(corpus),
+            "documents": self.paths.documents(corpus),
+        }
 
     def retrieval_layer_runs(self, corpus: str, embedder: str, reranker: str) -> list[str]:
         return [self.runs(corpus, embedder, reranker, name) for name in self.retrieval_layer_conditions()]

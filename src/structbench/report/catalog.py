@@ -2,7 +2,7 @@
 
 The builders declare themselves (:func:`~structbench.report.table_registry.report_table`) in :mod:`.decision_table`,
 :mod:`.results`, the diagnostics (:mod:`.chunk_set_tables`, :mod:`.llm_step_tables`, :mod:`.corpus_tables`),
-:mod:`.index_cost`, :mod:`.span_rules` and :mod:`.size_curve`; where each appears is written
+:mod:`.index_cost`, :mod:`.span_rules`, :mod:`.size_curve` and :mod:`.decisive_table`; where each appears is written
 here once, so moving a table is an edit of this tuple, never of import order. A declared table missing from
 the tuple, or a name in it that nothing declares, is an error at import.
 """
@@ -16,6 +16,7 @@ from structbench.report import (  # noqa: F401  (importing them declares their t
     chunk_set_tables,
     corpus_tables,
     decision_table,
+    decisive_table,
     index_cost,
     llm_step_tables,
     results,
@@ -36,6 +37,7 @@ TABLE_ORDER = (
     "size_curve",
     "section_recall",
     "retrieval_layer",
+    "decisive_questions",
     "bm25_nonlexicality",
     "chunk_size_matching",
     "chunk_sizes",
@@ -69,10 +71,11 @@ def ordered_tables(declared: Mapping[str, TableSpec], order: Sequence[str]) -> d
 
 TABLES: dict[str, TableSpec] = ordered_tables(DECLARED, TABLE_ORDER)
 
-# The tables with a row per chunk or per query: their files grow with the corpus, and ``snakemake --report`` embeds
-# every file it bundles in its one HTML page, which a full-size run would make slow to open (docs/benchmarks.md).
-# They stay files under tables/, which index.html links and report.md names.
-CORPUS_SIZED_TABLES = ("chunk_sizes", "per_query_scores")
+# The tables with a row per chunk or per query: their files grow with the corpus (the decisive questions' with the
+# contrasts and cells: a row per shown chunk, its excerpts repeated), and ``snakemake --report`` embeds every file it
+# bundles in its one HTML page, which a full-size run would make slow to open (docs/benchmarks.md). They stay files
+# under tables/, which index.html links and report.md names.
+CORPUS_SIZED_TABLES = ("chunk_sizes", "per_query_scores", "decisive_questions")
 
 
 def bundled_table_pattern() -> str:

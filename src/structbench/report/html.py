@@ -15,7 +15,7 @@ import polars as pl
 
 from structbench.report.formatting import format_cell
 from structbench.report.markdown import intro
-from structbench.report.table_registry import Omitted, Table
+from structbench.report.table_registry import Details, Omitted, Table
 
 CSS = """
 body { font-family: system-ui, sans-serif; max-width: 75rem; margin: 2rem auto; padding: 0 1rem; color: #222; }
@@ -28,6 +28,8 @@ figcaption, .caption { color: #444; font-size: 0.9rem; max-width: 60rem; }
 .omitted { color: #8a4b00; font-style: italic; } .files { font-size: 0.85rem; }
 nav ol { columns: 2; font-size: 0.9rem; } .scroll { overflow-x: auto; }
 .summary { background: #f6f8fa; padding: 0.6rem; font-family: monospace; overflow-wrap: anywhere; }
+details { margin: 0.3rem 0; } details details { margin-left: 1.2rem; } summary { cursor: pointer; }
+details td, details th { text-align: left; vertical-align: top; max-width: 30rem; overflow-wrap: anywhere; }
 """.strip()
 
 
@@ -44,6 +46,17 @@ def html_table(frame: pl.DataFrame, float_digits: int = 3) -> str:
         for row in frame.iter_rows()
     )
     return f'<div class="scroll"><table><thead><tr>{header}</tr></thead><tbody>{rows}</tbody></table></div>'
+
+
+def details_html(item: Details, float_digits: int = 3) -> str:
+    """A collapsible section (``<details>``, opened by a click, no script): its summary, its lines, its frame and
+    its nested sections, every text escaped."""
+    body = [f"<summary>{html.escape(item.summary)}</summary>"]
+    body += [f"<p>{html.escape(line)}</p>" for line in item.lines]
+    if item.frame is not None:
+        body.append(html_table(item.frame, float_digits))
+    body += [details_html(child, float_digits) for child in item.children]
+    return "<details>" + "".join(body) + "</details>"
 
 
 def _anchor(kind: str, name: str) -> str:
@@ -68,6 +81,7 @@ def table_html(item: Table | Omitted, files: Sequence[str]) -> str:
             parts.append(f"<p>{content.data.height} rows × {content.data.width} columns.</p>")
         if content.notes:
             parts.append("<ul>" + "".join(f"<li>{_text(note)}</li>" for note in content.notes) + "</ul>")
+        parts.extend(details_html(item, content.float_digits) for item in content.details)
         if files:
             links = " · ".join(f'<a href="{html.escape(f)}">{html.escape(f.rsplit("/", 1)[-1])}</a>' for f in files)
             parts.append(f'<p class="files">Data: {links}</p>')

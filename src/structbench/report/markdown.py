@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from structbench.report.formatting import markdown_table, p_resolution
-from structbench.report.table_registry import Omitted, Table
+from structbench.report.table_registry import Details, Omitted, Table
 
 
 def intro(primary_metric: str, bootstrap_iters: int | None) -> str:
@@ -44,9 +44,23 @@ def table_markdown(item: Table | Omitted, files: Sequence[str] = ()) -> str:
     lines += [f"- {note}" for note in content.notes]
     if content.notes:
         lines.append("")
+    for item in content.details:
+        lines += details_markdown(item)
     if files:
         lines += ["Data: " + " · ".join(f"[{name.rsplit('/', 1)[-1]}]({name})" for name in files), ""]
     return "\n".join(lines)
+
+
+def details_markdown(item: Details, depth: int = 0) -> list[str]:
+    """A collapsible section, shorter than in HTML: its brief (else its summary) as a bold line, its nested
+    sections' as a list below it; never its lines or frame."""
+    line = item.brief or item.summary
+    lines = [f"**{line}**", ""] if depth == 0 else [f"{'  ' * (depth - 1)}- {line}"]
+    for child in item.children:
+        lines += details_markdown(child, depth + 1)
+    if depth == 0 and item.children:
+        lines.append("")
+    return lines
 
 
 def figure_markdown(item, path: str | None) -> str:

@@ -59,7 +59,8 @@ class ReportInputs:
     (:func:`structbench.chunking.tiling.bounds_file`; ``t_max`` and ``t_min`` come from these);
     ``querygen_stats``: the merged query generation's summary per corpus with generated queries
     (:func:`structbench.querygen.funnel.querygen_summary`); ``retrieval_layer``: the title-chain study's run comparisons
-    (:func:`structbench.metrics.diagnostics.retrieval_layer_table`).
+    (:func:`structbench.metrics.diagnostics.retrieval_layer_table`); ``decisive`` and ``decisive_flips``: each
+    pairwise contrast's decisive questions and first-evidence flips per cell (:mod:`structbench.report.decisive`).
     """
 
     scores: pl.DataFrame = report_input("all_cells", "tables")
@@ -83,6 +84,8 @@ class ReportInputs:
     context_stats: list[dict] = report_input("all_context_stats", "json", list)
     querygen_stats: list[dict] = report_input("all_querygen_stats", "json", list)
     retrieval_layer: pl.DataFrame = report_input("all_retrieval_layers", "tables", pl.DataFrame)
+    decisive: pl.DataFrame = report_input("all_decisive", "tables", pl.DataFrame)
+    decisive_flips: pl.DataFrame = report_input("all_decisive_flips", "tables", pl.DataFrame)
 
     @property
     def t_max(self) -> int:
@@ -130,16 +133,31 @@ class Block:
 
 
 @dataclass(frozen=True)
+class Details:
+    """A collapsible section a table shows below its blocks (HTML ``<details>``: closed until clicked, no script):
+    ``summary`` is its one line, ``lines`` (paragraphs) and ``frame`` its body, then its ``children`` (nested
+    sections). The Markdown report is shorter: it shows ``brief`` (the summary when empty) and its children's,
+    never the lines or the frame."""
+
+    summary: str
+    lines: tuple[str, ...] = ()
+    frame: pl.DataFrame | None = None
+    children: tuple[Details, ...] = ()
+    brief: str = ""
+
+
+@dataclass(frozen=True)
 class TableContent:
     """What a table builder returns: ``data`` is written as Parquet + CSV; ``blocks`` are shown (none:
     the data is shown as it is, unless ``inline`` is False, for a table too long to read in a page);
-    ``notes`` follow the blocks as a list."""
+    ``notes`` follow the blocks as a list, ``details`` (collapsible sections) the notes."""
 
     data: pl.DataFrame
     blocks: tuple[Block, ...] = ()
     notes: tuple[str, ...] = ()
     float_digits: int = 3
     inline: bool = True
+    details: tuple[Details, ...] = ()
 
     def shown(self) -> tuple[Block, ...]:
         if not self.inline:
