@@ -14,6 +14,12 @@ replicate** when the discovery's is below α and the replication's Δ has the ot
 replicated** when the discovery's is below α and otherwise (the replication's p at or above α, or a fragile
 decision on either sample); **no finding** when the discovery's Holm p is not below α. docs/results.md is this
 script's output with its context.
+
+Where both runs wrote subgroup tables (``subgroups.parquet``, config ``subgroups``: docs/method.md §11), a second
+table gives each (contrast, moderator) interaction Δ_A − Δ_B on both samples and its verdict by the same rule
+(Holm over the moderators of each contrast): an interaction a sample cannot test (a side in fewer than 20
+documents) is **not testable** on the discovery sample, and **found, not replicated** when only the replication
+sample cannot test it.
 """
 
 from __future__ import annotations
@@ -49,6 +55,55 @@ def verdict(discovery: dict, replication: dict | None) -> str:
     return "found, not replicated"
 
 
+def subgroup_table(results: Path, metric: str, corpus: str = "*") -> pl.DataFrame | None:
+    """A run's interaction rows on ``metric`` (None where the run wrote no subgroup table)."""
+    files = sorted(results.glob(f"contrasts/{corpus}/*/*/subgroups.parquet"))
+    if not files:
+        return None
+    if len(files) != 1:
+        raise SystemExit(f"{results}: expected one subgroup table, found {[str(f) for f in files]}")
+    table = pl.read_parquet(files[0])
+    return table.filter((pl.col("metric") == metric) & (pl.col("kind") == "interaction"))
+
+
+def interaction_verdict(discovery: dict, replication: dict | None) -> str:
+    """The pre-registered rule (:func:`verdict`) on two interaction rows of the subgroup tables (``delta`` is the
+    interaction, ``p_holm`` its Holm p over the contrast's moderators), where an untestable sample decides first."""
+    if not discovery["testable"]:
+        return "not testable"
+    if replication is None or replication["testable"]:
+        return verdict(discovery, replication)
+    found = verdict(discovery, None)
+    return found if found == "no finding" else "found, not replicated (not testable on the replication sample)"
+
+
+def interaction_cell(row: dict) -> str:
+    holm = "not testable" if not row["testable"] else f"{row['p_holm']:.4f} ± {row['p_holm_mcse']:.4f}"
+    fragile = " (fragile)" if row["testable"] and row["holm_fragile"] else ""
+    return (
+        f"{row['delta']:+.3f} [{row['ci_low']:+.3f}, {row['ci_high']:+.3f}] | {holm}{fragile} | "
+        f"{row['n_queries']} q, {row['n_docs']} docs"
+    )
+
+
+def print_interactions(discovery: pl.DataFrame, replication: pl.DataFrame) -> None:
+    """Each (contrast, moderator) interaction of the discovery run beside the replication's, with its verdict."""
+    print()
+    print(
+        "| contrast | moderator | interaction | discovery Δ_A − Δ_B [95% CI] | Holm p ± MC s.e. | sample "
+        "| replication Δ_A − Δ_B [95% CI] | Holm p ± MC s.e. | sample | verdict |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    others = {(row["contrast"], row["moderator"]): row for row in replication.iter_rows(named=True)}
+    for row in discovery.iter_rows(named=True):
+        other = others.get((row["contrast"], row["moderator"]))
+        shown = interaction_cell(other) if other else "— | — | —"
+        print(
+            f"| {row['contrast']} | {row['moderator']} | {row['level']} | {interaction_cell(row)} | {shown} | "
+            f"{interaction_verdict(row, other)} |"
+        )
+
+
 def cell(row: dict) -> str:
     fragile = " (fragile)" if row.get("holm_fragile") else ""
     return (
@@ -79,6 +134,12 @@ def main() -> None:
     for name, row in discovery.items():
         other = replication.get(name)
         print(f"| {name} | {cell(row)} | {cell(other) if other else '— | — | — | — | —'} | {verdict(row, other)} |")
+    subgroups = [
+        subgroup_table(run, args.metric, corpus)
+        for run, corpus in ((args.discovery, args.discovery_corpus), (args.replication, args.replication_corpus))
+    ]
+    if all(table is not None for table in subgroups):
+        print_interactions(*subgroups)
 
 
 if __name__ == "__main__":

@@ -41,3 +41,26 @@ rule condition_stats:
         code=script_code("condition_stats"),
     script:
         "../workflow/scripts/condition_stats.py"
+
+
+# Only when config subgroups names moderators and contrasts (the report asks for its tables: Study.all_subgroups).
+rule subgroups:
+    input:
+        unpack(subgroup_inputs),
+    output:
+        paths.cell_statistics("{corpus}", "{embedder}", "{reranker}", "subgroups"),
+    log:
+        f"{LOGS}/contrasts/{{corpus}}/{{embedder}}-{{reranker}}-subgroups.log",
+    conda:
+        "../envs/cpu.yaml"
+    params:
+        subgroups=STUDY.subgroup_params(),
+        qtype_reference=qtype_reference,
+        analyzer=config["retrieval"]["bm25_analyzer"],
+        primary_metric=config["stats"]["primary_metric"],
+        bootstrap_iters=config["stats"]["bootstrap_iters"],
+        cluster=config["stats"]["cluster"],
+        seed=config["seed"],
+        code=script_code("subgroups"),
+    script:
+        "../workflow/scripts/subgroups.py"

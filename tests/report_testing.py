@@ -20,6 +20,8 @@ from structbench.report.table_registry import ReportInputs
 from structbench.stats import contrast_table
 from structbench.stats.decision import decision_table
 from structbench.stats.means import condition_mean_cis, dose_response_slopes, dose_series
+from structbench.stats.moderators import MODERATORS, moderator_labels
+from structbench.stats.subgroups import subgroup_table
 
 CONDITIONS = {
     "F0": {"boundaries": "fixed", "structure": "gold", "prefix": "none", "retrieval": "flat"},
@@ -117,6 +119,61 @@ def condition_statistics(scores: pl.DataFrame, conditions=CONDITIONS, contrast_s
     }
 
 
+def synthetic_corpus_tables(scores: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Queries and gold sections for the questions of ``scores``: an even document has a subsection (depth 2), an
+    odd one only top-level sections (depth 1); a question's evidence is one span in its document's "Methods"
+    section, or two (the second in the lead) for every other question; questions ending in 0 ask about methods."""
+    questions = scores.select("qid", "doc_id", "qtype").unique().sort("qid")
+    documents = questions["doc_id"].unique().sort().to_list()
+    section_rows = []
+    for index, doc in enumerate(documents):
+        titles = [("", 1, 0, 100), ("Methods", 1, 100, 200)] + ([("Baseline runs", 2, 200, 300)] * (index % 2 == 0))
+        paths = [[doc], [doc, "Methods"], [doc, "Methods", "Baseline runs"]]
+        for section_id, (title, level, start, end) in enumerate(titles):
+            section_rows.append(
+                {
+                    "doc_id": doc,
+                    "section_id": section_id,
+                    "title": title,
+                    "level": level,
+                    "path": paths[section_id],
+                    "para_start": section_id,
+                    "para_end": section_id + 1,
+                    "start": start,
+                    "end": end,
+                    "top_section_id": min(section_id, 1),
+                }
+            )
+    sections = pl.DataFrame(section_rows, schema_overrides={"section_id": pl.Int32, "level": pl.Int8})
+    queries = questions.with_columns(
+        pl.when(pl.col("qid").str.ends_with("0"))
+        .then(pl.lit("Which methods?"))
+        .otherwise(pl.lit("Why?"))
+        .alias("text"),
+        pl.when(pl.col("qid").str.ends_with("1"))
+        .then(pl.lit([[110, 150], [10, 20]]))
+        .otherwise(pl.lit([[110, 150]]))
+        .alias("spans"),
+    )
+    return queries, sections
+
+
+def synthetic_subgroups(scores: pl.DataFrame, b: int = B, seed: int = SEED) -> pl.DataFrame:
+    """What the statistics step's subgroups rule writes for every cell of ``scores``: the pairwise contrasts of
+    CONTRAST_SPECS split by every moderator (word tokens as the analyzer, ``factoid`` against the rest)."""
+    queries, sections = synthetic_corpus_tables(scores)
+    labellings = moderator_labels(MODERATORS, queries, sections, tokenize=lambda text: text.lower().strip("?").split())
+    pairwise = [spec for spec in CONTRAST_SPECS if "treatment" in spec]
+    return pl.concat(
+        [
+            subgroup_table(cell, pairwise, labellings, "cov_nDCG@10", B=b, seed=seed).with_columns(
+                corpus=pl.lit(corpus), embedder=pl.lit("e5"), reranker=pl.lit("none")
+            )
+            for (corpus,), cell in scores.group_by(["corpus"], maintain_order=True)
+        ]
+    )
+
+
 def synthetic_inputs(**overrides) -> ReportInputs:
     scores = synthetic_scores()
     contrasts = pl.concat(
@@ -170,6 +227,7 @@ def synthetic_inputs(**overrides) -> ReportInputs:
         contrast_specs=CONTRAST_SPECS,
         bootstrap_iters=B,
         **condition_statistics(scores),
+        subgroups=synthetic_subgroups(scores),
         bm25_scores=bm25,
         corpus_stats=stats,
         size_matches=[

@@ -19,10 +19,11 @@ GOLD = {"structure": "gold", "prefix": "none", "retrieval": "flat"}
 
 
 def started(conditions: dict, chunking: dict | None = None, **keys):
-    """The default config with ``conditions`` (and their contrasts dropped) through the workflow's start-up."""
+    """The default config with ``conditions`` (and their contrasts and subgroups dropped) through the workflow's
+    start-up."""
     config = copy.deepcopy(DEFAULT)
     config["conditions"] = conditions
-    config["contrasts"] = {}
+    config["contrasts"], config["subgroups"] = {}, {}
     config["chunking"] |= chunking or {}
     config |= keys
     return start_up(config, SCHEMA)

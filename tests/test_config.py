@@ -21,6 +21,7 @@ GOLD = {key: value for key, value in DEFAULT.items() if key not in LLM_KEYS} | {
     "conditions": {name: DEFAULT["conditions"][name] for name in ("G2", "G3")}
     | {"F0": {"boundaries": "fixed", "structure": "gold", "prefix": "none", "retrieval": "flat"}},
     "contrasts": {"G3-G2": DEFAULT["contrasts"]["G3-G2"]},
+    "subgroups": {},  # the default's names C2, which GOLD does not declare
 }
 
 

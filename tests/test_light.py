@@ -21,6 +21,9 @@ LIGHT = {
     "prefixes": "import structbench.prefixes",
     "metrics": "import structbench.metrics",
     "stats": "import structbench.stats",
+    # the subgroup step's script: the moderators read the questions with the BM25 analyzer
+    "subgroups": "import structbench.stats.subgroups, structbench.retrieval.bm25;"
+    "structbench.retrieval.bm25.analyzer('english')('Rye starters')",
     "report": "import structbench.report.catalog, structbench.report.markdown, structbench.report.figures, "
     "structbench.report.html, structbench.report.bundle",
     "routing": "import structbench.retrieval.routing, structbench.retrieval.fusion",

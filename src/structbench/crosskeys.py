@@ -7,9 +7,10 @@ conditions, selections of declared names, metric cutoffs the ranking can fill, o
 a condition's size can hold, a learned inducer's training. What concerns one subsystem is checked beside it:
 the LLM steps' keys (:mod:`structbench.llm.checks`), query generation's (:mod:`structbench.querygen.checks`),
 late chunking's and the embedders' windows (:mod:`structbench.embedding.checks`), the retrieval kinds' inputs,
-run comparisons and read-time modes (:mod:`structbench.retrieval.checks`), and the peer chunkers
-(:mod:`structbench.chunking.external.checks`). Only the selected conditions are checked: a declared condition
-that ``select.conditions`` leaves out asks nothing of the run.
+run comparisons and read-time modes (:mod:`structbench.retrieval.checks`), the peer chunkers
+(:mod:`structbench.chunking.external.checks`) and the subgroup analysis (:mod:`structbench.stats.checks`). Only
+the selected conditions are checked: a declared condition that ``select.conditions`` leaves out asks nothing of
+the run.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from structbench.plan import keys
 from structbench.plan.selection import SelectionError, chosen, select_conditions, selected
 from structbench.querygen.checks import check_querygen_config
 from structbench.retrieval.checks import check_readtime_config, check_retrieval_config
+from structbench.stats.checks import check_subgroups_config
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,7 @@ def check_cross_keys(config: dict, metric_names: list[str]) -> CheckedConditions
     check_late_config(config, kept)
     require_chunker_libraries(config, kept)
     check_metric_inputs(kept, metric_names)
+    check_subgroups_config(config, contrasts)
     return CheckedConditions(kept, kept_contrasts, axes.dropped_contrasts(contrasts, kept))
 
 

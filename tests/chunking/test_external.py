@@ -524,7 +524,7 @@ def test_an_unknown_option_is_a_config_error_at_load(monkeypatch):
         "LC0": {"boundaries": "external:lc", "structure": "gold", "prefix": "none", "retrieval": "flat"},
     }
     config["contrasts"] = {"LC0-G2": {"treatment": "LC0", "control": "G2", "family": "chunkers"}}
-    config["select"] = {}
+    config["select"], config["subgroups"] = {}, {}
     validate_config(config, repo / "workflow" / "schemas" / "config.schema.yaml")
     with pytest.raises(ConfigError, match=r"chunkers\.lc\.options\.separatorz: .* did you mean 'separators'\?"):
         Study.from_config(copy.deepcopy(config))

@@ -45,8 +45,9 @@ CONTRASTS = {
 
 
 def study(**keys) -> Study:
-    """The study of the default config with ``keys`` replaced (not merged), validated as the workflow does."""
-    config = copy.deepcopy(DEFAULT) | keys
+    """The study of the default config with ``keys`` replaced (not merged), validated as the workflow does; new
+    ``contrasts`` drop the default's ``subgroups`` (which name the default's contrasts) unless ``keys`` has its own."""
+    config = copy.deepcopy(DEFAULT) | ({"subgroups": {}} if "contrasts" in keys else {}) | keys
     return Study.from_config(validate_config(config, SCHEMA))
 
 

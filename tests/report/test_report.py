@@ -270,10 +270,12 @@ def test_the_report_formats_the_statistics_steps_means_and_draws_no_bootstrap(mo
         "structbench.stats.bootstrap.iter_bootstrap_draws",
         "structbench.stats.bootstrap.bootstrap_draws",
         "structbench.stats.bootstrap.bootstrap_replicates",
+        "structbench.stats.bootstrap.bootstrap_totals",
         "structbench.stats.bootstrap.cluster_bootstrap",
         "structbench.stats.contrasts.bootstrap_replicates",
         "structbench.stats.decision.bootstrap_replicates",
         "structbench.stats.means.cluster_bootstrap",
+        "structbench.stats.subgroups.bootstrap_totals",
     ):
         monkeypatch.setattr(target, no_bootstrap)
     built = {t.spec.name: t for t in build_tables(inputs)}

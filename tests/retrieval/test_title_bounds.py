@@ -103,7 +103,7 @@ def test_the_title_budget_is_half_of_the_conditions_own_t_max():
         "T2": axes | {"retrieval": "toc", "t_max": 120},
         "Q": axes | {"retrieval": "query_titles:3"},
     }
-    config["contrasts"] = {}
+    config["contrasts"], config["subgroups"] = {}, {}
     study = start_up(config, REPO / "workflow/schemas/config.schema.yaml").study
     run_t_max = config["chunking"]["t_max"]
     assert (study.title_budget("T"), study.title_budget("T2"), study.title_budget("Q")) == (20, 60, run_t_max // 2)

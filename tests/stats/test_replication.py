@@ -70,3 +70,64 @@ def test_the_table_sets_each_contrast_beside_its_replication(tmp_path):
         "| +0.015 [+0.002, +0.030] | 0.0300 ± 0.0020 | +0.08 | 5/3/2 | 10 q, 4 docs | finding |"
     )
     assert printed[3].startswith("| G2-F0 | +0.002") and printed[3].endswith("| — | — | — | — | — | no finding |")
+    assert len(printed) == 4  # neither run wrote a subgroup table: no interaction table
+
+
+@pytest.mark.parametrize(
+    "discovery, found_again, expected",
+    [
+        (row(+0.03, 0.001, testable=True), row(+0.02, 0.01, testable=True), "finding"),
+        (row(+0.03, 0.001, testable=True), row(-0.02, 0.01, testable=True), "does not replicate"),
+        (row(+0.03, 0.20, testable=True), row(+0.02, 0.01, testable=True), "no finding"),
+        (row(+0.03, float("nan"), testable=False), row(+0.02, 0.01, testable=True), "not testable"),
+        (
+            row(+0.03, 0.001, testable=True),
+            row(+0.02, float("nan"), testable=False),
+            "found, not replicated (not testable on the replication sample)",
+        ),
+        (row(+0.03, 0.30, testable=True), row(+0.02, float("nan"), testable=False), "no finding"),
+    ],
+)
+def test_an_interactions_verdict_is_the_same_rule_after_testability(discovery, found_again, expected):
+    assert replication.interaction_verdict(discovery, found_again) == expected
+
+
+def interactions(rows: list[tuple]) -> pl.DataFrame:
+    names = ("contrast", "moderator", "delta", "p_holm", "testable")
+    table = pl.DataFrame([dict(zip(names, values)) for values in rows])
+    return table.with_columns(
+        metric=pl.lit("cov_nDCG@10"),
+        kind=pl.lit("interaction"),
+        level=pl.lit("A − B"),
+        ci_low=pl.col("delta") - 0.01,
+        ci_high=pl.col("delta") + 0.01,
+        p_holm_mcse=pl.lit(0.001),
+        holm_fragile=pl.lit(False),
+        n_queries=pl.lit(40),
+        n_docs=pl.lit(30),
+    )
+
+
+def test_the_interactions_are_printed_with_their_verdicts_when_both_runs_split(tmp_path):
+    for run, corpus, rows in (
+        ("a", "train", [("G3-P3", "tree_depth", 0.04, 0.002, True), ("G3-P3", "qtype", 0.01, float("nan"), False)]),
+        ("b", "dev", [("G3-P3", "tree_depth", 0.03, 0.01, True)]),
+    ):
+        folder = tmp_path / run / "contrasts" / corpus / "minilm" / "none"
+        folder.mkdir(parents=True)
+        contrasts([("G3-P3", 0.021, 0.009, 0.033, 0.0016, 0.0011, False, 0.13)]).write_parquet(
+            folder / "contrasts.parquet"
+        )
+        interactions(rows).write_parquet(folder / "subgroups.parquet")
+    command = [sys.executable, str(REPO / "benchmarks/replication.py"), "--discovery", str(tmp_path / "a")]
+    printed = subprocess.run(
+        command + ["--replication", str(tmp_path / "b")], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert printed[3] == ""
+    assert printed[4].startswith("| contrast | moderator | interaction | discovery Δ_A − Δ_B")
+    assert printed[6] == (
+        "| G3-P3 | tree_depth | A − B | +0.040 [+0.030, +0.050] | 0.0020 ± 0.0010 | 40 q, 30 docs "
+        "| +0.030 [+0.020, +0.040] | 0.0100 ± 0.0010 | 40 q, 30 docs | finding |"
+    )
+    assert printed[7].startswith("| G3-P3 | qtype | A − B | +0.010 [+0.000, +0.020] | not testable |")
+    assert printed[7].endswith("| — | — | — | not testable |")

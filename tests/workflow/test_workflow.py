@@ -66,6 +66,9 @@ def test_dry_run_of_the_default_lists_every_cell(tmp_path):
     # chunk set's (the probe's), B3 from the one BM25 run of G3's texts
     assert jobs["score"] == 25 and jobs["retrieve"] == 23 and jobs["contrasts"] == 1
     assert jobs["bm25_prefixed"] == 1 and "results/kb/runs/bm25/structural/gold/path-3.parquet" in out
+    # the default's subgroups (C2 and G3-G2): one table per cell, reading the four conditions they compare
+    assert jobs["subgroups"] == 1
+    assert re.search(r"rule subgroups:\n\s+input: (\S+/(A3|P|G3|G2)\.parquet, ){4}\S+/queries\.parquet, ", out)
     # Nineteen text sets (A4, G4, M4 and L4 rank A3's, G3's, M3's and L3's vectors; F0 and the late arm GL, GLP,
     # FL add four) on six chunk sets (gold, LLM-induced, tiling and learned structural, fixed windows matched to
     # the gold and to the LLM-induced chunks); the LLM steps run once per shard (llm_shards: 2) and are merged;
@@ -116,7 +119,7 @@ def test_select_conditions_runs_the_gold_arm_alone(tmp_path):
     for condition in CONDITIONS:
         assert f"results/kb/scores/minilm/none/{condition}.parquet" in out
     jobs = planned_jobs(out)
-    assert jobs["score"] == 4 and jobs["retrieve"] == 4 and jobs["contrasts"] == 1
+    assert jobs["score"] == 4 and jobs["retrieve"] == 4 and jobs["contrasts"] == 1 and jobs["subgroups"] == 1
     # F0 (fixed/none), G2 (structural/none) and G3 (structural/path-3): three text sets, one shared chunk set;
     # G4 is G3 with two-stage retrieval, so it adds only its stage-1 routing job.
     assert jobs["embed_texts"] == 3 and jobs["structural_chunks"] == 1 and jobs["fixed_chunks"] == 1
@@ -210,6 +213,15 @@ def test_gold_arm_end_to_end_deterministic_and_partial_rebuild(tmp_path, gold_ru
     shown = pl.read_parquet(first / "results/report/tables/condition_means_ci.parquet")
     assert shown.sort(keys).equals(means.sort(keys))
     assert set(means["condition"].to_list()) == set(CONDITIONS)
+    # the default's subgroups: G3-G2 split by every moderator (C2's conditions are not selected); the knowledge
+    # base's eight documents test nothing, and the sides of a moderator hold the contrast's labelled questions
+    subgroups = pl.read_parquet(first / "results/contrasts/kb/minilm/none/subgroups.parquet")
+    assert set(subgroups["contrast"]) == {"G3-G2"} and not subgroups["testable"].any()
+    interactions = subgroups.filter(pl.col("kind") == "interaction")
+    assert interactions["moderator"].to_list() == ["tree_depth", "anchoring", "qtype", "evidence_spans"]
+    g3_g2 = contrast_table.filter(pl.col("contrast") == "G3-G2").row(0, named=True)
+    assert (interactions["n_queries"] + interactions["n_excluded"]).to_list() == [g3_g2["n_queries"]] * 4
+    assert "## Subgroups (moderators)" in report and (first / "results/report/figures/forest_subgroups.png").exists()
     row = contrast_table.row(0, named=True)
     assert row["ci_low"] <= row["delta"] <= row["ci_high"]
     assert 0.0 <= row["p_holm"] <= 1.0
@@ -243,7 +255,7 @@ def test_gold_arm_end_to_end_deterministic_and_partial_rebuild(tmp_path, gold_ru
         "--configfile",
         str(gold_f0(tmp_path, "stats: {bootstrap_iters: 2000, primary_metric: cov_nDCG@10}\n", name="stats.yaml")),
     )
-    statistics = {"contrasts": 1, "condition_stats": 1, "report": 1, "all": 1}
+    statistics = {"contrasts": 1, "condition_stats": 1, "subgroups": 1, "report": 1, "all": 1}
     assert planned_jobs(changed.stdout + changed.stderr) == statistics
     assert_exact_partial_rebuilds(first, tmp_path)
 
@@ -314,6 +326,7 @@ def assert_exact_partial_rebuilds(first, root):
         "score": 1,
         "contrasts": 1,
         "condition_stats": 1,
+        "subgroups": 1,
         "retrieval_layer": 1,
         "decisive_questions": 1,
         "report": 1,
@@ -336,6 +349,7 @@ def assert_exact_partial_rebuilds(first, root):
         "score": 4,
         "contrasts": 1,
         "condition_stats": 1,
+        "subgroups": 1,
         "retrieval_layer": 1,
         "decisive_questions": 1,
         "report": 1,
@@ -353,6 +367,7 @@ def assert_exact_partial_rebuilds(first, root):
         "decisive_questions": 1,
         "contrasts": 1,
         "condition_stats": 1,
+        "subgroups": 1,
         "report": 1,
         "all": 1,
     }
@@ -381,6 +396,7 @@ def assert_exact_partial_rebuilds(first, root):
         "decisive_questions": 1,
         "contrasts": 1,
         "condition_stats": 1,
+        "subgroups": 1,
         "report": 1,
         "all": 1,
     }

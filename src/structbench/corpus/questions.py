@@ -60,7 +60,8 @@ _SHOWN.maxstring = _SHOWN.maxother = _SHOWN.maxlong = 80
 
 def shown(value) -> str:
     """``value`` as an error message names it: its repr, strings cut to about 80 characters and containers to a
-    few items and levels (:mod:`reprlib`), so the message for a megabyte-long question or a deeply nested qid is one line."""
+    few items and levels (:mod:`reprlib`), so the message for a megabyte-long question or a deeply nested qid is
+    one line."""
     return _SHOWN.repr(value)
 
 

@@ -168,8 +168,8 @@ class Layout:
         return f"{self.corpus(corpus)}/scores/bm25/{chunkset}.parquet"
 
     def cell_statistics(self, corpus: str, embedder: str, reranker: str, table: str) -> str:
-        """One statistics-step table of a cell: ``contrasts``, ``condition_means``, ``dose_response`` or
-        ``decision``."""
+        """One statistics-step table of a cell: ``contrasts``, ``condition_means``, ``dose_response``,
+        ``decision`` or ``subgroups``."""
         return f"{self.results}/contrasts/{corpus}/{embedder}/{reranker}/{table}.parquet"
 
     def retrieval_layer(self, corpus: str, embedder: str, reranker: str) -> str:

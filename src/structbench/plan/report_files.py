@@ -31,6 +31,12 @@ class ReportFiles:
     def all_decisions(self) -> list[str]:
         return [self.paths.cell_statistics(*cell, "decision") for cell in self.cells()]
 
+    def all_subgroups(self) -> list[str]:
+        """Every cell's subgroup table, where the config asks for one (``subgroups``; none: no file, no job)."""
+        if not self.subgroup_contrasts():
+            return []
+        return [self.paths.cell_statistics(*cell, "subgroups") for cell in self.cells()]
+
     def all_bm25_scores(self) -> list[str]:
         """The non-lexicality probe on every chunk set a scored condition uses (docs/method.md §8)."""
         chunksets = keys.used_chunk_sets(self.conditions.values())

@@ -46,7 +46,9 @@ from structbench.querygen.settings import QuerygenSettings
 from structbench.retrieval.fusion import LEXICAL_SOURCE, fusion_sources
 from structbench.retrieval.search import kind_inputs
 from structbench.sizes import chunkset_size, parse_size_token
+from structbench.stats.checks import subgroup_entry, subgroups_requested
 from structbench.stats.means import dose_series
+from structbench.stats.moderators import qtype_reference
 from structbench.structure.learned import OPTIONS as LEARNED_OPTIONS
 from structbench.structure.segmentation import OPTIONS as SEGMENTATION_OPTIONS
 
@@ -155,6 +157,26 @@ class Study(ReportFiles):
     def contrast_params(self) -> list[dict]:
         """The running contrasts as the statistics step takes them."""
         return [contrast.as_params() for contrast in self.contrasts.values()]
+
+    def subgroup_contrasts(self) -> list[str]:
+        """The contrasts the subgroup analysis splits (``subgroups.contrasts``, in its order): the running ones
+        (a declared contrast the selection drops is left out, as from Table 1); none without a ``subgroups``
+        request (:func:`structbench.stats.checks.subgroups_requested`)."""
+        if not subgroups_requested(self.config):
+            return []
+        return [name for name in subgroup_entry(self.config)[1] if name in self.contrasts]
+
+    def subgroup_params(self) -> dict:
+        """The subgroup step's settings: its moderators and its contrasts as the statistics step takes them."""
+        return {
+            "moderators": subgroup_entry(self.config)[0],
+            "contrasts": [self.contrasts[name].as_params() for name in self.subgroup_contrasts()],
+        }
+
+    def qtype_reference(self, corpus: str) -> str:
+        """The question type the ``qtype`` moderator tests against the rest on ``corpus`` (by its kind:
+        :data:`structbench.stats.moderators.QTYPE_REFERENCE`)."""
+        return qtype_reference(self.config["corpora"][corpus]["kind"])
 
     def dose_series(self) -> list[dict]:
         """The statistics step's dose-response series (:func:`structbench.stats.means.dose_series`): the
@@ -544,6 +566,18 @@ class Study(ReportFiles):
             **{key: [files[key] for files in inputs] for key in ("runs", "chunks", "texts")},
             "queries": self.scored_queries(corpus),
             "documents": self.paths.documents(corpus),
+        }
+
+    def subgroup_inputs(self, corpus: str, embedder: str, reranker: str) -> dict[str, list[str] | str]:
+        """What the subgroup step reads in one cell: the scores of the conditions its contrasts compare, the scored
+        queries (types, evidence spans, texts) and the gold sections (heading depth and paths)."""
+        compared = dict.fromkeys(
+            member for name in self.subgroup_contrasts() for member in self.contrasts[name].members
+        )
+        return {
+            "scores": [self.paths.scores(corpus, embedder, reranker, name) for name in compared],
+            "queries": self.scored_queries(corpus),
+            "sections": self.paths.sections(corpus, "gold"),
         }
 
     def retrieval_layer_runs(self, corpus: str, embedder: str, reranker: str) -> list[str]:

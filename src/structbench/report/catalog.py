@@ -2,9 +2,9 @@
 
 The builders declare themselves (:func:`~structbench.report.table_registry.report_table`) in :mod:`.decision_table`,
 :mod:`.results`, the diagnostics (:mod:`.chunk_set_tables`, :mod:`.llm_step_tables`, :mod:`.corpus_tables`),
-:mod:`.index_cost`, :mod:`.span_rules`, :mod:`.size_curve` and :mod:`.decisive_table`; where each appears is written
-here once, so moving a table is an edit of this tuple, never of import order. A declared table missing from
-the tuple, or a name in it that nothing declares, is an error at import.
+:mod:`.index_cost`, :mod:`.span_rules`, :mod:`.size_curve`, :mod:`.decisive_table` and :mod:`.subgroup_tables`;
+where each appears is written here once, so moving a table is an edit of this tuple, never of import order. A
+declared table missing from the tuple, or a name in it that nothing declares, is an error at import.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from structbench.report import (  # noqa: F401  (importing them declares their t
     results,
     size_curve,
     span_rules,
+    subgroup_tables,
 )
 from structbench.report.table_registry import DECLARED, Omitted, ReportInputs, Table, TableSpec, build_specs
 
@@ -31,6 +32,7 @@ TABLE_ORDER = (
     "table1_contrasts",
     "table2_condition_means",
     "condition_means_ci",
+    "subgroups",
     "metric_ladder",
     "span_rules",
     "dose_response",

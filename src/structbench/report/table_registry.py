@@ -49,6 +49,8 @@ class ReportInputs:
     table with its cell columns; ``condition_means`` and ``dose_response``: the statistics step's
     per-condition means with CIs and dose-response slopes per cell (:mod:`structbench.stats.means`);
     ``decisions``: its ranking of each cell's conditions against the leader (:mod:`structbench.stats.decision`);
+    ``subgroups``: its subgroup (moderator) analysis per cell, where the config asks for one
+    (:mod:`structbench.stats.subgroups`);
     ``conditions``: name -> axes of the conditions the run selected (``select.conditions``; every declared
     one when none), as declared (declared order is the order every table and figure shows them in);
     ``contrast_specs``: the contrasts as the statistics step got them; ``dropped_contrasts``: the declared
@@ -73,6 +75,7 @@ class ReportInputs:
     condition_means: pl.DataFrame = report_input("all_condition_means", "tables", pl.DataFrame)
     dose_response: pl.DataFrame = report_input("all_dose_responses", "tables", pl.DataFrame)
     decisions: pl.DataFrame = report_input("all_decisions", "tables", pl.DataFrame)
+    subgroups: pl.DataFrame = report_input("all_subgroups", "tables", pl.DataFrame)
     bm25_scores: pl.DataFrame = report_input("all_bm25_scores", "tables", pl.DataFrame)
     corpus_stats: dict[str, dict] = report_input("all_corpus_stats", "json_by_key", dict)
     size_matches: list[dict] = report_input("all_size_matches", "json", list)

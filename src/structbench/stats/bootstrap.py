@@ -56,6 +56,35 @@ def bootstrap_draws(n_docs: int, n_boot: int, seed: int, block: int = DRAW_BLOCK
     return np.concatenate(list(iter_bootstrap_draws(n_docs, n_boot, seed, block)), axis=0)
 
 
+def bootstrap_totals(doc_values: np.ndarray, *, n_boot: int, seed: int, block: int = DRAW_BLOCK) -> np.ndarray:
+    """Per replicate, each column's total over the drawn documents, every drawn copy counting once::
+
+        total*_{b,k} = sum_{d in draw_b} doc_values[d, k]
+
+    ``doc_values`` is (n_docs x K); returns (n_boot x K). The kernel under every statistic of the clustered
+    bootstrap (:func:`bootstrap_replicates` divides sums by counts; the subgroup analysis,
+    :mod:`structbench.stats.subgroups`, takes subgroup means whose counts may be zero in a replicate): the
+    draws are :func:`iter_bootstrap_draws` ``(n_docs, n_boot, seed)``, so every caller with the same
+    documents, B and seed sees the same replicates.
+    """
+    doc_values = np.asarray(doc_values, dtype=np.float64)
+    doc_values = doc_values.reshape(len(doc_values), -1)
+    n_docs, n_columns = doc_values.shape
+    slice_rows = max(1, _PRODUCT_SIZE // (n_docs * n_columns))
+    offsets = (np.arange(block, dtype=np.int64) * n_docs)[:, None]
+    out = np.empty((n_boot, n_columns))
+    first = 0
+    for draws in iter_bootstrap_draws(n_docs, n_boot, seed, block):
+        rows = len(draws)
+        flat = np.add(draws, offsets[:rows], dtype=np.int64).ravel()
+        multiplicity = np.bincount(flat, minlength=rows * n_docs).reshape(rows, n_docs).astype(np.float64)
+        for start in range(0, rows, slice_rows):
+            product = multiplicity[start : start + slice_rows] @ doc_values
+            out[first + start : first + start + len(product)] = product
+        first += rows
+    return out
+
+
 def bootstrap_replicates(
     doc_sums: np.ndarray,
     doc_counts: np.ndarray,
@@ -79,20 +108,9 @@ def bootstrap_replicates(
     doc_counts = np.asarray(doc_counts, dtype=np.float64).reshape(len(doc_sums), -1)
     if (doc_counts <= 0).any():
         raise ValueError("every resampled document needs at least one query in every column")
-    n_docs, n_columns = doc_sums.shape
-    both = np.concatenate((doc_sums, doc_counts), axis=1)
-    slice_rows = max(1, _PRODUCT_SIZE // (n_docs * both.shape[1]))
-    offsets = (np.arange(block, dtype=np.int64) * n_docs)[:, None]
-    out = np.empty((n_boot, n_columns))
-    first = 0
-    for draws in iter_bootstrap_draws(n_docs, n_boot, seed, block):
-        rows = len(draws)
-        flat = np.add(draws, offsets[:rows], dtype=np.int64).ravel()
-        multiplicity = np.bincount(flat, minlength=rows * n_docs).reshape(rows, n_docs).astype(np.float64)
-        for start in range(0, rows, slice_rows):
-            product = multiplicity[start : start + slice_rows] @ both
-            out[first + start : first + start + len(product)] = product[:, :n_columns] / product[:, n_columns:]
-        first += rows
+    n_columns = doc_sums.shape[1]
+    totals = bootstrap_totals(np.concatenate((doc_sums, doc_counts), axis=1), n_boot=n_boot, seed=seed, block=block)
+    out = totals[:, :n_columns] / totals[:, n_columns:]
     return out[:, 0] if squeeze else out
 
 
