@@ -14,8 +14,8 @@ Two readings of the files (``markup``):
 - ``markdown`` (the default): each file is one document read as the Markdown corpus reads its files
   (:func:`structbench.corpus.markdown.parse_markdown`: ``doc_id`` = file stem, so ``corpus_id``). A file
   without Markdown headings is one document with no sections (all five of Chroma's are).
-- ``wikitext``: each file is WikiText, as ``wikitexts.md`` is (17 Wikipedia Good/Featured articles' lines as
-  WikiText-2 writes them: one paragraph per line, no blank line): read as articles at its level-1
+- ``wikitext``: each file is WikiText, as ``wikitexts.md`` is (Wikipedia Good/Featured articles as WikiText-2
+  writes them: one paragraph or heading per line, no blank line): read as articles at its level-1
   ``= Title =`` lines, sections at ``= = Section = =`` lines, false titles glued back
   (:func:`structbench.corpus.wikitext.read_wikitext_verbatim`, text kept as written, since the excerpts are
   verbatim substrings of the tokenized file). ``doc_id`` is the article's title. A question belongs to the
