@@ -46,6 +46,7 @@ SHIPPED = {
     "qasper_knobs.yaml": (["qasper.yaml", "sizes.yaml", "qasper_knobs.yaml"], ["corpora={qasper: {max_docs: 50}}"]),
     "readtime.yaml": (["readtime.yaml"], []),
     "sizes.yaml": (["sizes.yaml"], []),
+    "wikitexts.yaml": (["wikitexts.yaml"], []),
     "wikitext.yaml": (
         ["wikitext.yaml"],
         [f"corpora={{wikitext: {{path: {DATA}/wikitext/wikitext-2-raw-test/wiki.test.raw}}}}"],

@@ -5,19 +5,25 @@ from __future__ import annotations
 
 import csv
 import json
+import re
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 import pytest
 from conftest import REPO
 from test_metrics import make_chunks, make_queries, make_runs
 
+from structbench.config import validate_config
+from structbench.configfiles import layer_configs
 from structbench.corpus import has_queries, load_corpus, source_files
 from structbench.corpus.markdown import load_markdown_folder, parse_markdown_lines
 from structbench.corpus.questions import QuestionsError
 from structbench.corpus.sourcemap import SourceMap, SourceRangeError
 from structbench.metrics import align_run, precision_omega, score_run
 from structbench.metrics.spans import chroma_extents, precision_omega_touching
+from structbench.plan.study import Study
 
 CHROMA = REPO.parent / "shared" / "data" / "chroma"
 SOURCE = (
@@ -333,3 +339,239 @@ def test_span_metrics_reproduce_chromas_code_on_its_benchmark():
         # the whitespace after a chunk makes the touching rule fire: own extents are not Chroma's
         assert (own_extents["span_precision_omega_touching"] < scores["span_precision_omega_chroma"]).any()
         assert (scores["span_IoU@4"] != scores["span_IoU_sum@4"]).any() == overlapping
+
+
+# ---- markup: wikitext (Chroma's wikitexts read as WikiText articles) -------------------------------------------
+
+WIKI = (
+    " stray words before any title \n"
+    " = Alpha = \n"
+    " Alpha is a letter . It comes first . \n"
+    " = = History = = \n"
+    " Its value is k \n"
+    " = 1 ohm and c = \n"  # a false title: the sentence goes on, and the next line does not name "ohm"
+    " 2 farad , as before . \n"
+    " = = = Old @-@ style = = = \n"
+    " More text here . \n"
+    " = Beta = \n"
+    " Beta is second . \n"
+)
+
+
+def wiki_ref(text: str, start: int | None = None) -> dict:
+    """A Chroma reference to ``text`` in WIKI (at ``start``, else its first occurrence)."""
+    start = WIKI.index(text) if start is None else start
+    return {"content": WIKI[start : start + len(text)], "start_index": start, "end_index": start + len(text)}
+
+
+def write_wiki(tmp_path: Path, questions: list[tuple[str, list[dict]]]) -> Path:
+    """A Chroma-shaped folder: corpora/wiki.md (WIKI), corpora/other.md, and the questions CSV."""
+    (tmp_path / "corpora").mkdir(exist_ok=True)
+    (tmp_path / "corpora" / "wiki.md").write_text(WIKI, encoding="utf-8")
+    (tmp_path / "corpora" / "other.md").write_text("Plain text, no titles.\n", encoding="utf-8")
+    with (tmp_path / "questions_df.csv").open("w", encoding="utf-8", newline="") as out:
+        writer = csv.writer(out)
+        writer.writerow(["question", "references", "corpus_id"])
+        for number, (corpus_id, refs) in enumerate(questions):
+            writer.writerow([f"question {number}?", json.dumps(refs), corpus_id])
+    return tmp_path
+
+
+def test_a_wikitext_file_is_read_as_articles_and_each_question_given_to_its_article(tmp_path):
+    folder = write_wiki(
+        tmp_path,
+        [
+            ("wiki", [wiki_ref(" Alpha is a letter . ")]),  # 0: Alpha's lead, a leading space as Chroma cuts them
+            ("wiki", [wiki_ref("value is k \n = 1 ohm and c = \n 2 farad")]),  # 1: over the glued false title
+            ("wiki", [wiki_ref("Beta is second .")]),  # 2
+            ("wiki", [wiki_ref("first . \n = = History = = \n Its")]),  # 3: holds a heading line
+            ("wiki", [wiki_ref("here . \n = Beta = \n Beta")]),  # 4: runs into the next article
+            ("wiki", [wiki_ref("It comes first"), wiki_ref("Beta is")]),  # 5: one excerpt in each article
+            ("wiki", [wiki_ref("stray words")]),  # 6: before the first title
+            ("other", [{"content": "Plain", "start_index": 0, "end_index": 5}]),  # 7: a file not selected
+            ("wiki", [wiki_ref("More text"), wiki_ref("Alpha is")]),  # 8: two excerpts, one article
+        ],
+    )
+    spec = {"kind": "chroma", "path": str(folder), "corpus_ids": ["wiki"], "markup": "wikitext"}
+    assert [Path(path).name for path in source_files(spec)] == ["wiki.md", "questions_df.csv"]
+    tables = load_corpus(spec)
+    texts = dict(zip(tables.documents["doc_id"], tables.documents["text"]))
+    assert texts == {
+        "Alpha": "Alpha is a letter . It comes first .\n\nIts value is k = 1 ohm and c = 2 farad , as before ."
+        "\n\nMore text here .",
+        "Beta": "Beta is second .",
+    }
+    sections = tables.sections.filter(doc_id="Alpha")
+    assert sections["path"].to_list() == [["Alpha"], ["Alpha", "History"], ["Alpha", "History", "Old @-@ style"]]
+    assert sections["level"].to_list() == [1, 1, 2]
+    queries = {row["qid"]: row for row in tables.queries.iter_rows(named=True)}
+    assert sorted(queries) == ["chroma-0000", "chroma-0001", "chroma-0002", "chroma-0008"]
+    shown = {qid: [texts[row["doc_id"]][a:b] for a, b in row["spans"]] for qid, row in queries.items()}
+    assert shown == {
+        "chroma-0000": ["Alpha is a letter . "],  # the line's leading space is not flat text, the inner one is
+        "chroma-0001": ["value is k = 1 ohm and c = 2 farad"],  # each line break read as the glue's space
+        "chroma-0002": ["Beta is second ."],
+        "chroma-0008": ["Alpha is", "More text"],
+    }
+    assert [queries[qid]["doc_id"] for qid in sorted(queries)] == ["Alpha", "Alpha", "Beta", "Alpha"]
+    funnel = {(row["unit"], row["step"], row["reason"]): row["count"] for row in tables.funnel.iter_rows(named=True)}
+    assert funnel == {
+        ("documents", "in", ""): 2,
+        ("documents", "skipped", "no_paragraphs"): 0,
+        ("documents", "out", ""): 2,
+        ("headings", "glued", "false_title"): 1,
+        ("paragraphs", "dropped", "before_first_title"): 1,
+        ("questions", "not_selected", "other_corpus_id"): 1,
+        ("questions", "in", ""): 8,
+        ("questions", "skipped", "before_first_title"): 1,
+        ("questions", "skipped", "across_articles"): 2,
+        ("questions", "skipped", "on_heading"): 1,
+        ("questions", "out", ""): 4,
+        ("spans", "out", ""): 5,
+        ("spans", "matched", "exact"): 0,
+        ("spans", "matched", "normalized"): 0,
+        ("spans", "matched", "offsets"): 5,
+        ("evidence", "in", ""): 10,
+        ("evidence", "matched", "offsets"): 5,
+        ("evidence", "unmapped", "before_first_title"): 1,
+        ("evidence", "unmapped", "across_articles"): 3,  # question 4's, and both of question 5's
+        ("evidence", "unmapped", "on_heading"): 1,
+        ("evidence", "dropped", "question_skipped"): 0,
+    }
+    assert tables.skipped.select("record", "reason").rows() == [
+        ("chroma-0003", "on_heading"),
+        ("chroma-0004", "across_articles"),
+        ("chroma-0005", "across_articles"),
+        ("chroma-0006", "before_first_title"),
+    ]
+    assert tables.skipped["source"][0].endswith("questions_df.csv, row 3")
+
+
+def test_the_markdown_reading_of_the_same_file_is_one_document_without_headings(tmp_path):
+    """What markup: wikitext is for: read as Markdown (the default), the file is one paragraph (no blank line) of one
+    document with no section, its title and heading lines body text."""
+    folder = write_wiki(tmp_path, [("wiki", [wiki_ref("first . \n = = History = = \n Its")])])
+    tables = load_corpus({"kind": "chroma", "path": str(folder), "corpus_ids": ["wiki"]})
+    assert tables.documents["doc_id"].to_list() == ["wiki"] and tables.paragraphs.height == 1
+    assert tables.sections["path"].to_list() == [["wiki"]]
+    (span,) = tables.queries["spans"].item()
+    assert tables.documents["text"].item()[span[0] : span[1]] == "first .\n = = History = =\n Its"
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ({"markup": "mediawiki"}, r"'markup' must be one of \['markdown', 'wikitext'\], got 'mediawiki'"),
+        ({"corpus_ids": "wiki"}, "'corpus_ids' must be a list of distinct file stems"),
+        ({"corpus_ids": ["wiki", "wiki"]}, "'corpus_ids' must be a list of distinct file stems"),
+        ({"corpus_ids": ["wikitext"]}, r"corpus_ids \['wikitext'\] have no file corpora/<id>.md .*\['other', 'wiki'\]"),
+        ({"markup": "wikitext"}, r"other.md: no ' = Title = ' line, so no WikiText article"),
+    ],
+)
+def test_bad_chroma_reading_options_are_named(tmp_path, spec, message):
+    folder = write_wiki(tmp_path, [("wiki", [wiki_ref("Alpha is")])])
+    with pytest.raises(ValueError, match=message):
+        load_corpus({"kind": "chroma", "path": str(folder)} | spec)
+
+
+def test_a_wikitext_excerpt_that_does_not_hold_its_content_is_still_an_error(tmp_path):
+    reference = wiki_ref("Alpha is") | {"content": "Gamma is"}
+    folder = write_wiki(tmp_path, [("wiki", [wiki_ref("Beta is")]), ("wiki", [reference])])
+    spec = {"kind": "chroma", "path": str(folder), "corpus_ids": ["wiki"], "markup": "wikitext"}
+    with pytest.raises(SourceRangeError, match=r"questions_df\.csv, row 1, question 'chroma-0001'.*does not match"):
+        load_corpus(spec)
+
+
+WIKITEXTS = CHROMA / "corpora" / "wikitexts.md"
+WIKITEXTS_TITLES = [
+    "Valkyria Chronicles III",
+    "Tower Building of the Little Rock Arsenal",
+    "Cicely Mary Barker",
+    "Gambia women 's national football team",
+    "Plain maskray",
+    "2011 – 12 Columbus Blue Jackets season",
+    "Gregorian Tower",
+    "There 's Got to Be a Way",
+    "Nebraska Highway 88",
+    "USS Atlanta ( 1861 )",
+]
+
+
+@pytest.mark.skipif(not WIKITEXTS.exists(), reason="Chroma's benchmark is not in ../shared/data")
+def test_chromas_wikitexts_are_ten_articles_with_their_headings_and_every_excerpt_mapped():
+    """wikitexts.md has 84 heading-like lines, 17 of them "= X =" titles; seven of those are the split legend of the
+    Columbus Blue Jackets season's statistics table (false titles, glued back), so it is 10 articles and 67 section
+    headings (44 at level 2, 22 at level 3, one at level 4). All 144 questions and 249 excerpts map."""
+    source = WIKITEXTS.read_text(encoding="utf-8")
+    heading = re.compile(r" *(=(?: =)*) (.+?) (=(?: =)*) *")
+    levels = Counter(match.group(1).count("=") for line in source.split("\n") if (match := heading.fullmatch(line)))
+    assert sum(levels.values()) == 84 and levels == {1: 17, 2: 44, 3: 22, 4: 1}
+    assert "\n\n" not in source and source.count("\n") == 338
+
+    spec = {"kind": "chroma", "path": str(CHROMA), "corpus_ids": ["wikitexts"], "markup": "wikitext"}
+    tables = load_corpus(spec)
+    assert tables.documents["doc_id"].to_list() == WIKITEXTS_TITLES
+    titled = tables.sections.filter(pl.col("title") != "")
+    assert titled.height == 67 and tables.sections.height == 77  # each article has lead text
+    assert Counter(titled["level"].to_list()) == {1: 44, 2: 22, 3: 1}
+    # a paragraph per line, less the 77 heading lines; the two legends (7 and 9 lines, 3 and 4 of them false titles)
+    # are one paragraph each
+    assert tables.paragraphs.height == 338 - 77 - (7 + 9) + 2
+    blue_jackets = tables.documents.filter(pl.col("doc_id").str.starts_with("2011"))
+    assert json.loads(blue_jackets["meta"].item())["glued_fragments"] == 7
+    assert "Note : Pos = Position ; GP = Games played in ; G = Goals ; A = Assists ; Pts = Points" in (
+        blue_jackets["text"].item()
+    )
+    funnel = {(row["unit"], row["step"], row["reason"]): row["count"] for row in tables.funnel.iter_rows(named=True)}
+    assert funnel[("headings", "glued", "false_title")] == 7
+    assert funnel[("questions", "not_selected", "other_corpus_id")] == 472 - 144
+    assert funnel[("questions", "in", "")] == funnel[("questions", "out", "")] == 144
+    assert funnel[("evidence", "in", "")] == funnel[("evidence", "matched", "offsets")] == 249
+    assert tables.skipped.is_empty()
+
+    # every question keeps its CSV row's qid and sits in the article whose lines hold its excerpts, its spans
+    # holding exactly the excerpts' visible characters
+    rows = list(csv.DictReader((CHROMA / "questions_df.csv").open(encoding="utf-8")))
+    title_at = sorted((source.index(f" = {title} = \n"), title) for title in WIKITEXTS_TITLES)
+    texts = dict(zip(tables.documents["doc_id"], tables.documents["text"]))
+    for query in tables.queries.iter_rows(named=True):
+        row = rows[int(query["qid"].removeprefix("chroma-"))]
+        refs = json.loads(row["references"])
+        assert row["corpus_id"] == "wikitexts" and row["question"] == query["text"]
+        homes = {max((at, title) for at, title in title_at if at <= ref["start_index"])[1] for ref in refs}
+        assert homes == {query["doc_id"]}
+        visible = "".join("".join(ref["content"].split()) for ref in sorted(refs, key=lambda ref: ref["start_index"]))
+        text = texts[query["doc_id"]]
+        assert "".join("".join(text[a:b].split()) for a, b in query["spans"]) == visible
+
+
+def test_the_wikitexts_config_checks_and_runs_the_source_studys_wikipedia_conditions():
+    """config/wikitexts.yaml over the default: check-config passes with no warning, and the study it describes is
+    the Wikipedia-FA row's conditions and the main study's families on the one corpus."""
+    from test_checkconfig import check_config
+
+    status, lines = check_config("--snakemake-args", "-n", "--configfile", REPO / "config/wikitexts.yaml")
+    assert (status, lines) == (0, [])
+    config = layer_configs([REPO / "config/config.yaml", REPO / "config/wikitexts.yaml"]).config
+    validate_config(config, REPO / "workflow/schemas/config.schema.yaml")
+    study = Study.from_config(config)
+    assert study.corpora == ["wikitexts"]
+    assert config["corpora"]["wikitexts"] | {"path": None} == {
+        "kind": "chroma",
+        "path": None,
+        "corpus_ids": ["wikitexts"],
+        "markup": "wikitext",
+    }
+    assert sorted(study.conditions) == ["B2", "F0", "G2", "G3", "G4", "L3", "LP", "P3"]
+    families = {name: contrast.family for name, contrast in study.contrasts.items()}
+    assert families == {
+        "G3-P3": "primary",
+        "G3-F0": "primary",
+        "G2-F0": "primary",
+        "G3-G2": "primary",
+        "G4-G3": "secondary",
+        "G3-B2": "secondary",
+        "L3-LP": "model_free",
+        "G3-L3": "model_free",
+    }
+    assert config["inducers"]["learned"]["train"]["corpus"] == "self"  # cross-fitted on the articles' own headings

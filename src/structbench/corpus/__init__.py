@@ -15,7 +15,9 @@ all kinds
     ``questions`` (optional, null): JSONL questions file with verbatim evidence quotes or source ranges.
 ``chroma`` (``chroma.py``)
     ``path`` (required): Chroma's benchmark folder (``corpora/*.md`` and ``questions_df.csv``), evidence
-    placed by its ``start_index``/``end_index``.
+    placed by its ``start_index``/``end_index``; ``corpus_ids`` (optional, null = every file): the files to
+    read, by stem; ``markup`` (optional, ``markdown``): ``wikitext`` reads each file as WikiText articles
+    with their headings (Chroma's ``wikitexts``), each question given to the article of its excerpts.
 ``qasper`` (``qasper.py``)
     ``paths`` (required): list of files (a single string is accepted): official dict JSON,
     official ``.tgz`` release tarballs, or Hugging Face columnar JSON; splits are merged;
@@ -49,7 +51,7 @@ from structbench.corpus.verify import (
 _FILTER_KEYS = ("min_words", "min_depth", "min_sections", "n_docs", "max_per_bucket", "seed")
 _KEYS = {
     "markdown": ({"path"}, {"questions"}),
-    "chroma": ({"path"}, set()),
+    "chroma": ({"path"}, {"corpus_ids", "markup"}),
     "qasper": ({"paths"}, {"splits", "fuzzy_threshold", "max_docs"}),
     "wikitext": ({"path"}, set(_FILTER_KEYS)),
     "wikipedia": ({"cache_dir", "user_agent"}, set(_FILTER_KEYS) | {"rate_limit_s", "api_url", "max_retries"}),
@@ -108,11 +110,11 @@ def source_files(spec: dict) -> list[str]:
         files = [str(path) for path in markdown_files(spec["path"])]
         return files + ([str(spec["questions"])] if spec.get("questions") else [])
     if kind == "chroma":
-        from structbench.corpus.chroma import chroma_files
-        from structbench.corpus.markdown import markdown_files
+        from structbench.corpus.chroma import check_options, chroma_files, corpus_files
 
+        check_options(spec.get("corpus_ids"), spec.get("markup", "markdown"))
         corpora, questions = chroma_files(spec["path"])
-        return [str(path) for path in markdown_files(corpora)] + [str(questions)]
+        return [str(path) for path in corpus_files(corpora, spec.get("corpus_ids"))] + [str(questions)]
     if kind == "qasper":
         paths = spec["paths"]
         return [paths] if isinstance(paths, str) else [str(p) for p in paths]
@@ -143,7 +145,9 @@ def _load(spec: dict) -> CorpusTables:
     if kind == "chroma":
         from structbench.corpus.chroma import load_chroma
 
-        return load_chroma(spec["path"], corpus=name)
+        return load_chroma(
+            spec["path"], corpus=name, corpus_ids=spec.get("corpus_ids"), markup=spec.get("markup", "markdown")
+        )
     if kind == "qasper":
         from structbench.corpus.qasper import load_qasper
 

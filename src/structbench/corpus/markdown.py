@@ -255,10 +255,13 @@ def markdown_files(folder: str | Path) -> list[Path]:
     return files
 
 
-def parse_folder(folder: Path) -> tuple[list[Path], list[ParsedDocument], list, dict[str, Path], dict]:
+def parse_folder(
+    folder: Path, files: list[Path] | None = None
+) -> tuple[list[Path], list[ParsedDocument], list, dict[str, Path], dict]:
     """``(files, documents, skipped, stem -> file, doc_id -> (source, paragraphs, paragraph rows))`` of a
-    folder of ``*.md`` files; two files with the same stem are a ``ValueError`` naming both."""
-    files = markdown_files(folder)
+    folder of ``*.md`` files (``files``: some of them, else all); two files with the same stem are a
+    ``ValueError`` naming both."""
+    files = markdown_files(folder) if files is None else files
     stems: dict[str, Path] = {}
     for path in files:
         if path.stem in stems:

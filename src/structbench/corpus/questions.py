@@ -42,7 +42,7 @@ from __future__ import annotations
 import json
 import re
 import reprlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from structbench.corpus.build import has_visible_text, union_spans
@@ -65,11 +65,16 @@ def shown(value) -> str:
     return _SHOWN.repr(value)
 
 
-def question_funnel(query_rows: list[dict]) -> list[tuple[str, str, str, int]]:
-    """Funnel rows of loaded questions: counts in and out, and how each span was matched."""
+def question_funnel(
+    query_rows: list[dict], skipped: Mapping[str, int] | None = None
+) -> list[tuple[str, str, str, int]]:
+    """Funnel rows of loaded questions: counts in, skipped (``skipped``: questions per reason, where a loader
+    skips some) and out, and how each span was matched."""
     steps = [step for row in query_rows for step in row["meta"]["span_steps"]]
+    skipped = dict(skipped or {})
     rows = [
-        ("questions", "in", "", len(query_rows)),
+        ("questions", "in", "", len(query_rows) + sum(skipped.values())),
+        *(("questions", "skipped", reason, count) for reason, count in skipped.items()),
         ("questions", "out", "", len(query_rows)),
         ("spans", "out", "", len(steps)),
         ("spans", "matched", "exact", steps.count("exact")),
@@ -226,7 +231,7 @@ def _locate_evidence(
     where: str,
     texts: dict[str, str],
     normalized_cache: dict[str, _NormalizedText],
-    sources: dict[str, tuple[str, list[str], list[list[int]]]],
+    sources: Mapping[str, SourceMap | tuple[str, list[str], list[list[int]]]],
     maps: dict[str, SourceMap],
     files: dict[str, Path],
 ) -> tuple[list[tuple[int, int, str]], list[int]]:
@@ -237,7 +242,8 @@ def _locate_evidence(
     for item in evidence:
         if isinstance(item, dict):
             if doc_id not in maps:  # built only for documents with ranges: a map holds ints per character
-                maps[doc_id] = SourceMap(*sources[doc_id])
+                given = sources[doc_id]  # a map (a reader that builds its own) or the arguments of one
+                maps[doc_id] = given if isinstance(given, SourceMap) else SourceMap(*given)
             found = _locate_range(item, maps[doc_id], text, where)
         else:
             if not isinstance(item, str) or not item.strip():
@@ -267,7 +273,7 @@ def question_rows(
     texts: dict[str, str],
     skipped_ids: set[str],
     files: dict[str, Path],
-    sources: dict[str, tuple[str, list[str], list[list[int]]]],
+    sources: Mapping[str, SourceMap | tuple[str, list[str], list[list[int]]]],
 ) -> list[dict]:
     """Query rows of ``(where, record)`` question records (the JSONL layout of the module docstring)."""
     rows: list[dict] = []

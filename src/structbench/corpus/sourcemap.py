@@ -10,6 +10,11 @@ line, so each flat character has exactly one source character (its line's column
 inside a paragraph maps to the source line's end). A source range maps to the flat characters whose
 source characters lie in it. A range that holds a non-blank character the flat text does not have (a
 heading, front matter, a thematic break) cannot be mapped exactly: a :class:`SourceRangeError` says so.
+
+A reader whose paragraphs are not whole source lines gives the positions itself
+(:meth:`SourceMap.from_positions`): a WikiText article read verbatim (:mod:`structbench.corpus.wikitext`) strips
+each line and glues a false title's lines with a space, and shares its source file with the other articles, whose
+characters are then, like headings, characters outside its flat text.
 """
 
 from __future__ import annotations
@@ -28,17 +33,22 @@ class SourceRangeError(ValueError):
     """A source character range that is not a range of the document, or cannot be mapped to its flat text."""
 
 
-def _line_starts(source: str) -> list[int]:
-    """Offset in ``source`` of every line, as the parser splits it (after a BOM; any line ending)."""
+def line_starts(source: str) -> list[int]:
+    """Offset in ``source`` of every line, as the parsers split it (after a BOM; any line ending)."""
     first = 1 if source.startswith("\ufeff") else 0
     return [first] + [match.end() for match in _LINE_BREAK.finditer(source, first)]
+
+
+def source_lines(source: str) -> list[str]:
+    """The lines of ``source`` (after a BOM; any line ending), line ``i`` starting at ``line_starts(source)[i]``."""
+    return _LINE_BREAK.split(source[1:] if source.startswith("\ufeff") else source)
 
 
 class SourceMap:
     """Flat-text positions of one document's source characters (module docstring)."""
 
     def __init__(self, source: str, paragraphs: Sequence[str], paragraph_rows: Sequence[Sequence[int]]):
-        starts = _line_starts(source)
+        starts = line_starts(source)
         flat_at: list[int] = []  # flat offset of every mapped flat character, increasing
         source_at: list[int] = []  # its source offset, increasing
         cursor = 0
@@ -58,6 +68,25 @@ class SourceMap:
                 if number < len(lines) - 1:
                     source_at.append(begin + len(line))  # the inner line break: the source line's end
                     cursor += 1
+        self._index(source, flat_at, source_at)
+
+    @classmethod
+    def from_positions(cls, source: str, flat_at: Sequence[int], source_at: Sequence[int]) -> SourceMap:
+        """The map of a document whose flat characters are not whole source lines (a WikiText paragraph is its
+        line stripped, lines glued by a space): ``flat_at[i]`` is the flat offset of the i-th mapped character,
+        ``source_at[i]`` its source offset, both increasing. Flat characters with no source (the paragraph
+        separators) are simply absent."""
+        flat_at, source_at = np.asarray(flat_at, dtype=np.int64), np.asarray(source_at, dtype=np.int64)
+        if len(flat_at) != len(source_at) or np.any(np.diff(flat_at) <= 0) or np.any(np.diff(source_at) <= 0):
+            raise AssertionError("flat and source positions must be equally long and increasing")
+        if len(source_at) and not 0 <= source_at[0] <= source_at[-1] < len(source):
+            raise AssertionError("a source position lies outside the source text")
+        source_map = cls.__new__(cls)
+        source_map._index(source, flat_at, source_at)
+        return source_map
+
+    def _index(self, source: str, flat_at: Sequence[int], source_at: Sequence[int]) -> None:
+        """Keep the positions and count the visible source characters that the flat text holds."""
         self.source = source
         self.flat_at = np.asarray(flat_at, dtype=np.int64)
         self.source_at = np.asarray(source_at, dtype=np.int64)
