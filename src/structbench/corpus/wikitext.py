@@ -43,8 +43,8 @@ from structbench.corpus.build import (
     sections_from_headings,
 )
 from structbench.corpus.markdown import read_utf8
-from structbench.corpus.wiki_selection import Filters, select_documents, selection_tables
 from structbench.corpus.sourcemap import SourceMap, line_starts, source_lines
+from structbench.corpus.wiki_selection import Filters, select_documents, selection_tables
 from structbench.datamodel import PARAGRAPH_SEPARATOR, ParsedDocument
 
 _HEADING = re.compile(r" *(=(?: =)*) (.+?) (=(?: =)*) *")
