@@ -161,7 +161,11 @@ def main() -> None:
     parser.add_argument("--check", action="store_true", help="the written file's sha256 must be the manifest's")
     parser.add_argument("--select", action="store_true", help="print each source's documents drawn by its rule")
     args = parser.parse_args()
-    manifest = json.loads(args.manifest.read_text(encoding="utf-8"))
+    try:
+        manifest = json.loads(args.manifest.read_text(encoding="utf-8"))
+        manifest["train"], manifest["sources"], manifest["model"]["sha256"]  # noqa: B018 (checked up front)
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        sys.exit(f"{args.manifest}: not a readable default-inducer manifest ({type(error).__name__}: {error})")
     paths = source_paths(args.source)
     if args.select:
         for entry in manifest["sources"] + manifest.get("evaluation", []):
@@ -169,7 +173,10 @@ def main() -> None:
                 entry["documents"] = select(entry, paths[entry["name"]], manifest["train"]["seed"])
         print(json.dumps(manifest, indent=1, ensure_ascii=False))
         return
-    model = train_model(manifest, paths, args.cache, args.slice)
+    try:
+        model = train_model(manifest, paths, args.cache, args.slice)
+    except SourceError as error:
+        sys.exit(f"train_default_inducer: {error}")
     model.save(args.out)
     digest = file_sha256(args.out)
     print(json.dumps({"out": str(args.out), "sha256": digest, "training": model.training}, indent=1))
