@@ -154,9 +154,10 @@ def chunk_markdown(
     (``window``, ``depth_cutoff``, ...; config/README.md, ``inducers``).
 
     ``induce="learned"`` induces it with a learned inducer instead (:mod:`structbench.structure.learned`):
-    ``model`` is its model file (written by :func:`train_inducer` or ``structbench train-inducer`` from
-    documents that have headings: data, checked before use, a ``ModelFileError`` naming it when it is not
-    an intact model of this version) or the loaded
+    by default the shipped model (docs/inducer.md: trained on research papers and software documentation,
+    for the packaged MiniLM); ``model`` is your own model file (written by :func:`train_inducer` or
+    ``structbench train-inducer`` from documents that have headings: data, checked before use, a
+    ``ModelFileError`` naming it when it is not an intact model of this version) or the loaded
     :class:`~structbench.structure.learned_model.LearnedInducer`; ``encode`` must be the embedder it was trained
     with (default: the packaged MiniLM); ``induce_options`` are :func:`~structbench.structure.learned.
     induce_learned`'s (``threshold``, ``title_confidence``, ...).
@@ -307,7 +308,8 @@ def _segmentation_options() -> tuple[str, ...]:
 
 
 def _checked_model(model, induce: str | None):
-    """The learned inducer ``induce="learned"`` needs, loaded from a path when given one; a ``ValueError``
+    """The learned inducer ``induce="learned"`` needs, loaded from a path when given one, the shipped default
+    (:mod:`structbench.structure.default_inducer`) when given none; a ``ValueError``
     for a model without ``induce="learned"`` or the reverse, a ``TypeError`` for another type."""
     from structbench.structure.learned_model import LearnedInducer, load_learned_inducer
 
@@ -316,7 +318,9 @@ def _checked_model(model, induce: str | None):
             raise ValueError("model is the learned inducer's model file: it needs induce='learned'")
         return None
     if model is None:
-        raise ValueError("induce='learned' needs model=, a model file from train_inducer (structbench train-inducer)")
+        from structbench.structure.default_inducer import default_inducer
+
+        return default_inducer()
     if isinstance(model, LearnedInducer):
         return model
     return load_learned_inducer(arguments.path_like("model", model))

@@ -114,14 +114,16 @@ def _add_chunk(subparsers) -> None:
         "--induce",
         choices=["segmentation", "learned"],
         help="ignore the file's headings and induce its sections without an LLM: segmentation (TextTiling over "
-        "the packaged MiniLM's embeddings, keyphrase titles) or learned (the --model trained by train-inducer on "
-        "documents with headings; its titles, keyphrase or recurring ones); for heading-less text such as PDF or "
+        "the packaged MiniLM's embeddings, keyphrase titles) or learned (the shipped model, trained on research "
+        "papers and software documentation, or the --model trained by train-inducer on documents with headings; "
+        "its titles, keyphrase or recurring ones); for heading-less text such as PDF or "
         "transcript exports",
     )
     parser.add_argument(
         "--model",
         metavar="FILE",
-        help="the learned inducer's model file (structbench train-inducer) for --induce learned",
+        help="your own learned inducer's model file (structbench train-inducer) for --induce learned "
+        "(default: the shipped model, docs/inducer.md)",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object per chunk (JSON lines)")
     parser.set_defaults(run=_run_chunk)
