@@ -1596,8 +1596,8 @@ def two_stage_export() -> str:
         config.write_text(yaml.safe_dump({"corpora": {"kb": kb}, "select": {"conditions": ["G4"]}}))
         study = run_study([config], REPO, str(Path(folder) / "results"))
         datamodel.write_table(corpus.queries, study.scored_queries("kb"))
-        datamodel.write_table(chunks, study.chunks("kb", "G4"))
-        datamodel.write_table(runs, study.runs("kb", "minilm", "none", "G4"))
+        datamodel.write_table(chunks, study.condition_chunks("kb", "G4"))
+        datamodel.write_table(runs, study.condition_run("kb", "minilm", "none", "G4"))
         [exported] = export_trec(study, Path(folder) / "trec", scores="retrieval").runs
         lines = [line.split(" ") for line in exported.run.read_text().splitlines()]
         qrels, run = ir_measures.read_trec_qrels(str(exported.qrels)), ir_measures.read_trec_run(str(exported.run))

@@ -1,5 +1,5 @@
 # Config validation, wildcard constraints and named input functions. The library decides what runs and where
-# each file lives (structbench.plan.study.Study, structbench.plan.layout.Layout); the input functions here only
+# each file lives (structbench.plan.study.Study, structbench.artifacts.layout.Layout); the input functions here only
 # hand it the wildcards of a job.
 import functools
 import os
@@ -8,11 +8,12 @@ import time
 
 from snakemake.logging import logger
 
+from structbench.artifacts import cells
 from structbench.conditions import AXES, FIXED_KINDS, TOKEN_SEPARATOR, from_token
 from structbench.conditions import wildcard_constraints as axis_constraints
+from structbench.corpus.sources import source_digest
 from structbench.endpoints import kinds as model_kinds
 from structbench.endpoints.probe import probe_endpoints
-from structbench.plan import cells
 from structbench.plan.study import start_up
 from structbench.provenance import code_version
 from structbench.report.catalog import TABLES, bundled_table_pattern
@@ -129,7 +130,6 @@ crossfit_training = asks(STUDY.crossfit_training, "inducer")
 chunker_entry = asks(STUDY.chunker_entry, "chunker")
 querygen_settings = asks(STUDY.querygen_settings)
 querygen_generation = asks(STUDY.querygen_generation)
-corpus_source_digest = asks(STUDY.corpus_source_digest, "corpus")
 
 # ---- input functions: files -----------------------------------------------------------------------
 
@@ -140,6 +140,11 @@ def corpus_sources(wildcards):
     return [ancient(source) for source in STUDY.corpus_sources(wildcards.corpus)]
 
 
+def corpus_source_digest(wildcards):
+    """One digest of the path and content of each of a corpus's source files (structbench.corpus.sources)."""
+    return source_digest(STUDY.corpus_sources(wildcards.corpus))
+
+
 scored_queries = asks(STUDY.scored_queries, "corpus")
 structure_sections = asks(paths.sections, "corpus", "structure")
 external_reference = asks(STUDY.external_reference, "corpus", "chunker", "size", "structure")
@@ -147,12 +152,12 @@ induction_shards = asks(STUDY.induction_shards, "corpus", "inducer")
 training_tables = asks(STUDY.training_tables, "inducer")
 learned_inputs = asks(STUDY.learned_inputs, "corpus", "inducer")
 querygen_shards = asks(STUDY.querygen_shards, "corpus")
-condition_chunks = asks(STUDY.chunks, "corpus", "condition")
-condition_texts = asks(STUDY.texts, "corpus", "condition")
-condition_vectors = asks(STUDY.vectors, "corpus", "embedder", "condition")
-condition_sections = asks(STUDY.sections, "corpus", "condition")
+condition_chunks = asks(STUDY.condition_chunks, "corpus", "condition")
+condition_texts = asks(STUDY.condition_texts, "corpus", "condition")
+condition_vectors = asks(STUDY.condition_vectors, "corpus", "embedder", "condition")
+condition_sections = asks(STUDY.condition_sections, "corpus", "condition")
 condition_title_vectors = asks(STUDY.title_vectors, "corpus", "embedder", "condition")
-condition_runs = asks(STUDY.runs, "corpus", "embedder", "reranker", "condition")
+condition_runs = asks(STUDY.condition_run, "corpus", "embedder", "reranker", "condition")
 unreranked_runs = asks(STUDY.unreranked_runs, "corpus", "embedder", "condition")
 unprefixed_texts = asks(STUDY.unprefixed_texts, "corpus", "condition")
 unprefixed_vectors = asks(STUDY.unprefixed_vectors, "corpus", "embedder", "condition")

@@ -110,13 +110,14 @@ def test_the_config_check_and_the_report_stay_off_the_chunkers():
 
 
 # The library's layers, lowest first. A unit is a subpackage or a top-level module (the second part of a
-# module's dotted name), or a module of a subpackage layered on its own (``plan.study``: the plan's pure keys
-# sit at the base, the study that runs the config check above it); a module may import its own unit and the
+# module's dotted name), or a module of a subpackage layered on its own (``plan.report_files``: the report's file
+# lists sit below the config check, the study that runs it above); a module may import its own unit and the
 # units of lower layers, never one of its own layer or above. The package root (its version and the API's
 # re-exports) stands outside the layers.
 LAYERS = (
     (
         "arguments",
+        "artifacts",
         "atomic",
         "cache",
         "conditions",
@@ -130,7 +131,6 @@ LAYERS = (
         "http",
         "logs",
         "overlap",
-        "plan",
         "provenance",
         "sentences",
         "sizes",
@@ -145,7 +145,7 @@ LAYERS = (
     ("retrieval",),
     ("config", "api", "plan.report_files"),
     ("crosskeys",),
-    ("plan.study",),
+    ("plan",),
     ("checkconfig", "export"),
     ("show",),
     ("cli",),
@@ -155,7 +155,7 @@ LAYERS = (
 
 def unit_of(module: str, layers: tuple[tuple[str, ...], ...] = LAYERS) -> str:
     """The layered unit a module belongs to: ``structbench.embedding.local`` -> ``embedding``, or the module
-    itself where ``layers`` names it on its own (``structbench.plan.study`` -> ``plan.study``)."""
+    itself where ``layers`` names it on its own (``structbench.plan.report_files`` -> ``plan.report_files``)."""
     parts = module.split(".")
     own = ".".join(parts[1:3])
     return own if any(own in units for units in layers) else parts[1]
@@ -219,3 +219,54 @@ def test_a_module_layered_on_its_own_sits_apart_from_its_package():
         "structbench.low.a -> structbench.pkg.top",
         "structbench.pkg.keys -> structbench.pkg.top",
     ]
+
+
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The module graph collapsed onto packages: a node per direct subpackage of the library and per top-level
+    module (``structbench.plan.study`` -> ``plan``, ``structbench.config`` -> ``config``); an edge where any module
+    of one imports any module of another. The package root (the API's re-exports) is left out, as in the layers."""
+
+    def node(module: str) -> str:
+        return module.split(".")[1]
+
+    packages: dict[str, set[str]] = {}
+    for importer, imported in graph.items():
+        if importer == PACKAGE:
+            continue
+        targets = {node(target) for target in imported if target != PACKAGE}
+        packages.setdefault(node(importer), set()).update(targets - {node(importer)})
+    return packages
+
+
+def format_graph(graph: dict[str, set[str]]) -> str:
+    """One line per node, ``node -> imported, ...``, sorted: what a failing check prints."""
+    return "\n".join(
+        f"{name} -> {', '.join(sorted(targets)) or '(nothing)'}" for name, targets in sorted(graph.items())
+    )
+
+
+def test_no_two_packages_import_each_other_even_through_others():
+    """The package-level graph has no cycle: a package that holds both the bottom and the top of the module graph
+    (a vocabulary every layer reads beside a study that reads every layer) shows up here even when no module
+    cycle does. ``pytest -s`` prints the graph."""
+    packages = package_graph(import_graph())
+    print("\npackage import graph:\n" + format_graph(packages))
+    assert {"artifacts", "plan", "report", "stats", "config"} <= set(packages)  # the collapse sees the packages
+    assert "plan" not in reachable(packages, "artifacts")
+    cycle = find_cycle(packages)
+    assert cycle is None, "package cycle: " + " -> ".join(cycle) + "\n" + format_graph(packages)
+
+
+def test_the_package_graph_collapses_modules_and_finds_a_two_way_pair():
+    graph = {
+        PACKAGE: {"structbench.low.keys"},
+        "structbench.low.keys": {"structbench.base"},
+        "structbench.low.study": {"structbench.high.x", "structbench.low.keys"},
+        "structbench.high.x": {"structbench.low.keys", PACKAGE},
+        "structbench.base": set(),
+    }
+    packages = package_graph(graph)
+    assert packages == {"low": {"base", "high"}, "high": {"low"}, "base": set()}
+    assert find_cycle(packages) == ["high", "low", "high"]  # no module cycle, yet a package one
+    assert find_cycle(graph) is None
+    assert format_graph(packages).splitlines() == ["base -> (nothing)", "high -> low", "low -> base, high"]

@@ -31,7 +31,7 @@ LIGHT = {
     "llm_steps": "import structbench.shards, structbench.structure.induction_stats, structbench.llm",
     "querygen": "import structbench.querygen.funnel, structbench.querygen.targets, structbench.querygen.leakage, "
     "structbench.querygen.generate",
-    "config": "import structbench.config, structbench.crosskeys, structbench.conditions, structbench.plan.cells;"
+    "config": "import structbench.config, structbench.crosskeys, structbench.conditions, structbench.artifacts.cells;"
     "structbench.llm.checks.check_llm_config({'llms': {'m': {'backend': 'transformers', 'model': 'x'}}}, {})",
     "api": "import structbench, structbench.api, structbench.cli;"
     "structbench.chunk_markdown('# T\\n\\n## A\\n\\nSome text here.')",

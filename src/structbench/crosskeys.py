@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from structbench import conditions as axes
+from structbench.artifacts import keys
+from structbench.artifacts.selection import SelectionError, select_conditions, select_entry, selected
 from structbench.chunking.external.checks import check_chunker_config, require_chunker_libraries
 from structbench.configerror import ConfigError
 from structbench.embedding.checks import check_late_config, stated_width
 from structbench.llm.checks import check_llm_config
-from structbench.plan import keys
-from structbench.plan.selection import SelectionError, chosen, select_conditions, selected
 from structbench.querygen.checks import check_querygen_config
 from structbench.retrieval.checks import check_readtime_config, check_retrieval_config
 from structbench.stats.checks import check_subgroups_config
@@ -70,14 +70,14 @@ def check_cross_keys(config: dict, metric_names: list[str]) -> CheckedConditions
                 f"the metrics are {metric_names}"
             )
     for kind in ("corpora", "embedders", "rerankers"):
-        unknown = [name for name in chosen(config, kind) if name not in config[kind]]
+        unknown = [name for name in select_entry(config, kind) if name not in config[kind]]
         if unknown:
             raise ConfigError(
                 f"select.{kind} names {unknown}, which config.{kind} does not declare ({list(config[kind])})"
             )
     # a declared condition that select.conditions leaves out asks nothing of this run: only the selected are checked
     try:
-        kept, kept_contrasts = select_conditions(conditions, contrasts, chosen(config, "conditions"))
+        kept, kept_contrasts = select_conditions(conditions, contrasts, select_entry(config, "conditions"))
     except SelectionError as error:
         raise ConfigError(str(error)) from None
     semantic = config["chunking"]["semantic_embedder"]

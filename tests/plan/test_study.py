@@ -1,13 +1,11 @@
 """The study plan as a library object (structbench.plan.study.Study), called without Snakemake: what a config runs and
 drops, which run a BM25 condition reads, what an ``rrf`` condition fuses, the dose-response series and layer pairs,
-the report's file lists; and the artifact paths (structbench.plan.layout.Layout), each spelled once."""
+the report's file lists; and the artifact paths (structbench.artifacts.layout.Layout), each spelled once."""
 
 from __future__ import annotations
 
 import copy
-import hashlib
 import inspect
-import os
 import re
 import subprocess
 import sys
@@ -17,9 +15,9 @@ import yaml
 from conftest import REPO
 
 from structbench import defaults
+from structbench.artifacts.layout import Layout
 from structbench.config import ConfigError, validate_config
 from structbench.plan import report_files
-from structbench.plan.layout import Layout
 from structbench.plan.study import Study
 from structbench.report.table_registry import ReportInput
 
@@ -82,10 +80,10 @@ def test_a_bad_config_fails_when_the_study_is_built():
 def test_a_bm25_condition_reads_its_chunk_sets_one_bm25_run_unless_reranked():
     plan = small()
     bm25_run = "results/kb/runs/bm25/structural/gold.parquet"
-    assert plan.runs("kb", "minilm", "none", "B2") == bm25_run
-    assert plan.runs("kb", "other", "none", "B2") == bm25_run  # one file for every embedder cell
-    assert plan.runs("kb", "minilm", "none", "G2") == "results/kb/runs/minilm/G2.parquet"
-    assert plan.runs("kb", "minilm", "bge", "B2") == "results/kb/runs/minilm/reranked/bge/B2.parquet"
+    assert plan.condition_run("kb", "minilm", "none", "B2") == bm25_run
+    assert plan.condition_run("kb", "other", "none", "B2") == bm25_run  # one file for every embedder cell
+    assert plan.condition_run("kb", "minilm", "none", "G2") == "results/kb/runs/minilm/G2.parquet"
+    assert plan.condition_run("kb", "minilm", "bge", "B2") == "results/kb/runs/minilm/reranked/bge/B2.parquet"
     assert plan.unreranked_runs("kb", "minilm", "B2") == bm25_run  # what the reranker rescores
     assert plan.score_inputs("kb", "minilm", "none", "B2") == {
         "runs": bm25_run,
@@ -106,12 +104,18 @@ def test_a_prefixed_bm25_condition_reads_the_bm25_run_of_its_own_text_set_beside
     }
     plan = study(conditions=CONDITIONS | lexical, contrasts=CONTRASTS)
     b3_run = "results/kb/runs/bm25/structural/gold/path-3.parquet"
-    assert plan.runs("kb", "minilm", "none", "B3") == plan.runs("kb", "other", "none", "B3-again") == b3_run
-    assert plan.runs("kb", "minilm", "none", "BP") == "results/kb/runs/bm25/structural/gold/placebo-3.parquet"
-    assert plan.runs("kb", "minilm", "none", "BF") == "results/kb/runs/bm25/fixed/gold/path-3.parquet"
-    assert plan.runs("kb", "minilm", "none", "B2") == "results/kb/runs/bm25/structural/gold.parquet"  # unchanged
+    assert (
+        plan.condition_run("kb", "minilm", "none", "B3")
+        == plan.condition_run("kb", "other", "none", "B3-again")
+        == b3_run
+    )
+    assert plan.condition_run("kb", "minilm", "none", "BP") == "results/kb/runs/bm25/structural/gold/placebo-3.parquet"
+    assert plan.condition_run("kb", "minilm", "none", "BF") == "results/kb/runs/bm25/fixed/gold/path-3.parquet"
+    assert (
+        plan.condition_run("kb", "minilm", "none", "B2") == "results/kb/runs/bm25/structural/gold.parquet"
+    )  # unchanged
     assert plan.unreranked_runs("kb", "minilm", "B3") == b3_run
-    assert plan.runs("kb", "minilm", "bge", "B3") == "results/kb/runs/minilm/reranked/bge/B3.parquet"
+    assert plan.condition_run("kb", "minilm", "bge", "B3") == "results/kb/runs/minilm/reranked/bge/B3.parquet"
     assert plan.score_inputs("kb", "minilm", "none", "B3") == {
         "runs": b3_run,
         "queries": "results/kb/corpus/queries.parquet",
@@ -234,35 +238,21 @@ def test_each_artifact_has_a_path_of_its_own():
 
 
 def test_the_study_imports_no_snakemake():
-    code = "import sys, structbench.plan.study, structbench.plan.layout; print('snakemake' in sys.modules)"
+    code = "import sys, structbench.plan.study, structbench.artifacts.layout; print('snakemake' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
 
 
-def test_a_corpus_reruns_on_its_sources_content_not_their_modification_times(tmp_path):
+def test_a_corpus_lists_its_source_files_and_reads_none_of_them(tmp_path):
+    """The plan names a corpus's source files (the workflow hashes them: structbench.corpus.sources); a questions
+    file not there yet is still listed, so Snakemake names it as a missing input."""
     docs = tmp_path / "docs"
     docs.mkdir()
-    (docs / "a.md").write_text("# A\n\nAlpha.\n")
     (docs / "b.md").write_text("# B\n\nBeta.\n")
+    (docs / "a.md").write_text("# A\n\nAlpha.\n")
     questions = tmp_path / "q.jsonl"
     plan = study(corpora={"kb": {"kind": "markdown", "path": str(docs), "questions": str(questions)}})
-    # hand-worked: each file's path and SHA-256 on a line, the questions file not there yet
-    listing = "".join(
-        f"{path}\t{digest}\n"
-        for path, digest in [
-            (docs / "a.md", hashlib.sha256(b"# A\n\nAlpha.\n").hexdigest()),
-            (docs / "b.md", hashlib.sha256(b"# B\n\nBeta.\n").hexdigest()),
-            (questions, "missing"),
-        ]
-    )
-    first = plan.corpus_source_digest("kb")
-    assert first == hashlib.sha256(listing.encode()).hexdigest()
-    questions.write_text('{"id": "q1", "question": "What?", "answers": ["Alpha."], "doc_id": "a"}\n')
-    with_questions = plan.corpus_source_digest("kb")
-    assert with_questions != first
-    os.utime(docs / "a.md", (0, 0))  # a new modification time, the same bytes
-    assert plan.corpus_source_digest("kb") == with_questions
-    (docs / "b.md").write_text("# B\n\nBeta, edited.\n")
-    assert plan.corpus_source_digest("kb") != with_questions
+    assert plan.corpus_sources("kb") == [str(docs / "a.md"), str(docs / "b.md"), str(questions)]
+    assert not hasattr(plan, "corpus_source_digest")
 
 
 def test_the_decisive_questions_read_each_pairwise_contrasts_runs_as_scoring_read_them():

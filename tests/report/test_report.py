@@ -654,8 +654,8 @@ def test_table1_names_the_contrasts_a_selection_left_out_with_family_counts(tmp_
     """A selection without G2 and G4 drops G3-G2 (missing G2), G4-G3 (missing G4) and the depth series
     (missing G2): Table 1 names each with its missing condition, counts every family (declared / run /
     Holm over), and the run summary says it too."""
+    from structbench.artifacts.selection import select_conditions
     from structbench.conditions import dropped_contrasts, parse_conditions, parse_contrasts
-    from structbench.plan.selection import select_conditions
     from structbench.report.bundle import ReportPaths, run_summary
 
     declared = parse_conditions(CONDITIONS)

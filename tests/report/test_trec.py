@@ -247,10 +247,10 @@ def finished(kb, tmp_path):
     study = run_study([config], REPO, str(results))
     chunks = section_chunks(kb)
     datamodel.write_table(kb.queries, study.scored_queries("kb"))
-    datamodel.write_table(chunks, study.chunks("kb", "G2"))
+    datamodel.write_table(chunks, study.condition_chunks("kb", "G2"))
     for seed, condition in enumerate(["G2", "G3", "G4"]):
         runs = (routed_ranking if condition == "G4" else ranking)(kb.queries, chunks, 60, seed)
-        datamodel.write_table(runs, study.runs("kb", "minilm", "none", condition))
+        datamodel.write_table(runs, study.condition_run("kb", "minilm", "none", condition))
         scores = score_run(runs, kb.queries, chunks, metrics=list(BINARY))
         datamodel.write_table(scores, study.paths.scores("kb", "minilm", "none", condition))
     return config, results, study

@@ -5,10 +5,10 @@ warnings for chunks an embedder would truncate. Both read the model's effective 
 from __future__ import annotations
 
 from structbench import conditions as axes
+from structbench.artifacts.selection import selected
 from structbench.configerror import ConfigError
 from structbench.embedding.local import SPECIAL_TOKENS, EmbedderSpec, effective_max_seq_length, stated_dimension
 from structbench.endpoints.kinds import OPENAI, embedder_kind
-from structbench.plan.selection import selected
 
 
 def check_late_config(config: dict, conditions: dict) -> None:

@@ -15,13 +15,13 @@ revision). Errors are the named endpoint errors of :mod:`structbench.http`.
 
 from __future__ import annotations
 
+from structbench.artifacts.selection import selected
 from structbench.cache import VectorCache
 from structbench.endpoints.embeddings import EmbeddingsClient, cached_width, endpoint_namespace
 from structbench.endpoints.endpoint_spec import EndpointEmbedderSpec, EndpointRerankerSpec
 from structbench.endpoints.kinds import ENDPOINT, LOCAL, embedder_kind, is_local, reranker_kind
 from structbench.endpoints.rerank import RerankClient
 from structbench.http import EndpointDimensionError
-from structbench.plan.selection import selected
 
 PROBE_TEXT = "structbench endpoint probe"
 

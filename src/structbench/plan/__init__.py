@@ -1,13 +1,11 @@
-"""The plan of a run: what a config runs and where each artifact lives (docs/architecture.md, "Plan").
+"""The study a config describes (docs/architecture.md, "Plan"), at the top of the import graph: it asks every
+subsystem's checks and settings what runs.
 
-- :mod:`.selection`: the names a config's ``select`` keeps (corpora, embedders, rerankers, conditions) and the
-  contrasts that survive a condition selection.
-- :mod:`.keys`: the artifacts a run needs, as keys (chunk sets, size-matched sets, text sets, inducers).
-- :mod:`.layout`: where each artifact lives under ``results/``, each path spelled once.
-- :mod:`.cells`: the identity columns of a scored cell, including the BM25 probe's encoding.
 - :mod:`.study`: the :class:`~structbench.plan.study.Study` a config describes, decided once, and the start-up
-  checks (:func:`~structbench.plan.study.start_up`); :mod:`.report_files`: the files the report reads.
+  checks (:func:`~structbench.plan.study.start_up`).
+- :mod:`.report_files`: the files the report reads (:class:`~structbench.plan.report_files.ReportFiles`, which
+  ``Study`` inherits).
 
-The first four are pure and light (the config check, the statistics step and the report import them); the study
-and its report file lists sit above the config check (tests/test_import_graph.py layers them apart), so this
-package root imports none of its modules."""
+The keys, paths, cell columns and selection it reads are :mod:`structbench.artifacts`, at the bottom; the report's
+file lists sit below the config check and the study above it (tests/test_import_graph.py layers them apart), so
+this package root imports none of its modules."""

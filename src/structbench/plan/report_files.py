@@ -6,9 +6,9 @@ its method, so an input is declared in one place and the report rule's inputs ar
 
 from __future__ import annotations
 
+from structbench.artifacts import keys
+from structbench.artifacts.layout import QUERIES
 from structbench.corpus import generates_queries
-from structbench.plan import keys
-from structbench.plan.layout import QUERIES
 from structbench.report.table_registry import report_inputs
 
 

@@ -9,17 +9,17 @@ condition fuses, the dose-response series, the title-chain study's run pairs, an
 from :class:`structbench.plan.report_files.ReportFiles`).
 
 The workflow (``rules/common.smk``) builds one :class:`Study` and turns Snakemake's wildcards into these calls;
-tests call the same methods with plain names. Paths come from :class:`structbench.plan.layout.Layout`, so each is
+tests call the same methods with plain names. Paths come from :class:`structbench.artifacts.layout.Layout`, so each is
 spelled once. No Snakemake here: conditions are data read from config."""
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from pathlib import Path
 
+from structbench.artifacts import cells, keys, selection
+from structbench.artifacts.layout import Layout, chunkset
 from structbench.conditions import (
     NO_PREFIX,
     Condition,
@@ -36,11 +36,8 @@ from structbench.config import ConfigError, config_file_problems, validate_confi
 from structbench.corpus import generates_queries, has_queries, source_files
 from structbench.crosskeys import check_cross_keys
 from structbench.embedding.checks import truncation_warnings
-from structbench.fingerprint import hashed_files
 from structbench.metrics import metrics_from_config, parse_metrics
 from structbench.metrics.diagnostics import retrieval_layer_pairs
-from structbench.plan import cells, keys, selection
-from structbench.plan.layout import Layout, chunkset
 from structbench.plan.report_files import ReportFiles
 from structbench.querygen.settings import QuerygenSettings
 from structbench.retrieval.fusion import LEXICAL_SOURCE, fusion_sources
@@ -231,7 +228,7 @@ class Study(ReportFiles):
         return keys.used_inducers(self.conditions.values())
 
     def bm25_prefixes(self) -> list[str]:
-        """The prefix tokens of the prefixed BM25 runs (:func:`structbench.plan.keys.prefixed_lexical_text_sets`),
+        """The prefix tokens of the prefixed BM25 runs (:func:`structbench.artifacts.keys.prefixed_lexical_text_sets`),
         in order: the ones the workflow's prefixed BM25 rule writes."""
         textsets = keys.prefixed_lexical_text_sets(self.conditions.values())
         return sorted({textset.rsplit("/", 1)[1] for textset in textsets})
@@ -291,7 +288,7 @@ class Study(ReportFiles):
 
     @staticmethod
     def lexical_cell(corpus: str, boundaries: str, structure: str) -> dict:
-        """The identifying columns of a chunk set's BM25 score table (structbench.plan.cells)."""
+        """The identifying columns of a chunk set's BM25 score table (structbench.artifacts.cells)."""
         return cells.lexical_cell(corpus, chunkset(boundaries, structure))
 
     def late_params(self, prefix: str) -> dict | None:
@@ -384,19 +381,9 @@ class Study(ReportFiles):
     # ---- the files one job reads ----
 
     def corpus_sources(self, corpus: str) -> list[str]:
-        """The files a corpus is built from, so an edited document or questions file rebuilds it."""
+        """The files a corpus is built from, so an edited document or questions file rebuilds it (the workflow
+        hashes them with :func:`structbench.corpus.sources.source_digest`: the plan reads no file's content)."""
         return source_files(self.config["corpora"][corpus])
-
-    def corpus_source_digest(self, corpus: str) -> str:
-        """One SHA-256 over the path and content digest of every file a corpus is built from (a file that is not
-        there counts as missing: Snakemake names it as a missing input). The corpus step reruns when it changes,
-        not when a file's modification time does: a data folder copied, synced or checked out again with the
-        same bytes reruns nothing. One short value whatever the number of files, as Snakemake stores and prints
-        it with each output."""
-        sources = [Path(source) for source in self.corpus_sources(corpus)]
-        digests = hashed_files([source for source in sources if source.is_file()], None)
-        listing = "".join(f"{source}\t{digests.get(source, 'missing')}\n" for source in sources)
-        return hashlib.sha256(listing.encode()).hexdigest()
 
     def scored_queries(self, corpus: str) -> str:
         """The queries a corpus is scored on: its own, or for ``queries: generated`` the balanced generated ones."""
@@ -404,10 +391,11 @@ class Study(ReportFiles):
             return self.paths.generated_queries_file(corpus, "queries.parquet")
         return self.paths.corpus_table(corpus, "queries")
 
-    def runs(self, corpus: str, embedder: str, reranker: str, condition: str) -> str:
-        """The run a condition's scores read in one cell. A BM25 condition without a reranker reads the BM25 run of
-        its chunk set's texts under its prefix, one file for every embedder cell (docs/method.md §8): prefix
-        ``none``, the chunk set's own run (the probe's)."""
+    def condition_run(self, corpus: str, embedder: str, reranker: str, condition: str) -> str:
+        """The run a condition's scores read in one cell: BM25, dense or reranked (:meth:`Layout.runs` is only
+        the unreranked dense path). A BM25 condition without a reranker reads the BM25 run of its chunk set's
+        texts under its prefix, one file for every embedder cell (docs/method.md §8): prefix ``none``, the chunk
+        set's own run (the probe's)."""
         own = self.conditions[condition]
         if reranker == cells.NO_RERANKER and is_lexical(own):
             return self.paths.bm25_runs(corpus, own.chunkset, own.prefix_token)
@@ -417,31 +405,33 @@ class Study(ReportFiles):
 
     def unreranked_runs(self, corpus: str, embedder: str, condition: str) -> str:
         """The run a reranker rescores: the condition's own run under the embedder (a BM25 condition's BM25 run)."""
-        return self.runs(corpus, embedder, cells.NO_RERANKER, condition)
+        return self.condition_run(corpus, embedder, cells.NO_RERANKER, condition)
 
-    def chunks(self, corpus: str, condition: str) -> str:
+    def condition_chunks(self, corpus: str, condition: str) -> str:
+        """The chunk set a condition ranks (:meth:`Layout.chunks` takes the chunk set itself)."""
         return self.paths.chunks(corpus, self.conditions[condition].chunkset)
 
-    def texts(self, corpus: str, condition: str, prefix: str | None = None) -> str:
+    def condition_texts(self, corpus: str, condition: str, prefix: str | None = None) -> str:
         """The condition's rendered texts, or (``prefix``) those of its chunk set under another prefix."""
         return self.paths.texts(corpus, self._textset(condition, prefix))
 
-    def vectors(self, corpus: str, embedder: str, condition: str, prefix: str | None = None) -> str:
+    def condition_vectors(self, corpus: str, embedder: str, condition: str, prefix: str | None = None) -> str:
         """The condition's vectors under an embedder, or (``prefix``) its chunk set's under another prefix."""
         return self.paths.vectors(corpus, embedder, self._textset(condition, prefix))
 
     def unprefixed_texts(self, corpus: str, condition: str) -> str:
         """The texts of the condition's chunk set without a prefix (per-candidate choice compares both)."""
-        return self.texts(corpus, condition, NO_PREFIX)
+        return self.condition_texts(corpus, condition, NO_PREFIX)
 
     def unprefixed_vectors(self, corpus: str, embedder: str, condition: str) -> str:
-        return self.vectors(corpus, embedder, condition, NO_PREFIX)
+        return self.condition_vectors(corpus, embedder, condition, NO_PREFIX)
 
     def _textset(self, condition: str, prefix: str | None) -> str:
         own = self.conditions[condition]
         return (own if prefix is None else replace(own, prefix=prefix)).textset
 
-    def sections(self, corpus: str, condition: str) -> str:
+    def condition_sections(self, corpus: str, condition: str) -> str:
+        """The sections of a condition's structure (:meth:`Layout.sections` takes the structure token itself)."""
         return self.paths.sections(corpus, self.conditions[condition].structure_token)
 
     def title_vectors(self, corpus: str, embedder: str, condition: str) -> str:
@@ -455,7 +445,9 @@ class Study(ReportFiles):
         sources = fusion_sources(self.retrieval_parameter(condition), own.prefix)
         return {
             "partner_vectors": [
-                self.vectors(corpus, embedder, condition, source) for source in sources if source != LEXICAL_SOURCE
+                self.condition_vectors(corpus, embedder, condition, source)
+                for source in sources
+                if source != LEXICAL_SOURCE
             ],
             "partner_runs": [self.paths.bm25_runs(corpus, own.chunkset) for s in sources if s == LEXICAL_SOURCE],
         }
@@ -463,7 +455,7 @@ class Study(ReportFiles):
     def retrieve_inputs(self, corpus: str, embedder: str, condition: str) -> dict[str, str]:
         """The vectors every retrieval kind ranks, plus the routing table a routed kind takes."""
         inputs = {
-            "chunk_vectors": self.vectors(corpus, embedder, condition),
+            "chunk_vectors": self.condition_vectors(corpus, embedder, condition),
             "query_vectors": self.paths.query_vectors(corpus, embedder),
             "queries": self.scored_queries(corpus),
         }
@@ -477,10 +469,10 @@ class Study(ReportFiles):
         (``span_precision_omega_chroma``)."""
         retrieval = self.conditions[condition].retrieval
         inputs = {
-            "runs": self.runs(corpus, embedder, reranker, condition),
+            "runs": self.condition_run(corpus, embedder, reranker, condition),
             "queries": self.scored_queries(corpus),
-            "chunks": self.chunks(corpus, condition),
-            "texts": self.texts(corpus, condition),
+            "chunks": self.condition_chunks(corpus, condition),
+            "texts": self.condition_texts(corpus, condition),
         }
         if is_readtime(retrieval):
             inputs["runs"] = self.paths.readtime_runs(corpus, embedder, reranker, condition)
@@ -581,4 +573,4 @@ class Study(ReportFiles):
         }
 
     def retrieval_layer_runs(self, corpus: str, embedder: str, reranker: str) -> list[str]:
-        return [self.runs(corpus, embedder, reranker, name) for name in self.retrieval_layer_conditions()]
+        return [self.condition_run(corpus, embedder, reranker, name) for name in self.retrieval_layer_conditions()]

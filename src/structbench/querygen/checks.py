@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from structbench.artifacts.selection import selected
 from structbench.configerror import ConfigError
 from structbench.defaults import SEED
-from structbench.plan.selection import selected
 
 
 def check_querygen_config(config: dict) -> None:

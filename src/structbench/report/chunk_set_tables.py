@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import polars as pl
 
+from structbench.artifacts.cells import lexical_chunkset
 from structbench.defaults import SIZE_MATCH_TOLERANCE
 from structbench.metrics.registry import metric_label
-from structbench.plan.cells import lexical_chunkset
 from structbench.report.table_registry import Block, Omit, ReportInputs, TableContent, report_table
 
 

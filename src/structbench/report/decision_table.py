@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import polars as pl
 
+from structbench.artifacts.cells import CELL
 from structbench.conditions import AXES, Condition
 from structbench.defaults import ALPHA, T_MAX, T_MIN
 from structbench.metrics.registry import metric_label
-from structbench.plan.cells import CELL
 from structbench.report.formatting import cell_heading, format_p
 from structbench.report.index_cost import index_cost_rows
 from structbench.report.table_registry import Block, Omit, ReportInputs, TableContent, report_table, require_scores

@@ -9,8 +9,8 @@ from collections.abc import Mapping
 
 import polars as pl
 
+from structbench.artifacts.cells import CELL
 from structbench.metrics.registry import metric_label
-from structbench.plan.cells import CELL
 from structbench.report.decisive import (
     CONTENT_CHARS,
     CONTROL,

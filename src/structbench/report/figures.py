@@ -26,9 +26,9 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from structbench.artifacts.cells import CELL
 from structbench.defaults import ALPHA
 from structbench.metrics.registry import is_metric, metric_label, parse_metric
-from structbench.plan.cells import CELL
 from structbench.report.formatting import cell_heading, p_text, signed
 from structbench.report.results import ALL_QTYPES
 from structbench.report.table_registry import Omit, Omitted, ReportInputs, Table

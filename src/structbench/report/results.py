@@ -17,10 +17,10 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from structbench.artifacts.cells import CELL
 from structbench.conditions import AXES, FAMILIES, retrieval_kind, routed_kinds
 from structbench.defaults import ALPHA
 from structbench.metrics.registry import metric_columns, metric_label
-from structbench.plan.cells import CELL
 from structbench.report.formatting import (
     cell_heading,
     comparison_labels,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from structbench.plan.cells import CELL
+from structbench.artifacts.cells import CELL
 from structbench.report.formatting import cell_heading, slope_columns
 from structbench.report.results import primary_condition_means
 from structbench.report.table_registry import Omit, ReportInputs, TableContent, blocks_by, report_table

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from structbench.artifacts.cells import CELL
 from structbench.metrics.registry import metric_columns, metric_label, parse_metric
-from structbench.plan.cells import CELL
 from structbench.report.formatting import cell_heading
 from structbench.report.table_registry import Block, Omit, ReportInputs, TableContent, report_table, require_scores
 from structbench.stats.means import condition_means

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from structbench.artifacts.cells import CELL
 from structbench.defaults import ALPHA
-from structbench.plan.cells import CELL
 from structbench.report.formatting import cell_heading, format_p, signed
 from structbench.report.table_registry import Omit, ReportInputs, TableContent, blocks_by, report_table, require_scores
 from structbench.stats.subgroups import MIN_SUBGROUP_DOCS

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field, fields
 
 import polars as pl
 
+from structbench.artifacts.cells import CELL
 from structbench.defaults import T_MAX, T_MIN
-from structbench.plan.cells import CELL
 
 
 @dataclass(frozen=True)

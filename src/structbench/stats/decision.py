@@ -23,9 +23,9 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from structbench.artifacts.cells import CELL
 from structbench.conditions import NO_PREFIX, is_readtime, parse_value
 from structbench.defaults import ALPHA, T_MAX, T_MIN
-from structbench.plan.cells import CELL
 from structbench.stats.bootstrap import bootstrap_p, bootstrap_replicates, cluster_sums, percentile_ci
 from structbench.stats.paired import holm_decisions, paired_deltas
 from structbench.stats.readings import budget_of

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from structbench.artifacts.cells import CELL
 from structbench.conditions import MIN_DOSE_LEVELS, parse_value
 from structbench.metrics.registry import metric_columns
-from structbench.plan.cells import CELL
 from structbench.stats.bootstrap import cluster_bootstrap
 from structbench.stats.contrasts import depth_slopes
 

@@ -4,8 +4,8 @@ selected ones run, checked against the installed library's own signature (the ad
 from __future__ import annotations
 
 from structbench import conditions as axes
+from structbench.artifacts import keys
 from structbench.configerror import ConfigError
-from structbench.plan import keys
 
 
 def external_chunker_names(conditions: dict) -> list[str]:

@@ -1,7 +1,7 @@
 """The artifacts a run needs, as keys (docs/architecture.md, "Plan"): pure functions over the parsed conditions
 and the validated config, each answering one question the workflow asks — which chunk sets, which of them are
 size-matched and to what, which text sets are embedded, which inducers run. :class:`structbench.plan.study.Study`
-turns these keys into paths (:mod:`structbench.plan.layout`); every axis value is read through
+turns these keys into paths (:mod:`structbench.artifacts.layout`); every axis value is read through
 :meth:`structbench.conditions.Condition.kind`, never by its spelling."""
 
 from __future__ import annotations

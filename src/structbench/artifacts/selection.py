@@ -11,15 +11,16 @@ class SelectionError(ValueError):
     """A ``select`` entry naming something the config does not declare; the message names the key."""
 
 
-def chosen(config: Mapping, kind: str) -> list[str]:
-    """The names ``select.<kind>`` lists, as written (empty when the key is absent or empty)."""
+def select_entry(config: Mapping, kind: str) -> list[str]:
+    """The names ``select.<kind>`` lists, as written, with no fallback (empty when the key is absent or empty):
+    what the config check verifies against the declared names. :func:`selected` is the names a run uses."""
     return list((config.get("select") or {}).get(kind) or [])
 
 
 def selected(config: Mapping, kind: str) -> list[str]:
     """The declared names of one kind (``corpora``, ``embedders``, ``rerankers``) a run uses: ``select.<kind>``
-    when given, else every name ``config[kind]`` declares, in declared order."""
-    return chosen(config, kind) or list(config[kind])
+    when given (:func:`select_entry`), else every name ``config[kind]`` declares, in declared order."""
+    return select_entry(config, kind) or list(config[kind])
 
 
 def select_conditions(conditions: dict, contrasts: dict, chosen_names: list[str] | None) -> tuple[dict, dict]:

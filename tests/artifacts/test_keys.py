@@ -1,9 +1,9 @@
-"""The run's artifact keys (structbench.plan.keys), on hand-written conditions: which chunk sets a run builds,
+"""The run's artifact keys (structbench.artifacts.keys), on hand-written conditions: which chunk sets a run builds,
 which are size-matched and to what, which text sets are embedded, which inducers and chunkers run."""
 
+from structbench.artifacts import keys
 from structbench.conditions import parse_conditions
 from structbench.defaults import T_MAX, T_MIN
-from structbench.plan import keys
 
 CHUNKING = {"t_max": T_MAX, "t_min": T_MIN}
 CHUNKERS = {"lc": {"library": "langchain", "kind": "recursive", "size_match": False}}

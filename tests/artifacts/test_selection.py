@@ -1,11 +1,11 @@
-"""What a config's ``select`` keeps (structbench.plan.selection): declared names narrowed by ``select``, and the
+"""What a config's ``select`` keeps (structbench.artifacts.selection): declared names narrowed by ``select``, and the
 contrasts a condition selection leaves whole."""
 
 import pytest
 
+from structbench.artifacts.selection import SelectionError, select_conditions, selected
 from structbench.conditions import parse_conditions, parse_contrasts
 from structbench.defaults import T_MAX, T_MIN
-from structbench.plan.selection import SelectionError, select_conditions, selected
 
 CONFIG = {"embedders": {"minilm": {}, "bge": {}, "e5": {}}, "corpora": {"kb": {}}}
 FLAT = {"boundaries": "structural", "structure": "gold", "prefix": "none", "retrieval": "flat"}
