@@ -123,6 +123,7 @@ LAYERS = (
         "conditions",
         "configerror",
         "configfiles",
+        "data",
         "datamodel",
         "defaults",
         "devices",

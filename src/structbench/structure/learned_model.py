@@ -45,8 +45,8 @@ from pathlib import Path
 import numpy as np
 
 from structbench.graphemes import bounded_title
-from structbench.structure.induction import TITLE_CHARS
 from structbench.structure.learned_features import FEATURES, TITLE_POSITION, title_feature_width
+from structbench.structure.sections import TITLE_CHARS
 
 FORMAT = "structbench-learned-inducer/2"
 MAGIC = b"structbench learned-inducer model\n"

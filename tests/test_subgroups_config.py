@@ -37,8 +37,9 @@ def study(subgroups, **keys):
             r"subgroups\.moderators names \['depth'\], which are not moderators; moderators are \['tree_depth', ",
         ),
         (
-            {"moderators": ALL, "contrasts": ["G3-G2", "B3-B2"]},
-            r"subgroups\.contrasts names \['B3-B2'\], which config\.contrasts does not declare \(declared: \['C1', ",
+            {"moderators": ALL, "contrasts": ["G3-G2", "G3-Z9"]},
+            r"subgroups\.contrasts names \['G3-Z9'\], which config\.contrasts does not declare "
+            r"\(declared: \['B3-B2', 'C1', ",
         ),
         (
             {"moderators": ALL, "contrasts": ["induced-depth"]},
