@@ -171,3 +171,45 @@ def test_the_tests_layout_check_can_fail():
     assert module_kind(Path("helpers/test_bm25.py"), uses_bm25) is None  # no such package
     assert module_kind(Path("retrieval/deep/test_bm25.py"), uses_bm25) is None
     assert module_kind(Path("stats/test_replication.py"), 'load("benchmarks/replication.py")') == "a benchmark of stats"
+
+
+# ---- long modules say why they stay one
+
+LONG_MODULE_LINES = 500
+LONG_MODULE_REASON = re.compile(r"over 500 lines[^:\n]*:\s*\S+(?:\s+\S+){5,}", re.IGNORECASE)
+
+
+def unexplained_long_modules(modules: dict[str, str]) -> list[str]:
+    """Each module (name -> source) of more than :data:`LONG_MODULE_LINES` lines whose module docstring does not
+    say why it stays one module: the words "over 500 lines", a colon and a reason of a few words."""
+    unexplained = []
+    for name, text in modules.items():
+        if len(text.splitlines()) > LONG_MODULE_LINES:
+            docstring = ast.get_docstring(ast.parse(text)) or ""
+            if not LONG_MODULE_REASON.search(docstring):
+                unexplained.append(f"{name} ({len(text.splitlines())} lines)")
+    return unexplained
+
+
+def test_every_module_over_500_lines_says_why_in_its_docstring():
+    modules = {name: path.read_text() for name, path in library_modules().items()}
+    assert any(len(text.splitlines()) > LONG_MODULE_LINES for text in modules.values())  # the check has work
+    unexplained = unexplained_long_modules(modules)
+    assert not unexplained, "over 500 lines without a docstring reason:\n" + "\n".join(unexplained)
+
+
+def test_the_long_module_check_can_fail():
+    body = "\n".join(f"VALUE_{index} = {index}" for index in range(LONG_MODULE_LINES))
+    reason = "Over 500 lines as one concern: one table of values that reads as one list."
+    modules = {
+        "long.silent": f'"""A long module."""\n{body}\n',
+        "long.no_reason": f'"""A long module.\n\nOver 500 lines.\n"""\n{body}\n',
+        "long.explained": f'"""A long module.\n\n{reason}\n"""\n{body}\n',
+        "long.reason_in_a_comment": f'"""A long module."""\n# {reason}\n{body}\n',
+        "short.silent": f'"""A short module."""\n{body[:100]}\n',
+    }
+    assert unexplained_long_modules(modules) == [
+        f"long.silent ({LONG_MODULE_LINES + 1} lines)",
+        f"long.no_reason ({LONG_MODULE_LINES + 4} lines)",
+        f"long.reason_in_a_comment ({LONG_MODULE_LINES + 2} lines)",
+    ]

@@ -20,7 +20,7 @@ A condition's *size* is its own ``t_max``/``t_min`` (docs/method.md §6a): unset
 A chunk set's path carries the size only where it differs from the run's (``structural-t200/gold``), so a config
 without per-condition sizes keeps every path it had (:func:`size_token`).
 
-Past 500 lines as one concern: :data:`AXES` spells every legal value with the description the schema shows,
+Over 500 lines as one concern: :data:`AXES` spells every legal value with the description the schema shows,
 and the parsing of conditions and contrasts checks them against it; one table, its readers beside it.
 """
 

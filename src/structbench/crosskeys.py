@@ -280,7 +280,8 @@ def check_learned_config(config: dict, conditions: dict) -> None:
         if entry["model"] is not None:
             if not Path(entry["model"]).is_file():
                 raise ConfigError(f"inducers.{name}.model = {entry['model']!r}: no such file")
-            from structbench.structure.learned_model import ModelFileError, load_learned_inducer
+            from structbench.structure.learned_model import load_learned_inducer
+            from structbench.structure.model_file import ModelFileError
 
             try:
                 model = load_learned_inducer(entry["model"])

@@ -1,4 +1,4 @@
-"""The learned inducer's model file (structbench.structure.learned_model): arrays and JSON that predict what
+"""The learned inducer's model file (structure.learned_model, structure.model_file): arrays and JSON that predict what
 the fitted estimators predict, checked before use, and never code."""
 
 import hashlib
@@ -22,22 +22,24 @@ from structbench.structure.induction import TITLE_CHARS
 from structbench.structure.learned import induce_learned
 from structbench.structure.learned_features import gap_features, title_feature_width, title_features
 from structbench.structure.learned_model import (
-    FORMAT,
-    MAGIC,
-    MAX_ARRAY_BYTES,
-    MAX_MEMBERS,
     ConstantProbability,
     LearnedInducer,
-    ModelFileError,
     TitleClassifier,
     TreeEnsemble,
-    canonical_json,
     load_learned_inducer,
-    npz_bytes,
     printable_title,
     title_problem,
 )
 from structbench.structure.learned_training import fit_boosted_trees, gold_starts, train_learned_inducer
+from structbench.structure.model_file import (
+    FORMAT,
+    MAGIC,
+    MAX_ARRAY_BYTES,
+    MAX_MEMBERS,
+    ModelFileError,
+    canonical_json,
+    npz_bytes,
+)
 from structbench.structure.model_free import paragraph_vectors
 from structbench.structure.sections import paragraph_texts
 
@@ -151,7 +153,7 @@ def test_a_crafted_pickle_is_refused_and_never_run_by_the_cli_or_the_api(tmp_pat
     )
     api = (
         "import sys\nfrom structbench.api import chunk_markdown\n"
-        "from structbench.structure.learned_model import ModelFileError\n"
+        "from structbench.structure.model_file import ModelFileError\n"
         "try:\n    chunk_markdown('Some text.', induce='learned', model=sys.argv[1], encode=lambda t: None)\n"
         "except ModelFileError as error:\n    print(error.problem)\n"
     )
@@ -418,7 +420,8 @@ def test_a_deflate_bomb_is_refused_by_its_stated_size_and_a_lying_one_is_read_no
 PEAK_RSS = """
 import re, sys
 from pathlib import Path
-from structbench.structure.learned_model import ModelFileError, load_learned_inducer
+from structbench.structure.learned_model import load_learned_inducer
+from structbench.structure.model_file import ModelFileError
 for path in sys.argv[1:]:
     try:
         load_learned_inducer(path)

@@ -5,7 +5,7 @@
 are on content offsets: a prefix can never create relevance. A ranked chunk of another document keeps
 its rank and its token cost, but contributes no overlap (offsets are per-document coordinates).
 
-Past 500 lines as one concern: the checks of the four tables and the arrays built from them share the
+Over 500 lines as one concern: the checks of the four tables and the arrays built from them share the
 invariants (sorted, disjoint, in-document offsets) that every metric relies on, so they stay side by side.
 """
 

@@ -13,8 +13,9 @@ font), size and dpi are fixed, and the PNG carries no metadata (no Software, no 
 data gives the same bytes. matplotlib is imported inside the functions (Agg, no pyplot state), so
 importing this module, as the workflow does for the captions, costs nothing.
 
-Past 500 lines as one concern: the figures share one style, palette, marker set and byte-deterministic writer,
-which a split would have to import back into each part.
+Over 500 lines as one concern: the figures share one style, palette, marker set and byte-deterministic writer,
+which a split would have to import back into each part, and the order they register in here is the order the
+report shows them in, which figures spread over modules would leave to import order.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ section recall, the title-chain study's run comparison and the per-query scores.
 function of :class:`~structbench.report.table_registry.ReportInputs`; :mod:`.latex` writes Tables 1 and 2 (and the
 decision) as booktabs LaTeX from the same shown frames.
 
-Past 500 lines as one concern: every table here presents the statistics step's per-cell numbers (contrasts,
+Over 500 lines as one concern: every table here presents the statistics step's per-cell numbers (contrasts,
 means, slopes, per-query scores) with the same cell blocks and condition order; the diagnostics live apart.
 """
 
