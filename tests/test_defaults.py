@@ -11,6 +11,8 @@ from structbench.config import load_schema
 OVERRIDES = {
     ("contexts", "llm"): "the default run's situating contexts need an LLM; the schema's null means none",
     ("llm_shards",): "the default run's LLM steps in two document batches, one job per core side by side",
+    ("subgroups", "moderators"): "the default run's report shows the subgroup table; the schema's empty list: none",
+    ("subgroups", "contrasts"): "the default run splits C2 and G3-G2 by every moderator; the schema's empty list: none",
 }
 
 

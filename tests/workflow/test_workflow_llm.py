@@ -168,7 +168,8 @@ def test_the_default_plans_one_llm_job_per_shard(tmp_path):
         assert jobs["merge_structure"] == jobs["merge_contexts"] == 1
         # the LLM inducer and the two model-free ones (one job each, not sharded: they run no LLM)
         assert jobs["induction_stats"] == 3 and jobs["segment_structure"] == jobs["learned_structure"] == 1
-        # The twenty-four conditions of the default: nineteen text sets (A4, G4, M4 and L4 rank the vectors of
-        # A3, G3, M3 and L3 by two-stage routing; B2 ranks G2's texts by BM25), 24 cells, four stage-1 routing jobs.
-        assert jobs["texts"] == jobs["embed_texts"] == 19 and jobs["score"] == 24
+        # The twenty-five conditions of the default: nineteen text sets (A4, G4, M4 and L4 rank the vectors of
+        # A3, G3, M3 and L3 by two-stage routing; B2 and B3 rank G2's and G3's texts by BM25), 25 cells, four
+        # stage-1 routing jobs.
+        assert jobs["texts"] == jobs["embed_texts"] == 19 and jobs["score"] == 25
         assert jobs["route_sections"] == 4
