@@ -19,12 +19,9 @@ from structbench.provenance import code_version
 from structbench.report.catalog import TABLES, bundled_table_pattern
 from structbench.report.figures import FIGURES
 
-# Every start-up check (structbench.plan.study.start_up: the config files read again with the bounded YAML reader,
-# the schema and its defaults, then the cross-key checks), the same function `structbench check-config` runs: a bad
-# key or metric name fails the dry run, not a job. Snakemake read workflow.configfiles before this code ran, keeping
-# a key written twice at its last value.
-CONFIG_SCHEMA = os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml")
-STARTUP = start_up(config, CONFIG_SCHEMA, workflow.configfiles)
+# Every start-up check (structbench.plan.study.start_up: the config files re-read by the bounded YAML reader, which
+# names a key Snakemake kept at its last value, the schema, the cross-key checks), as `structbench check-config` runs.
+STARTUP = start_up(config, os.path.join(workflow.basedir, "workflow/schemas/config.schema.yaml"), workflow.configfiles)
 STUDY = STARTUP.study
 paths = STUDY.paths
 if STUDY.dropped_contrasts:  # the report lists them under Table 1 too (docs/method.md §15)
@@ -74,18 +71,13 @@ def conditions_retrieved_by(kind):
 
 
 def script_code(script):
-    """What a rule's rerun depends on in the library: every structbench module its script reaches
-    (structbench.provenance), derived from the script's imports, so no list can drift.
-
-    A params function, so it is computed for the jobs a Snakemake process plans, once per script: a
-    job-side Snakemake (a cluster job) plans one job and hashes one script's modules, not every rule's."""
+    """What a rule's rerun depends on in the library: every structbench module its script reaches (structbench.
+    provenance). A params function, so a cluster job's own Snakemake hashes one script's modules, not every rule's."""
     path = os.path.join(workflow.basedir, "workflow", "scripts", f"{script}.py")
     return lambda wildcards: script_code_version(path)
 
 
-@functools.cache
-def script_code_version(path):
-    return code_version(path)
+script_code_version = functools.cache(code_version)  # once per script in a Snakemake process
 
 
 def asks(method, *names):
@@ -140,11 +132,7 @@ def corpus_sources(wildcards):
     return [ancient(source) for source in STUDY.corpus_sources(wildcards.corpus)]
 
 
-def corpus_source_digest(wildcards):
-    """One digest of the path and content of each of a corpus's source files (structbench.corpus.sources)."""
-    return source_digest(STUDY.corpus_sources(wildcards.corpus))
-
-
+corpus_source_digest = asks(lambda corpus: source_digest(STUDY.corpus_sources(corpus)), "corpus")  # path + content
 scored_queries = asks(STUDY.scored_queries, "corpus")
 structure_sections = asks(paths.sections, "corpus", "structure")
 external_reference = asks(STUDY.external_reference, "corpus", "chunker", "size", "structure")
