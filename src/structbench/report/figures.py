@@ -32,6 +32,7 @@ from structbench.defaults import ALPHA
 from structbench.metrics.registry import is_metric, metric_label, parse_metric
 from structbench.report.formatting import cell_heading, p_text, signed
 from structbench.report.results import ALL_QTYPES
+from structbench.report.subgroup_panel import subgroup_panel
 from structbench.report.table_registry import Omit, Omitted, ReportInputs, Table
 from structbench.sizes import split_size
 from structbench.stats.contrasts import HOLM_FAMILIES
@@ -291,15 +292,6 @@ SUBGROUP_PANEL_WIDTH = 5.8  # inches: the level labels on the left, the interact
 SUBGROUP_ROW = 0.26  # inches per level row
 
 
-def _interaction_text(row: dict, bootstrap_iters: int | None) -> str:
-    """A moderator's interaction as the subgroup forest annotates it: Δ_A − Δ_B [CI], then p and Holm p, or why
-    it was not tested."""
-    text = f"A − B {signed(row['delta'], 3)} [{signed(row['ci_low'], 3)}, {signed(row['ci_high'], 3)}]"
-    if not row["testable"]:
-        return f"{text}\nnot testable"
-    return f"{text}\n{p_text(row['p'], bootstrap_iters)}, Holm {p_text(row['p_holm'], bootstrap_iters)[2:]}"
-
-
 @report_figure(
     "forest_subgroups",
     "Subgroups (forest plot)",
@@ -335,54 +327,11 @@ def subgroup_forest(data: pl.DataFrame, inputs: ReportInputs):
             if rows.is_empty():
                 axes.set_visible(False)
                 continue
-            _subgroup_panel(axes, rows, moderators, inputs.bootstrap_iters, whole.get((*cell, contrast)))
+            subgroup_panel(axes, rows, moderators, inputs.bootstrap_iters, whole.get((*cell, contrast)), series_style)
             comparison = rows["comparison"][0]
             axes.set_title(f"{contrast}: {comparison} · {cell_heading(*cell)}")
             axes.set_xlabel(f"Δ {primary_label(inputs)} (treatment − control)")
     return figure
-
-
-def _subgroup_panel(axes, rows: pl.DataFrame, moderators: list[str], bootstrap_iters: int | None, whole) -> None:
-    """One contrast's panel: a row per side or level, moderators top to bottom with a gap between them, and the
-    interaction's numbers on a right-hand axis beside each moderator's rows."""
-    y, ticks, labels, notes = 0.0, [], [], []
-    for index, moderator in enumerate(m for m in moderators if m in set(rows["moderator"].to_list())):
-        group = rows.filter(pl.col("moderator") == moderator)
-        style = series_style(index)
-        first = y
-        for row in group.filter(pl.col("kind") != "interaction").iter_rows(named=True):
-            level = row["kind"] == "level"
-            axes.plot([row["ci_low"], row["ci_high"]], [-y, -y], color=style["color"], linewidth=1.3)
-            axes.plot(
-                [row["delta"]],
-                [-y],
-                linestyle="none",
-                marker="s" if level else "o",
-                markersize=4.5 if level else 6,
-                color=style["color"],
-                markerfacecolor=style["color"] if row["testable"] else "white",
-                markeredgewidth=1.2,
-            )
-            side = f"{row['level']} (in {row['group']})" if level else f"{moderator} · {row['group']}: {row['level']}"
-            ticks.append(-y)
-            labels.append(f"{side} (n={row['n_queries']}/{row['n_docs']})")
-            y += 1
-        interaction = group.filter(pl.col("kind") == "interaction").row(0, named=True)
-        notes.append((-(first + y - 1) / 2, _interaction_text(interaction, bootstrap_iters)))
-        y += 1  # a gap before the next moderator
-    axes.axvline(0.0, color="#777777", linewidth=0.8, zorder=0)
-    if whole is not None and whole == whole:
-        axes.axvline(whole, color="#777777", linewidth=0.9, linestyle=":", zorder=0)
-    axes.set_yticks(ticks, labels)
-    axes.set_ylim(-(y - 1) - 0.6, 0.6)
-    axes.grid(axis="y", visible=False)
-    numbers = axes.twinx()
-    numbers.set_ylim(axes.get_ylim())
-    numbers.set_yticks([at for at, _ in notes], [text for _, text in notes])
-    numbers.tick_params(axis="y", length=0, labelsize=7)
-    numbers.grid(False)
-    for spine in ("top", "right", "left"):
-        numbers.spines[spine].set_visible(False)
 
 
 @report_figure(
