@@ -4,6 +4,7 @@ slope, and its smoke mode runs the gold arm at two sizes from empty caches and p
 import importlib.util
 import subprocess
 import sys
+import time
 
 import pytest
 from conftest import REPO, SHARED_DATA, local_env
@@ -19,14 +20,18 @@ Job, SizeRun = bench_scale.Job, bench_scale.SizeRun
 
 def test_a_job_record_is_read_from_the_closing_line_step_log_writes(tmp_path):
     peak_before = peak_rss_mib()
+    wall, cpu = time.perf_counter(), time.process_time()
     with step_log(tmp_path / "logs/embed/qasper/minilm-x.log", "embed_texts"):
         kept = b"x" * ((peak_before + 64) << 20)  # written, so resident: a peak above any before it
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     with step_log(tmp_path / "logs/score/unfinished.log", "score"):
         pass
     (tmp_path / "logs/score/unfinished.log").write_text("a job still running\n")
     [job] = bench_scale.finished_jobs(tmp_path / "logs")
-    assert job.step == "embed_texts" and job.log == "embed/qasper/minilm-x.log" and 0 <= job.seconds < 5
-    assert 0 < job.cpu_seconds < 5  # writing the bytes takes CPU
+    # the closing line's times, to its 0.1 s, are the step's own (bounded by what the test measured around it: the
+    # bytes are the worker's earlier peak and more, so their time depends on that worker, never a fixed bound)
+    assert job.step == "embed_texts" and job.log == "embed/qasper/minilm-x.log" and 0 <= job.seconds <= wall + 0.1
+    assert 0 < job.cpu_seconds <= cpu + 0.1  # writing the bytes takes CPU
     assert job.peak_rss_mib >= peak_before + 64 and len(kept) > 0
 
 
